@@ -1,0 +1,256 @@
+"""The BFCL v4 multi-turn environment, imported from the ``bfcl-eval`` package.
+
+ACE never copies BFCL's code or data: it reads the package's data files and
+instantiates its API classes.  This module turns BFCL's question /
+possible-answer files into :class:`synth.tasks.Task` objects and exposes the
+function docs (JSON schemas) and the Python classes behind them.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ace_graph.errors import TaskLoadError
+from synth.tasks import Task, Turn
+
+BFCL_VERSION = "2026.3.23"
+
+#: The scored multi-turn categories, in BFCL's order.
+CATEGORIES = ("base", "long_context", "miss_func", "miss_param")
+
+#: The eight executable API classes of the multi-turn suite.
+CLASSES = (
+    "GorillaFileSystem",
+    "MathAPI",
+    "MessageAPI",
+    "TwitterAPI",
+    "TicketAPI",
+    "TradingBot",
+    "TravelAPI",
+    "VehicleControlAPI",
+)
+
+#: Shown to the agent in a miss_func turn whose only news is new tools
+#: (BFCL's harness sends the same sentence).
+ADDED_TOOLS_PROMPT = "I have updated some more functions you can choose from. What about now?"
+
+
+def _package_dir() -> Path:
+    try:
+        import bfcl_eval
+    except ModuleNotFoundError as e:
+        raise TaskLoadError(
+            "The bfcl-eval package is not installed. Install it with "
+            f"`pip install --no-deps bfcl-eval=={BFCL_VERSION} mpmath` "
+            "(or run scripts/setup.sh)."
+        ) from e
+    return Path(bfcl_eval.__file__).parent
+
+
+@dataclass(frozen=True)
+class FunctionInfo:
+    """One BFCL function: its class and its JSON-schema doc."""
+
+    name: str
+    class_name: str
+    doc: dict[str, Any]
+
+
+@functools.cache
+def _backend() -> tuple[dict[str, str], dict[str, str], frozenset[str]]:
+    _package_dir()
+    from bfcl_eval.constants.executable_backend_config import (
+        CLASS_FILE_PATH_MAPPING,
+        MULTI_TURN_FUNC_DOC_FILE_MAPPING,
+        STATELESS_CLASSES,
+    )
+
+    return CLASS_FILE_PATH_MAPPING, MULTI_TURN_FUNC_DOC_FILE_MAPPING, frozenset(STATELESS_CLASSES)
+
+
+def is_stateless(class_name: str) -> bool:
+    """BFCL classes that take no initial configuration (MathAPI)."""
+    return class_name in _backend()[2]
+
+
+@functools.cache
+def api_class(class_name: str) -> type:
+    """The Python class behind a BFCL API name, e.g. ``TwitterAPI``."""
+    modules, _, _ = _backend()
+    if class_name not in modules:
+        raise TaskLoadError(f"Unknown BFCL class {class_name!r}; known: {sorted(modules)}")
+    return getattr(importlib.import_module(modules[class_name]), class_name)
+
+
+@functools.cache
+def functions() -> dict[str, FunctionInfo]:
+    """Every multi-turn function by name (128 of them), with its doc."""
+    _, doc_files, _ = _backend()
+    doc_dir = _package_dir() / "data" / "multi_turn_func_doc"
+    out: dict[str, FunctionInfo] = {}
+    for class_name in CLASSES:
+        with open(doc_dir / doc_files[class_name], encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    doc = json.loads(line)
+                    out[doc["name"]] = FunctionInfo(doc["name"], class_name, doc)
+    return out
+
+
+def class_functions(class_name: str) -> list[str]:
+    """Function names of one class, in the doc file's order."""
+    return [f.name for f in functions().values() if f.class_name == class_name]
+
+
+def tool_schema(name: str) -> dict[str, Any]:
+    """An OpenAI-style tool schema for a BFCL function (its doc, type names fixed)."""
+    doc = functions()[name].doc
+    params = json.loads(json.dumps(doc.get("parameters", {"type": "object", "properties": {}})))
+    _fix_types(params)
+    return {
+        "type": "function",
+        "function": {"name": name, "description": doc.get("description", ""), "parameters": params},
+    }
+
+
+_TYPE_FIX = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
+
+
+def _fix_types(schema: Any) -> None:
+    if isinstance(schema, dict):
+        if isinstance(schema.get("type"), str):
+            schema["type"] = _TYPE_FIX.get(schema["type"], schema["type"])
+        for v in schema.values():
+            _fix_types(v)
+    elif isinstance(schema, list):
+        for v in schema:
+            _fix_types(v)
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+@functools.cache
+def _load_category(category: str) -> tuple[Task, ...]:
+    data = _package_dir() / "data"
+    questions = _read_jsonl(data / f"BFCL_v4_multi_turn_{category}.json")
+    answers = {
+        a["id"]: a["ground_truth"]
+        for a in _read_jsonl(data / "possible_answer" / f"BFCL_v4_multi_turn_{category}.json")
+    }
+    tasks = []
+    for q in questions:
+        if q["id"] not in answers:
+            raise TaskLoadError(f"BFCL task {q['id']} has no ground truth in possible_answer/")
+        tasks.append(_to_task(q, answers[q["id"]], category))
+    return tuple(tasks)
+
+
+def _to_task(q: dict[str, Any], ground_truth: list[list[str]], category: str) -> Task:
+    if len(q["question"]) != len(ground_truth):
+        raise TaskLoadError(
+            f"BFCL task {q['id']}: {len(q['question'])} user turns but "
+            f"{len(ground_truth)} ground-truth turns"
+        )
+    missed = {int(k): list(v) for k, v in (q.get("missed_function") or {}).items()}
+    excluded = set(q.get("excluded_function") or [])
+    tools = [
+        name
+        for cls in q["involved_classes"]
+        for name in class_functions(cls)
+        if name not in excluded
+    ]
+    repairs = _repair_withheld(q["id"], missed, ground_truth)
+    turns = []
+    for i, (messages, calls) in enumerate(zip(q["question"], ground_truth)):
+        added = missed.get(i, [])
+        user = list(messages)
+        if not user and added:
+            user = [{"role": "user", "content": ADDED_TOOLS_PROMPT}]
+        turns.append(Turn(user=user, ground_truth=list(calls), tools_added=added))
+    return Task(
+        id=q["id"],
+        source="bfcl",
+        category=category,
+        turns=turns,
+        initial_config=q.get("initial_config", {}),
+        involved_classes=list(q["involved_classes"]),
+        tools=tools,
+        long_context="long_context" in category,
+        provenance={
+            "source": "bfcl-eval",
+            "version": BFCL_VERSION,
+            "category": f"multi_turn_{category}",
+            "excluded_function": sorted(excluded),
+            "repairs": repairs,
+        },
+    )
+
+
+def _repair_withheld(task_id: str, missed: dict[int, list[str]], ground_truth: list[list[str]]) -> list[str]:
+    """Offer a withheld function from the first turn whose ground truth calls it.
+
+    One BFCL task (miss_func_49) withholds ``tail`` until turn 3 while its
+    ground truth calls it in turn 1; BFCL's checker does not notice because it
+    executes withheld functions.  ACE refuses calls to withheld tools, so it
+    offers such a function from its first use instead and records the repair.
+    Edits ``missed`` in place; returns one line per repair.
+    """
+    from synth.calls import Call, parse_call
+
+    repairs = []
+    for turn_added, names in list(missed.items()):
+        for name in list(names):
+            first_use = next(
+                (
+                    t
+                    for t, calls in enumerate(ground_truth)
+                    if any(isinstance(c, Call) and c.name == name for c in map(parse_call, calls))
+                ),
+                None,
+            )
+            if first_use is not None and first_use < turn_added:
+                names.remove(name)
+                missed.setdefault(first_use, []).append(name)
+                repairs.append(
+                    f"{name}: withheld until turn {turn_added} but the ground truth calls it "
+                    f"in turn {first_use}; offered from turn {first_use}"
+                )
+    return repairs
+
+
+def load_tasks(category: str = "all") -> list[Task]:
+    """Load BFCL multi-turn tasks: one category, or ``all`` four scored ones.
+
+    The unused ``composite`` set is refused: most of its ground truth is broken.
+    """
+    category = category.removeprefix("multi_turn_")
+    if category == "composite":
+        raise TaskLoadError(
+            "BFCL's multi_turn_composite set is not scored by BFCL and its ground truth "
+            "is stale (most tasks contain broken calls); ACE does not load it. "
+            f"Use one of: {', '.join(CATEGORIES)} or all."
+        )
+    if category == "all":
+        return [t for c in CATEGORIES for t in _load_category(c)]
+    if category not in CATEGORIES:
+        raise TaskLoadError(
+            f"Unknown BFCL category {category!r}. Use one of: {', '.join(CATEGORIES)} or all."
+        )
+    return list(_load_category(category))
+
+
+def raw_entry(task: Task) -> dict[str, Any]:
+    """The task as BFCL's official checker expects its ``test_entry``."""
+    return {
+        "id": task.id if task.source == "bfcl" else f"multi_turn_ace_{task.id}",
+        "initial_config": task.initial_config,
+        "involved_classes": task.involved_classes,
+    }

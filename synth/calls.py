@@ -1,0 +1,129 @@
+"""Parse tool calls from model output, safely.
+
+Model output is data.  A call arrives either as a BFCL call string
+(``mv(source='a', destination='b')``) or as an OpenAI-style object
+(``{"name": ..., "arguments": {...} or "<json>"}``, optionally wrapped in
+``{"function": {...}}``).  Strings are parsed with :mod:`ast` and accepted only
+when they are a single call of a bare function name whose arguments are
+literals; nothing is ever evaluated.  Anything else becomes a
+:class:`MalformedCall` that says why.
+
+>>> parse_call("mv(source='a', destination='b')")
+Call(name='mv', args=(), kwargs={'source': 'a', 'destination': 'b'})
+>>> parse_call("__import__('os').system('id')").reason
+'the callee must be a bare function name, not Attribute'
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Longest call string ACE will parse; longer input is rejected unread.
+MAX_CALL_CHARS = 65_536
+
+
+@dataclass(frozen=True)
+class Call:
+    """A well-formed call: a function name and literal arguments."""
+
+    name: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def render(self) -> str:
+        """The call as a BFCL call string (keyword arguments as given)."""
+        parts = [repr(a) for a in self.args]
+        parts += [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"{self.name}({', '.join(parts)})"
+
+
+@dataclass(frozen=True)
+class MalformedCall:
+    """Input that is not an acceptable call; ``raw`` is kept (truncated) for the record."""
+
+    raw: str
+    reason: str
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + f"...(+{len(text) - limit} chars)"
+
+
+def parse_call(call: Any) -> Call | MalformedCall:
+    """Parse one call (string or object); never raises on bad input."""
+    if isinstance(call, str):
+        return _parse_string(call)
+    if isinstance(call, dict):
+        return _parse_object(call)
+    return MalformedCall(_short(repr(call)), f"a call must be a string or an object, not {type(call).__name__}")
+
+
+def _parse_string(text: str) -> Call | MalformedCall:
+    if len(text) > MAX_CALL_CHARS:
+        return MalformedCall(_short(text), f"call string longer than {MAX_CALL_CHARS} characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as e:
+        return MalformedCall(_short(text), f"not a Python call expression ({type(e).__name__})")
+    node = tree.body
+    if not isinstance(node, ast.Call):
+        return MalformedCall(_short(text), f"not a call but {type(node).__name__}")
+    if not isinstance(node.func, ast.Name):
+        return MalformedCall(
+            _short(text), f"the callee must be a bare function name, not {type(node.func).__name__}"
+        )
+    args: list[Any] = []
+    for a in node.args:
+        if isinstance(a, ast.Starred):
+            return MalformedCall(_short(text), "star-arguments are not allowed")
+        value = _literal(a)
+        if isinstance(value, _NotLiteral):
+            return MalformedCall(_short(text), f"positional argument {len(args)} is not a literal")
+        args.append(value)
+    kwargs: dict[str, Any] = {}
+    for kw in node.keywords:
+        if kw.arg is None:
+            return MalformedCall(_short(text), "**-arguments are not allowed")
+        if kw.arg in kwargs:
+            return MalformedCall(_short(text), f"argument {kw.arg!r} given twice")
+        value = _literal(kw.value)
+        if isinstance(value, _NotLiteral):
+            return MalformedCall(_short(text), f"argument {kw.arg!r} is not a literal")
+        kwargs[kw.arg] = value
+    return Call(node.func.id, tuple(args), kwargs)
+
+
+class _NotLiteral:
+    pass
+
+
+def _literal(node: ast.AST) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError, OverflowError):
+        return _NotLiteral()
+
+
+def _parse_object(obj: dict[str, Any]) -> Call | MalformedCall:
+    if "function" in obj and isinstance(obj["function"], dict):
+        obj = obj["function"]
+    name = obj.get("name")
+    raw = _short(json.dumps(obj, default=str))
+    if not isinstance(name, str) or not name.isidentifier():
+        return MalformedCall(raw, "the call object needs a 'name' that is an identifier")
+    arguments = obj.get("arguments", {})
+    if isinstance(arguments, str):
+        if len(arguments) > MAX_CALL_CHARS:
+            return MalformedCall(raw, f"arguments longer than {MAX_CALL_CHARS} characters")
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except (json.JSONDecodeError, RecursionError) as e:
+            return MalformedCall(raw, f"'arguments' is not valid JSON ({e.__class__.__name__})")
+    if not isinstance(arguments, dict):
+        return MalformedCall(raw, "'arguments' must be an object")
+    if not all(isinstance(k, str) and k.isidentifier() for k in arguments):
+        return MalformedCall(raw, "argument names must be identifiers")
+    return Call(name, (), dict(arguments))

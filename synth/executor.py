@@ -1,0 +1,173 @@
+"""The safe executor: run parsed calls against fresh, per-rollout API instances.
+
+Guarantees:
+
+* Only a bare function name that is offered in the current turn is
+  dispatched, to a public method of this rollout's own instance; nothing is
+  evaluated (calls come from :mod:`synth.calls`).
+* Every rollout gets fresh instances loaded from its own copy of the task's
+  initial configuration, so no rollout sees another's state.
+* Mutable default arguments (``TwitterAPI.post_tweet(tags=[], mentions=[])``,
+  whose shared lists ``mention()`` extends) are replaced by fresh copies on
+  every call, so state cannot leak through them either.
+* A failing call is a result, not a crash: its output is the same
+  ``"Error during execution: ..."`` string BFCL's checker records.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from synth import bfcl
+from synth.calls import Call, MalformedCall, parse_call
+from synth.tasks import Task
+
+OK = "ok"  # executed and returned
+ERROR = "error"  # executed and raised; output holds the error text
+MALFORMED = "malformed"  # not a call ACE accepts; not executed
+NOT_OFFERED = "not_offered"  # a name that is not offered in this turn; not executed
+
+
+@dataclass
+class StepResult:
+    """What happened to one call of a rollout."""
+
+    raw: Any
+    status: str
+    name: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+    output: str | None = None
+    detail: str = ""
+
+    @property
+    def executed(self) -> bool:
+        return self.status in (OK, ERROR)
+
+
+def copy_json(value: Any) -> Any:
+    """Copy JSON-like data (dict/list/scalars) much faster than ``deepcopy``."""
+    if isinstance(value, dict):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_json(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return copy.deepcopy(value)
+
+
+def stringify(result: Any) -> str:
+    """Render a tool's return value exactly as BFCL's checker does."""
+    if type(result) is str:
+        return result
+    if type(result) is dict:
+        try:
+            return json.dumps(result)
+        except (TypeError, ValueError):
+            return str(result)
+    return str(result)
+
+
+@functools.cache
+def _signature(class_name: str, method: str) -> tuple[inspect.Signature, tuple[tuple[str, Any], ...]]:
+    fn = getattr(bfcl.api_class(class_name), method)
+    sig = inspect.signature(fn)
+    mutable = tuple(
+        (p.name, p.default)
+        for p in sig.parameters.values()
+        if isinstance(p.default, (list, dict, set, bytearray))
+    )
+    params = [p for p in sig.parameters.values() if p.name != "self"]
+    return sig.replace(parameters=params), mutable
+
+
+def canonical_arguments(name: str, call: Call) -> dict[str, Any] | None:
+    """Arguments by parameter name with defaults filled in, or None if they don't bind.
+
+    ``sort('f')`` and ``sort(file_name='f')`` have the same canonical arguments.
+    """
+    info = bfcl.functions().get(name)
+    if info is None:
+        return None
+    sig, _ = _signature(info.class_name, name)
+    try:
+        bound = sig.bind(*call.args, **call.kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+class Environment:
+    """Fresh instances of a task's classes, owned by one rollout."""
+
+    def __init__(self, task: Task):
+        self.task = task
+        self.instances: dict[str, Any] = {}
+        for class_name in task.involved_classes:
+            instance = bfcl.api_class(class_name)()
+            if not bfcl.is_stateless(class_name):
+                config = copy_json(task.initial_config.get(class_name, {}))
+                instance._load_scenario(config, long_context=task.long_context)
+            self.instances[class_name] = instance
+        self._offered: dict[int, frozenset[str]] = {}
+        self._owner = {
+            name: bfcl.functions()[name].class_name
+            for name in task.tools
+            if bfcl.functions()[name].class_name in self.instances
+        }
+
+    def offered(self, turn_index: int) -> frozenset[str]:
+        """Tools offered in a turn (cached per environment)."""
+        if turn_index not in self._offered:
+            self._offered[turn_index] = self.task.offered_tools(turn_index)
+        return self._offered[turn_index]
+
+    def call(self, raw: Any, turn_index: int) -> StepResult:
+        """Parse and, if allowed, execute one call in turn ``turn_index``."""
+        parsed = parse_call(raw)
+        if isinstance(parsed, MalformedCall):
+            return StepResult(raw=parsed.raw, status=MALFORMED, detail=parsed.reason)
+        shown = raw if isinstance(raw, str) else parsed.render()
+        if parsed.name not in self.offered(turn_index) or parsed.name not in self._owner:
+            return StepResult(
+                raw=shown,
+                status=NOT_OFFERED,
+                name=parsed.name,
+                arguments=dict(parsed.kwargs),
+                detail=f"{parsed.name!r} is not offered in turn {turn_index}",
+            )
+        return self._execute(shown, parsed)
+
+    def _execute(self, shown: str, call: Call) -> StepResult:
+        class_name = self._owner[call.name]
+        method = getattr(self.instances[class_name], call.name)
+        sig, mutable = _signature(class_name, call.name)
+        try:
+            bound = sig.bind(*call.args, **call.kwargs)
+        except TypeError:
+            bound = None
+        arguments = canonical_arguments(call.name, call) or dict(call.kwargs)
+        try:
+            if bound is None:
+                # Let the method raise its own TypeError, as BFCL's checker records it.
+                result = method(*call.args, **call.kwargs)
+            else:
+                for pname, default in mutable:
+                    if pname not in bound.arguments:
+                        bound.arguments[pname] = copy.deepcopy(default)
+                result = method(*bound.args, **bound.kwargs)
+        except Exception as e:  # a tool's failure is the agent's observation, not ACE's crash
+            return StepResult(shown, ERROR, call.name, arguments, f"Error during execution: {e}")
+        return StepResult(shown, OK, call.name, arguments, stringify(result))
+
+    def public_state(self) -> dict[str, dict[str, Any]]:
+        """Every instance's public attributes (live objects; copy before keeping)."""
+        return {
+            cls: {k: v for k, v in vars(inst).items() if not k.startswith("_")}
+            for cls, inst in self.instances.items()
+        }

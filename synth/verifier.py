@@ -1,0 +1,354 @@
+"""The composition-level oracle and the verifier.
+
+The **oracle** of a task is its ground truth replayed through the safe
+executor: per turn, each call with its output, and a snapshot plus fingerprint
+of every instance's public state after the turn.  It is computed once per
+task and cached.
+
+The **verifier** runs a rollout (one list of calls per user turn) in a fresh
+environment and compares it with the oracle turn by turn:
+
+* BFCL's rule: after each turn the public state of every instance equals the
+  oracle's, and the oracle's outputs of the turn appear (as a multiset) among
+  the rollout's outputs so far.
+* ACE's stricter rules, closing holes of BFCL's checker: turns whose ground
+  truth is empty are checked too (no call may be made, the state must match);
+  a call to a tool that is not offered fails and is never executed; a
+  malformed call fails and is never executed; rollouts never share state.
+
+The verdict has a 0/1 ``reward``, ``partial_credit`` (share of turns
+satisfied), the first failing turn and step, and what went wrong there.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ace_graph.errors import RolloutFormatError
+from synth.executor import ERROR, MALFORMED, NOT_OFFERED, OK, Environment, StepResult
+from synth.tasks import Task
+
+# Attribution kinds: how the first failing step went wrong.
+WRONG_TOOL = "wrong_tool"
+WRONG_ARGUMENT = "wrong_argument"
+TOOL_NOT_OFFERED = "tool_not_offered"
+MALFORMED_CALL = "malformed_call"
+STATE_DIVERGED = "state_diverged"
+MISSING_OUTPUT = "missing_output"
+ACTED_WITHOUT_NEED = "acted_without_need"
+STOPPED_EARLY = "stopped_early"
+ATTRIBUTIONS = (
+    WRONG_TOOL,
+    WRONG_ARGUMENT,
+    TOOL_NOT_OFFERED,
+    MALFORMED_CALL,
+    STATE_DIVERGED,
+    MISSING_OUTPUT,
+    ACTED_WITHOUT_NEED,
+    STOPPED_EARLY,
+)
+
+
+# --------------------------------------------------------------------------- oracle
+
+
+@dataclass
+class OracleStep:
+    call: str
+    name: str
+    arguments: dict[str, Any]
+    output: str
+    status: str
+
+
+@dataclass
+class OracleTurn:
+    steps: list[OracleStep]
+    state: dict[str, dict[str, Any]]
+    fingerprint: str
+
+
+@dataclass
+class Oracle:
+    """The ground truth of a task, executed."""
+
+    task_id: str
+    turns: list[OracleTurn]
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def n_steps(self) -> int:
+        return sum(len(t.steps) for t in self.turns)
+
+
+def canonical(value: Any, _path: tuple[int, ...] = ()) -> Any:
+    """A JSON-able, order-independent encoding of public state (cycles become refs)."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if id(value) in _path:
+        return {"__ref__": len(_path) - _path.index(id(value))}
+    path = _path + (id(value),)
+    if isinstance(value, dict):
+        items = sorted(((repr(k), canonical(v, path)) for k, v in value.items()), key=lambda kv: kv[0])
+        return {"__dict__": items}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v, path) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return {"__set__": sorted(json.dumps(canonical(v, path), sort_keys=True) for v in value)}
+    if hasattr(value, "__dict__"):
+        attrs = {k: v for k, v in vars(value).items() if not k.startswith("_")}
+        return {"__class__": type(value).__name__, "attrs": canonical(attrs, path)}
+    return {"__repr__": repr(value)}
+
+
+def fingerprint(state: Any) -> str:
+    """SHA-256 of the canonical encoding of a state."""
+    blob = json.dumps(canonical(state), sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def replay_oracle(task: Task) -> Oracle:
+    """Execute a task's ground truth and record the oracle (not cached)."""
+    env = Environment(task)
+    turns: list[OracleTurn] = []
+    errors: list[str] = []
+    for t, turn in enumerate(task.turns):
+        steps = []
+        for raw in turn.ground_truth:
+            r = env.call(raw, t)
+            if r.status != OK:
+                errors.append(f"turn {t}: {raw!r}: {r.status}: {r.detail or r.output}")
+            steps.append(OracleStep(str(r.raw), r.name or "", r.arguments, r.output or "", r.status))
+        state = copy.deepcopy(env.public_state())
+        turns.append(OracleTurn(steps, state, fingerprint(state)))
+    return Oracle(task.id, turns, errors)
+
+
+_CACHE: dict[tuple[str, str], Oracle] = {}
+
+
+def oracle_for(task: Task) -> Oracle:
+    """The cached oracle of a task (task ids are unique within a source)."""
+    key = (task.source, task.id)
+    oracle = _CACHE.get(key)
+    if oracle is None:
+        oracle = _CACHE[key] = replay_oracle(task)
+    return oracle
+
+
+def clear_oracle_cache() -> None:
+    _CACHE.clear()
+
+
+# --------------------------------------------------------------------------- verdict
+
+
+@dataclass
+class Verdict:
+    """The verifier's judgement of one rollout."""
+
+    rollout_id: str | None
+    task_id: str
+    reward: float
+    partial_credit: float
+    turns_satisfied: int
+    turns_total: int
+    failing_turn: int | None = None
+    failing_step: int | None = None
+    attribution: str | None = None
+    detail: str = ""
+    matched_steps: int = 0
+    oracle_steps: int = 0
+    steps: list[list[StepResult]] = field(default_factory=list, repr=False)
+    turn_ok: list[bool] = field(default_factory=list, repr=False)
+
+    @property
+    def step_match(self) -> float:
+        """Share of the oracle's steps the rollout reproduced (1.0 for an empty oracle)."""
+        return self.matched_steps / self.oracle_steps if self.oracle_steps else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rollout_id": self.rollout_id,
+            "task_id": self.task_id,
+            "reward": self.reward,
+            "partial_credit": round(self.partial_credit, 6),
+            "turns_satisfied": self.turns_satisfied,
+            "turns_total": self.turns_total,
+            "failing_turn": self.failing_turn,
+            "failing_step": self.failing_step,
+            "attribution": self.attribution,
+            "detail": self.detail,
+            "matched_steps": self.matched_steps,
+            "oracle_steps": self.oracle_steps,
+        }
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _freeze(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted(repr(_freeze(v)) for v in value))
+    return (type(value).__name__, value) if isinstance(value, (bool, float)) else value
+
+
+def _key(name: str | None, arguments: dict[str, Any]) -> tuple[Any, ...]:
+    return (name, _freeze(arguments))
+
+
+def _lcs_pairs(a: Sequence[Any], b: Sequence[Any]) -> list[tuple[int, int]]:
+    """Index pairs of a longest common subsequence of two short sequences."""
+    n, m = len(a), len(b)
+    dp = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            dp[i][j] = dp[i + 1][j + 1] + 1 if a[i] == b[j] else max(dp[i + 1][j], dp[i][j + 1])
+    pairs, i, j = [], 0, 0
+    while i < n and j < m:
+        if a[i] == b[j]:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+        elif dp[i + 1][j] >= dp[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs
+
+
+def _state_matches(env: Environment, oracle_state: dict[str, dict[str, Any]]) -> tuple[bool, str]:
+    for cls, attrs in oracle_state.items():
+        inst = env.instances[cls]
+        for name, expected in attrs.items():
+            if getattr(inst, name, _MISSING) != expected:
+                return False, f"{cls}.{name} differs from the oracle's"
+    return True, ""
+
+
+_MISSING = object()
+
+
+def _multiset_missing(expected: list[str], seen: Counter[str]) -> list[str]:
+    need = Counter(expected)
+    return [out for out, n in need.items() if seen[out] < n]
+
+
+def _attribute(
+    steps: list[StepResult], oracle_turn: OracleTurn, state_ok: bool, state_detail: str, missing: list[str]
+) -> tuple[str, int, str]:
+    """Why a turn failed, and at which rollout step."""
+    for i, s in enumerate(steps):
+        if s.status == MALFORMED:
+            return MALFORMED_CALL, i, s.detail
+        if s.status == NOT_OFFERED:
+            return TOOL_NOT_OFFERED, i, s.detail
+    if not oracle_turn.steps and steps:
+        return ACTED_WITHOUT_NEED, 0, f"called {steps[0].name!r} in a turn that required no call"
+    if oracle_turn.steps and not steps:
+        return STOPPED_EARLY, 0, "made no call in a turn that required calls"
+    rollout_keys = [_key(s.name, s.arguments) for s in steps]
+    oracle_keys = [_key(o.name, o.arguments) for o in oracle_turn.steps]
+    pairs = _lcs_pairs(oracle_keys, rollout_keys)
+    matched_o = {i for i, _ in pairs}
+    matched_r = {j for _, j in pairs}
+    for j, o in enumerate(oracle_turn.steps):
+        if j in matched_o:
+            continue
+        pos = max((rj + 1 for oi, rj in pairs if oi < j), default=0)
+        unmatched = [k for k in range(pos, len(steps)) if k not in matched_r]
+        if not unmatched:
+            return STOPPED_EARLY, len(steps), f"oracle step {j} ({o.name}) was never made"
+        same_name = [k for k in unmatched if steps[k].name == o.name]
+        if same_name:
+            k = same_name[0]
+            diff = sorted(
+                p
+                for p in set(o.arguments) | set(steps[k].arguments)
+                if o.arguments.get(p, _MISSING) != steps[k].arguments.get(p, _MISSING)
+            )
+            return WRONG_ARGUMENT, k, f"{o.name}: argument(s) {', '.join(diff) or '?'} differ from the oracle's"
+        k = unmatched[0]
+        return WRONG_TOOL, k, f"called {steps[k].name!r} where the oracle calls {o.name!r}"
+    extra = [k for k in range(len(steps)) if k not in matched_r]
+    if not state_ok:
+        return STATE_DIVERGED, (extra[0] if extra else max(len(steps) - 1, 0)), state_detail
+    return MISSING_OUTPUT, max(len(steps) - 1, 0), f"{len(missing)} oracle output(s) not produced"
+
+
+def verify(
+    task: Task,
+    turns: Sequence[Sequence[Any]],
+    rollout_id: str | None = None,
+    oracle: Oracle | None = None,
+) -> Verdict:
+    """Verify one rollout: ``turns[i]`` is the list of calls made in user turn ``i``.
+
+    A rollout with fewer turns than the task stopped early (missing turns are
+    empty); one with more turns is malformed input.
+    """
+    if len(turns) > len(task.turns):
+        raise RolloutFormatError(
+            f"rollout {rollout_id!r} has {len(turns)} turns but task {task.id} has {len(task.turns)}"
+        )
+    oracle = oracle or oracle_for(task)
+    env = Environment(task)
+    seen: Counter[str] = Counter()
+    verdict = Verdict(rollout_id, task.id, 0.0, 0.0, 0, len(task.turns), oracle_steps=oracle.n_steps)
+    clean = True
+    for t, oracle_turn in enumerate(oracle.turns):
+        calls = turns[t] if t < len(turns) else []
+        if isinstance(calls, (str, dict)):
+            raise RolloutFormatError(f"rollout {rollout_id!r}: turn {t} must be a list of calls")
+        steps = [env.call(c, t) for c in calls]
+        for s in steps:
+            if s.executed:
+                seen[s.output or ""] += 1
+            else:
+                clean = False
+        state_ok, state_detail = _state_matches(env, oracle_turn.state)
+        missing = _multiset_missing([o.output for o in oracle_turn.steps], seen)
+        # A turn that needs calls needs at least one from the rollout (as in BFCL),
+        # and a turn that needs none must get none (ACE's stricter rule).
+        ok = (
+            state_ok
+            and not missing
+            and all(s.executed for s in steps)
+            and bool(oracle_turn.steps) == bool(steps)
+        )
+        oracle_keys = [_key(o.name, o.arguments) for o in oracle_turn.steps]
+        verdict.matched_steps += len(_lcs_pairs(oracle_keys, [_key(s.name, s.arguments) for s in steps if s.executed]))
+        verdict.steps.append(steps)
+        verdict.turn_ok.append(ok)
+        if ok:
+            verdict.turns_satisfied += 1
+        elif verdict.failing_turn is None:
+            kind, step, detail = _attribute(steps, oracle_turn, state_ok, state_detail, missing)
+            verdict.failing_turn, verdict.failing_step = t, step
+            verdict.attribution, verdict.detail = kind, detail
+    verdict.partial_credit = verdict.turns_satisfied / max(len(task.turns), 1)
+    verdict.reward = 1.0 if verdict.failing_turn is None and clean else 0.0
+    return verdict
+
+
+def ground_truth_rollout(task: Task) -> list[list[str]]:
+    """The task's ground truth as a rollout."""
+    return [list(t.ground_truth) for t in task.turns]
+
+
+__all__ = [
+    "ATTRIBUTIONS",
+    "ERROR",
+    "Oracle",
+    "Verdict",
+    "fingerprint",
+    "ground_truth_rollout",
+    "oracle_for",
+    "replay_oracle",
+    "verify",
+]
