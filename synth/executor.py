@@ -74,15 +74,46 @@ def stringify(result: Any) -> str:
 
 @functools.cache
 def _signature(class_name: str, method: str) -> tuple[inspect.Signature, tuple[tuple[str, Any], ...]]:
+    """The method's signature without ``self``, and its mutable defaults as declared."""
     fn = getattr(bfcl.api_class(class_name), method)
     sig = inspect.signature(fn)
+    declared = _declared_defaults(fn)
     mutable = tuple(
-        (p.name, p.default)
+        (p.name, declared.get(p.name, p.default))
         for p in sig.parameters.values()
         if isinstance(p.default, (list, dict, set, bytearray))
     )
     params = [p for p in sig.parameters.values() if p.name != "self"]
     return sig.replace(parameters=params), mutable
+
+
+def _declared_defaults(fn: Any) -> dict[str, Any]:
+    """Default values as written in the source, immune to earlier in-place mutation.
+
+    A shared default list may already have been extended (by BFCL's own checker
+    running in the same process, say), so ACE reads the literal from the
+    function's source instead of trusting the live object.
+    """
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    node = tree.body[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {}
+    positional = node.args.posonlyargs + node.args.args
+    pairs = list(zip(positional[len(positional) - len(node.args.defaults):], node.args.defaults))
+    pairs += [(a, d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if d is not None]
+    out = {}
+    for arg, default in pairs:
+        try:
+            out[arg.arg] = ast.literal_eval(default)
+        except ValueError:
+            continue
+    return out
 
 
 def canonical_arguments(name: str, call: Call) -> dict[str, Any] | None:
@@ -93,13 +124,21 @@ def canonical_arguments(name: str, call: Call) -> dict[str, Any] | None:
     info = bfcl.functions().get(name)
     if info is None:
         return None
-    sig, _ = _signature(info.class_name, name)
+    sig, mutable = _signature(info.class_name, name)
     try:
         bound = sig.bind(*call.args, **call.kwargs)
     except TypeError:
         return None
-    bound.apply_defaults()
-    return dict(bound.arguments)
+    declared = dict(mutable)
+    out = {}
+    for pname, param in sig.parameters.items():
+        if pname in bound.arguments:
+            out[pname] = bound.arguments[pname]
+        elif pname in declared:
+            out[pname] = copy.deepcopy(declared[pname])
+        elif param.default is not inspect.Parameter.empty:
+            out[pname] = param.default
+    return out
 
 
 class Environment:

@@ -261,9 +261,9 @@ def _attribute(
         if j in matched_o:
             continue
         pos = max((rj + 1 for oi, rj in pairs if oi < j), default=0)
-        unmatched = [k for k in range(pos, len(steps)) if k not in matched_r]
-        if not unmatched:
+        if pos >= len(steps):
             return STOPPED_EARLY, len(steps), f"oracle step {j} ({o.name}) was never made"
+        unmatched = [k for k in range(pos, len(steps)) if k not in matched_r]
         same_name = [k for k in unmatched if steps[k].name == o.name]
         if same_name:
             k = same_name[0]
@@ -273,7 +273,7 @@ def _attribute(
                 if o.arguments.get(p, _MISSING) != steps[k].arguments.get(p, _MISSING)
             )
             return WRONG_ARGUMENT, k, f"{o.name}: argument(s) {', '.join(diff) or '?'} differ from the oracle's"
-        k = unmatched[0]
+        k = unmatched[0] if unmatched else pos
         return WRONG_TOOL, k, f"called {steps[k].name!r} where the oracle calls {o.name!r}"
     extra = [k for k in range(len(steps)) if k not in matched_r]
     if not state_ok:

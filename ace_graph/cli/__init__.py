@@ -27,10 +27,12 @@ app = typer.Typer(
 )
 
 
-def _register() -> None:
-    from ace_graph.cli import db, envcmd  # noqa: F401  (modules register commands on `app`)
+_GROUPS = ("db", "envcmd", "graphcmd")
 
-    for optional in ("graphcmd",):
+
+def _register() -> None:
+    """Import the command modules; each registers its commands on ``app``."""
+    for optional in _GROUPS:
         try:
             __import__(f"ace_graph.cli.{optional}")
         except ModuleNotFoundError as e:  # a group not built yet
@@ -42,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code instead of exiting."""
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        result = app(args=argv, standalone_mode=False)
     except AceError as e:
         from rich.console import Console
 

@@ -1,0 +1,142 @@
+"""``ace env replay`` and ``ace verify``: the BFCL environment and the verifier."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import typer
+
+from ace_graph.cli import app
+
+env_app = typer.Typer(help="Executable tool environments (BFCL multi-turn).", no_args_is_help=True)
+app.add_typer(env_app, name="env")
+
+
+def _progress(disable: bool = False):
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        disable=disable,
+    )
+
+
+@env_app.command("replay")
+def replay(
+    environment: str = typer.Argument("bfcl", help="The environment; only `bfcl` for now."),
+    category: str = typer.Option(
+        "all", "--category", "-c", help="base, long_context, miss_func, miss_param, or all."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+) -> int:
+    """Replay every task's ground truth through the safe executor and the verifier.
+
+    Each task's oracle is computed afresh (not from the cache), then the ground
+    truth is verified against it.  A task passes when its ground truth executes
+    without an error and the verifier gives it reward 1.
+    """
+    from synth import bfcl
+    from synth.verifier import ground_truth_rollout, replay_oracle, verify
+
+    if environment != "bfcl":
+        raise typer.BadParameter(f"unknown environment {environment!r}; only 'bfcl' is available")
+    tasks = bfcl.load_tasks(category)
+    passed = failed = errors = 0
+    failures: list[str] = []
+    start = time.perf_counter()
+    with _progress(disable=as_json) as progress:
+        bar = progress.add_task(f"replaying bfcl:{category}", total=len(tasks))
+        for task in tasks:
+            oracle = replay_oracle(task)
+            if oracle.errors:
+                errors += 1
+                failures.append(f"{task.id}: {oracle.errors[0]}")
+            verdict = verify(task, ground_truth_rollout(task), oracle=oracle)
+            if verdict.reward == 1.0 and not oracle.errors:
+                passed += 1
+            else:
+                failed += 1
+                if not oracle.errors:
+                    failures.append(f"{task.id}: {verdict.attribution}: {verdict.detail}")
+            progress.advance(bar)
+    elapsed = time.perf_counter() - start
+    result = {
+        "tasks": len(tasks),
+        "passed": passed,
+        "failed": failed,
+        "errors": errors,
+        "tasks_per_s": round(len(tasks) / elapsed, 1) if elapsed > 0 else None,
+    }
+    if as_json:
+        print(json.dumps(result))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"BFCL multi-turn replay ({category})")
+        for col in result:
+            table.add_column(col, justify="right")
+        table.add_row(*(str(v) for v in result.values()))
+        Console().print(table)
+        for line in failures[:20]:
+            print(f"  {line}", file=sys.stderr)
+    return 0 if failed == 0 else 1
+
+
+@app.command("verify")
+def verify_cmd(
+    tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY or a task JSONL file."),
+    rollouts: Path = typer.Option(..., "--rollouts", help="Rollout JSONL: {rollout_id, task_id, turns}."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON verdict per rollout on stdout."),
+    skip_invalid: bool = typer.Option(
+        False, "--skip-invalid", help="Report bad lines on stderr and go on instead of stopping."
+    ),
+) -> int:
+    """Verify rollouts against their tasks' oracles.
+
+    Each verdict has reward (0/1), partial_credit, the first failing turn and
+    step, and an attribution (wrong_tool, wrong_argument, tool_not_offered,
+    malformed_call, state_diverged, missing_output, acted_without_need,
+    stopped_early).
+    """
+    from ace_graph.errors import RolloutFormatError
+    from synth.rollouts import load_task_set, read_rollouts
+    from synth.verifier import verify
+
+    task_set = load_task_set(tasks)
+    bad: list[str] = []
+    n = rewarded = 0
+    kinds: Counter[str] = Counter()
+    for r in read_rollouts(rollouts, skip_invalid=skip_invalid, errors=bad):
+        task = task_set.get(r.task_id)
+        try:
+            if task is None:
+                raise RolloutFormatError(f"{rollouts}: line {r.line}: unknown task_id {r.task_id!r} in {tasks}")
+            verdict = verify(task, r.turns, rollout_id=r.rollout_id)
+        except RolloutFormatError as e:
+            if not skip_invalid:
+                raise RolloutFormatError(f"{rollouts}: line {r.line}: {e}") from e
+            bad.append(str(e))
+            continue
+        n += 1
+        rewarded += verdict.reward == 1.0
+        kinds[verdict.attribution or "pass"] += 1
+        if as_json:
+            print(json.dumps(verdict.to_dict()))
+    for msg in bad:
+        print(f"skipped: {msg}", file=sys.stderr)
+    if not as_json:
+        print(f"{n} rollouts verified, {rewarded} rewarded, {len(bad)} skipped")
+        for kind, count in kinds.most_common():
+            print(f"  {kind:20s} {count}")
+    return 0

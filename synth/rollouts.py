@@ -1,0 +1,106 @@
+"""Task sets and rollout files.
+
+A task set is named ``bfcl:CATEGORY`` (``base``, ``long_context``,
+``miss_func``, ``miss_param`` or ``all``) or is a JSONL file of ACE tasks (one
+:meth:`synth.tasks.Task.to_dict` per line).
+
+A rollout file is JSONL, one rollout per line::
+
+    {"rollout_id": "r1", "task_id": "multi_turn_base_0",
+     "turns": [["cd(folder='document')", {"name": "ls", "arguments": {}}], []]}
+
+Lines are read one at a time, so files of any size stream in flat memory.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from ace_graph.errors import RolloutFormatError, TaskLoadError
+from synth.tasks import Task
+
+
+def load_task_set(spec: str) -> dict[str, Task]:
+    """Tasks by id from ``bfcl:CAT`` or a task JSONL file."""
+    if spec.startswith("bfcl:") or spec == "bfcl":
+        from synth import bfcl
+
+        category = spec.partition(":")[2] or "all"
+        return {t.id: t for t in bfcl.load_tasks(category)}
+    path = Path(spec)
+    if not path.is_file():
+        raise TaskLoadError(
+            f"Task set {spec!r} is neither bfcl:CATEGORY (base, long_context, miss_func, "
+            "miss_param, all) nor an existing task file."
+        )
+    tasks: dict[str, Task] = {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                task = Task.from_dict(json.loads(line))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+                raise TaskLoadError(f"{path}:{n}: not an ACE task ({type(e).__name__}: {e})") from e
+            tasks[task.id] = task
+    return tasks
+
+
+@dataclass
+class Rollout:
+    """One rollout: the calls made in each user turn of a task."""
+
+    rollout_id: str
+    task_id: str
+    turns: list[list[Any]]
+    line: int = 0
+    meta: dict[str, Any] | None = None
+
+
+def parse_rollout(obj: Any, line: int) -> Rollout:
+    """Validate one decoded rollout line."""
+    if not isinstance(obj, dict):
+        raise RolloutFormatError(f"line {line}: a rollout must be a JSON object")
+    task_id = obj.get("task_id")
+    if not isinstance(task_id, str) or not task_id:
+        raise RolloutFormatError(f"line {line}: 'task_id' must be a non-empty string")
+    turns = obj.get("turns")
+    if not isinstance(turns, list) or not all(isinstance(t, list) for t in turns):
+        raise RolloutFormatError(f"line {line}: 'turns' must be a list of lists of calls")
+    for t, calls in enumerate(turns):
+        for c in calls:
+            if not isinstance(c, (str, dict)):
+                raise RolloutFormatError(
+                    f"line {line}: turn {t}: a call must be a string or a {{name, arguments}} object"
+                )
+    rollout_id = obj.get("rollout_id", f"line-{line}")
+    return Rollout(str(rollout_id), task_id, turns, line, obj.get("meta"))
+
+
+def read_rollouts(path: str | Path, skip_invalid: bool = False, errors: list[str] | None = None) -> Iterator[Rollout]:
+    """Stream rollouts from a JSONL file.
+
+    A bad line raises :class:`RolloutFormatError` naming it, unless
+    ``skip_invalid``, in which case its message is appended to ``errors``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise RolloutFormatError(f"rollout file {str(path)!r} does not exist")
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise RolloutFormatError(f"line {n}: not valid JSON ({e.msg})") from e
+                yield parse_rollout(obj, n)
+            except RolloutFormatError as e:
+                if not skip_invalid:
+                    raise RolloutFormatError(f"{path}: {e}") from e
+                if errors is not None:
+                    errors.append(f"{path}: {e}")
