@@ -17,6 +17,7 @@ Call(name='mv', args=(), kwargs={'source': 'a', 'destination': 'b'})
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,12 +54,21 @@ def _short(text: str, limit: int = 200) -> str:
 
 
 def parse_call(call: Any) -> Call | MalformedCall:
-    """Parse one call (string or object); never raises on bad input."""
+    """Parse one call (string or object); never raises on bad input.
+
+    String parses are cached, so the returned ``Call`` may be shared: treat it
+    as read-only (copy its arguments before handing them to code that mutates).
+    """
     if isinstance(call, str):
-        return _parse_string(call)
+        return _parse_string_cached(call) if len(call) <= 4096 else _parse_string(call)
     if isinstance(call, dict):
         return _parse_object(call)
     return MalformedCall(_short(repr(call)), f"a call must be a string or an object, not {type(call).__name__}")
+
+
+@functools.lru_cache(maxsize=65_536)
+def _parse_string_cached(text: str) -> Call | MalformedCall:
+    return _parse_string(text)
 
 
 def _parse_string(text: str) -> Call | MalformedCall:

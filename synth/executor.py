@@ -20,6 +20,7 @@ import copy
 import functools
 import inspect
 import json
+import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,10 @@ def copy_json(value: Any) -> Any:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return copy.deepcopy(value)
+
+
+def _scalars(values: Any) -> bool:
+    return all(v is None or type(v) in (str, int, float, bool) for v in values)
 
 
 def stringify(result: Any) -> str:
@@ -120,7 +125,21 @@ def canonical_arguments(name: str, call: Call) -> dict[str, Any] | None:
     """Arguments by parameter name with defaults filled in, or None if they don't bind.
 
     ``sort('f')`` and ``sort(file_name='f')`` have the same canonical arguments.
+    Results are cached per call: treat the returned dict as read-only.
     """
+    return _canonical(name, call)
+
+
+@functools.lru_cache(maxsize=65_536)
+def parse_with_arguments(raw: str) -> tuple[Call | MalformedCall, dict[str, Any] | None]:
+    """``parse_call`` and ``canonical_arguments`` of a call string, cached (read-only results)."""
+    parsed = parse_call(raw)
+    if isinstance(parsed, MalformedCall):
+        return parsed, None
+    return parsed, canonical_arguments(parsed.name, parsed)
+
+
+def _canonical(name: str, call: Call) -> dict[str, Any] | None:
     info = bfcl.functions().get(name)
     if info is None:
         return None
@@ -129,11 +148,18 @@ def canonical_arguments(name: str, call: Call) -> dict[str, Any] | None:
         bound = sig.bind(*call.args, **call.kwargs)
     except TypeError:
         return None
+    return _with_defaults(sig, mutable, bound.arguments)
+
+
+def _with_defaults(
+    sig: inspect.Signature, mutable: tuple[tuple[str, Any], ...], given: dict[str, Any]
+) -> dict[str, Any]:
+    """All parameters in signature order: given values, else declared defaults (copied)."""
     declared = dict(mutable)
     out = {}
     for pname, param in sig.parameters.items():
-        if pname in bound.arguments:
-            out[pname] = bound.arguments[pname]
+        if pname in given:
+            out[pname] = given[pname]
         elif pname in declared:
             out[pname] = copy.deepcopy(declared[pname])
         elif param.default is not inspect.Parameter.empty:
@@ -141,34 +167,40 @@ def canonical_arguments(name: str, call: Call) -> dict[str, Any] | None:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _owners(tools: tuple[str, ...], classes: tuple[str, ...]) -> dict[str, str]:
+    info = bfcl.functions()
+    return {name: info[name].class_name for name in tools if info[name].class_name in classes}
+
+
 class Environment:
     """Fresh instances of a task's classes, owned by one rollout."""
 
-    def __init__(self, task: Task):
+    def __init__(self, task: Task, checkpoint: bytes | None = None):
+        """Load fresh instances, or restore them from a :meth:`checkpoint`."""
         self.task = task
         self.instances: dict[str, Any] = {}
-        for class_name in task.involved_classes:
+        if checkpoint is not None:
+            self.instances = pickle.loads(checkpoint)
+        self._owner = _owners(tuple(task.tools), tuple(task.involved_classes))
+        for class_name in task.involved_classes if checkpoint is None else ():
             instance = bfcl.api_class(class_name)()
             if not bfcl.is_stateless(class_name):
                 config = copy_json(task.initial_config.get(class_name, {}))
                 instance._load_scenario(config, long_context=task.long_context)
             self.instances[class_name] = instance
-        self._offered: dict[int, frozenset[str]] = {}
-        self._owner = {
-            name: bfcl.functions()[name].class_name
-            for name in task.tools
-            if bfcl.functions()[name].class_name in self.instances
-        }
 
     def offered(self, turn_index: int) -> frozenset[str]:
-        """Tools offered in a turn (cached per environment)."""
-        if turn_index not in self._offered:
-            self._offered[turn_index] = self.task.offered_tools(turn_index)
-        return self._offered[turn_index]
+        """Tools offered in a turn."""
+        return self.task.offered_tools(turn_index)
 
     def call(self, raw: Any, turn_index: int) -> StepResult:
         """Parse and, if allowed, execute one call in turn ``turn_index``."""
-        parsed = parse_call(raw)
+        if isinstance(raw, str) and len(raw) <= 4096:
+            parsed, arguments = parse_with_arguments(raw)
+        else:
+            parsed = parse_call(raw)
+            arguments = None if isinstance(parsed, MalformedCall) else canonical_arguments(parsed.name, parsed)
         if isinstance(parsed, MalformedCall):
             return StepResult(raw=parsed.raw, status=MALFORMED, detail=parsed.reason)
         shown = raw if isinstance(raw, str) else parsed.render()
@@ -180,29 +212,43 @@ class Environment:
                 arguments=dict(parsed.kwargs),
                 detail=f"{parsed.name!r} is not offered in turn {turn_index}",
             )
-        return self._execute(shown, parsed)
+        return self._execute(shown, parsed, arguments)
 
-    def _execute(self, shown: str, call: Call) -> StepResult:
+    def _execute(self, shown: str, call: Call, arguments: dict[str, Any] | None) -> StepResult:
         class_name = self._owner[call.name]
         method = getattr(self.instances[class_name], call.name)
         sig, mutable = _signature(class_name, call.name)
+        # Parsed calls are cached and shared: tools get their own copy of every argument.
+        args = call.args if _scalars(call.args) else tuple(copy_json(list(call.args)))
+        kwargs = dict(call.kwargs) if _scalars(call.kwargs.values()) else copy_json(call.kwargs)
+        if arguments is None:
+            arguments = dict(call.kwargs)
         try:
-            bound = sig.bind(*call.args, **call.kwargs)
-        except TypeError:
-            bound = None
-        arguments = canonical_arguments(call.name, call) or dict(call.kwargs)
-        try:
-            if bound is None:
-                # Let the method raise its own TypeError, as BFCL's checker records it.
-                result = method(*call.args, **call.kwargs)
+            if not mutable:
+                # A call that doesn't bind raises its own TypeError, as BFCL's checker records it.
+                result = method(*args, **kwargs)
             else:
-                for pname, default in mutable:
-                    if pname not in bound.arguments:
-                        bound.arguments[pname] = copy.deepcopy(default)
-                result = method(*bound.args, **bound.kwargs)
+                try:
+                    bound = sig.bind(*args, **kwargs)
+                except TypeError:
+                    bound = None
+                if bound is not None:
+                    for pname, default in mutable:
+                        if pname not in bound.arguments:
+                            bound.arguments[pname] = copy.deepcopy(default)
+                    args, kwargs = bound.args, bound.kwargs
+                result = method(*args, **kwargs)
         except Exception as e:  # a tool's failure is the agent's observation, not ACE's crash
             return StepResult(shown, ERROR, call.name, arguments, f"Error during execution: {e}")
         return StepResult(shown, OK, call.name, arguments, stringify(result))
+
+    def checkpoint(self) -> bytes:
+        """The complete state of every instance (private attributes included), as bytes.
+
+        Restoring it builds new, independent instances that behave exactly as
+        these would from here on (seeded random generators included).
+        """
+        return pickle.dumps(self.instances, protocol=pickle.HIGHEST_PROTOCOL)
 
     def public_state(self) -> dict[str, dict[str, Any]]:
         """Every instance's public attributes (live objects; copy before keeping)."""

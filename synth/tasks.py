@@ -46,9 +46,16 @@ class Task:
     tools: list[str]
     long_context: bool = False
     provenance: dict[str, Any] = field(default_factory=dict)
+    _offered: dict[int, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
 
     def offered_tools(self, turn_index: int) -> frozenset[str]:
-        """The function names the agent may call in turn ``turn_index``."""
+        """The function names the agent may call in turn ``turn_index`` (cached)."""
+        cached = self._offered.get(turn_index)
+        if cached is None:
+            cached = self._offered[turn_index] = self._compute_offered(turn_index)
+        return cached
+
+    def _compute_offered(self, turn_index: int) -> frozenset[str]:
         withheld: set[str] = set()
         for later in self.turns[turn_index + 1 :]:
             withheld.update(later.tools_added)

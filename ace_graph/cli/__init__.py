@@ -27,7 +27,7 @@ app = typer.Typer(
 )
 
 
-_GROUPS = ("db", "envcmd", "graphcmd")
+_GROUPS = ("db", "envcmd", "democmd", "graphcmd")
 
 
 def _register() -> None:
@@ -41,28 +41,21 @@ def _register() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return the exit code instead of exiting."""
+    """Run the CLI and return its exit code (tests call ``main([...])``).
+
+    Commands signal failure with ``typer.Exit(code)``; ACE's own errors are
+    printed as one clean line (what, why, how to fix) with exit code 1.
+    """
     _register()
     try:
-        result = app(args=argv, standalone_mode=False)
+        app(args=argv, prog_name="ace", standalone_mode=True)
+    except SystemExit as e:  # normal end, --help, usage errors, typer.Exit
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except AceError as e:
         from rich.console import Console
 
-        Console(stderr=True).print(f"[bold red]error:[/] {e}")
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {e}", highlight=False)
         return 1
-    except SystemExit as e:  # typer/click exit paths (--help, usage errors)
-        return int(e.code or 0)
-    except typer.Exit as e:
-        return e.exit_code
-    except Exception as e:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(e, click.ClickException):
-            e.show()
-            return e.exit_code
-        if isinstance(e, click.exceptions.Abort):
-            return 130
-        raise
     return 0
 
 

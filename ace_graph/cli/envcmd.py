@@ -38,7 +38,7 @@ def replay(
         "all", "--category", "-c", help="base, long_context, miss_func, miss_param, or all."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
-) -> int:
+) -> None:
     """Replay every task's ground truth through the safe executor and the verifier.
 
     Each task's oracle is computed afresh (not from the cache), then the ground
@@ -90,7 +90,8 @@ def replay(
         Console().print(table)
         for line in failures[:20]:
             print(f"  {line}", file=sys.stderr)
-    return 0 if failed == 0 else 1
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command("verify")
@@ -101,7 +102,7 @@ def verify_cmd(
     skip_invalid: bool = typer.Option(
         False, "--skip-invalid", help="Report bad lines on stderr and go on instead of stopping."
     ),
-) -> int:
+) -> None:
     """Verify rollouts against their tasks' oracles.
 
     Each verdict has reward (0/1), partial_credit, the first failing turn and
@@ -139,4 +140,3 @@ def verify_cmd(
         print(f"{n} rollouts verified, {rewarded} rewarded, {len(bad)} skipped")
         for kind, count in kinds.most_common():
             print(f"  {kind:20s} {count}")
-    return 0

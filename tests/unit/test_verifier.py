@@ -232,3 +232,17 @@ def test_agreement_with_official_checker_on_perturbed_rollouts(tasks):
     assert unexplained == [], "\n".join(unexplained)
     # The stricter rules really fire on this set (otherwise the test proves little).
     assert explained[ACTED_WITHOUT_NEED] > 0 and explained[TOOL_NOT_OFFERED] > 0
+
+
+def test_fast_forward_gives_identical_verdicts(tasks):
+    """Skipping turns that repeat the oracle (restoring its checkpoint) changes nothing."""
+    perturbed = perturbed_set(list(tasks.values()), per_task=2, seed=11)
+    rollouts = [(tasks[p.task_id], p.turns) for p in perturbed]
+    rollouts += [(t, ground_truth_rollout(t)) for t in list(tasks.values())[::7]]
+    for task, turns in rollouts:
+        fast = verify(task, turns, fast_forward=True)
+        slow = verify(task, turns, fast_forward=False)
+        assert fast.to_dict() == slow.to_dict(), task.id
+        assert [[(s.status, s.name, s.output) for s in turn] for turn in fast.steps] == [
+            [(s.status, s.name, s.output) for s in turn] for turn in slow.steps
+        ], task.id

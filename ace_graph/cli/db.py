@@ -1,0 +1,144 @@
+"""``ace db ...`` (the managed Neo4j server) and ``ace init`` (apply the schema)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import typer
+
+from ace_graph.cli import app
+
+db_app = typer.Typer(
+    help=(
+        "Manage the local Neo4j Community server ACE runs in its workspace ($ACE_HOME/neo4j). "
+        "Not needed when NEO4J_URI points at an external Neo4j."
+    ),
+    no_args_is_help=True,
+)
+app.add_typer(db_app, name="db")
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+def _external_uri() -> str | None:
+    return os.environ.get("NEO4J_URI") or None
+
+
+@db_app.command("install")
+def install(
+    force: bool = typer.Option(False, "--force", help="Fetch the jars again even if this version is installed."),
+) -> None:
+    """Fetch the pinned Neo4j Community server jars from Maven Central (needs Java 17+ and Maven)."""
+    from ace_graph.server import ManagedNeo4j
+
+    console = _console()
+    ManagedNeo4j().install(progress=console.print, force=force)
+
+
+@db_app.command("start")
+def start(
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for the server to answer on Bolt."),
+) -> None:
+    """Start the managed Neo4j server (installing it first if needed) and wait until it accepts connections."""
+    console = _console()
+    if _external_uri():
+        console.print(
+            f"An external Neo4j is configured (NEO4J_URI={_external_uri()}); ACE uses it, so there is "
+            "nothing to start. Unset NEO4J_URI to use the managed server."
+        )
+        return
+    from ace_graph.server import ManagedNeo4j
+
+    server = ManagedNeo4j()
+    if not server.is_installed():
+        console.print("Neo4j is not installed in this workspace yet; fetching it first (`ace db install`).")
+        server.install(progress=console.print)
+    with console.status(f"Starting Neo4j on {server.bolt_uri} ..."):
+        status = server.start(wait=True, timeout=timeout)
+    if status.message.startswith("already running"):
+        console.print(f"Neo4j is already running (pid {status.pid}) on {status.bolt_uri}.")
+        return
+    console.print(f"[green]Neo4j {status.version or ''} is running[/] (pid {status.pid}).")
+    console.print(f"  Bolt:    {status.bolt_uri}")
+    console.print(f"  Browser: {status.http_url}/browser/  (user neo4j)")
+    if status.first_start:
+        console.print(f"  First start: the generated password is stored in {status.password_file} (mode 0600).")
+
+
+@db_app.command("stop")
+def stop(
+    timeout: float = typer.Option(
+        60.0, "--timeout", help="Seconds to wait for a clean shutdown before the server is killed."
+    ),
+) -> None:
+    """Stop the managed Neo4j server cleanly (SIGTERM; SIGKILL only after --timeout)."""
+    console = _console()
+    if _external_uri():
+        console.print(f"An external Neo4j is configured (NEO4J_URI={_external_uri()}); ACE does not stop it.")
+        return
+    from ace_graph.server import ManagedNeo4j
+
+    status = ManagedNeo4j().stop(timeout=timeout)
+    console.print(f"Neo4j {status.message}.")
+
+
+@db_app.command("status")
+def status(
+    as_json: bool = typer.Option(False, "--json", help="Print the status as one JSON object."),
+) -> None:
+    """Say whether the managed server is running, with its pid, addresses and version."""
+    from ace_graph.server import ManagedNeo4j
+
+    st = ManagedNeo4j().status()
+    data = st.to_dict()
+    data["external_uri"] = _external_uri()
+    if as_json:
+        typer.echo(json.dumps(data))
+        return
+    console = _console()
+    if _external_uri():
+        console.print(f"External Neo4j configured: NEO4J_URI={_external_uri()} (ACE uses it).")
+    if st.running:
+        console.print(f"[green]running[/] pid {st.pid}, Neo4j {st.version or '?'}")
+        console.print(f"  Bolt:    {st.bolt_uri}")
+        console.print(f"  Browser: {st.http_url}/browser/")
+    else:
+        console.print(f"managed server: not running (would listen on {st.bolt_uri}); start it with `ace db start`.")
+
+
+@db_app.command("logs")
+def logs(
+    n: int = typer.Option(50, "-n", "--lines", min=1, help="How many lines to show."),
+    which: str = typer.Option(
+        "neo4j", "--file", "-f", help="Which log: neo4j (server log), console (JVM output) or debug."
+    ),
+) -> None:
+    """Show the last lines of a managed server log."""
+    from ace_graph.server import ManagedNeo4j
+
+    server = ManagedNeo4j()
+    path = server.log_file(which)
+    lines = server.logs(n, which)
+    if not lines:
+        typer.echo(f"({path} is empty or missing)", err=True)
+    for line in lines:
+        typer.echo(line)
+
+
+@app.command("init")
+def init() -> None:
+    """Apply the graph schema (constraints and indexes) to the configured Neo4j; safe to repeat."""
+    from ace_graph.config import neo4j_settings
+    from ace_graph.db import apply_schema, get_driver
+
+    settings = neo4j_settings()
+    with get_driver(settings) as driver:
+        statements = apply_schema(driver, settings.database)
+    _console().print(
+        f"Schema applied to {settings.uri} (database {settings.database}): {len(statements)} statements."
+    )

@@ -1,0 +1,79 @@
+"""Connecting to Neo4j and applying the schema.
+
+``get_driver()`` is the one place ACE opens a connection: store classes
+receive the driver it returns.  Nothing connects at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from ace_graph.config import Neo4jSettings, neo4j_settings
+from ace_graph.errors import ConnectionError_
+
+if TYPE_CHECKING:  # pragma: no cover
+    import neo4j
+
+SCHEMA_QUERY = "schema"
+
+
+def _how_to_fix(settings: Neo4jSettings) -> str:
+    if settings.external:
+        return "Check that the server is up and that NEO4J_URI, NEO4J_USER and NEO4J_PASSWORD are right."
+    return (
+        "Start the managed server with `ace db start` (after `ace db install`), "
+        "or set NEO4J_URI (with NEO4J_USER/NEO4J_PASSWORD) to use an external Neo4j."
+    )
+
+
+def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) -> "neo4j.Driver":
+    """A ``neo4j.Driver`` for the configured server; ConnectionError_ when it cannot be reached.
+
+    With ``verify`` (the default) it connects and authenticates once, so a
+    wrong address or password fails here with a clear message.
+    """
+    settings = settings or neo4j_settings()
+    if not settings.external and settings.password is None:
+        raise ConnectionError_(
+            f"No password for the managed Neo4j at {settings.uri}: the server has never been started "
+            f"in this workspace (ACE_HOME={os.environ.get('ACE_HOME', '~/.ace')}). " + _how_to_fix(settings)
+        )
+    from neo4j import GraphDatabase
+    from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable
+
+    auth = (settings.user, settings.password) if settings.password is not None else None
+    try:
+        driver = GraphDatabase.driver(settings.uri, auth=auth)
+    except (ValueError, DriverError, Neo4jError) as e:
+        raise ConnectionError_(f"Invalid Neo4j address {settings.uri!r}: {e}. {_how_to_fix(settings)}") from e
+    if not verify:
+        return driver
+    try:
+        driver.verify_connectivity()
+    except AuthError as e:
+        driver.close()
+        raise ConnectionError_(
+            f"Neo4j at {settings.uri} rejected user {settings.user!r}: {str(e.message or e).rstrip('.')}. "
+            + _how_to_fix(settings)
+        ) from e
+    except (ServiceUnavailable, DriverError, OSError, Neo4jError) as e:
+        driver.close()
+        reason = str(e).rstrip(".")
+        raise ConnectionError_(f"Cannot reach Neo4j at {settings.uri}: {reason}. {_how_to_fix(settings)}") from e
+    return driver
+
+
+def apply_schema(driver: "neo4j.Driver", database: str | None = None) -> list[str]:
+    """Run ``cypher/schema.cypher`` statement by statement; return the statements run.
+
+    Every statement uses IF NOT EXISTS, so applying it again changes nothing.
+    """
+    from ace_graph import queries
+
+    database = database or neo4j_settings().database
+    statements = queries.statements(SCHEMA_QUERY)
+    with driver.session(database=database) as session:
+        for statement in statements:
+            session.run(statement).consume()
+    return statements

@@ -1,0 +1,170 @@
+"""Named Cypher queries, loaded from the ``.cypher`` files in ``cypher/``.
+
+Code runs exactly the text an analyst can paste into Neo4j Browser.  Each file
+starts with a ``//`` header comment::
+
+    // Purpose: what the query does (may continue on indented lines)
+    // Parameters: $task_id (string), $limit (int)      -- or "none"
+    // Columns: skill, failures                          -- or "none"
+
+Parameters and columns may also continue on the following ``//`` lines.
+
+Values only ever go in as ``$params``; ``load`` rejects a file whose body uses
+a parameter its header does not declare.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ace_graph import config
+from ace_graph.errors import ConfigError
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_PARAM_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_FIELD_RE = re.compile(r"^(purpose|description|parameters|params|columns|returns)\s*:\s*(.*)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Query:
+    """One named query: its text and the facts its header states."""
+
+    name: str
+    text: str
+    description: str
+    params: tuple[str, ...]
+    columns: tuple[str, ...]
+    path: Path
+
+
+def _directory(directory: Path | None) -> Path:
+    return Path(directory) if directory is not None else config.CYPHER_DIR
+
+
+def list_queries(directory: Path | None = None) -> list[str]:
+    """Names (file stems) of all ``.cypher`` files, sorted."""
+    return sorted(p.stem for p in _directory(directory).glob("*.cypher"))
+
+
+def _scan(text: str) -> tuple[str, list[str]]:
+    """Strip comments outside strings; return (code, statements split on `;` at line ends)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    quote: str | None = None
+    while i < n:
+        c = text[i]
+        if quote:
+            out.append(c)
+            if c == "\\" and quote != "`" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 2
+                continue
+            if c == quote:
+                quote = None
+            i += 1
+        elif c in "'\"`":
+            quote = c
+            out.append(c)
+            i += 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        elif c == ";":
+            rest = text[i + 1 : (text.find("\n", i) if text.find("\n", i) >= 0 else n)]
+            # a `;` ends a statement only when nothing but a comment follows on its line
+            if not rest.strip() or rest.strip().startswith("//"):
+                out.append("\0")
+            else:
+                out.append(c)
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    code = "".join(out)
+    statements = [s.strip() for s in code.split("\0")]
+    return code.replace("\0", ";"), [s for s in statements if s]
+
+
+def _strings_removed(code: str) -> str:
+    return re.sub(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"", "''", code)
+
+
+def _parse(name: str, path: Path) -> Query:
+    raw = path.read_text(encoding="utf-8")
+    lines = raw.splitlines()
+    header: list[str] = []
+    for line in lines:
+        if not line.lstrip().startswith("//"):
+            break
+        header.append(line.lstrip()[2:].strip())
+    if not header:
+        raise ConfigError(
+            f"{path} has no header comment. Start it with `//` lines giving Purpose:, Parameters: and Columns:."
+        )
+    description: list[str] = []
+    params: list[str] | None = None
+    columns: list[str] | None = None
+    current = "purpose"  # the field a continuation line belongs to
+    for line in header:
+        m = _FIELD_RE.match(line)
+        key, value = (m.group(1).lower(), m.group(2).strip()) if m else (current, line)
+        if key in ("parameters", "params"):
+            current = "parameters"
+            params = (params or []) + _PARAM_RE.findall(value)
+        elif key in ("columns", "returns"):
+            current = "columns"
+            if value.lower() not in ("", "none", "-"):
+                columns = (columns or []) + [c.strip() for c in value.split(",") if c.strip()]
+            elif columns is None:
+                columns = []
+        else:
+            current = "purpose"
+            if value:
+                description.append(value)
+    missing = [f for f, v in (("Parameters:", params), ("Columns:", columns)) if v is None]
+    if missing:
+        raise ConfigError(f"The header of {path} lacks {' and '.join(missing)} (write `none` when there are none).")
+    body = "\n".join(lines[len(header):]).strip()
+    code, _ = _scan(body)
+    used = tuple(dict.fromkeys(_PARAM_RE.findall(_strings_removed(code))))
+    params_t = tuple(dict.fromkeys(params))
+    undeclared = [p for p in used if p not in params_t]
+    if undeclared:
+        raise ConfigError(
+            f"{path} uses ${', $'.join(undeclared)} but its header's Parameters: line does not declare "
+            f"{'it' if len(undeclared) == 1 else 'them'}; add them to the header."
+        )
+    text = body[:-1].rstrip() if body.endswith(";") else body
+    return Query(name, text, " ".join(description).strip(), params_t, tuple(columns), path)
+
+
+@lru_cache(maxsize=None)
+def _load_cached(name: str, directory: Path) -> Query:
+    path = directory / f"{name}.cypher"
+    if not _NAME_RE.match(name) or not path.is_file():
+        known = ", ".join(list_queries(directory)) or "(none)"
+        raise ConfigError(f"No Cypher query named {name!r} in {directory}. Known queries: {known}.")
+    return _parse(name, path)
+
+
+def load(name: str, directory: Path | None = None) -> Query:
+    """The named query (``cypher/<name>.cypher``), parsed once and cached."""
+    return _load_cached(name, _directory(directory))
+
+
+def statements(name: str, directory: Path | None = None) -> list[str]:
+    """The statements of a multi-statement file, split on `;` at line ends, comments removed."""
+    query = load(name, directory)
+    _, parts = _scan(query.text)
+    return parts
+
+
+def clear_cache() -> None:
+    """Forget parsed files (after editing them in a running process)."""
+    _load_cached.cache_clear()

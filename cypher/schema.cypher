@@ -1,0 +1,26 @@
+// Purpose: the graph schema: one uniqueness constraint per node key, plus
+//   lookup indexes. Every statement is idempotent (IF NOT EXISTS), so
+//   `ace init` can run it any number of times.
+// Parameters: none
+// Columns: none
+
+CREATE CONSTRAINT skill_id IF NOT EXISTS
+FOR (n:Skill) REQUIRE n.id IS UNIQUE;
+
+CREATE CONSTRAINT tool_name IF NOT EXISTS
+FOR (n:Tool) REQUIRE n.name IS UNIQUE;
+
+CREATE CONSTRAINT task_id IF NOT EXISTS
+FOR (n:Task) REQUIRE n.id IS UNIQUE;
+
+CREATE CONSTRAINT rollout_id IF NOT EXISTS
+FOR (n:Rollout) REQUIRE n.id IS UNIQUE;
+
+CREATE CONSTRAINT step_id IF NOT EXISTS
+FOR (n:Step) REQUIRE n.id IS UNIQUE;
+
+CREATE CONSTRAINT scope_key IF NOT EXISTS
+FOR (n:Scope) REQUIRE n.key IS UNIQUE;
+
+CREATE INDEX rollout_task_id IF NOT EXISTS
+FOR (n:Rollout) ON (n.task_id);

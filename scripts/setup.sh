@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Set up ACE in this checkout; safe to rerun.
+#
+#   1. checks Java 17+ and Maven (needed to fetch and run the Neo4j server);
+#      as root with CI=true and apt-get available it installs them itself;
+#   2. creates .venv (Python 3.11+) and installs ACE editable with test extras;
+#   3. installs bfcl-eval without its (huge, pinned) dependencies;
+#   4. `ace db install`: fetches the pinned Neo4j Community jars into
+#      $ACE_HOME/neo4j (default ~/.ace/neo4j).
+#
+# Environment: PYTHON (interpreter for the venv), ACE_JAVA / JAVA_HOME, ACE_HOME.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+BFCL_VERSION="2026.3.23"
+MIN_JAVA=17
+
+say() { echo "setup: $*"; }
+die() { echo "setup: ERROR: $*" >&2; exit 1; }
+
+java_bin() {
+  if [ -n "${ACE_JAVA:-}" ]; then echo "$ACE_JAVA"
+  elif [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then echo "$JAVA_HOME/bin/java"
+  else echo java; fi
+}
+
+java_major() {  # prints the major version of $1, or nothing if it cannot run
+  local v
+  v="$("$1" -version 2>&1 | awk -F'"' '/version/ {print $2; exit}')" || return 0
+  [ -n "$v" ] || return 0
+  case "$v" in 1.*) v="${v#1.}" ;; esac
+  echo "${v%%[.+-]*}"
+}
+
+tools_ok() {
+  local major
+  major="$(java_major "$(java_bin)")"
+  [ -n "$major" ] && [ "$major" -ge "$MIN_JAVA" ] && command -v "${ACE_MVN:-mvn}" >/dev/null 2>&1
+}
+
+# --- 1. Java 17+ and Maven -------------------------------------------------
+if ! tools_ok; then
+  if [ "$(id -u)" = 0 ] && [ "${CI:-}" = "true" ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Java 17 and Maven with apt-get (CI=true, running as root)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless maven >/dev/null
+  fi
+fi
+major="$(java_major "$(java_bin)")"
+if [ -z "$major" ]; then
+  die "Java was not found ($(java_bin)). Neo4j 5.26 needs Java ${MIN_JAVA}+.
+  Debian/Ubuntu: apt-get install -y openjdk-17-jre-headless
+  Or point ACE_JAVA (or JAVA_HOME) at a Java ${MIN_JAVA}+ installation."
+fi
+if [ "$major" -lt "$MIN_JAVA" ]; then
+  die "$(java_bin) is Java ${major}; Neo4j 5.26 needs Java ${MIN_JAVA}+.
+  Debian/Ubuntu: apt-get install -y openjdk-17-jre-headless
+  Or point ACE_JAVA (or JAVA_HOME) at a Java ${MIN_JAVA}+ installation."
+fi
+command -v "${ACE_MVN:-mvn}" >/dev/null 2>&1 || die "Maven (mvn) was not found; it fetches the Neo4j jars.
+  Debian/Ubuntu: apt-get install -y maven
+  Or point ACE_MVN at an mvn binary."
+say "Java ${major} and Maven found"
+
+# --- 2. virtual environment -------------------------------------------------
+py_ok() { "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; }
+
+if [ ! -x .venv/bin/python ]; then
+  PY="${PYTHON:-}"
+  if [ -z "$PY" ]; then
+    for cand in python3.11 python3.12 python3.13 python3; do
+      if command -v "$cand" >/dev/null 2>&1 && py_ok "$cand"; then PY="$cand"; break; fi
+    done
+  fi
+  [ -n "$PY" ] && py_ok "$PY" || die "Python 3.11 or newer was not found. Install it (Debian/Ubuntu:
+  apt-get install -y python3.11 python3.11-venv) or set PYTHON=/path/to/python3.11."
+  say "creating .venv with $PY"
+  "$PY" -m venv .venv
+fi
+py_ok .venv/bin/python || die ".venv uses $(.venv/bin/python -V 2>&1); ACE needs 3.11+. Delete .venv and rerun."
+
+say "installing ACE (editable, with test extras)"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
+
+have_bfcl="$(.venv/bin/python - <<'PY'
+import importlib.metadata as m
+try:
+    print(m.version("bfcl-eval"))
+except m.PackageNotFoundError:
+    print("")
+PY
+)"
+if [ "$have_bfcl" != "$BFCL_VERSION" ]; then
+  say "installing bfcl-eval==${BFCL_VERSION} (--no-deps)"
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "bfcl-eval==${BFCL_VERSION}"
+fi
+
+# --- 3. Neo4j server jars -----------------------------------------------------
+.venv/bin/ace db install
+say "done. Next: .venv/bin/ace db start && .venv/bin/ace init"

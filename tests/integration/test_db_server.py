@@ -1,0 +1,155 @@
+"""The managed Neo4j server end to end, and `ace init` against the shared server.
+
+The round-trip tests run a second, private server (own ACE_HOME under
+tmp_path, own free ports, small memory) so the server CI started for the rest
+of the suite is not disturbed.  Its jars are linked from the main workspace
+when that is installed; otherwise they are resolved with Maven (~/.m2 cache).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+
+import pytest
+from typer.testing import CliRunner
+
+import ace_graph.cli.db  # noqa: F401  (registers `db` and `init` on the app)
+from ace_graph.cli import app
+from ace_graph.errors import ConnectionError_, ServerError
+from ace_graph.server import ManagedNeo4j, pinned_version
+
+EXPECTED_CONSTRAINTS = {
+    ("Skill", "id"), ("Tool", "name"), ("Task", "id"), ("Rollout", "id"), ("Step", "id"), ("Scope", "key"),
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cli(*args: str):
+    result = CliRunner().invoke(app, list(args), catch_exceptions=True)
+    return result
+
+
+@pytest.fixture
+def private_server(tmp_path, monkeypatch):
+    """A ManagedNeo4j in its own workspace and ports; stopped after the test whatever happens."""
+    main = ManagedNeo4j()  # the workspace of the surrounding environment (CI's ACE_HOME)
+    monkeypatch.setenv("ACE_HOME", str(tmp_path / "ace"))
+    monkeypatch.setenv("ACE_NEO4J_BOLT_PORT", str(free_port()))
+    monkeypatch.setenv("ACE_NEO4J_HTTP_PORT", str(free_port()))
+    monkeypatch.setenv("ACE_NEO4J_HEAP", "512m")
+    monkeypatch.setenv("ACE_NEO4J_PAGECACHE", "128m")
+    for var in ("NEO4J_URI", "NEO4J_USER", "NEO4J_USERNAME", "NEO4J_PASSWORD", "NEO4J_DATABASE"):
+        monkeypatch.delenv(var, raising=False)
+    server = ManagedNeo4j()
+    assert server.workspace == tmp_path / "ace" / "neo4j"
+    if main.is_installed():
+        server.workspace.mkdir(parents=True, exist_ok=True)
+        server.lib_dir.symlink_to(main.lib_dir.resolve(), target_is_directory=True)
+    yield server
+    server.stop(timeout=60)
+
+
+def count_nodes(label: str) -> int:
+    from ace_graph.db import get_driver
+
+    with get_driver() as driver:
+        records, _, _ = driver.execute_query(f"MATCH (n:`{label}`) RETURN count(n) AS c")
+    return records[0]["c"]
+
+
+def test_managed_server_round_trip(private_server):
+    server = private_server
+    assert server.install() in ("installed", "already installed")
+    assert server.install() == "already installed"
+    assert server.status().running is False
+
+    result = cli("db", "start", "--timeout", "180")
+    assert result.exit_code == 0, f"{result.output}\n{result.exception}"
+    assert server.bolt_uri in result.output
+    assert str(server.password_file) in result.output  # first start says where the password is
+
+    st = server.status()
+    assert st.running and st.pid
+    assert st.version == pinned_version()
+    os.kill(st.pid, 0)  # raises if no such process
+
+    again = cli("db", "start")
+    assert again.exit_code == 0
+    assert "already running" in again.output
+    assert server.status().pid == st.pid
+
+    assert stat.S_IMODE(server.password_file.stat().st_mode) == 0o600
+    password = server.read_password()
+
+    from ace_graph.db import get_driver
+
+    with get_driver() as driver:
+        driver.execute_query("UNWIND range(1, 3) AS i CREATE (:AceRoundTrip {i: i})")
+    assert count_nodes("AceRoundTrip") == 3
+
+    stopped = cli("db", "stop")
+    assert stopped.exit_code == 0 and "stopped" in stopped.output
+    assert server.status().running is False
+    assert not server.pid_file.exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(st.pid, 0)
+    with pytest.raises(ConnectionError_, match="ace db start"):
+        get_driver()
+
+    restarted = server.start(timeout=180)
+    assert restarted.running and restarted.first_start is False
+    assert server.read_password() == password
+    assert count_nodes("AceRoundTrip") == 3  # data survived the restart
+
+    final = server.stop(timeout=60)
+    assert final.message.startswith("stopped")
+    assert server.status().running is False
+
+
+def test_startup_failure_reports_log_lines(private_server, monkeypatch):
+    if not private_server.is_installed():
+        private_server.install()
+    monkeypatch.setenv("ACE_NEO4J_HEAP", "1k")  # the JVM refuses to start with this heap
+    server = ManagedNeo4j()
+    with pytest.raises(ServerError) as e:
+        server.start(timeout=60)
+    msg = str(e.value)
+    assert "exited during startup" in msg
+    assert "heap" in msg.lower()
+    assert "ace db start" in msg
+    assert not server.pid_file.exists()
+
+
+def test_init_is_idempotent(clean_db, neo4j_database):
+    from neo4j.exceptions import ConstraintError
+
+    def constraints():
+        records, _, _ = clean_db.execute_query("SHOW CONSTRAINTS YIELD name, labelsOrTypes, properties, type",
+                                               database_=neo4j_database)
+        return {(r["name"], r["labelsOrTypes"][0], r["properties"][0], r["type"]) for r in records}
+
+    first = cli("init")
+    assert first.exit_code == 0, f"{first.output}\n{first.exception}"
+    after_first = constraints()
+    second = cli("init")
+    assert second.exit_code == 0, f"{second.output}\n{second.exception}"
+    assert constraints() == after_first
+
+    unique = {(label, prop) for _, label, prop, kind in after_first if kind == "UNIQUENESS"}
+    assert EXPECTED_CONSTRAINTS <= unique
+    records, _, _ = clean_db.execute_query(
+        "SHOW INDEXES YIELD labelsOrTypes, properties, type WHERE type = 'RANGE' RETURN labelsOrTypes, properties",
+        database_=neo4j_database,
+    )
+    assert (["Rollout"], ["task_id"]) in [(r["labelsOrTypes"], r["properties"]) for r in records]
+
+    clean_db.execute_query("CREATE (:Skill {id: 'dup'})", database_=neo4j_database)
+    with pytest.raises(ConstraintError):
+        clean_db.execute_query("CREATE (:Skill {id: 'dup'})", database_=neo4j_database)
