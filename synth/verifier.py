@@ -191,6 +191,7 @@ class Verdict:
     turns_total: int
     failing_turn: int | None = None
     failing_step: int | None = None
+    failing_oracle_step: int | None = None  # index in the failing turn's ground truth
     attribution: str | None = None
     detail: str = ""
     matched_steps: int = 0
@@ -213,7 +214,9 @@ class Verdict:
             "turns_total": self.turns_total,
             "failing_turn": self.failing_turn,
             "failing_step": self.failing_step,
+            "failing_oracle_step": self.failing_oracle_step,
             "attribution": self.attribution,
+            "step_match": round(self.step_match, 6),
             "detail": self.detail,
             "matched_steps": self.matched_steps,
             "oracle_steps": self.oracle_steps,
@@ -263,19 +266,29 @@ def _multiset_missing(expected: list[str], seen: Counter[str]) -> list[str]:
 
 def _attribute(
     steps: list[StepResult], oracle_turn: OracleTurn, state_ok: bool, state_detail: str, missing: list[str]
-) -> tuple[str, int, str]:
-    """Why a turn failed, and at which rollout step."""
-    for i, s in enumerate(steps):
-        if s.status == MALFORMED:
-            return MALFORMED_CALL, i, s.detail
-        if s.status == NOT_OFFERED:
-            return TOOL_NOT_OFFERED, i, s.detail
-    if not oracle_turn.steps and steps:
-        return ACTED_WITHOUT_NEED, 0, f"called {steps[0].name!r} in a turn that required no call"
-    if oracle_turn.steps and not steps:
-        return STOPPED_EARLY, 0, "made no call in a turn that required calls"
+) -> tuple[str, int, int, str]:
+    """Why a turn failed: (kind, rollout step, oracle step, detail).
+
+    The oracle step is the index, within the turn's ground truth, of the step
+    the agent got wrong (0 for a turn whose ground truth is empty).
+    """
+    n_oracle = len(oracle_turn.steps)
+    last = max(n_oracle - 1, 0)
     rollout_keys = [_key(s.name, s.arguments) for s in steps]
     pairs = _lcs_pairs(oracle_turn.keys, rollout_keys)
+
+    def oracle_step_before(i: int) -> int:
+        return min(sum(1 for _, rj in pairs if rj < i), last)
+
+    for i, s in enumerate(steps):
+        if s.status == MALFORMED:
+            return MALFORMED_CALL, i, oracle_step_before(i), s.detail
+        if s.status == NOT_OFFERED:
+            return TOOL_NOT_OFFERED, i, oracle_step_before(i), s.detail
+    if not oracle_turn.steps and steps:
+        return ACTED_WITHOUT_NEED, 0, 0, f"called {steps[0].name!r} in a turn that required no call"
+    if oracle_turn.steps and not steps:
+        return STOPPED_EARLY, 0, 0, "made no call in a turn that required calls"
     matched_o = {i for i, _ in pairs}
     matched_r = {j for _, j in pairs}
     for j, o in enumerate(oracle_turn.steps):
@@ -283,7 +296,7 @@ def _attribute(
             continue
         pos = max((rj + 1 for oi, rj in pairs if oi < j), default=0)
         if pos >= len(steps):
-            return STOPPED_EARLY, len(steps), f"oracle step {j} ({o.name}) was never made"
+            return STOPPED_EARLY, len(steps), j, f"oracle step {j} ({o.name}) was never made"
         unmatched = [k for k in range(pos, len(steps)) if k not in matched_r]
         same_name = [k for k in unmatched if steps[k].name == o.name]
         if same_name:
@@ -293,13 +306,14 @@ def _attribute(
                 for p in set(o.arguments) | set(steps[k].arguments)
                 if o.arguments.get(p, _MISSING) != steps[k].arguments.get(p, _MISSING)
             )
-            return WRONG_ARGUMENT, k, f"{o.name}: argument(s) {', '.join(diff) or '?'} differ from the oracle's"
+            return WRONG_ARGUMENT, k, j, f"{o.name}: argument(s) {', '.join(diff) or '?'} differ from the oracle's"
         k = unmatched[0] if unmatched else pos
-        return WRONG_TOOL, k, f"called {steps[k].name!r} where the oracle calls {o.name!r}"
+        return WRONG_TOOL, k, j, f"called {steps[k].name!r} where the oracle calls {o.name!r}"
     extra = [k for k in range(len(steps)) if k not in matched_r]
     if not state_ok:
-        return STATE_DIVERGED, (extra[0] if extra else max(len(steps) - 1, 0)), state_detail
-    return MISSING_OUTPUT, max(len(steps) - 1, 0), f"{len(missing)} oracle output(s) not produced"
+        k = extra[0] if extra else max(len(steps) - 1, 0)
+        return STATE_DIVERGED, k, oracle_step_before(k) if extra else last, state_detail
+    return MISSING_OUTPUT, max(len(steps) - 1, 0), last, f"{len(missing)} oracle output(s) not produced"
 
 
 def verify(
@@ -368,8 +382,9 @@ def verify(
         if ok:
             verdict.turns_satisfied += 1
         elif verdict.failing_turn is None:
-            kind, step, detail = _attribute(steps, oracle_turn, state_ok, state_detail, missing)
+            kind, step, oracle_step, detail = _attribute(steps, oracle_turn, state_ok, state_detail, missing)
             verdict.failing_turn, verdict.failing_step = t, step
+            verdict.failing_oracle_step = oracle_step
             verdict.attribution, verdict.detail = kind, detail
     verdict.partial_credit = verdict.turns_satisfied / max(len(task.turns), 1)
     verdict.reward = 1.0 if verdict.failing_turn is None and clean else 0.0
