@@ -24,3 +24,15 @@ FOR (n:Scope) REQUIRE n.key IS UNIQUE;
 
 CREATE INDEX rollout_task_id IF NOT EXISTS
 FOR (n:Rollout) ON (n.task_id);
+
+CREATE INDEX rollout_scope IF NOT EXISTS
+FOR (n:Rollout) ON (n.scope);
+
+CREATE INDEX rollout_failing_pair IF NOT EXISTS
+FOR (n:Rollout) ON (n.scope, n.fail_prev_tool, n.fail_tool);
+
+CREATE INDEX scope_experiment IF NOT EXISTS
+FOR (n:Scope) ON (n.experiment, n.policy);
+
+CREATE INDEX composes_scope IF NOT EXISTS
+FOR ()-[c:COMPOSES]-() ON (c.scope);

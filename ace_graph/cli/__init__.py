@@ -27,7 +27,7 @@ app = typer.Typer(
 )
 
 
-_GROUPS = ("db", "envcmd", "democmd", "graphcmd")
+_GROUPS = ("db", "envcmd", "democmd", "graphcmd", "simcmd")
 
 
 def _register() -> None:

@@ -97,7 +97,9 @@ def replay(
 @app.command("verify")
 def verify_cmd(
     tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY or a task JSONL file."),
-    rollouts: Path = typer.Option(..., "--rollouts", help="Rollout JSONL: {rollout_id, task_id, turns}."),
+    rollouts: Path = typer.Option(
+        ..., "--rollouts", help="Rollouts: ACE JSONL {rollout_id, task_id, turns}, OpenAI-style messages, or a BFCL result file."
+    ),
     as_json: bool = typer.Option(False, "--json", help="One JSON verdict per rollout on stdout."),
     skip_invalid: bool = typer.Option(
         False, "--skip-invalid", help="Report bad lines on stderr and go on instead of stopping."
@@ -111,14 +113,15 @@ def verify_cmd(
     stopped_early).
     """
     from ace_graph.errors import RolloutFormatError
-    from synth.rollouts import load_task_set, read_rollouts
+    from synth.formats import read_any
+    from synth.rollouts import load_task_set
     from synth.verifier import verify
 
     task_set = load_task_set(tasks)
     bad: list[str] = []
     n = rewarded = 0
     kinds: Counter[str] = Counter()
-    for r in read_rollouts(rollouts, skip_invalid=skip_invalid, errors=bad):
+    for r in read_any(rollouts, skip_invalid=skip_invalid, errors=bad):
         task = task_set.get(r.task_id)
         try:
             if task is None:

@@ -26,7 +26,7 @@ def test_schema_file_parses_into_idempotent_statements():
     assert q.params == () and q.columns == ()
     assert "schema" in q.description.lower()
     stmts = queries.statements("schema")
-    assert len(stmts) == 7
+    assert len(stmts) == 11
     for s in stmts:
         assert s.startswith("CREATE ") and "IF NOT EXISTS" in s
         assert ";" not in s and "//" not in s
@@ -35,6 +35,7 @@ def test_schema_file_parses_into_idempotent_statements():
                         ("Step", "id"), ("Scope", "key")]:
         assert f"(n:{label}) REQUIRE n.{prop} IS UNIQUE" in joined
     assert "FOR (n:Rollout) ON (n.task_id)" in joined
+    assert "FOR ()-[c:COMPOSES]-() ON (c.scope)" in joined
 
 
 def test_every_shipped_query_file_loads():

@@ -1,0 +1,137 @@
+"""``ace ingest``: verify, tag and store a rollout file, streaming, in batches.
+
+Lines are read one at a time and written in batches of ``batch_size``
+rollouts, so memory stays flat however large the file.  Each batch is one
+transaction (see :mod:`ace_graph.store`), so an interrupted ingest can be
+rerun: rollouts already stored are skipped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ace_graph.errors import RolloutFormatError
+from ace_graph.outcomes import RolloutRecord, record
+from ace_graph.store import GraphStore, scope_key
+from synth.tasks import Task
+
+
+@dataclass
+class IngestReport:
+    scope: str
+    read: int = 0
+    created: int = 0
+    skipped_existing: int = 0
+    invalid: list[str] = field(default_factory=list)
+    steps: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope,
+            "read": self.read,
+            "created": self.created,
+            "already_stored": self.skipped_existing,
+            "invalid": len(self.invalid),
+            "steps": self.steps,
+            "seconds": round(self.seconds, 3),
+            "rollouts_per_s": round(self.read / self.seconds, 1) if self.seconds else None,
+            "steps_per_s": round(self.steps / self.seconds, 1) if self.seconds else None,
+        }
+
+
+def _rollouts(path: Path, skip_invalid: bool, errors: list[str]) -> Iterator[Any]:
+    try:
+        from synth.formats import read_any
+    except ModuleNotFoundError:  # pragma: no cover - formats module not installed
+        from synth.rollouts import read_rollouts as read_any
+    yield from read_any(path, skip_invalid=skip_invalid, errors=errors)
+
+
+def prepare(
+    tasks: dict[str, Task],
+    rollouts: Iterator[Any],
+    scope: str,
+    near_success: float,
+    skip_invalid: bool,
+    errors: list[str],
+    source: str,
+) -> Iterator[tuple[RolloutRecord, tuple[Any, ...]]]:
+    """Verify and tag each rollout; yield its record with the task's oracle tags."""
+    from ace_graph.tagger import tag_task
+    from synth.verifier import verify
+
+    for r in rollouts:
+        task = tasks.get(r.task_id)
+        try:
+            if task is None:
+                raise RolloutFormatError(f"{source}: line {r.line}: unknown task_id {r.task_id!r}")
+            verdict = verify(task, r.turns, rollout_id=r.rollout_id)
+        except RolloutFormatError as e:
+            if not skip_invalid:
+                raise RolloutFormatError(f"{source}: line {r.line}: {e}") from e
+            errors.append(str(e))
+            continue
+        tags = tag_task(task)
+        yield record(task, tags, verdict, scope, r.rollout_id, r.turns, near_success), tags
+
+
+def ingest_file(
+    store: GraphStore,
+    path: str | Path,
+    tasks: dict[str, Task],
+    experiment: str,
+    policy: str,
+    checkpoint: str,
+    round_: int | None = None,
+    batch_size: int = 1000,
+    near_success: float = 0.7,
+    skip_invalid: bool = False,
+    seed_tasks: bool = True,
+    on_progress: Callable[[int], None] | None = None,
+) -> IngestReport:
+    """Ingest one rollout file into the scope (experiment, policy, checkpoint)."""
+    path = Path(path)
+    key = scope_key(experiment, policy, checkpoint)
+    scope = {"key": key, "experiment": experiment, "policy": policy, "checkpoint": checkpoint,
+             "round": round_ if round_ is not None else _round_from(checkpoint)}
+    report = IngestReport(key)
+    start = time.perf_counter()
+    if seed_tasks:
+        store.ensure_taxonomy()
+        store.upsert_tasks(tasks.values())
+    batch: list[tuple[RolloutRecord, tuple[Any, ...]]] = []
+
+    def flush() -> None:
+        result = store.ingest_batch(scope, batch)
+        report.read += result.received
+        report.created += result.created
+        report.skipped_existing += result.received - result.created
+        report.steps += result.steps
+        if on_progress:
+            on_progress(result.received)
+        batch.clear()
+
+    for item in prepare(tasks, _rollouts(path, skip_invalid, report.invalid), key, near_success,
+                        skip_invalid, report.invalid, str(path)):
+        batch.append(item)
+        if len(batch) >= batch_size:
+            flush()
+    if batch:
+        flush()
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _round_from(checkpoint: str) -> int:
+    """A round number from a checkpoint name: the last run of digits, else 0 (``step-200`` → 200)."""
+    digits = ""
+    for ch in reversed(checkpoint):
+        if ch.isdigit():
+            digits = ch + digits
+        elif digits:
+            break
+    return int(digits) if digits else 0

@@ -1,0 +1,68 @@
+"""Small statistics for capability and fragility, shared by Python and the Cypher library.
+
+The same formulas are written out in ``cypher/*.cypher`` (analysts run those
+unchanged); ``tests/integration/test_graph_queries.py`` checks that both agree.
+
+*Capability* of a skill (or tool): successes / attempts over the oracle steps
+a rollout reached, with a Wilson score interval.
+
+*Fragility* of an edge a → b: how much more often b fails when it comes
+directly after a than when it does not,
+
+    p_after     = fail(b right after a) / n(b right after a)
+    p_otherwise = (fail(b) - fail(b right after a)) / (n(b) - n(b right after a))
+    fragility   = p_after - p_otherwise
+
+with Newcombe's hybrid Wilson interval for the difference of two proportions.
+A skill that is weak everywhere has p_after ≈ p_otherwise on every edge into
+it, so it does not light up its edges; a weak *composition* does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+Z95 = 1.959964
+
+
+def wilson(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a proportion; (0, 1) when n is 0."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = p + z * z / (2 * n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, (centre - half) / denom), min(1.0, (centre + half) / denom)
+
+
+@dataclass(frozen=True)
+class Fragility:
+    n_after: int
+    fail_after: int
+    n_otherwise: int
+    fail_otherwise: int
+    p_after: float
+    p_otherwise: float
+    fragility: float
+    lower: float
+    upper: float
+
+    def significant(self, min_support: int = 20, min_lower: float = 0.0) -> bool:
+        return self.n_after >= min_support and self.lower > min_lower
+
+
+def fragility(n_ab: int, fail_ab: int, n_b: int, fail_b: int, z: float = Z95) -> Fragility:
+    """Fragility of a → b from edge counts (n_ab, fail_ab) and b's totals (n_b, fail_b)."""
+    if not (0 <= fail_ab <= n_ab <= n_b and 0 <= fail_b <= n_b and fail_ab <= fail_b):
+        raise ValueError(f"inconsistent counts: n_ab={n_ab} fail_ab={fail_ab} n_b={n_b} fail_b={fail_b}")
+    n0, f0 = n_b - n_ab, fail_b - fail_ab
+    p1 = fail_ab / n_ab if n_ab else 0.0
+    p0 = f0 / n0 if n0 else 0.0
+    l1, u1 = wilson(fail_ab, n_ab, z)
+    l0, u0 = wilson(f0, n0, z)
+    d = p1 - p0
+    lower = d - math.sqrt((p1 - l1) ** 2 + (u0 - p0) ** 2)
+    upper = d + math.sqrt((u1 - p1) ** 2 + (p0 - l0) ** 2)
+    return Fragility(n_ab, fail_ab, n0, f0, p1, p0, d, lower, upper)

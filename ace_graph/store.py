@@ -1,0 +1,214 @@
+"""The skill graph in Neo4j: taxonomy, tasks, prior edges, and batched rollout ingestion.
+
+``GraphStore`` receives a driver and a database name; it never opens its own
+connection.  Every query it runs is a named file in ``cypher/`` (the text an
+analyst can paste into Neo4j Browser), and every value goes in as a parameter.
+
+Ingestion writes one batch per transaction: it takes the scope's write lock,
+creates the rollouts that are not stored yet, then adds only *their* steps
+and counts.  Ingesting a rollout twice therefore changes nothing; two ingests
+into one scope serialize on the scope node and lose no counts; a failed batch
+rolls back whole and can simply be retried.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from ace_graph import queries
+from ace_graph.outcomes import RolloutRecord, aggregate
+from synth.tasks import Task
+
+
+def scope_key(experiment: str, policy: str, checkpoint: str) -> str:
+    """The key of a (experiment, policy, checkpoint) scope."""
+    for name, value in (("experiment", experiment), ("policy", policy), ("checkpoint", checkpoint)):
+        if not value or "/" in value:
+            from ace_graph.errors import ConfigError
+
+            raise ConfigError(f"{name} must be a non-empty name without '/', got {value!r}")
+    return f"{experiment}/{policy}/{checkpoint}"
+
+
+def _pairs(tags: Sequence[Any]) -> tuple[list[str], list[str]]:
+    """Adjacent call pairs of an oracle ("a>b"), at tool and at skill level."""
+    tool_pairs: list[str] = []
+    skill_pairs: set[str] = set()
+    prev = None
+    for tag in tags:
+        if tag.tool is None:
+            if prev is not None:
+                skill_pairs.update(f"{a}>{b}" for a in prev.skills for b in tag.skills)
+            continue
+        if prev is not None:
+            tool_pairs.append(f"{prev.tool}>{tag.tool}")
+            skill_pairs.update(f"{a}>{b}" for a in prev.skills for b in tag.skills)
+        prev = tag
+    return sorted(set(tool_pairs)), sorted(skill_pairs)
+
+
+@dataclass
+class BatchResult:
+    received: int
+    created: int
+    steps: int
+
+
+class GraphStore:
+    """Reads and writes ACE's skill graph through a given driver."""
+
+    def __init__(self, driver: Any, database: str = "neo4j"):
+        self.driver = driver
+        self.database = database
+
+    # ------------------------------------------------------------------ reads
+
+    def run(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        """Run a named query in a read transaction (Neo4j refuses writes there)."""
+        query = queries.load(name)
+
+        def work(tx: Any) -> list[dict[str, Any]]:
+            return [r.data() for r in tx.run(query.text, params)]
+
+        with self.driver.session(database=self.database) as session:
+            return session.execute_read(work)
+
+    # ------------------------------------------------------------------ seeding
+
+    def ensure_taxonomy(self) -> dict[str, int]:
+        """Create or update skills, tools and their EXERCISES edges."""
+        from ace_graph.taxonomy import load_taxonomy, tool_skills
+        from synth import bfcl
+
+        skills = [{"id": s.id, "family": s.family, "description": s.description} for s in load_taxonomy().values()]
+        functions = bfcl.functions()
+        tools = [
+            {
+                "name": name,
+                "class": functions[name].class_name if name in functions else None,
+                "description": functions[name].doc.get("description", "")[:300] if name in functions else "",
+                "skills": list(sk),
+            }
+            for name, sk in sorted(tool_skills().items())
+        ]
+        return self._write_one("upsert-taxonomy", skills=skills, tools=tools)
+
+    def upsert_tasks(self, tasks: Iterable[Task], batch_size: int = 500) -> int:
+        """Create or update Task nodes (with their compositions) and the prior edges they imply."""
+        from ace_graph.tagger import tag_task
+
+        rows, total = [], 0
+        prior: dict[str, Counter[tuple[str, str, str]]] = {"skill": Counter(), "tool": Counter()}
+        example: dict[tuple[str, str, str, str], str] = {}
+        for task in tasks:
+            tags = tag_task(task)
+            tool_pairs, skill_pairs = _pairs(tags)
+            rows.append(
+                {
+                    "id": task.id,
+                    "source": task.source,
+                    "category": task.category,
+                    "n_turns": len(task.turns),
+                    "n_steps": task.n_steps,
+                    "tools": sorted({t.tool for t in tags if t.tool}),
+                    "tool_pairs": tool_pairs,
+                    "skill_pairs": skill_pairs,
+                    "provenance": json.dumps(task.provenance, sort_keys=True, default=str),
+                }
+            )
+            for tag in tags:
+                for dep, kind in zip(tag.depends_on, tag.dependency_kinds):
+                    src = tags[dep]
+                    if src.tool and tag.tool:
+                        key = (src.tool, tag.tool, kind)
+                        prior["tool"][key] += 1
+                        example.setdefault(("tool",) + key, task.id)
+                    for a in src.skills:
+                        for b in tag.skills:
+                            key = (a, b, kind)
+                            prior["skill"][key] += 1
+                            example.setdefault(("skill",) + key, task.id)
+            if len(rows) >= batch_size:
+                total += self._write_one("upsert-tasks", rows=rows)["tasks"]
+                rows = []
+        if rows:
+            total += self._write_one("upsert-tasks", rows=rows)["tasks"]
+        for level, counts in prior.items():
+            edge_rows = [
+                {"from": a, "to": b, "kind": kind, "count": n, "example_task": example[(level, a, b, kind)]}
+                for (a, b, kind), n in sorted(counts.items())
+            ]
+            if edge_rows:
+                self._write_one("upsert-prior-edges", level=level, rows=edge_rows)
+        return total
+
+    def _write_one(self, name: str, **params: Any) -> dict[str, Any]:
+        query = queries.load(name)
+
+        def work(tx: Any) -> dict[str, Any]:
+            record = tx.run(query.text, params).single()
+            return record.data() if record else {}
+
+        with self.driver.session(database=self.database) as session:
+            return session.execute_write(work)
+
+    # ------------------------------------------------------------------ ingestion
+
+    def ingest_batch(
+        self,
+        scope: dict[str, Any],
+        records: Sequence[tuple[RolloutRecord, tuple[Any, ...]]],
+    ) -> BatchResult:
+        """Write one batch of rollout records (with their oracle tags) in one transaction."""
+        unique: dict[str, tuple[RolloutRecord, tuple[Any, ...]]] = {}
+        for rec, tags in records:
+            unique.setdefault(rec.id, (rec, tags))
+        q = {n: queries.load(n).text for n in (
+            "ingest-scope", "ingest-rollouts", "ingest-steps", "ingest-skill-stats",
+            "ingest-tool-stats", "ingest-scope-totals",
+        )}
+        rollout_rows = [{"id": rid, "task_id": rec.task_id, "props": rec.props()} for rid, (rec, _) in unique.items()]
+
+        def work(tx: Any) -> BatchResult:
+            batch = uuid.uuid4().hex
+            tx.run(q["ingest-scope"], scope=scope).consume()
+            created = {r["id"] for r in tx.run(q["ingest-rollouts"], batch=batch, rows=rollout_rows)}
+            fresh = [unique[rid] for rid in unique if rid in created]
+            if not fresh:
+                return BatchResult(len(records), 0, 0)
+            step_rows = [
+                {
+                    "rollout": rec.id,
+                    "steps": [
+                        {
+                            "id": f"{rec.id}#{s.flat}",
+                            "flat": s.flat,
+                            "turn": s.turn,
+                            "index": s.index,
+                            "tool": s.tool,
+                            "skills": list(s.skills),
+                            "outcome": s.outcome,
+                        }
+                        for s in rec.steps
+                    ],
+                }
+                for rec, _ in fresh
+            ]
+            tx.run(q["ingest-steps"], rows=step_rows).consume()
+            agg = aggregate(fresh)
+            for level in ("skill", "tool"):
+                tx.run(
+                    q[f"ingest-{level}-stats"],
+                    scope=scope["key"],
+                    nodes=agg.node_rows(level),
+                    edges=agg.edge_rows(level),
+                ).consume()
+            tx.run(q["ingest-scope-totals"], scope=scope["key"], totals=agg.totals()).consume()
+            return BatchResult(len(records), len(fresh), agg.steps)
+
+        with self.driver.session(database=self.database) as session:
+            return session.execute_write(work)

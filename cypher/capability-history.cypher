@@ -1,0 +1,9 @@
+// Purpose: how the success rate of each skill (or tool) moved across the
+//   checkpoints (rounds) of one experiment and policy.
+// Parameters: $experiment (string), $policy (string), $level ("skill" or "tool")
+// Columns: round, checkpoint, key, attempts, success_rate
+MATCH (sc:Scope {experiment: $experiment, policy: $policy})-[m:MEASURED]->(k)
+WHERE m.level = $level AND m.attempts > 0
+RETURN sc.round AS round, sc.checkpoint AS checkpoint, coalesce(k.id, k.name) AS key,
+       m.attempts AS attempts, toFloat(m.attempts - m.failures) / m.attempts AS success_rate
+ORDER BY key, round, checkpoint

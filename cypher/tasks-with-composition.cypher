@@ -1,0 +1,11 @@
+// Purpose: seed tasks whose oracle contains the composition $from→$to
+//   (adjacent calls), at tool or skill level.
+// Parameters: $level ("skill" or "tool"), $from (string), $to (string),
+//   $limit (int)
+// Columns: task_id, source, category, n_steps
+MATCH (t:Task)
+WHERE ($level = 'tool' AND ($from + '>' + $to) IN t.tool_pairs)
+   OR ($level = 'skill' AND ($from + '>' + $to) IN t.skill_pairs)
+RETURN t.id AS task_id, t.source AS source, t.category AS category, t.n_steps AS n_steps
+ORDER BY task_id
+LIMIT $limit

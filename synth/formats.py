@@ -1,0 +1,291 @@
+"""Rollouts from other tools' files: ACE JSONL, OpenAI chat transcripts, BFCL result files.
+
+:func:`read_any` streams a file line by line and detects the format of each
+line on its own, so files may even mix formats:
+
+``ace``
+    ``{"rollout_id", "task_id", "turns": [[call, ...], ...]}`` (see
+    :mod:`synth.rollouts`).
+``openai``
+    ``{"rollout_id"?, "task_id", "messages": [...]}``: every ``user`` message
+    starts a new turn (the first one is turn 0); the ``tool_calls`` of the
+    ``assistant`` messages that follow are that turn's calls, as
+    ``{"name", "arguments"}`` objects.  ``system`` and ``tool`` messages
+    are ignored.
+``bfcl``
+    One entry of a BFCL result file as written by ``bfcl generate``
+    (``BFCL_v4_multi_turn_base_result.json``): ``{"id", "result": [turn][step]}``
+    where a step is what the model returned in one round trip: a list of
+    ``{func_name: arguments}`` (function-calling models) or a string of
+    Python call syntax such as ``[f(a=1), g(b='x')]`` (prompting models).
+    A turn's calls are its steps' calls in order; a step that is anything
+    else (chat text, an unparsable string) contributes no call, as in
+    BFCL's own checker.
+
+Model output is data: Python call syntax is read with :mod:`ast` only, each
+call is rendered back as a call string, and a call whose arguments are not
+literals is kept as its source text, which the verifier rejects as malformed
+without running it.  Nothing is evaluated, imported or executed here.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from ace_graph.errors import RolloutFormatError
+from synth.calls import MAX_CALL_CHARS, Call
+from synth.rollouts import Rollout, parse_rollout
+
+ACE, OPENAI, BFCL = "ace", "openai", "bfcl"
+FORMATS = (ACE, OPENAI, BFCL)
+
+
+def detect(obj: Any) -> str | None:
+    """The format of one decoded line, or None when it is none of them."""
+    if not isinstance(obj, dict):
+        return None
+    if "turns" in obj:
+        return ACE
+    if "messages" in obj:
+        return OPENAI
+    if "result" in obj and "id" in obj:
+        return BFCL
+    return None
+
+
+# --------------------------------------------------------------------------- OpenAI
+
+
+def _openai_call(call: Any, where: str) -> dict[str, Any]:
+    if not isinstance(call, dict):
+        raise RolloutFormatError(f"{where}: a tool call must be an object")
+    fn = call.get("function", call)
+    if not isinstance(fn, dict):
+        raise RolloutFormatError(f"{where}: 'function' must be an object")
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        raise RolloutFormatError(f"{where}: the function has no 'name'")
+    arguments = fn.get("arguments", {})
+    if isinstance(arguments, str):
+        # Decoded when it is a JSON object; otherwise kept, and the verifier
+        # records the call as malformed.
+        try:
+            decoded = json.loads(arguments) if arguments.strip() else {}
+        except (json.JSONDecodeError, RecursionError):
+            decoded = None
+        if isinstance(decoded, dict):
+            arguments = decoded
+    elif not isinstance(arguments, dict):
+        raise RolloutFormatError(f"{where}: 'arguments' must be a JSON string or an object")
+    return {"name": name, "arguments": arguments}
+
+
+def parse_openai(obj: dict[str, Any], line: int) -> Rollout:
+    """One OpenAI-style transcript as a rollout."""
+    task_id = obj.get("task_id")
+    if not isinstance(task_id, str) or not task_id:
+        raise RolloutFormatError(f"line {line}: 'task_id' must be a non-empty string")
+    messages = obj.get("messages")
+    if not isinstance(messages, list):
+        raise RolloutFormatError(f"line {line}: 'messages' must be a list")
+    turns: list[list[Any]] = []
+    for m, msg in enumerate(messages):
+        where = f"line {line}: message {m}"
+        if not isinstance(msg, dict):
+            raise RolloutFormatError(f"{where}: a message must be an object")
+        role = msg.get("role")
+        if role == "user":
+            turns.append([])
+        elif role == "assistant":
+            calls = msg.get("tool_calls") or []
+            legacy = msg.get("function_call")
+            if legacy:
+                calls = [*calls, {"function": legacy}]
+            if not isinstance(calls, list):
+                raise RolloutFormatError(f"{where}: 'tool_calls' must be a list")
+            if calls and not turns:
+                raise RolloutFormatError(f"{where}: an assistant calls tools before the first user message")
+            for c, call in enumerate(calls):
+                turns[-1].append(_openai_call(call, f"{where}: tool call {c}"))
+        elif role in ("system", "developer", "tool", "function"):
+            continue
+        else:
+            raise RolloutFormatError(f"{where}: unknown role {role!r}")
+    rollout_id = obj.get("rollout_id", obj.get("id", f"line-{line}"))
+    return Rollout(str(rollout_id), task_id, turns, line, obj.get("meta"))
+
+
+# --------------------------------------------------------------------------- BFCL
+
+
+def _literal(node: ast.AST) -> tuple[bool, Any]:
+    try:
+        return True, ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError, OverflowError):
+        return False, None
+
+
+def _render_node(node: ast.Call, source: str) -> str:
+    """A call node as a call string: rendered from its literals, else its source text."""
+    if isinstance(node.func, ast.Name) and not any(isinstance(a, ast.Starred) for a in node.args):
+        args, kwargs, ok = [], {}, True
+        for a in node.args:
+            good, value = _literal(a)
+            ok &= good
+            args.append(value)
+        for kw in node.keywords:
+            good, value = _literal(kw.value)
+            ok &= good and kw.arg is not None and kw.arg not in kwargs
+            kwargs[kw.arg] = value
+        if ok:
+            return Call(node.func.id, tuple(args), kwargs).render()
+    # Not a plain literal call: keep the text so the verifier rejects it as malformed.
+    return ast.get_source_segment(source, node) or ast.dump(node.func)
+
+
+def decode_python_step(text: str) -> list[str]:
+    """Calls in a prompting model's step (``[f(a=1), g(b='x')]``); [] when there are none."""
+    if len(text) > MAX_CALL_CHARS:
+        return []
+    # Like BFCL: strip code fences and wrapping quotes, add the brackets if missing.
+    source = text.strip("`\n ")
+    if source.startswith("python\n"):
+        source = source[len("python\n") :]
+    source = source.strip().strip("'")
+    if not source.startswith("["):
+        source = "[" + source
+    if not source.endswith("]"):
+        source = source + "]"
+    try:
+        tree = ast.parse(source, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return []
+    body = tree.body
+    elements = body.elts if isinstance(body, (ast.List, ast.Tuple)) else [body]
+    if not all(isinstance(e, ast.Call) for e in elements):
+        return []
+    return [_render_node(e, source) for e in elements]
+
+
+def _fc_argument_value(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value) if value.strip() else {}
+        except (json.JSONDecodeError, RecursionError):
+            return value
+        return decoded
+    return value
+
+
+def decode_fc_step(step: list[Any]) -> list[Any]:
+    """Calls in a function-calling model's step (``[{name: args}]``); [] when it is not one."""
+    calls: list[Any] = []
+    for item in step:
+        if not isinstance(item, dict) or not item:
+            return []
+        for name, raw in item.items():
+            args = _fc_argument_value(raw)
+            if not isinstance(name, str) or not isinstance(args, dict):
+                return []
+            calls.append({"name": name, "arguments": args})
+    return calls
+
+
+def decode_bfcl_step(step: Any) -> list[Any]:
+    """The calls of one BFCL step; anything that is not a call list gives []."""
+    if isinstance(step, str):
+        return decode_python_step(step)
+    if isinstance(step, dict):
+        return decode_fc_step([step])
+    if isinstance(step, list):
+        if all(isinstance(s, str) for s in step) and step:
+            # Already decoded call strings (e.g. a handler's decode_execute output).
+            out: list[Any] = []
+            for s in step:
+                out.extend(decode_python_step(s))
+            return out
+        return decode_fc_step(step)
+    return []
+
+
+def parse_bfcl(obj: dict[str, Any], line: int, id_suffix: str = "") -> Rollout:
+    """One BFCL result entry as a rollout (``rollout_id`` = id + ``id_suffix``)."""
+    task_id = obj.get("id")
+    if not isinstance(task_id, str) or not task_id:
+        raise RolloutFormatError(f"line {line}: 'id' must be a non-empty string")
+    result = obj.get("result")
+    meta: dict[str, Any] = {"format": BFCL}
+    if isinstance(result, str):
+        # `bfcl generate` records an inference error as a string: the model made no call.
+        meta["inference_error"] = result[:500]
+        turns: list[list[Any]] = []
+    elif isinstance(result, list) and all(isinstance(t, list) for t in result):
+        turns = []
+        for steps in result:
+            calls: list[Any] = []
+            for step in steps:
+                calls.extend(decode_bfcl_step(step))
+            turns.append(calls)
+    else:
+        raise RolloutFormatError(
+            f"line {line}: 'result' of a multi-turn entry must be a list (turns) of lists (steps)"
+        )
+    return Rollout(f"{task_id}{id_suffix}", task_id, turns, line, meta)
+
+
+# --------------------------------------------------------------------------- reader
+
+
+def parse_any(obj: Any, line: int, id_suffix: str = "") -> Rollout:
+    """One decoded line in any supported format."""
+    kind = detect(obj)
+    if kind == ACE:
+        return parse_rollout(obj, line)
+    if kind == OPENAI:
+        return parse_openai(obj, line)
+    if kind == BFCL:
+        return parse_bfcl(obj, line, id_suffix)
+    raise RolloutFormatError(
+        f"line {line}: not a rollout in a known format (ACE {{task_id, turns}}, "
+        "OpenAI {task_id, messages} or a BFCL result entry {id, result})"
+    )
+
+
+def read_any(
+    path: str | Path,
+    skip_invalid: bool = False,
+    errors: list[str] | None = None,
+    id_suffix: str = "",
+) -> Iterator[Rollout]:
+    """Stream rollouts from a file in any supported format, detected per line.
+
+    A bad line raises :class:`RolloutFormatError` naming the file and line,
+    unless ``skip_invalid``, in which case the message goes to ``errors``.
+    ``id_suffix`` is appended to the ids of BFCL entries (e.g. the model name,
+    to keep rollouts of several models apart).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise RolloutFormatError(f"rollout file {str(path)!r} does not exist")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                try:
+                    obj = json.loads(line)
+                except (json.JSONDecodeError, RecursionError) as e:
+                    msg = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply"
+                    raise RolloutFormatError(f"line {n}: not valid JSON ({msg})") from e
+                yield parse_any(obj, n, id_suffix)
+            except RolloutFormatError as e:
+                if not skip_invalid:
+                    raise RolloutFormatError(f"{path}: {e}") from e
+                if errors is not None:
+                    errors.append(f"{path}: {e}")
+
+
+__all__ = ["FORMATS", "decode_bfcl_step", "detect", "parse_any", "read_any"]
