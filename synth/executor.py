@@ -32,6 +32,7 @@ OK = "ok"  # executed and returned
 ERROR = "error"  # executed and raised; output holds the error text
 MALFORMED = "malformed"  # not a call ACE accepts; not executed
 NOT_OFFERED = "not_offered"  # a name that is not offered in this turn; not executed
+DISTRACTOR = "distractor"  # an offered look-alike that points the wrong way; not executed
 
 
 @dataclass
@@ -211,6 +212,14 @@ class Environment:
                 name=parsed.name,
                 arguments=dict(parsed.kwargs),
                 detail=f"{parsed.name!r} is not offered in turn {turn_index}",
+            )
+        if parsed.name in self.task.distractors:
+            return StepResult(
+                raw=shown,
+                status=DISTRACTOR,
+                name=parsed.name,
+                arguments=dict(arguments or parsed.kwargs),
+                detail=f"{parsed.name!r} is a distractor: it looks right but points the wrong way",
             )
         return self._execute(shown, parsed, arguments)
 

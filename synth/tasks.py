@@ -46,6 +46,8 @@ class Task:
     tools: list[str]
     long_context: bool = False
     provenance: dict[str, Any] = field(default_factory=dict)
+    #: Offered tools that look right but point the wrong way; calling one fails.
+    distractors: list[str] = field(default_factory=list)
     _offered: dict[int, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
 
     def offered_tools(self, turn_index: int) -> frozenset[str]:
@@ -82,6 +84,7 @@ class Task:
             "tools": self.tools,
             "long_context": self.long_context,
             "provenance": self.provenance,
+            "distractors": self.distractors,
         }
 
     @classmethod
@@ -99,4 +102,5 @@ class Task:
             tools=list(d["tools"]),
             long_context=bool(d.get("long_context", False)),
             provenance=dict(d.get("provenance", {})),
+            distractors=list(d.get("distractors", [])),
         )

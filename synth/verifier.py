@@ -32,7 +32,7 @@ from typing import Any, Sequence
 
 from ace_graph.errors import RolloutFormatError
 from synth.calls import Call, parse_call
-from synth.executor import ERROR, MALFORMED, NOT_OFFERED, OK, Environment, StepResult, canonical_arguments, parse_with_arguments
+from synth.executor import DISTRACTOR, ERROR, MALFORMED, NOT_OFFERED, OK, Environment, StepResult, canonical_arguments, parse_with_arguments
 from synth.tasks import Task
 
 # Attribution kinds: how the first failing step went wrong.
@@ -285,6 +285,8 @@ def _attribute(
             return MALFORMED_CALL, i, oracle_step_before(i), s.detail
         if s.status == NOT_OFFERED:
             return TOOL_NOT_OFFERED, i, oracle_step_before(i), s.detail
+        if s.status == DISTRACTOR:
+            return WRONG_TOOL, i, oracle_step_before(i), s.detail
     if not oracle_turn.steps and steps:
         return ACTED_WITHOUT_NEED, 0, 0, f"called {steps[0].name!r} in a turn that required no call"
     if oracle_turn.steps and not steps:
