@@ -1,0 +1,153 @@
+"""Every named query runs against the real server; the mining finds what was planted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ace_graph import queries
+from ace_graph.ingest import ingest_file
+from ace_graph.stats import fragility, wilson
+from ace_graph.store import GraphStore
+from synth import bfcl
+
+SCOPE = "q/sim/round-1"
+PLANTED = [("get_zipcode_based_on_city", "estimate_distance"), ("place_order", "get_order_details")]
+WEAK_TOOL = "grep"
+WEAKNESS = {
+    "defaults": {"error": 0.01},
+    "tool": [{"name": WEAK_TOOL, "error": 0.5, "kind": "argument"}],
+    "composition": [{"from": a, "to": b, "error": 0.7, "kind": "argument"} for a, b in PLANTED],
+}
+
+
+@pytest.fixture(scope="module")
+def graph(neo4j_driver, neo4j_database, tmp_path_factory):
+    """One scope of 2,500 simulated rollouts (plus an earlier round) stored once for this module."""
+    from synth.sim import parse_weakness, simulate
+
+    with neo4j_driver.session(database=neo4j_database) as s:
+        s.run("MATCH (n) DETACH DELETE n").consume()
+    tasks = {t.id: t for t in bfcl.load_tasks("base")}
+    spec = parse_weakness(WEAKNESS)
+    store = GraphStore(neo4j_driver, neo4j_database)
+    for checkpoint, seed, n in (("round-0", 10, 600), ("round-1", 11, 2500)):
+        path = tmp_path_factory.mktemp("r") / f"{checkpoint}.jsonl"
+        with open(path, "w") as f:
+            for row in simulate(list(tasks.values()), n, spec, seed):
+                f.write(json.dumps(row) + "\n")
+        ingest_file(store, path, tasks, "q", "sim", checkpoint, batch_size=500)
+    return store
+
+
+PARAMS = {
+    "scope": SCOPE, "level": "tool", "min_support": 20, "min_lift": 0.05, "limit": 50, "min_prereq": 0.6,
+    "experiment": "q", "policy": "sim", "from": PLANTED[0][0], "to": PLANTED[0][1],
+    "after": "result_extraction", "skill": "param_from_output",
+}
+
+
+def test_every_read_query_runs_and_returns_its_declared_columns(graph):
+    names = [n for n in queries.list_queries() if not n.startswith(("ingest-", "upsert-", "schema", "curriculum-"))]
+    assert {"weak-compositions", "fragile-edges", "frontier", "capability-profile", "near-success",
+            "skill-graph", "capability-history"} <= set(names)
+    for name in names:
+        q = queries.load(name)
+        rows = graph.run(name, **{p: PARAMS[p] for p in q.params})
+        assert rows, f"{name} returned no rows"
+        assert list(rows[0].keys()) == list(q.columns), name
+
+
+def test_weak_compositions_find_planted_pairs_not_the_weak_tool(graph):
+    rows = graph.run("weak-compositions", scope=SCOPE, level="tool", min_support=20, min_lift=0.05, limit=50)
+    found = {(r["from"], r["to"]) for r in rows}
+    assert set(PLANTED) <= found
+    assert not [pair for pair in found if pair[1] == WEAK_TOOL], found
+    assert found == set(PLANTED), found  # nothing else is that weak
+
+
+def test_cypher_fragility_equals_python(graph, neo4j_driver, neo4j_database):
+    rows = graph.run("fragile-edges", scope=SCOPE, level="tool", min_support=5, min_lift=0.05)
+    assert len(rows) > 10
+    measured = {
+        r["key"]: r
+        for r in graph.run("capability-profile", scope=SCOPE, level="tool")
+    }
+    for row in rows[:15]:
+        target = measured[row["to"]]
+        f = fragility(row["n"], row["failures"], target["attempts"], target["attempts"] - target["successes"])
+        assert row["fragility"] == pytest.approx(f.fragility, abs=1e-9)
+        assert row["fragility_low"] == pytest.approx(f.lower, abs=1e-6)
+        assert row["fragility_high"] == pytest.approx(f.upper, abs=1e-6)
+    for r in measured.values():
+        lo, hi = wilson(r["successes"], r["attempts"])
+        assert (r["ci_low"], r["ci_high"]) == (pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9))
+
+
+def test_capability_profile_shows_the_weak_tool(graph):
+    rows = graph.run("capability-profile", scope=SCOPE, level="tool")
+    rate = {r["key"]: r["success_rate"] for r in rows}
+    assert rate[WEAK_TOOL] < 0.65
+    assert sorted(rate.values())[0] == rows[0]["success_rate"]  # weakest first
+
+
+def test_frontier_carries_evidence_examples_and_seed_tasks(graph):
+    rows = graph.run("frontier", scope=SCOPE, level="tool", min_support=20, min_lift=0.05, min_prereq=0.6, limit=10)
+    pair = {(r["from"], r["to"]): r for r in rows}
+    row = pair[PLANTED[0]]
+    assert row["from_success"] >= 0.6 and row["target_success_elsewhere"] >= 0.6
+    assert row["composition_success"] < 0.6
+    assert row["near_success_examples"], "no near-success examples attached"
+    assert row["seed_tasks"] and all(t.startswith("multi_turn_base_") for t in row["seed_tasks"])
+    ex = row["near_success_examples"][0].rsplit("/", 1)[1]
+    near = graph.run("near-success", scope=SCOPE, level="tool", **{"from": PLANTED[0][0], "to": PLANTED[0][1]}, limit=100)
+    assert ex in {r["rollout"] for r in near}
+    assert all(r["step_match"] >= 0.7 for r in near)
+
+
+def test_capability_history_has_both_rounds(graph):
+    rows = graph.run("capability-history", experiment="q", policy="sim", level="tool")
+    rounds = {r["round"] for r in rows}
+    assert rounds == {0, 1}
+
+
+def test_analyst_questions_answerable_in_cypher(graph):
+    tasks = graph.run("tasks-with-composition", level="tool", limit=500, **{"from": PLANTED[1][0], "to": PLANTED[1][1]})
+    expected = [t.id for t in bfcl.load_tasks("base")
+                if f"{PLANTED[1][0]}>{PLANTED[1][1]}" in _pairs(t)]
+    assert sorted(r["task_id"] for r in tasks) == sorted(expected)
+    failed = graph.run("failed-after", scope=SCOPE, after="result_extraction", skill="param_from_output", limit=1000)
+    assert failed and all(r["rollout"] for r in failed)
+
+
+def _pairs(task):
+    from ace_graph.store import _pairs as pairs
+    from ace_graph.tagger import tag_task
+
+    return pairs(tag_task(task))[0]
+
+
+def test_query_console_is_read_only(graph):
+    from neo4j.exceptions import ClientError
+
+
+    with pytest.raises(ClientError):
+        with graph.driver.session(database=graph.database) as s:
+            s.execute_read(lambda tx: tx.run("CREATE (:Oops) RETURN 1").consume())
+
+
+def test_ace_query_cli(graph, capsys):
+    from ace_graph.cli import main
+
+    assert main(["query", "weak-compositions", "-P", f"scope={SCOPE}", "-P", "level=tool", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {(r["from"], r["to"]) for r in rows} == set(PLANTED)
+    assert main(["query", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "frontier" in listed and "ingest-rollouts" not in listed
+    assert main(["query", "ingest-rollouts", "-P", "batch=x", "-P", "rows=[]"]) == 1
+    assert "read-only" in capsys.readouterr().err
+    assert main(["query", "frontier"]) == 1
+    assert "scope" in capsys.readouterr().err
+    assert main(["query", "capability-profile", "-P", f"scope={SCOPE}", "-P", "nope=1"]) == 1
