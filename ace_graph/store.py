@@ -146,6 +146,15 @@ class GraphStore:
                 self._write_one("upsert-prior-edges", level=level, rows=edge_rows)
         return total
 
+    def upsert_plans(self, experiment: str, plans: Iterable[Any]) -> int:
+        """Store synthesis plans (``synth.planner.Plan``) of an experiment."""
+        rows = [p.to_row() for p in plans]
+        return self._write_one("upsert-plans", experiment=experiment, rows=rows)["plans"] if rows else 0
+
+    def upsert_lineage(self, experiment: str, rows: list[dict[str, Any]]) -> int:
+        """Link synthesized tasks to their plans and seed tasks (after ``upsert_tasks``)."""
+        return self._write_one("upsert-lineage", experiment=experiment, rows=rows)["tasks"] if rows else 0
+
     def _write_one(self, name: str, **params: Any) -> dict[str, Any]:
         query = queries.load(name)
 

@@ -36,3 +36,6 @@ FOR (n:Scope) ON (n.experiment, n.policy);
 
 CREATE INDEX composes_scope IF NOT EXISTS
 FOR ()-[c:COMPOSES]-() ON (c.scope);
+
+CREATE CONSTRAINT plan_id IF NOT EXISTS
+FOR (n:Plan) REQUIRE n.id IS UNIQUE;

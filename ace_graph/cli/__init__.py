@@ -27,7 +27,7 @@ app = typer.Typer(
 )
 
 
-_GROUPS = ("db", "envcmd", "democmd", "graphcmd", "simcmd")
+_GROUPS = ("db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd")
 
 
 def _register() -> None:

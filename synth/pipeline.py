@@ -1,0 +1,212 @@
+"""The self-evolving synthesis pipeline (AReaL-SEA's four stages plus reflection).
+
+Per plan and round: **task synthesis** (a strategy applied to a seed that
+contains the target composition) → **task verification**
+(:func:`synth.taskcheck.check_task`) → **trajectory rollout** (any policy;
+the simulated agent by default) → **trajectory verification** with
+attribution (:func:`synth.verifier.verify`).  After each round a
+**reflection** step updates every plan from its statistics (validity, share
+of tasks in the learnable zone where the policy succeeds sometimes but not
+always, attributions) and retires or adjusts it; retired plans are replaced
+by plans on untried (target, strategy, style) combinations.
+
+Everything is seeded from one integer: the same seed gives the same tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from synth.planner import Plan, apply_style, make_plans, reflect
+from synth.tasks import Task
+
+#: A policy maps (task, rng) to a rollout: one list of calls per user turn.
+Policy = Callable[[Task, random.Random], list[list[Any]]]
+
+
+def sim_policy(spec: Any) -> Policy:
+    """The simulated agent with planted weaknesses as a policy."""
+    from synth.sim import simulate_one
+
+    def policy(task: Task, rng: random.Random) -> list[list[Any]]:
+        return simulate_one(task, spec, rng)[0]
+
+    return policy
+
+
+@dataclass
+class SynthConfig:
+    n: int = 100
+    """Valid tasks to emit in total."""
+    rounds: int = 2
+    """Rounds of synthesis and reflection (K)."""
+    plans: int = 8
+    """Plans per round (N); each is a distinct (target, strategy, style)."""
+    rollouts_per_task: int = 4
+    """Trajectory rollouts per valid task, to place it in or out of the learnable zone."""
+    strategies: tuple[str, ...] = ("ambiguity", "distractor", "cascade", "depth")
+    """Strategies the planner may use."""
+    seed: int = 0
+    """Seed of everything random."""
+    max_attempts_factor: int = 4
+    """A plan gets at most this many attempts per task it is asked for in a round."""
+
+    def __post_init__(self) -> None:
+        from ace_graph.errors import ConfigError
+
+        if self.n < 1 or self.rounds < 1 or self.plans < 1 or self.rollouts_per_task < 1:
+            raise ConfigError("n, rounds, plans and rollouts_per_task must all be at least 1")
+        if not self.strategies:
+            raise ConfigError("at least one strategy is needed")
+
+
+@dataclass
+class SynthResult:
+    tasks: list[Task] = field(default_factory=list)
+    plans: list[Plan] = field(default_factory=list)
+    lineage: list[dict[str, Any]] = field(default_factory=list)
+    reflections: list[dict[str, Any]] = field(default_factory=list)
+    rejections: Counter = field(default_factory=Counter)
+    attempted: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "tasks": len(self.tasks),
+            "attempted": self.attempted,
+            "plans": len(self.plans),
+            "retired": sum(p.status == "retired" for p in self.plans),
+            "rejections": dict(self.rejections),
+            "by_strategy": dict(Counter(t.provenance.get("strategy") for t in self.tasks)),
+            "by_target": dict(Counter(t.provenance.get("target_edge") for t in self.tasks)),
+        }
+
+
+def _rng(seed: int, *parts: Any) -> random.Random:
+    # String seeds are hashed with SHA-512 by `random`: stable across processes and hash seeds.
+    return random.Random(":".join(map(str, (seed,) + parts)))
+
+
+def _styled(task: Task, style: str) -> Task:
+    if style == "plain" or not task.turns or not task.turns[0].user:
+        return task
+    d = task.to_dict()
+    first = d["turns"][0]["user"]
+    for m in first:
+        if m.get("role") == "user":
+            m["content"] = apply_style(m["content"], style)
+            break
+    d["id"] = f"{task.id}-{style}"
+    d["provenance"] = {**d["provenance"], "style": style}
+    return Task.from_dict(d)
+
+
+def synthesize(
+    frontier: list[dict[str, Any]],
+    seeds: dict[str, Task],
+    seeds_by_target: dict[tuple[str, str], list[str]],
+    policy: Policy,
+    config: SynthConfig,
+    round_offset: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> SynthResult:
+    """Run K rounds of plan → synthesize → check → roll out → verify → reflect."""
+    from synth.strategies import synthesize as apply_strategy
+    from synth.taskcheck import check_task
+    from synth.verifier import verify
+
+    result = SynthResult()
+    domains = {
+        target: tuple(sorted({c for sid in ids if sid in seeds for c in seeds[sid].involved_classes}))
+        for target, ids in seeds_by_target.items()
+    }
+    plan_rng = _rng(config.seed, "plans")
+    plans = make_plans(frontier, seeds_by_target, domains, config.plans, list(config.strategies), plan_rng,
+                       round_=round_offset)
+    result.plans.extend(plans)
+    taken = {p.key for p in plans}
+    fingerprints: set[str] = set()
+    per_round = [config.n // config.rounds + (1 if r < config.n % config.rounds else 0) for r in range(config.rounds)]
+    for r, quota in enumerate(per_round):
+        round_no = round_offset + r
+        active = [p for p in plans if p.status == "active"]
+        if not active:
+            break
+        for p in active:
+            p.stats = type(p.stats)()
+        asked = {p.id: quota // len(active) + (1 if i < quota % len(active) else 0) for i, p in enumerate(active)}
+        for i, plan in enumerate(active):
+            made = 0
+            for attempt in range(asked[plan.id] * config.max_attempts_factor):
+                if made >= asked[plan.id]:
+                    break
+                rng = _rng(config.seed, round_no, plan.id, attempt)
+                seed_task = seeds[plan.seeds[rng.randrange(len(plan.seeds))]]
+                plan.stats.attempted += 1
+                result.attempted += 1
+                task = apply_strategy(plan.strategy, seed_task, plan.target, plan.strength, rng)
+                if task is None:
+                    result.rejections["synthesis_failed"] += 1
+                    plan.stats.rejections["synthesis_failed"] = plan.stats.rejections.get("synthesis_failed", 0) + 1
+                    continue
+                task = _styled(task, plan.style)
+                task.provenance = {**task.provenance, "plan": plan.id, "round": round_no}
+                plan.stats.synthesized += 1
+                check = check_task(task, fingerprints)
+                if not check.valid:
+                    for reason in check.reasons:
+                        result.rejections[reason] += 1
+                        plan.stats.rejections[reason] = plan.stats.rejections.get(reason, 0) + 1
+                    continue
+                plan.stats.valid += 1
+                passes = 0
+                for k in range(config.rollouts_per_task):
+                    verdict = verify(task, policy(task, _rng(config.seed, "rollout", task.id, k)))
+                    passes += verdict.reward == 1.0
+                    if verdict.attribution:
+                        plan.stats.attributions[verdict.attribution] = plan.stats.attributions.get(verdict.attribution, 0) + 1
+                plan.stats.rollouts += config.rollouts_per_task
+                plan.stats.passed += passes
+                learnable = 0 < passes < config.rollouts_per_task
+                plan.stats.learnable += learnable
+                task.provenance = {**task.provenance, "pass_rate": passes / config.rollouts_per_task,
+                                   "learnable": learnable}
+                result.tasks.append(task)
+                result.lineage.append({
+                    "task": task.id, "plan": plan.id, "parents": list(task.provenance.get("parents", [])),
+                    "strategy": plan.strategy, "target": f"{plan.target[0]}>{plan.target[1]}", "round": round_no,
+                })
+                made += 1
+                if progress:
+                    progress(1)
+        for plan in active:
+            note = reflect(plan)
+            result.reflections.append({"round": round_no, "plan": plan.id, "note": note,
+                                       "validity": plan.stats.validity, "pass_rate": plan.stats.pass_rate,
+                                       "learnable_share": plan.stats.learnable_share})
+        retired = sum(p.status == "retired" for p in active)
+        if retired and r + 1 < config.rounds:
+            fresh = make_plans(frontier, seeds_by_target, domains, retired, list(config.strategies), plan_rng,
+                               round_=round_no + 1, taken=taken)
+            taken |= {p.key for p in fresh}
+            plans.extend(fresh)
+            result.plans.extend(fresh)
+    return result
+
+
+def write_tasks(path: Any, tasks: Iterable[Task]) -> int:
+    """Write tasks as JSONL atomically (temp file, then rename)."""
+    from pathlib import Path
+
+    path = Path(path)
+    tmp = path.with_name(path.name + ".partial")
+    n = 0
+    with open(tmp, "w", encoding="utf-8") as f:
+        for t in tasks:
+            f.write(json.dumps(t.to_dict(), sort_keys=True) + "\n")
+            n += 1
+    tmp.replace(path)
+    return n
