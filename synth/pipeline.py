@@ -138,50 +138,75 @@ def synthesize(
         for p in active:
             p.stats = type(p.stats)()
         asked = {p.id: quota // len(active) + (1 if i < quota % len(active) else 0) for i, p in enumerate(active)}
-        for i, plan in enumerate(active):
-            made = 0
-            for attempt in range(asked[plan.id] * config.max_attempts_factor):
-                if made >= asked[plan.id]:
+        budget = {p.id: max(1, asked[p.id]) * config.max_attempts_factor for p in active}
+        made = {p.id: 0 for p in active}
+        attempts = {p.id: 0 for p in active}
+
+        def run_plan(plan: Plan, want: int) -> None:
+            while made[plan.id] < want and attempts[plan.id] < budget[plan.id]:
+                attempt = attempts[plan.id]
+                attempts[plan.id] += 1
+                if _attempt(plan, round_no, attempt):
+                    made[plan.id] += 1
+
+        def _attempt(plan: Plan, round_no: int, attempt: int) -> bool:
+            rng = _rng(config.seed, round_no, plan.id, attempt)
+            seed_task = seeds[plan.seeds[rng.randrange(len(plan.seeds))]]
+            plan.stats.attempted += 1
+            result.attempted += 1
+            task = apply_strategy(plan.strategy, seed_task, plan.target, plan.strength, rng)
+            if task is None:
+                result.rejections["synthesis_failed"] += 1
+                plan.stats.rejections["synthesis_failed"] = plan.stats.rejections.get("synthesis_failed", 0) + 1
+                return False
+            task = _styled(task, plan.style)
+            task.provenance = {**task.provenance, "plan": plan.id, "round": round_no}
+            plan.stats.synthesized += 1
+            check = check_task(task, fingerprints)
+            if not check.valid:
+                for reason in check.reasons:
+                    result.rejections[reason] += 1
+                    plan.stats.rejections[reason] = plan.stats.rejections.get(reason, 0) + 1
+                return False
+            plan.stats.valid += 1
+            passes = 0
+            for k in range(config.rollouts_per_task):
+                verdict = verify(task, policy(task, _rng(config.seed, "rollout", task.id, k)))
+                passes += verdict.reward == 1.0
+                if verdict.attribution:
+                    plan.stats.attributions[verdict.attribution] = plan.stats.attributions.get(verdict.attribution, 0) + 1
+            plan.stats.rollouts += config.rollouts_per_task
+            plan.stats.passed += passes
+            learnable = 0 < passes < config.rollouts_per_task
+            plan.stats.learnable += learnable
+            task.provenance = {**task.provenance, "pass_rate": passes / config.rollouts_per_task,
+                               "learnable": learnable}
+            result.tasks.append(task)
+            result.lineage.append({
+                "task": task.id, "plan": plan.id, "parents": list(task.provenance.get("parents", [])),
+                "strategy": plan.strategy, "target": f"{plan.target[0]}>{plan.target[1]}", "round": round_no,
+            })
+            if progress:
+                progress(1)
+            return True
+
+        for plan in active:
+            run_plan(plan, asked[plan.id])
+        # Plans that fell short leave a deficit; the others, in turn, make it up,
+        # each within a hard cap of twice its own attempt budget.
+        cap = {p.id: 2 * budget[p.id] for p in active}
+        deficit = quota - sum(made.values())
+        while deficit > 0:
+            open_plans = [p for p in active if attempts[p.id] < cap[p.id]]
+            if not open_plans:
+                break
+            for plan in open_plans:
+                if deficit <= 0:
                     break
-                rng = _rng(config.seed, round_no, plan.id, attempt)
-                seed_task = seeds[plan.seeds[rng.randrange(len(plan.seeds))]]
-                plan.stats.attempted += 1
-                result.attempted += 1
-                task = apply_strategy(plan.strategy, seed_task, plan.target, plan.strength, rng)
-                if task is None:
-                    result.rejections["synthesis_failed"] += 1
-                    plan.stats.rejections["synthesis_failed"] = plan.stats.rejections.get("synthesis_failed", 0) + 1
-                    continue
-                task = _styled(task, plan.style)
-                task.provenance = {**task.provenance, "plan": plan.id, "round": round_no}
-                plan.stats.synthesized += 1
-                check = check_task(task, fingerprints)
-                if not check.valid:
-                    for reason in check.reasons:
-                        result.rejections[reason] += 1
-                        plan.stats.rejections[reason] = plan.stats.rejections.get(reason, 0) + 1
-                    continue
-                plan.stats.valid += 1
-                passes = 0
-                for k in range(config.rollouts_per_task):
-                    verdict = verify(task, policy(task, _rng(config.seed, "rollout", task.id, k)))
-                    passes += verdict.reward == 1.0
-                    if verdict.attribution:
-                        plan.stats.attributions[verdict.attribution] = plan.stats.attributions.get(verdict.attribution, 0) + 1
-                plan.stats.rollouts += config.rollouts_per_task
-                plan.stats.passed += passes
-                learnable = 0 < passes < config.rollouts_per_task
-                plan.stats.learnable += learnable
-                task.provenance = {**task.provenance, "pass_rate": passes / config.rollouts_per_task,
-                                   "learnable": learnable}
-                result.tasks.append(task)
-                result.lineage.append({
-                    "task": task.id, "plan": plan.id, "parents": list(task.provenance.get("parents", [])),
-                    "strategy": plan.strategy, "target": f"{plan.target[0]}>{plan.target[1]}", "round": round_no,
-                })
-                made += 1
-                if progress:
-                    progress(1)
+                budget[plan.id] = attempts[plan.id] + 1
+                before = made[plan.id]
+                run_plan(plan, made[plan.id] + 1)
+                deficit -= made[plan.id] - before
         for plan in active:
             note = reflect(plan)
             result.reflections.append({"round": round_no, "plan": plan.id, "note": note,
@@ -206,7 +231,7 @@ def write_tasks(path: Any, tasks: Iterable[Task]) -> int:
     n = 0
     with open(tmp, "w", encoding="utf-8") as f:
         for t in tasks:
-            f.write(json.dumps(t.to_dict(), sort_keys=True) + "\n")
+            f.write(json.dumps(t.to_dict()) + "\n")  # key order matters: BFCL configs are ordered
             n += 1
     tmp.replace(path)
     return n

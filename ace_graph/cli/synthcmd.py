@@ -100,11 +100,11 @@ def synth(
 
 def _check_strategies(names) -> None:
     from ace_graph.errors import ConfigError
-    from synth.strategies import names as known
+    from synth.strategies import STRATEGIES
 
-    unknown = [s for s in names if s not in known()]
+    unknown = [s for s in names if s not in STRATEGIES]
     if unknown:
-        raise ConfigError(f"unknown strategy {unknown[0]!r}; known: {', '.join(known())}")
+        raise ConfigError(f"unknown strategy {unknown[0]!r}; known: {', '.join(sorted(STRATEGIES))}")
 
 
 def _newest_scope(store, experiment: str) -> str:
