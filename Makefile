@@ -1,9 +1,18 @@
 # The two commands of the README.  Both set everything up first and are safe to rerun.
 #   make demo   set up, start the managed Neo4j, run ACE's main job end to end
-#   make test   set up, start the managed Neo4j, run the whole test suite
-.PHONY: setup demo test db-stop
+#   make test   set up, start a separate test Neo4j, run the whole test suite
+#
+# Tests wipe the database they run against, so `make test` never touches the
+# server `make demo` uses: it runs its own in $(ACE_TEST_HOME) on other ports.
+.PHONY: setup demo test db-stop test-db-stop
 
 ACE := .venv/bin/ace
+ACE_TEST_HOME ?= $(CURDIR)/.ace/test
+ACE_TEST_BOLT_PORT ?= 27687
+ACE_TEST_HTTP_PORT ?= 27474
+TEST_ENV = env -u NEO4J_URI ACE_HOME=$(ACE_TEST_HOME) ACE_NEO4J_BOLT_PORT=$(ACE_TEST_BOLT_PORT) \
+	ACE_NEO4J_HTTP_PORT=$(ACE_TEST_HTTP_PORT) ACE_NEO4J_HEAP=$${ACE_NEO4J_HEAP:-1g} \
+	ACE_NEO4J_PAGECACHE=$${ACE_NEO4J_PAGECACHE:-512m}
 
 setup:
 	scripts/setup.sh
@@ -14,9 +23,12 @@ demo: setup
 	$(ACE) demo
 
 test: setup
-	$(ACE) db start
-	$(ACE) init
-	.venv/bin/python -m pytest -q
+	$(TEST_ENV) $(ACE) db start
+	$(TEST_ENV) $(ACE) init
+	$(TEST_ENV) .venv/bin/python -m pytest -q
 
 db-stop:
 	$(ACE) db stop
+
+test-db-stop:
+	$(TEST_ENV) $(ACE) db stop

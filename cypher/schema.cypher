@@ -39,3 +39,15 @@ FOR ()-[c:COMPOSES]-() ON (c.scope);
 
 CREATE CONSTRAINT plan_id IF NOT EXISTS
 FOR (n:Plan) REQUIRE n.id IS UNIQUE;
+
+CREATE CONSTRAINT curriculum_experiment IF NOT EXISTS
+FOR (n:Curriculum) REQUIRE n.experiment IS UNIQUE;
+
+CREATE CONSTRAINT curriculum_unit_id IF NOT EXISTS
+FOR (n:CurriculumUnit) REQUIRE n.id IS UNIQUE;
+
+CREATE CONSTRAINT curriculum_decision_id IF NOT EXISTS
+FOR (n:CurriculumDecision) REQUIRE n.id IS UNIQUE;
+
+CREATE INDEX curriculum_decision_round IF NOT EXISTS
+FOR (n:CurriculumDecision) ON (n.experiment, n.round);

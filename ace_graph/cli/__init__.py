@@ -27,7 +27,7 @@ app = typer.Typer(
 )
 
 
-_GROUPS = ("db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd")
+_GROUPS = ("db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd")
 
 
 def _register() -> None:

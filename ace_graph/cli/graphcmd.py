@@ -10,7 +10,7 @@ import typer
 from ace_graph.cli import app
 
 #: Named queries that write; `ace query` runs only the others.
-WRITE_PREFIXES = ("ingest-", "upsert-", "schema")
+WRITE_PREFIXES = ("ingest-", "upsert-", "schema", "curriculum-upsert")
 
 #: Defaults for parameters the analysis queries share.
 DEFAULTS = {"level": "skill", "min_support": 20, "min_lift": 0.05, "limit": 20, "min_prereq": 0.6}

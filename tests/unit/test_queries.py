@@ -26,7 +26,7 @@ def test_schema_file_parses_into_idempotent_statements():
     assert q.params == () and q.columns == ()
     assert "schema" in q.description.lower()
     stmts = queries.statements("schema")
-    assert len(stmts) == 12
+    assert len(stmts) == 16
     for s in stmts:
         assert s.startswith("CREATE ") and "IF NOT EXISTS" in s
         assert ";" not in s and "//" not in s

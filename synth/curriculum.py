@@ -1,0 +1,630 @@
+"""The dependency-aware curriculum: which skills and compositions to train on next.
+
+Units are skills (``"param_from_output"``) and compositions (adjacent pairs
+``"a>b"``, skill level by default, tool level on request).  Every unit is in one
+of three states::
+
+    locked ──unlock──> active ──master──> mastered
+       ^                 │ ^                 │
+       └────fallback─────┘ └────regress──────┘
+
+* A **skill** unlocks when every prerequisite skill (its predecessors in the
+  prior-edge DAG) is unlocked and has smoothed success >= ``theta``; skills
+  without prerequisites unlock as soon as they may leave ``locked``.
+* A **composition** ``a>b`` unlocks when its prerequisite skills (``a``, ``b``
+  and their direct prerequisites) are all unlocked with smoothed success >=
+  ``theta``.
+* An active unit whose smoothed success reaches ``theta`` is mastered; a
+  mastered unit whose smoothed success falls under ``phi`` becomes active again.
+* **Fallback**: an active composition whose smoothed success falls under
+  ``phi`` is locked again and its mastered prerequisite skills become active,
+  so training returns to the prerequisites.
+
+Smoothed success is an exponential moving average: ``ema = momentum * observed
++ (1 - momentum) * ema`` (the first observation is taken as is).  A unit must
+spend ``min_rounds`` rounds in a state before it may leave it.  Together they
+keep a noisy, oscillating signal from flipping states every round.
+
+Cycles in the prior edges are broken deterministically (see
+:func:`topological_order`); skills are processed in topological order and
+compositions by the depth of their endpoints, so decisions come out in the
+order a teacher would make them.
+
+:func:`mix` picks a round's training tasks (mostly tasks on active units, plus
+a replay buffer stratified by oracle depth) and :func:`drift` measures how far
+a selected set's tool usage strays from the seed tasks'.
+
+>>> cfg = CurriculumConfig(min_rounds=1)
+>>> st = CurriculumState.new(skills=["a", "b"], compositions=["a>b"], prior=[("a", "b")])
+>>> st, ds = step(st, Observations(skills={"a": (10, 9)}), cfg)
+>>> [(d.unit, d.to_state) for d in ds]
+[('a', 'active'), ('b', 'active')]
+>>> st, ds = step(st, Observations(skills={"a": (10, 9), "b": (10, 8)}), cfg)
+>>> [(d.unit, d.to_state) for d in ds]
+[('a', 'mastered'), ('b', 'mastered'), ('a>b', 'active')]
+>>> ds[-1].reason
+'unlocked: prerequisite skills >= theta 0.7 (a=0.900, b=0.800)'
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Iterable, Mapping, Sequence
+
+from ace_graph.errors import ConfigError
+
+LOCKED, ACTIVE, MASTERED = "locked", "active", "mastered"
+STATES = (LOCKED, ACTIVE, MASTERED)
+SKILL, COMPOSITION = "skill", "composition"
+KINDS = (SKILL, COMPOSITION)
+
+
+# --------------------------------------------------------------------------- config
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    """Thresholds and damping of the curriculum; every field says what it does."""
+
+    theta: float = field(default=0.7, metadata={"help": (
+        "Unlock/mastery threshold: a unit's prerequisites must all reach this smoothed success "
+        "for it to unlock, and an active unit that reaches it is mastered.")})
+    phi: float = field(default=0.4, metadata={"help": (
+        "Fallback threshold: an active composition whose smoothed success drops below it sends "
+        "training back to its prerequisite skills; a mastered unit below it is active again.")})
+    momentum: float = field(default=0.5, metadata={"help": (
+        "Weight of the new observation in the exponential moving average (1.0 = no smoothing).")})
+    min_rounds: int = field(default=2, metadata={"help": (
+        "Rounds a unit must spend in a state before it may leave it (damps flapping).")})
+    min_attempts: int = field(default=1, metadata={"help": (
+        "Observations with fewer attempts than this are ignored (too little evidence).")})
+    replay_share: float = field(default=0.2, metadata={"help": (
+        "Share of each round's mix drawn from the replay buffer, stratified by depth.")})
+    depth_strata: tuple[int, ...] = field(default=(2, 4), metadata={"help": (
+        "Upper bounds of the depth strata (oracle calls per task): (2, 4) means 1-2, 3-4, 5+.")})
+    max_drift: float = field(default=0.35, metadata={"help": (
+        "Largest total-variation distance between the selected set's tool usage and the seed "
+        "tasks' that counts as within the cap.")})
+    level: str = field(default="skill", metadata={"help": (
+        "Granularity of units: 'skill' (skills and skill pairs) or 'tool' (tools and tool pairs).")})
+
+    def __post_init__(self) -> None:
+        def bad(name: str, why: str, fix: str) -> ConfigError:
+            return ConfigError(f"CurriculumConfig.{name}={getattr(self, name)!r}: {why}; {fix}.")
+
+        for name in ("theta", "phi", "momentum", "replay_share", "max_drift"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+                raise bad(name, "must be a number", "pass a float")
+        if not 0.0 < self.theta <= 1.0:
+            raise bad("theta", "must lie in (0, 1]", "use e.g. 0.7")
+        if not 0.0 <= self.phi < self.theta:
+            raise bad("phi", f"must lie in [0, theta={self.theta}) or fallback and unlock would "
+                             "fire on the same success", "use e.g. 0.4 with theta 0.7")
+        if not 0.0 < self.momentum <= 1.0:
+            raise bad("momentum", "is the weight of the new observation and must lie in (0, 1]",
+                      "use 0.5, or 1.0 for no smoothing")
+        if not isinstance(self.min_rounds, int) or self.min_rounds < 1:
+            raise bad("min_rounds", "must be an integer >= 1", "use e.g. 2")
+        if not isinstance(self.min_attempts, int) or self.min_attempts < 1:
+            raise bad("min_attempts", "must be an integer >= 1", "use e.g. 1 or 5")
+        if not 0.0 <= self.replay_share < 1.0:
+            raise bad("replay_share", "must lie in [0, 1) so some of the mix targets active units",
+                      "use e.g. 0.2")
+        strata = tuple(self.depth_strata)
+        if not strata or any(not isinstance(b, int) or b < 1 for b in strata) or list(strata) != sorted(set(strata)):
+            raise bad("depth_strata", "must be strictly increasing positive integers", "use e.g. (2, 4)")
+        object.__setattr__(self, "depth_strata", strata)
+        if not 0.0 < self.max_drift <= 1.0:
+            raise bad("max_drift", "is a total-variation distance and must lie in (0, 1]", "use e.g. 0.35")
+        if self.level not in ("skill", "tool"):
+            raise bad("level", "must be 'skill' or 'tool'", "pass level='skill'")
+
+    @classmethod
+    def help(cls) -> dict[str, str]:
+        """Field name -> help text."""
+        return {f.name: f.metadata["help"] for f in fields(cls)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
+
+    def stratum(self, depth: int) -> str:
+        """The depth stratum label of a task with ``depth`` oracle calls ("1-2", "3-4", "5+")."""
+        lo = 1
+        for hi in self.depth_strata:
+            if depth <= hi:
+                return f"{lo}-{hi}" if hi > lo else f"{hi}"
+            lo = hi + 1
+        return f"{lo}+"
+
+    def strata_labels(self) -> list[str]:
+        labels, lo = [], 1
+        for hi in self.depth_strata:
+            labels.append(f"{lo}-{hi}" if hi > lo else f"{hi}")
+            lo = hi + 1
+        return labels + [f"{lo}+"]
+
+
+# --------------------------------------------------------------------------- state
+
+
+@dataclass
+class UnitState:
+    """One unit's standing: its state, smoothed success and rounds spent in the state."""
+
+    key: str
+    kind: str
+    state: str = LOCKED
+    ema: float | None = None
+    rounds_in_state: int = 0
+    last_reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "kind": self.kind, "state": self.state, "ema": self.ema,
+                "rounds_in_state": self.rounds_in_state, "last_reason": self.last_reason}
+
+
+@dataclass
+class CurriculumState:
+    """Every unit's state after ``round`` steps, plus the prior edges known so far."""
+
+    round: int = 0
+    units: dict[tuple[str, str], UnitState] = field(default_factory=dict)
+    prior: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def new(
+        cls,
+        skills: Iterable[str] = (),
+        compositions: Iterable[str] = (),
+        prior: Iterable[tuple[str, str]] = (),
+    ) -> "CurriculumState":
+        """A fresh curriculum: every given unit locked, nothing observed yet."""
+        st = cls(prior=_norm_prior(prior))
+        for a, b in st.prior:
+            st.unit(SKILL, a)
+            st.unit(SKILL, b)
+        for s in skills:
+            st.unit(SKILL, s)
+        for c in compositions:
+            st.unit(COMPOSITION, c)
+        return st
+
+    def unit(self, kind: str, key: str) -> UnitState:
+        """The unit, created locked when it is new (composition endpoints are added as skills)."""
+        if kind not in KINDS:
+            raise ConfigError(f"unit kind {kind!r} is not one of {KINDS}")
+        u = self.units.get((kind, key))
+        if u is None:
+            if kind == COMPOSITION:
+                a, sep, b = key.partition(">")
+                if not sep or not a or not b:
+                    raise ConfigError(f"composition key {key!r} must look like 'from>to'")
+                self.unit(SKILL, a)
+                self.unit(SKILL, b)
+            u = self.units[(kind, key)] = UnitState(key, kind)
+        return u
+
+    def in_state(self, state: str, kind: str | None = None) -> list[str]:
+        return sorted(k for (kd, k), u in self.units.items() if u.state == state and kind in (None, kd))
+
+    def copy(self) -> "CurriculumState":
+        return CurriculumState(self.round, {k: replace(u) for k, u in self.units.items()}, self.prior)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "round": self.round,
+            "units": [u.to_dict() for _, u in sorted(self.units.items())],
+            "prior": [list(e) for e in self.prior],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CurriculumState":
+        st = cls(round=int(d.get("round", 0)), prior=_norm_prior(d.get("prior", ())))
+        for u in d.get("units", ()):
+            unit = st.unit(u["kind"], u["key"])
+            unit.state = u.get("state", LOCKED)
+            if unit.state not in STATES:
+                raise ConfigError(f"unit {u['key']!r} has unknown state {unit.state!r}; expected one of {STATES}")
+            unit.ema = None if u.get("ema") is None else float(u["ema"])
+            unit.rounds_in_state = int(u.get("rounds_in_state", 0))
+            unit.last_reason = u.get("last_reason") or ""
+        return st
+
+
+def _norm_prior(edges: Iterable[Sequence[str]]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted({(str(a), str(b)) for a, b in edges if a != b}))
+
+
+@dataclass
+class Observations:
+    """One round's evidence: (attempts, successes) per skill and per composition ``a>b``.
+
+    ``prior`` optionally replaces the state's prior edges (prerequisite ``a``
+    of dependent ``b`` for each pair ``(a, b)``).
+    """
+
+    skills: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    compositions: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    prior: Sequence[tuple[str, str]] | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One state change, with the numbers that caused it."""
+
+    round: int
+    unit: str
+    kind: str
+    from_state: str
+    to_state: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"round": self.round, "unit": self.unit, "kind": self.kind,
+                "from": self.from_state, "to": self.to_state, "reason": self.reason}
+
+
+# --------------------------------------------------------------------------- graph order
+
+
+def topological_order(nodes: Iterable[str], edges: Iterable[tuple[str, str]]) -> tuple[list[str], set[tuple[str, str]]]:
+    """Order nodes so every kept edge points forward; return (order, dropped edges).
+
+    Kahn's algorithm, always taking the smallest ready node by name.  When
+    only cycles remain, the remaining node with the fewest incoming edges
+    (then the smallest name) goes next and its incoming edges from the
+    remaining nodes are dropped.  The result depends only on the sets of
+    nodes and edges, never on their input order.
+    """
+    edge_set = {(a, b) for a, b in edges if a != b}
+    all_nodes = set(nodes) | {a for a, _ in edge_set} | {b for _, b in edge_set}
+    preds: dict[str, set[str]] = {n: set() for n in all_nodes}
+    succs: dict[str, set[str]] = {n: set() for n in all_nodes}
+    for a, b in edge_set:
+        preds[b].add(a)
+        succs[a].add(b)
+    remaining = {n: len(p) for n, p in preds.items()}
+    ready = [n for n, d in remaining.items() if d == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    dropped: set[tuple[str, str]] = set()
+    while remaining:
+        if not ready:
+            n = min(remaining, key=lambda x: (remaining[x], x))
+            for p in sorted(preds[n]):
+                if p in remaining:
+                    dropped.add((p, n))
+            remaining[n] = 0
+            heapq.heappush(ready, n)
+        n = heapq.heappop(ready)
+        if n not in remaining:
+            continue
+        del remaining[n]
+        order.append(n)
+        for s in sorted(succs[n]):
+            if s in remaining and (n, s) not in dropped:
+                remaining[s] -= 1
+                if remaining[s] == 0:
+                    heapq.heappush(ready, s)
+    return order, dropped
+
+
+def _prerequisites(state: CurriculumState) -> tuple[dict[str, list[str]], dict[str, int]]:
+    skills = [k for (kind, k) in state.units if kind == SKILL]
+    order, dropped = topological_order(skills, state.prior)
+    preds: dict[str, set[str]] = defaultdict(set)
+    for a, b in state.prior:
+        if (a, b) not in dropped:
+            preds[b].add(a)
+    return {s: sorted(preds[s]) for s in order}, {s: i for i, s in enumerate(order)}
+
+
+def composition_prerequisites(key: str, skill_prereqs: Mapping[str, Sequence[str]]) -> list[str]:
+    """The endpoint skills of ``a>b`` and their direct prerequisites, sorted."""
+    a, _, b = key.partition(">")
+    return sorted({a, b, *skill_prereqs.get(a, ()), *skill_prereqs.get(b, ())})
+
+
+# --------------------------------------------------------------------------- step
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def step(
+    state: CurriculumState,
+    observations: Observations,
+    config: CurriculumConfig | None = None,
+) -> tuple[CurriculumState, list[Decision]]:
+    """Advance the curriculum by one round; the input state is not modified.
+
+    Returns the new state and the decisions taken, in processing order:
+    skills in topological order, then compositions by endpoint depth.
+    """
+    cfg = config or CurriculumConfig()
+    st = state.copy()
+    st.round += 1
+    if observations.prior is not None:
+        st.prior = _norm_prior(observations.prior)
+    for a, b in st.prior:  # every skill named by a prior edge is a unit
+        st.unit(SKILL, a)
+        st.unit(SKILL, b)
+
+    # 1. smoothed success
+    for kind, obs in ((SKILL, observations.skills), (COMPOSITION, observations.compositions)):
+        for key, (attempts, successes) in sorted(obs.items()):
+            if attempts < 0 or successes < 0 or successes > attempts:
+                raise ConfigError(
+                    f"observation for {kind} {key!r}: {successes} successes of {attempts} attempts is impossible"
+                )
+            u = st.unit(kind, key)
+            if attempts < cfg.min_attempts:
+                continue
+            rate = successes / attempts
+            u.ema = rate if u.ema is None else cfg.momentum * rate + (1 - cfg.momentum) * u.ema
+    for u in st.units.values():
+        u.rounds_in_state += 1
+
+    prereqs, depth = _prerequisites(st)
+    decisions: list[Decision] = []
+
+    def move(u: UnitState, to: str, reason: str) -> None:
+        decisions.append(Decision(st.round, u.key, u.kind, u.state, to, reason))
+        u.state, u.rounds_in_state, u.last_reason = to, 0, reason
+
+    def settled(u: UnitState) -> bool:
+        return u.rounds_in_state >= cfg.min_rounds
+
+    def ema_of(skill: str) -> float | None:
+        u = st.units.get((SKILL, skill))
+        return None if u is None else u.ema
+
+    def gate(needed: Sequence[str]) -> tuple[bool, str]:
+        # every prerequisite must itself be unlocked (topological order) and at theta
+        values = [(s, ema_of(s)) for s in needed]
+        ok = all(v is not None and v >= cfg.theta for _, v in values) and all(
+            st.units[(SKILL, s)].state != LOCKED for s in needed
+        )
+        return ok, ", ".join(f"{s}={_fmt(v)}" for s, v in values)
+
+    def common(u: UnitState, needed: Sequence[str], what: str) -> None:
+        if u.state == LOCKED:
+            ok, detail = gate(needed)
+            if ok:
+                move(u, ACTIVE, f"unlocked: {what} >= theta {cfg.theta} ({detail})" if needed
+                     else f"unlocked: no prerequisites")
+        elif u.state == MASTERED and u.ema is not None and u.ema < cfg.phi:
+            move(u, ACTIVE, f"regressed: smoothed success {_fmt(u.ema)} < phi {cfg.phi}")
+
+    # 2. skills, in topological order
+    for skill in sorted(prereqs, key=lambda s: depth[s]):
+        u = st.units[(SKILL, skill)]
+        if not settled(u):
+            continue
+        if u.state == ACTIVE and u.ema is not None and u.ema >= cfg.theta:
+            move(u, MASTERED, f"mastered: smoothed success {_fmt(u.ema)} >= theta {cfg.theta}")
+        else:
+            common(u, prereqs[skill], "prerequisite skills")
+
+    # 3. compositions, shallow endpoints first
+    def comp_order(key: str) -> tuple[int, int, str]:
+        a, _, b = key.partition(">")
+        da, db = depth.get(a, 0), depth.get(b, 0)
+        return (max(da, db), min(da, db), key)
+
+    for key in sorted((k for (kind, k) in st.units if kind == COMPOSITION), key=comp_order):
+        u = st.units[(COMPOSITION, key)]
+        if not settled(u):
+            continue
+        needed = composition_prerequisites(key, prereqs)
+        if u.state == ACTIVE and u.ema is not None and u.ema >= cfg.theta:
+            move(u, MASTERED, f"mastered: smoothed success {_fmt(u.ema)} >= theta {cfg.theta}")
+        elif u.state == ACTIVE and u.ema is not None and u.ema < cfg.phi:
+            move(u, LOCKED, f"fallback: smoothed success {_fmt(u.ema)} < phi {cfg.phi}; "
+                            f"training returns to {', '.join(needed)}")
+            for s in needed:
+                su = st.units[(SKILL, s)]
+                if su.state == MASTERED and settled(su):
+                    move(su, ACTIVE, f"fallback from {key} (smoothed success {_fmt(u.ema)} < phi "
+                                     f"{cfg.phi}); {s} at {_fmt(su.ema)}")
+        else:
+            common(u, needed, "prerequisite skills")
+    return st, decisions
+
+
+# --------------------------------------------------------------------------- mix
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What the curriculum needs to know about one task."""
+
+    task_id: str
+    skills: frozenset[str]
+    compositions: frozenset[str]
+    depth: int
+    tool_counts: tuple[tuple[str, int], ...] = ()
+    task: Any = field(default=None, compare=False, repr=False)
+
+
+def _calls(task: Any) -> list[str]:
+    from synth.calls import Call, parse_call
+
+    names = []
+    for turn in task.turns:
+        for raw in turn.ground_truth:
+            c = parse_call(raw)
+            if isinstance(c, Call):
+                names.append(c.name)
+    return names
+
+
+def candidate(task: Any, level: str = "skill") -> Candidate:
+    """Describe a task by the units its oracle exercises (runs the tagger at skill level)."""
+    if isinstance(task, Candidate):
+        return task
+    names = _calls(task)
+    if level == "tool":
+        units = set(names)
+        pairs = {f"{a}>{b}" for a, b in zip(names, names[1:])}
+    else:
+        from ace_graph.tagger import tag_task
+
+        tags = tag_task(task)
+        units = {s for t in tags for s in t.skills}
+        pairs = set()
+        prev = None
+        for tag in tags:
+            if prev is not None:
+                pairs.update(f"{a}>{b}" for a in prev.skills for b in tag.skills)
+            if tag.tool is not None:
+                prev = tag
+    return Candidate(task.id, frozenset(units), frozenset(pairs), task.n_steps,
+                     tuple(sorted(Counter(names).items())), task)
+
+
+@dataclass
+class Mix:
+    """A round's training mix: focus tasks on active units, then the stratified replay."""
+
+    focus: list[Candidate]
+    replay: list[Candidate]
+    replay_by_stratum: dict[str, int]
+
+    @property
+    def tasks(self) -> list[Candidate]:
+        return self.focus + self.replay
+
+    @property
+    def task_ids(self) -> list[str]:
+        return [c.task_id for c in self.tasks]
+
+
+def mix(
+    state: CurriculumState,
+    candidate_tasks: Iterable[Any],
+    n: int,
+    rng: random.Random,
+    config: CurriculumConfig | None = None,
+) -> Mix:
+    """Pick ``n`` tasks for the next round (fewer when there are fewer candidates).
+
+    ``round(n * replay_share)`` come from a replay buffer: the tasks that touch
+    no active unit, split as evenly as possible over the depth strata (so
+    short, easy tasks are never drowned by long ones); the rest are the tasks
+    with the most active compositions (then active skills).  Ties and strata
+    are drawn with ``rng`` after sorting by task id, so the mix depends only on
+    the candidates' content and the generator's seed.
+    """
+    cfg = config or CurriculumConfig()
+    if n < 0:
+        raise ConfigError(f"mix size n={n} must be >= 0")
+    cands = sorted({c.task_id: c for c in (candidate(t, cfg.level) for t in candidate_tasks)}.values(),
+                   key=lambda c: c.task_id)
+    active_comps = set(state.in_state(ACTIVE, COMPOSITION))
+    active_skills = set(state.in_state(ACTIVE, SKILL))
+
+    def score(c: Candidate) -> tuple[int, int]:
+        return (len(c.compositions & active_comps), len(c.skills & active_skills))
+
+    focus_pool = [c for c in cands if score(c) != (0, 0)]
+    replay_pool = [c for c in cands if score(c) == (0, 0)]
+    n = min(n, len(cands))
+    n_replay = min(len(replay_pool), round(n * cfg.replay_share)) if focus_pool else min(n, len(replay_pool))
+    n_focus = min(len(focus_pool), n - n_replay)
+    n_replay = min(len(replay_pool), n - n_focus)  # top up when the focus pool is short
+
+    rng.shuffle(focus_pool)
+    focus_pool.sort(key=score, reverse=True)  # stable: random order among equals
+    focus = focus_pool[:n_focus]
+
+    strata: dict[str, list[Candidate]] = {label: [] for label in cfg.strata_labels()}
+    for c in replay_pool:
+        strata[cfg.stratum(c.depth)].append(c)
+    for bucket in strata.values():
+        rng.shuffle(bucket)
+    replay: list[Candidate] = []
+    taken = {label: 0 for label in strata}
+    labels = [lb for lb in strata if strata[lb]]
+    rng.shuffle(labels)  # who gets the remainder when n_replay is not a multiple
+    while len(replay) < n_replay:
+        for lb in labels:
+            if len(replay) < n_replay and taken[lb] < len(strata[lb]):
+                replay.append(strata[lb][taken[lb]])
+                taken[lb] += 1
+    return Mix(focus, replay, {lb: k for lb, k in taken.items()})
+
+
+# --------------------------------------------------------------------------- drift
+
+
+@dataclass
+class DriftReport:
+    """How far a selected set's tool usage is from the seed tasks' (total variation distance)."""
+
+    tvd: float
+    max_drift: float
+    within_cap: bool
+    over: list[tuple[str, float, float]]  # (tool, selected share, seed share), most over first
+    under: list[tuple[str, float, float]]  # most under-represented first
+    selected_calls: int
+    seed_calls: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tvd": self.tvd, "max_drift": self.max_drift, "within_cap": self.within_cap,
+            "over": [{"tool": t, "selected": s, "seed": e} for t, s, e in self.over],
+            "under": [{"tool": t, "selected": s, "seed": e} for t, s, e in self.under],
+            "selected_calls": self.selected_calls, "seed_calls": self.seed_calls,
+        }
+
+
+def _tool_counts(tasks: Iterable[Any]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for t in tasks:
+        if isinstance(t, Candidate):
+            counts.update(dict(t.tool_counts))
+        else:
+            counts.update(_calls(t))
+    return counts
+
+
+def drift(
+    selected_tasks: Iterable[Any],
+    seed_tasks: Iterable[Any],
+    max_drift: float | None = None,
+    top: int = 5,
+) -> DriftReport:
+    """Total variation distance between the tool-call distributions of two task sets.
+
+    ``TVD = 1/2 * sum_t |p_sel(t) - p_seed(t)|`` over ground-truth calls; 0
+    means the same mix of tools, 1 means disjoint tools.  ``within_cap`` is
+    ``tvd <= max_drift`` (default :attr:`CurriculumConfig.max_drift`).
+
+    >>> from synth.tasks import Task, Turn
+    >>> t = lambda i, calls: Task(i, "x", "x", [Turn([], calls)], {}, [], [])
+    >>> r = drift([t("a", ["ls()", "ls()"])], [t("b", ["ls()", "cd(folder='x')"])])
+    >>> r.tvd, r.within_cap, r.over[0][0], r.under[0][0]
+    (0.5, False, 'ls', 'cd')
+    """
+    cap = CurriculumConfig().max_drift if max_drift is None else max_drift
+    if not 0.0 < cap <= 1.0:
+        raise ConfigError(f"max_drift={cap!r} must lie in (0, 1]; use e.g. 0.35")
+    sel, seed = _tool_counts(selected_tasks), _tool_counts(seed_tasks)
+    n_sel, n_seed = sum(sel.values()), sum(seed.values())
+    if n_seed == 0:
+        raise ConfigError("drift needs seed tasks with at least one ground-truth call")
+    tools = sorted(set(sel) | set(seed))
+    share = {t: ((sel[t] / n_sel) if n_sel else 0.0, seed[t] / n_seed) for t in tools}
+    tvd = 0.5 * sum(abs(s - e) for s, e in share.values()) if n_sel else 1.0
+    diffs = sorted(((t, s, e) for t, (s, e) in share.items()), key=lambda x: (-(x[1] - x[2]), x[0]))
+    over = [x for x in diffs if x[1] > x[2]][:top]
+    under = sorted((x for x in diffs if x[1] < x[2]), key=lambda x: (x[1] - x[2], x[0]))[:top]
+    tvd = round(tvd, 12)
+    return DriftReport(tvd, cap, tvd <= cap, over, under, n_sel, n_seed)

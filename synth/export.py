@@ -1,0 +1,342 @@
+"""Export tasks as training and evaluation datasets.
+
+Three formats:
+
+``bfcl``
+    BFCL v4 multi-turn files, so BFCL's own harness can evaluate on ACE's
+    tasks: ``BFCL_v4_multi_turn_ace_question.json`` (one JSON per line:
+    ``id, question, initial_config, path, involved_classes`` and, when they
+    apply, ``missed_function`` and ``excluded_function``) and
+    ``possible_answer/BFCL_v4_multi_turn_ace_possible_answer.json``
+    (``id, ground_truth``).  A turn whose only news is new tools gets an empty
+    question list, as in BFCL.  Only tasks built purely from BFCL's functions
+    and without distractors can be expressed; others are skipped with a reason.
+``trl``
+    ``train.jsonl`` for a GRPO trainer: per task the prompt (system message
+    and the first turn's user messages), the OpenAI tool schemas offered in
+    turn 0, the whole task as a JSON string (the reward function rebuilds it
+    with :meth:`Task.from_dict` and verifies completions against it), its id
+    and number of turns; plus ``dataset_info.json`` describing the columns.
+``openai-sft``
+    ``train.jsonl`` of chat transcripts of the oracle: per turn the user's
+    message, one assistant message per oracle call (``tool_calls`` with an id,
+    the function name and JSON arguments by parameter name), the tool result
+    (the oracle's output), and a short closing assistant message.
+
+Writing is atomic: files go to a temporary folder next to ``out`` that is
+renamed into place; a non-empty ``out`` is refused unless ``force``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ace_graph.errors import AceError
+from synth import bfcl
+from synth.calls import Call, parse_call
+from synth.tasks import Task
+
+FORMATS = ("bfcl", "trl", "openai-sft")
+
+BFCL_QUESTION_FILE = "BFCL_v4_multi_turn_ace_question.json"
+BFCL_ANSWER_FILE = "possible_answer/BFCL_v4_multi_turn_ace_possible_answer.json"
+JSONL_FILE = "train.jsonl"
+INFO_FILE = "dataset_info.json"
+
+#: System message of TRL prompts and SFT transcripts.
+SYSTEM_PROMPT = (
+    "You are an assistant that completes the user's requests by calling the tools provided. "
+    "Call tools only when they are needed and only with arguments you know from the user or "
+    "from earlier tool results. If a request lacks information or no tool can do it, say so "
+    "instead of guessing."
+)
+#: Closing assistant message of a turn in which the oracle made calls.
+DONE_MESSAGE = "Done."
+#: Assistant message of a turn whose right behaviour is to make no call.
+ABSTAIN_MESSAGE = (
+    "I can't do that with the information and tools I have. Could you give me the missing "
+    "details, or a tool that can do it?"
+)
+
+
+class ExportError(AceError):
+    """A dataset could not be exported."""
+
+
+@dataclass
+class ExportReport:
+    """What an export wrote and what it skipped (reason -> task ids)."""
+
+    format: str
+    out: str
+    written: int = 0
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def skip(self, task_id: str, reason: str) -> None:
+        self.skipped.setdefault(reason, []).append(task_id)
+
+    @property
+    def n_skipped(self) -> int:
+        return sum(len(v) for v in self.skipped.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "out": self.out,
+            "written": self.written,
+            "skipped": self.n_skipped,
+            "skipped_by_reason": {r: len(ids) for r, ids in sorted(self.skipped.items())},
+            "skipped_examples": {r: ids[:5] for r, ids in sorted(self.skipped.items())},
+            "files": self.files,
+        }
+
+
+# --------------------------------------------------------------------------- bfcl
+
+
+def bfcl_problem(task: Task) -> str | None:
+    """Why the task cannot be written in BFCL's format, or None when it can."""
+    functions = bfcl.functions()
+    if task.distractors:
+        return "has distractor tools, which BFCL cannot mark"
+    unknown_classes = [c for c in task.involved_classes if c not in bfcl.CLASSES]
+    if unknown_classes:
+        return "involves classes BFCL does not have"
+    foreign = [t for t in task.tools if t not in functions or functions[t].class_name not in task.involved_classes]
+    if foreign:
+        return "offers tools that are not functions of its BFCL classes"
+    if task.long_context and task.source != "bfcl":
+        return "long-context tasks need BFCL's long_context category id"
+    for turn in task.turns:
+        if any(t not in task.tools for t in turn.tools_added):
+            return "adds tools it does not offer"
+        for raw in turn.ground_truth:
+            c = parse_call(raw)
+            if not isinstance(raw, str) or not isinstance(c, Call) or c.name not in functions:
+                return "ground truth holds a call that is not a BFCL call string"
+    return None
+
+
+def _added_only(turn: Any) -> bool:
+    return bool(turn.tools_added) and turn.user == [{"role": "user", "content": bfcl.ADDED_TOOLS_PROMPT}]
+
+
+def to_bfcl(task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The task's BFCL question entry and possible-answer entry (check :func:`bfcl_problem` first)."""
+    entry_id = bfcl.raw_entry(task)["id"]
+    offered = set(task.tools)
+    excluded = [f for c in task.involved_classes for f in bfcl.class_functions(c) if f not in offered]
+    question: dict[str, Any] = {
+        "id": entry_id,
+        "question": [[] if _added_only(t) else [dict(m) for m in t.user] for t in task.turns],
+        "initial_config": task.initial_config,
+        "path": [],
+        "involved_classes": list(task.involved_classes),
+    }
+    missed = {str(i): list(t.tools_added) for i, t in enumerate(task.turns) if t.tools_added}
+    if missed:
+        question["missed_function"] = missed
+    if excluded:
+        question["excluded_function"] = excluded
+    answer = {"id": entry_id, "ground_truth": [list(t.ground_truth) for t in task.turns]}
+    return question, answer
+
+
+# --------------------------------------------------------------------------- trl / sft
+
+
+def _schemas(task: Task, names: Iterable[str]) -> list[dict[str, Any]]:
+    functions = bfcl.functions()
+    missing = [n for n in names if n not in functions]
+    if missing:
+        raise ExportError(f"task {task.id}: no schema for tool(s) {', '.join(sorted(missing))}")
+    return [bfcl.tool_schema(n) for n in names]
+
+
+def _offered_in_order(task: Task, turn_index: int) -> list[str]:
+    offered = task.offered_tools(turn_index)
+    return [t for t in task.tools if t in offered]
+
+
+def _user_message(turn: Any) -> dict[str, str]:
+    # one user message per turn, so a transcript's user messages map 1:1 onto task turns
+    texts = [m.get("content", "") for m in turn.user if m.get("role", "user") == "user"]
+    return {"role": "user", "content": "\n\n".join(texts)}
+
+
+def to_trl(task: Task) -> dict[str, Any]:
+    """One GRPO prompt row: system + first-turn user messages, turn-0 tools, and the task."""
+    return {
+        "prompt": [{"role": "system", "content": SYSTEM_PROMPT}, *(dict(m) for m in task.turns[0].user)],
+        "tools": _schemas(task, _offered_in_order(task, 0)),
+        "task": json.dumps(task.to_dict()),  # no sort_keys: BFCL configs are ordered
+        "task_id": task.id,
+        "n_turns": len(task.turns),
+    }
+
+
+TRL_COLUMNS = {
+    "prompt": "list of chat messages: the system message, then the first turn's user messages",
+    "tools": "list of OpenAI tool schemas ({type: function, function: {name, description, parameters}}) offered in turn 0",
+    "task": "the full ACE task as a JSON string (synth.tasks.Task.to_dict); later turns, tools added later "
+            "and the ground truth live here",
+    "task_id": "the task's id",
+    "n_turns": "number of user turns",
+}
+
+
+def _arguments_by_name(name: str, call: Call) -> dict[str, Any]:
+    info = bfcl.functions()[name]
+    sig = inspect.signature(getattr(bfcl.api_class(info.class_name), name))
+    sig = sig.replace(parameters=[p for p in sig.parameters.values() if p.name != "self"])
+    try:
+        bound = sig.bind(*call.args, **call.kwargs)
+    except TypeError as e:
+        raise ExportError(f"call {call.render()} does not fit {name}'s signature: {e}") from e
+    return json.loads(json.dumps(dict(bound.arguments)))
+
+
+def to_openai_sft(task: Task) -> dict[str, Any]:
+    """The oracle as an OpenAI chat transcript with tool calls and tool results."""
+    from synth.executor import OK
+    from synth.verifier import oracle_for
+
+    oracle = oracle_for(task)
+    bad = [s for t in oracle.turns for s in t.steps if s.status != OK]
+    if oracle.errors or bad:
+        raise ExportError(f"task {task.id}: the oracle does not execute cleanly ({(oracle.errors or ['?'])[0]})")
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT}]
+    n = 0
+    for t, (turn, oturn) in enumerate(zip(task.turns, oracle.turns)):
+        messages.append(_user_message(turn))
+        for raw, ostep in zip(turn.ground_truth, oturn.steps):
+            call = parse_call(raw)
+            if not isinstance(call, Call):
+                raise ExportError(f"task {task.id}: turn {t}: malformed ground truth {raw!r}")
+            call_id = f"call_{t}_{n}"
+            n += 1
+            messages.append({
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": call.name,
+                                 "arguments": json.dumps(_arguments_by_name(call.name, call))},
+                }],
+            })
+            messages.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": ostep.output})
+        messages.append({"role": "assistant", "content": DONE_MESSAGE if turn.ground_truth else ABSTAIN_MESSAGE})
+    return {
+        "messages": messages,
+        "tools": _schemas(task, task.tools),
+        "task_id": task.id,
+        "tools_by_turn": [_offered_in_order(task, i) for i in range(len(task.turns))],
+    }
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _check_out(out: Path, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"{out} exists and is not a folder; pick another --out")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise ExportError(f"{out} is not empty; pick another --out or pass --force to replace it")
+
+
+def _install(tmp: Path, out: Path) -> None:
+    """Move the finished temporary folder into place (replacing ``out``)."""
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        os.rename(out, old / out.name)
+        try:
+            os.rename(tmp, out)
+        except OSError:
+            os.rename(old / out.name, out)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(tmp, out)
+
+
+def export(tasks: Iterable[Task], fmt: str, out: str | Path, force: bool = False) -> ExportReport:
+    """Write ``tasks`` in format ``fmt`` to the folder ``out``; see the module doc."""
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown export format {fmt!r}; use one of: {', '.join(FORMATS)}")
+    out = Path(out).resolve()
+    _check_out(out, force)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    report = ExportReport(fmt, str(out))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it owner-only
+    try:
+        if fmt == "bfcl":
+            _write_bfcl(tasks, tmp, report)
+        else:
+            _write_jsonl(tasks, fmt, tmp, report)
+        report.files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
+        _install(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return report
+
+
+def _write_bfcl(tasks: Iterable[Task], tmp: Path, report: ExportReport) -> None:
+    (tmp / "possible_answer").mkdir()
+    seen: set[str] = set()
+    with open(tmp / BFCL_QUESTION_FILE, "w", encoding="utf-8") as fq, \
+            open(tmp / BFCL_ANSWER_FILE, "w", encoding="utf-8") as fa:
+        for task in tasks:
+            problem = bfcl_problem(task)
+            if problem is None and bfcl.raw_entry(task)["id"] in seen:
+                problem = "duplicate id"
+            if problem:
+                report.skip(task.id, problem)
+                continue
+            q, a = to_bfcl(task)
+            seen.add(q["id"])
+            fq.write(json.dumps(q) + "\n")
+            fa.write(json.dumps(a) + "\n")
+            report.written += 1
+
+
+def _write_jsonl(tasks: Iterable[Task], fmt: str, tmp: Path, report: ExportReport) -> None:
+    convert = to_trl if fmt == "trl" else to_openai_sft
+    with open(tmp / JSONL_FILE, "w", encoding="utf-8") as f:
+        for task in tasks:
+            if not task.turns:
+                report.skip(task.id, "has no turns")
+                continue
+            try:
+                row = convert(task)
+            except ExportError as e:
+                report.skip(task.id, str(e).split(": ", 1)[-1] if str(e).startswith("task ") else str(e))
+                continue
+            f.write(json.dumps(row) + "\n")
+            report.written += 1
+    if fmt == "trl":
+        info = {
+            "format": "trl",
+            "file": JSONL_FILE,
+            "rows": report.written,
+            "columns": TRL_COLUMNS,
+            "system_prompt": SYSTEM_PROMPT,
+            "load": "datasets.load_dataset('json', data_files='train.jsonl'); "
+                    "task = synth.tasks.Task.from_dict(json.loads(row['task']))",
+        }
+        with open(tmp / INFO_FILE, "w", encoding="utf-8") as f:
+            json.dump(info, f, indent=2)
+            f.write("\n")
+

@@ -1,0 +1,163 @@
+"""Exports round-trip: BFCL files equal BFCL's own, SFT transcripts verify, TRL rows rebuild tasks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ace_graph.cli import main
+from synth import bfcl
+from synth.export import (
+    BFCL_ANSWER_FILE,
+    BFCL_QUESTION_FILE,
+    INFO_FILE,
+    JSONL_FILE,
+    ExportError,
+    export,
+)
+from synth.formats import parse_openai
+from synth.tasks import Task
+from synth.verifier import verify
+
+DATA = Path(bfcl._package_dir()) / "data"
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _bfcl_file(category: str, answer: bool = False) -> dict[str, dict]:
+    sub = "possible_answer/" if answer else ""
+    return {d["id"]: d for d in _jsonl(DATA / f"{sub}BFCL_v4_multi_turn_{category}.json")}
+
+
+@pytest.fixture(scope="module")
+def base_tasks():
+    return bfcl.load_tasks("base")
+
+
+@pytest.mark.parametrize("category", ["base", "miss_func", "miss_param"])
+def test_bfcl_export_equals_bfcls_own_files(tmp_path, category):
+    tasks = bfcl.load_tasks(category)
+    report = export(tasks, "bfcl", tmp_path / "out")
+    questions = _jsonl(tmp_path / "out" / BFCL_QUESTION_FILE)
+    answers = _jsonl(tmp_path / "out" / BFCL_ANSWER_FILE)
+    assert report.written == len(tasks) == len(questions) == len(answers)
+    own_q, own_a = _bfcl_file(category), _bfcl_file(category, answer=True)
+    repaired = {t.id for t in tasks if t.provenance.get("repairs")}
+    for q, a in zip(questions, answers):
+        assert list(q)[:5] == ["id", "question", "initial_config", "path", "involved_classes"]
+        o = own_q[q["id"]]
+        assert q["question"] == o["question"]
+        assert q["initial_config"] == o["initial_config"]
+        assert q["involved_classes"] == o["involved_classes"]
+        assert set(q.get("excluded_function", [])) == set(o.get("excluded_function") or [])
+        if q["id"] not in repaired:
+            assert q.get("missed_function") == o.get("missed_function")
+        assert a == {"id": q["id"], "ground_truth": own_a[q["id"]]["ground_truth"]}
+    if category == "miss_func":
+        # BFCL leaves the question of a tools-only turn empty
+        assert any(turn == [] for q in questions for turn in q["question"])
+
+
+def test_bfcl_export_skips_what_bfcl_cannot_express(tmp_path, base_tasks):
+    t0 = base_tasks[0]
+    with_distractor = Task.from_dict({**t0.to_dict(), "id": "d1", "source": "ace", "distractors": [t0.tools[0]]})
+    foreign = Task.from_dict({**t0.to_dict(), "id": "f1", "source": "ace", "tools": t0.tools + ["launch_rocket"]})
+    fine = Task.from_dict({**t0.to_dict(), "id": "ok1", "source": "ace"})
+    report = export([with_distractor, foreign, fine], "bfcl", tmp_path / "out")
+    assert report.written == 1 and report.n_skipped == 2
+    assert report.skipped["has distractor tools, which BFCL cannot mark"] == ["d1"]
+    assert report.skipped["offers tools that are not functions of its BFCL classes"] == ["f1"]
+    (q,) = _jsonl(tmp_path / "out" / BFCL_QUESTION_FILE)
+    assert q["id"] == "multi_turn_ace_ok1"  # BFCL's harness reads the category from the id
+
+
+def test_openai_sft_transcripts_replay_with_reward_one(tmp_path):
+    tasks = {t.id: t for c in bfcl.CATEGORIES for t in bfcl.load_tasks(c)[:25]}
+    report = export(tasks.values(), "openai-sft", tmp_path / "sft")
+    assert report.written == len(tasks) and report.n_skipped == 0
+    rows = _jsonl(tmp_path / "sft" / JSONL_FILE)
+    positional = 0
+    for n, row in enumerate(rows):
+        task = tasks[row["task_id"]]
+        msgs = row["messages"]
+        assert msgs[0]["role"] == "system"
+        assert sum(m["role"] == "user" for m in msgs) == len(task.turns)
+        calls = [c for m in msgs if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+        results = {m["tool_call_id"]: m for m in msgs if m["role"] == "tool"}
+        assert len(calls) == task.n_steps and set(results) == {c["id"] for c in calls}
+        for c in calls:
+            assert isinstance(json.loads(c["function"]["arguments"]), dict)
+        positional += any("(" in gt and "=" not in gt.split("(", 1)[1] and not gt.endswith("()")
+                          for turn in task.turns for gt in turn.ground_truth)
+        assert {t["function"]["name"] for t in row["tools"]} == set(task.tools)
+        rollout = parse_openai(row, n)
+        verdict = verify(task, rollout.turns, fast_forward=False)
+        assert verdict.reward == 1.0, (task.id, verdict.attribution, verdict.detail)
+    assert positional > 0  # positional ground-truth arguments were named, and still verify
+
+
+def test_openai_sft_with_broken_oracle_is_skipped(tmp_path, base_tasks):
+    t0 = base_tasks[0].to_dict()
+    t0["id"] = "broken"
+    t0["turns"][0]["ground_truth"] = ["launch_rocket(target='moon')"]
+    report = export([Task.from_dict(t0)], "openai-sft", tmp_path / "sft")
+    assert report.written == 0 and report.n_skipped == 1
+    assert "oracle does not execute cleanly" in next(iter(report.skipped))
+
+
+def test_trl_rows_parse_back_into_tasks(tmp_path):
+    tasks = bfcl.load_tasks("miss_func")[:30]
+    report = export(tasks, "trl", tmp_path / "trl")
+    assert report.written == 30
+    rows = _jsonl(tmp_path / "trl" / JSONL_FILE)
+    info = json.loads((tmp_path / "trl" / INFO_FILE).read_text())
+    assert info["rows"] == 30 and set(info["columns"]) == {"prompt", "tools", "task", "task_id", "n_turns"}
+    for row, task in zip(rows, tasks):
+        assert set(row) == set(info["columns"])
+        back = Task.from_dict(json.loads(row["task"]))
+        assert back == task
+        assert row["task_id"] == task.id and row["n_turns"] == len(task.turns)
+        assert row["prompt"][0]["role"] == "system" and row["prompt"][1:] == task.turns[0].user
+        offered = {t["function"]["name"] for t in row["tools"]}
+        assert offered == set(task.offered_tools(0))
+        later = {n for t in task.turns[1:] for n in t.tools_added}
+        assert not offered & later  # miss_func tools held back are not in the prompt
+
+
+def test_export_is_atomic_and_refuses_to_overwrite(tmp_path, base_tasks, monkeypatch):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("x")
+    with pytest.raises(ExportError, match="--force"):
+        export(base_tasks[:3], "trl", out)
+    assert (out / "keep.txt").exists()
+    # a failure mid-way leaves the old folder and no temporary folder behind
+    import synth.export as ex
+
+    def boom(task):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(ex, "to_trl", boom)
+    with pytest.raises(RuntimeError):
+        export(base_tasks[:3], "trl", out, force=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert (out / "keep.txt").exists()
+    monkeypatch.undo()
+    report = export(base_tasks[:3], "trl", out, force=True)
+    assert report.written == 3 and not (out / "keep.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_cli_export(tmp_path, capsys):
+    out = tmp_path / "cli"
+    assert main(["export", "--tasks", "bfcl:base", "--format", "bfcl", "--out", str(out), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["written"] == 200 and d["skipped"] == 0
+    assert sorted(d["files"]) == sorted([BFCL_QUESTION_FILE, BFCL_ANSWER_FILE])
+    assert main(["export", "--tasks", "bfcl:base", "--format", "bfcl", "--out", str(out)]) == 1
+    assert "--force" in capsys.readouterr().err
+    assert main(["export", "--tasks", "bfcl:base", "--format", "csv", "--out", str(tmp_path / "x")]) == 1
