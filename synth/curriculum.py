@@ -516,7 +516,8 @@ def mix(
     """Pick ``n`` tasks for the next round (fewer when there are fewer candidates).
 
     ``round(n * replay_share)`` come from a replay buffer: the tasks that touch
-    no active unit, split as evenly as possible over the depth strata (so
+    no active unit (or, when there are none, the tasks not picked for focus),
+    split as evenly as possible over the depth strata (so
     short, easy tasks are never drowned by long ones); the rest are the tasks
     with the most active compositions (then active skills).  Ties and strata
     are drawn with ``rng`` after sorting by task id, so the mix depends only on
@@ -533,16 +534,20 @@ def mix(
     def score(c: Candidate) -> tuple[int, int]:
         return (len(c.compositions & active_comps), len(c.skills & active_skills))
 
-    focus_pool = [c for c in cands if score(c) != (0, 0)]
-    replay_pool = [c for c in cands if score(c) == (0, 0)]
     n = min(n, len(cands))
-    n_replay = min(len(replay_pool), round(n * cfg.replay_share)) if focus_pool else min(n, len(replay_pool))
-    n_focus = min(len(focus_pool), n - n_replay)
-    n_replay = min(len(replay_pool), n - n_focus)  # top up when the focus pool is short
-
-    rng.shuffle(focus_pool)
-    focus_pool.sort(key=score, reverse=True)  # stable: random order among equals
+    rng.shuffle(cands)
+    cands.sort(key=score, reverse=True)  # stable: random order among equals
+    focus_pool = [c for c in cands if score(c) != (0, 0)]
+    n_focus = min(len(focus_pool), n - round(n * cfg.replay_share))
     focus = focus_pool[:n_focus]
+    chosen = {c.task_id for c in focus}
+    # The replay buffer holds tasks on no active unit (mastered or not yet
+    # unlocked material); when every task touches an active unit (early rounds),
+    # it holds the active ones that did not make the focus cut instead.
+    replay_pool = sorted((c for c in cands if score(c) == (0, 0)), key=lambda c: c.task_id)
+    if not replay_pool:
+        replay_pool = sorted((c for c in cands if c.task_id not in chosen), key=lambda c: c.task_id)
+    n_replay = min(len(replay_pool), n - n_focus)
 
     strata: dict[str, list[Candidate]] = {label: [] for label in cfg.strata_labels()}
     for c in replay_pool:

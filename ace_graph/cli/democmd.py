@@ -4,7 +4,13 @@
 2. replay and verify every scored BFCL multi-turn task;
 3. simulate an agent with planted weaknesses (``synth/demo_weakness.toml``),
    ingest its rollouts into the skill graph and print the weakest
-   compositions and the frontier the graph found.
+   compositions and the frontier the graph found;
+4. synthesize verified adversarial tasks aimed at that frontier, export them
+   (BFCL, TRL, OpenAI SFT formats) and advance the curriculum one round;
+5. roll the same simulated policy out on the curriculum's mix (synthesized
+   tasks plus replayed seeds), ingest it as round 1 and show how the frontier
+   moved.  No training happens here: the GRPO trainer is a later stage, so
+   what moves is the evidence, concentrated by the targeted tasks.
 
 Every stage is idempotent: a second run finds the rollouts already stored.
 """
@@ -31,6 +37,7 @@ def demo(
     seed: int = typer.Option(1, "--seed", help="Seed of the simulated agent."),
     weakness: Path = typer.Option(DEMO_WEAKNESS, "--weakness", help="Planted weaknesses (TOML)."),
     experiment: str = typer.Option("demo", "--experiment", help="Experiment name in the graph."),
+    synth_n: int = typer.Option(120, "--synth", min=1, help="Adversarial tasks to synthesize from the frontier."),
 ) -> None:
     """Run ACE's main job: replay BFCL, simulate a weak agent, mine its weak compositions in Neo4j.
 
@@ -56,6 +63,11 @@ def demo(
         run_dir.mkdir(parents=True, exist_ok=True)
         scope = _simulate_and_ingest(console, store, run_dir, experiment, rollouts, seed, weakness)
         _show_weaknesses(console, store, scope, weakness)
+        synthesized = _synthesize(console, store, run_dir, experiment, scope, seed, weakness, synth_n)
+        _curriculum_step(console, store, experiment, scope)
+        scope1 = _round_one(console, store, run_dir, experiment, synthesized, rollouts, seed, weakness)
+        _curriculum_step(console, store, experiment, scope1)
+        _frontier_moved(console, store, scope, scope1)
     finally:
         driver.close()
     if failed:
@@ -145,4 +157,117 @@ def _show_weaknesses(console, store, scope: str, weakness: Path) -> None:
             f"{r['from']} → {r['to']}", str(r["n"]), f"{r['from_success']:.2f}", f"{r['composition_success']:.2f}",
             f"{r['fragility_low']:.2f}", str(len(r["seed_tasks"])),
         )
+    console.print(table)
+
+
+def _synthesize(console, store, run_dir: Path, experiment: str, scope: str, seed: int, weakness: Path, n: int):
+    from rich.table import Table
+
+    from synth import bfcl
+    from synth.export import export
+    from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
+    from synth.sim import load_weakness
+
+    seeds = {t.id: t for t in bfcl.load_tasks("all")}
+    frontier = store.run("frontier", scope=scope, level="tool", min_support=20, min_lift=0.05, min_prereq=0.6, limit=50)
+    by_target = {}
+    for row in frontier:
+        rows = store.run("tasks-with-composition", level="tool", limit=200, **{"from": row["from"], "to": row["to"]})
+        by_target[(row["from"], row["to"])] = [r["task_id"] for r in rows if r["task_id"] in seeds]
+    config = SynthConfig(n=n, rounds=2, plans=8, rollouts_per_task=4, seed=seed)
+    start = time.perf_counter()
+    result = synthesize(frontier, seeds, by_target, sim_policy(load_weakness(weakness)), config)
+    seconds = time.perf_counter() - start
+    path = run_dir / f"synth-round-1-seed{seed}-n{n}.jsonl"
+    write_tasks(path, result.tasks)
+    store.upsert_tasks(result.tasks)
+    store.upsert_plans(experiment, result.plans)
+    store.upsert_lineage(experiment, result.lineage)
+    table = Table(title=f"4. Synthesized from the frontier of {scope}: {len(result.tasks)} verified tasks "
+                        f"from {result.attempted} attempts in {seconds:.1f} s")
+    for col in ("target", "strategy", "tasks", "learnable (policy sometimes passes)", "mean pass rate"):
+        table.add_column(col)
+    groups: dict = {}
+    for t in result.tasks:
+        groups.setdefault((t.provenance["target_edge"], t.provenance["strategy"]), []).append(t)
+    for (target, strategy), ts in sorted(groups.items()):
+        table.add_row(target.replace(">", " → "), strategy, str(len(ts)),
+                      str(sum(t.provenance["learnable"] for t in ts)),
+                      f"{sum(t.provenance['pass_rate'] for t in ts) / len(ts):.2f}")
+    console.print(table)
+    retired = [r for r in result.reflections if r["note"].startswith(("retire", "weaken", "soften", "strengthen"))]
+    console.print(f"Reflection: {len(result.reflections)} plan reviews, {len(retired)} plans adjusted or retired.")
+    for fmt in ("bfcl", "trl", "openai-sft"):
+        report = export(result.tasks, fmt, run_dir / "export" / fmt, force=True)
+        console.print(f"  exported {fmt}: {report.to_dict().get('written', report.to_dict())} → {run_dir / 'export' / fmt}")
+    console.print(f"  tasks: {path}")
+    return result.tasks
+
+
+def _curriculum_step(console, store, experiment: str, scope: str) -> None:
+    from synth.curriculum import CurriculumConfig, step
+    from synth.curriculum_store import last_scope, load_state, observations_from_graph, save
+
+    if last_scope(store, experiment) == scope:
+        console.print(f"Curriculum of {experiment!r} already advanced from {scope}; not counting it twice.")
+        return
+    config = CurriculumConfig(min_rounds=1)
+    state = load_state(store, experiment)
+    new_state, decisions = step(state, observations_from_graph(store, scope, config.level), config)
+    save(store, experiment, new_state, decisions, config, scope=scope, previous_round=state.round)
+    counts = {s: len(new_state.in_state(s)) for s in ("locked", "active", "mastered")}
+    console.print(f"Curriculum round {new_state.round} from {scope}: {len(decisions)} decisions; "
+                  f"{counts['active']} active, {counts['mastered']} mastered, {counts['locked']} locked "
+                  f"(`ace curriculum status -e {experiment}`)")
+
+
+def _round_one(console, store, run_dir: Path, experiment: str, synthesized, n: int, seed: int, weakness: Path) -> str:
+    import random
+
+    from ace_graph.ingest import ingest_file
+    from synth import bfcl
+    from synth.curriculum import drift, mix
+    from synth.curriculum_store import load_state
+    from synth.sim import load_weakness, simulate
+
+    seeds = bfcl.load_tasks("all")
+    state = load_state(store, experiment)
+    chosen = mix(state, list(synthesized) + seeds, len(synthesized) * 2, random.Random(seed))
+    by_id = {t.id: t for t in list(synthesized) + seeds}
+    tasks = [by_id[i] for i in chosen.task_ids if i in by_id]
+    report = drift(tasks, seeds)
+    path = run_dir / f"rollouts-round-1-seed{seed}-n{n}.jsonl"
+    if not path.exists():
+        tmp = path.with_suffix(".partial")
+        with open(tmp, "w") as f:
+            for row in simulate(tasks, n, load_weakness(weakness), seed + 1, prefix="sim-r1"):
+                f.write(json.dumps(row) + "\n")
+        tmp.rename(path)
+    result = ingest_file(store, path, by_id, experiment, "sim", "round-1", batch_size=1000)
+    d = result.to_dict()
+    console.print(
+        f"[bold]5. Round 1[/]: curriculum mix of {len(tasks)} tasks ({len(chosen.focus)} focus, {len(chosen.replay)} replay; "
+        f"tool drift from the seeds {report.tvd:.2f}, cap {report.max_drift}); {n} rollouts of the same simulated "
+        f"policy → {d['scope']}: {d['created']} stored now, {d['already_stored']} already stored"
+    )
+    return result.scope
+
+
+def _frontier_moved(console, store, scope0: str, scope1: str) -> None:
+    from rich.table import Table
+
+    def frontier(scope):
+        rows = store.run("frontier", scope=scope, level="tool", min_support=20, min_lift=0.05, min_prereq=0.6, limit=20)
+        return {(r["from"], r["to"]): r for r in rows}
+
+    f0, f1 = frontier(scope0), frontier(scope1)
+    table = Table(title="How the tool-level frontier moved from round 0 to round 1")
+    for col in ("from → to", "round 0: n / success / fragility low", "round 1: n / success / fragility low"):
+        table.add_column(col)
+
+    def cell(r):
+        return "—" if r is None else f"{r['n']} / {r['composition_success']:.2f} / {r['fragility_low']:.2f}"
+
+    for pair in sorted(set(f0) | set(f1), key=lambda p: -(f1.get(p) or f0.get(p))["fragility_low"]):
+        table.add_row(f"{pair[0]} → {pair[1]}", cell(f0.get(pair)), cell(f1.get(pair)))
     console.print(table)

@@ -333,3 +333,13 @@ def test_drift_of_a_bfcl_subset_is_small_and_of_one_class_large():
     fs_only = [t for t in seed if t.involved_classes == ["GorillaFileSystem"]]
     r = drift(fs_only, seed)
     assert not r.within_cap and r.tvd > 0.35
+
+
+def test_replay_is_kept_when_every_task_touches_an_active_unit():
+    st = CurriculumState.new(compositions=["a>b", "c>d"])
+    for u in st.units.values():
+        u.state = ACTIVE
+    m = mix(st, _cands(), 20, random.Random(0), CurriculumConfig(replay_share=0.3))
+    assert len(m.focus) == 14 and len(m.replay) == 6
+    assert not set(m.task_ids[:14]) & set(c.task_id for c in m.replay)
+    assert {CurriculumConfig().stratum(c.depth) for c in m.replay} == {"1-2", "3-4", "5+"}
