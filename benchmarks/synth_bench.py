@@ -1,0 +1,139 @@
+"""Adversarial synthesis: throughput, validity, targeting, and whether it hits the weakness.
+
+Runs the four-stage pipeline (``synth.pipeline.synthesize``) on BFCL seeds
+against a fixed frontier of planted weak compositions, with the simulated
+agent that has exactly those weaknesses as the policy, and prints in one run:
+
+* throughput: verified tasks per second (synthesis + task verification +
+  trajectory rollouts + trajectory verification, all on this machine);
+* validity: share of emitted tasks that pass ``check_task`` again after a
+  JSONL round trip, and, for the BFCL-exportable ones, share whose ground
+  truth BFCL's official checker replays cleanly;
+* targeting: share of tasks whose oracle contains the target composition;
+* hitting the weakness: the simulated agent's pass rate on the targeted tasks
+  against (a) the oracle-preserving random augmentation of the *same seeds*
+  (the CoVERT-style baseline, strategy ``random``) and (b) random augmentation
+  of seeds drawn from all BFCL tasks; plus the share of tasks in the learnable
+  zone (the agent passes some but not all of its rollouts).
+
+    .venv/bin/python benchmarks/synth_bench.py [--n 400] [--rollouts 8] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import tempfile
+import time
+
+from ace_graph.store import _pairs
+from ace_graph.tagger import tag_task
+from synth import bfcl
+from synth.official import official_check
+from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
+from synth.rollouts import load_task_set
+from synth.sim import parse_weakness
+from synth.taskcheck import check_task, target_present
+from synth.verifier import ground_truth_rollout, verify
+
+TARGETS = [
+    ("get_zipcode_based_on_city", "estimate_distance"),
+    ("get_stock_info", "place_order"),
+    ("book_flight", "retrieve_invoice"),
+    ("cd", "mv"),
+    ("place_order", "get_order_details"),
+]
+
+
+def _pass_rate(tasks, policy, rollouts: int, seed: int) -> tuple[float, float]:
+    passed = total = learnable = 0
+    for task in tasks:
+        wins = sum(verify(task, policy(task, random.Random(f"{seed}:{task.id}:{k}"))).reward == 1.0
+                   for k in range(rollouts))
+        passed += wins
+        total += rollouts
+        learnable += 0 < wins < rollouts
+    return (passed / total if total else float("nan"), learnable / len(tasks) if tasks else float("nan"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=400, help="tasks to synthesize for each arm")
+    ap.add_argument("--rollouts", type=int, default=8, help="simulated rollouts per task for pass rates")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}")
+
+    seeds = {t.id: t for t in bfcl.load_tasks("all")}
+    by_target = {t: [] for t in TARGETS}
+    for task in seeds.values():
+        pairs = set(_pairs(tag_task(task))[0])
+        for a, b in TARGETS:
+            if f"{a}>{b}" in pairs:
+                by_target[(a, b)].append(task.id)
+    frontier = [{"from": a, "to": b, "n": 100, "fragility": 0.5, "fragility_low": 0.4} for a, b in TARGETS]
+    weakness = parse_weakness({
+        "defaults": {"error": 0.02},
+        "tool": [{"name": "grep", "error": 0.35}, {"name": "mean", "error": 0.3}],
+        "composition": [{"from": a, "to": b, "error": 0.5} for a, b in TARGETS],
+    })
+    policy = sim_policy(weakness)
+
+    config = SynthConfig(n=args.n, rounds=2, plans=12, rollouts_per_task=4, seed=args.seed)
+    start = time.perf_counter()
+    targeted = synthesize(frontier, seeds, by_target, policy, config)
+    seconds = time.perf_counter() - start
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "tasks.jsonl")
+        write_tasks(path, targeted.tasks)
+        reloaded = list(load_task_set(path).values())
+    seen: set[str] = set()
+    valid = sum(check_task(t, seen).valid for t in reloaded)
+    on_target = sum(target_present(t) for t in reloaded)
+    exportable = [t for t in reloaded if not t.distractors and set(t.involved_classes) <= set(bfcl.CLASSES)]
+    official_ok = sum(official_check(t, ground_truth_rollout(t))["valid"] for t in exportable)
+
+    same_seed_cfg = SynthConfig(n=args.n, rounds=2, plans=12, rollouts_per_task=1, seed=args.seed,
+                                strategies=("random",))
+    random_same = synthesize(frontier, seeds, by_target, policy, same_seed_cfg).tasks
+    rng = random.Random(args.seed)
+    all_ids = sorted(seeds)
+    random_any = []
+    from synth.strategies import synthesize as apply_strategy
+
+    attempts = 0
+    while len(random_any) < args.n and attempts < args.n * 6:
+        attempts += 1
+        seed_task = seeds[all_ids[rng.randrange(len(all_ids))]]
+        pairs = _pairs(tag_task(seed_task))[0]
+        if not pairs:
+            continue
+        target = tuple(rng.choice(pairs).split(">"))
+        task = apply_strategy("random", seed_task, target, 0.5, rng)
+        if task is not None and check_task(task, None).valid:
+            random_any.append(task)
+
+    p_t, l_t = _pass_rate(targeted.tasks, policy, args.rollouts, args.seed)
+    p_s, l_s = _pass_rate(random_same, policy, args.rollouts, args.seed)
+    p_a, l_a = _pass_rate(random_any, policy, args.rollouts, args.seed)
+
+    print(f"\nsynthesized {len(targeted.tasks)} tasks from {targeted.attempted} attempts in {seconds:.2f} s")
+    print(f"{'throughput':<44}{len(targeted.tasks) / seconds:>10.1f} verified tasks/s   (goal >= 100/s)")
+    print(f"{'validity (check_task after JSONL round trip)':<44}{valid / len(reloaded):>10.3f}   (goal >= 0.99)")
+    print(f"{'BFCL-exportable, official checker replays':<44}{official_ok:>6}/{len(exportable):<4}")
+    print(f"{'targeting (oracle contains the target)':<44}{on_target / len(reloaded):>10.3f}   (goal >= 0.90)")
+    print(f"rejections: {json.dumps(dict(targeted.rejections))}")
+    print(f"\n{'arm':<46}{'tasks':>6}{'agent pass rate':>17}{'learnable share':>17}")
+    print(f"{'targeted synthesis (ACE)':<46}{len(targeted.tasks):>6}{p_t:>17.3f}{l_t:>17.3f}")
+    print(f"{'random augmentation, same seeds (CoVERT-style)':<46}{len(random_same):>6}{p_s:>17.3f}{l_s:>17.3f}")
+    print(f"{'random augmentation, any BFCL seed':<46}{len(random_any):>6}{p_a:>17.3f}{l_a:>17.3f}")
+    print(f"\nweakness hit: pass rate targeted / random-same-seeds = {p_t / p_s:.2f}, "
+          f"targeted / random-any-seed = {p_t / p_a:.2f} (lower = the tasks hit the weakness harder)")
+
+
+if __name__ == "__main__":
+    main()
