@@ -54,6 +54,8 @@ class SynthConfig:
     """Seed of everything random."""
     max_attempts_factor: int = 4
     """A plan gets at most this many attempts per task it is asked for in a round."""
+    rewriter: Any = None
+    """Optional ``synth.rewriter.Rewriter`` that paraphrases user turns (off by default)."""
 
     def __post_init__(self) -> None:
         from ace_graph.errors import ConfigError
@@ -160,6 +162,10 @@ def synthesize(
                 plan.stats.rejections["synthesis_failed"] = plan.stats.rejections.get("synthesis_failed", 0) + 1
                 return False
             task = _styled(task, plan.style)
+            if config.rewriter is not None:
+                from synth.rewriter import rewrite_task
+
+                task = rewrite_task(task, config.rewriter)
             task.provenance = {**task.provenance, "plan": plan.id, "round": round_no}
             plan.stats.synthesized += 1
             check = check_task(task, fingerprints)

@@ -37,6 +37,10 @@ def synth(
     seeds: str = typer.Option("bfcl:all", "--seeds", help="Seed tasks: bfcl:CATEGORY or a task JSONL file."),
     min_support: int = typer.Option(20, "--min-support", help="Frontier: minimum support of an edge."),
     rollouts_per_task: int = typer.Option(4, "--rollouts-per-task", min=1, help="Trajectory rollouts per valid task."),
+    rewriter_url: str = typer.Option(
+        None, "--rewriter-url", help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1) to paraphrase user turns; off by default."
+    ),
+    rewriter_model: str = typer.Option("default", "--rewriter-model", help="Model name sent to the rewriter."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Pull the frontier from Neo4j, plan, synthesize, verify, roll out, reflect; write the valid tasks."""
@@ -58,6 +62,12 @@ def synth(
 
     config = SynthConfig(n=n, rounds=rounds, plans=plans, rollouts_per_task=rollouts_per_task,
                          strategies=tuple(strategy) or SynthConfig().strategies, seed=seed)
+    if rewriter_url:
+        import os
+
+        from synth.rewriter import Rewriter
+
+        config.rewriter = Rewriter(rewriter_url, rewriter_model, api_key=os.environ.get("OPENAI_API_KEY"))
     _check_strategies(config.strategies)
     seed_tasks = load_task_set(seeds)
     settings = neo4j_settings()
@@ -87,6 +97,8 @@ def synth(
     finally:
         driver.close()
     summary = {"scope": scope, "out": str(out), **result.summary()}
+    if config.rewriter is not None:
+        summary["paraphrases"] = {"accepted": config.rewriter.accepted, "rejected": config.rewriter.rejected}
     if as_json:
         print(json.dumps(summary))
         return
