@@ -1,13 +1,16 @@
 """``ace ingest``: verify, tag and store a rollout file, streaming, in batches.
 
 Lines are read one at a time and written in batches of ``batch_size``
-rollouts, so memory stays flat however large the file.  Each batch is one
-transaction (see :mod:`ace_graph.store`), so an interrupted ingest can be
-rerun: rollouts already stored are skipped.
+rollouts (at most ``2 * workers`` batches wait in memory), so memory stays
+flat however large the file.  Each batch is one transaction (see
+:mod:`ace_graph.store`), so an interrupted ingest can be rerun: rollouts
+already stored are skipped.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,8 +95,17 @@ def ingest_file(
     skip_invalid: bool = False,
     seed_tasks: bool = True,
     on_progress: Callable[[int], None] | None = None,
+    workers: int = 2,
 ) -> IngestReport:
-    """Ingest one rollout file into the scope (experiment, policy, checkpoint)."""
+    """Ingest one rollout file into the scope (experiment, policy, checkpoint).
+
+    ``workers`` transactions write batches concurrently while this thread
+    verifies and tags the next ones.
+    """
+    if workers < 1:
+        from ace_graph.errors import ConfigError
+
+        raise ConfigError(f"workers must be at least 1, not {workers}")
     path = Path(path)
     key = scope_key(experiment, policy, checkpoint)
     scope = {"key": key, "experiment": experiment, "policy": policy, "checkpoint": checkpoint,
@@ -103,25 +115,55 @@ def ingest_file(
     if seed_tasks:
         store.ensure_taxonomy()
         store.upsert_tasks(tasks.values())
+    # Verification and tagging (Python) overlap with writing (Neo4j): this
+    # thread prepares batches while `workers` threads write them, each batch
+    # in its own transaction.  A failed batch stops the ingest and is raised.
+    lock = threading.Lock()
+    pending: queue.Queue[list[tuple[RolloutRecord, tuple[Any, ...]]] | None] = queue.Queue(maxsize=2 * workers)
+    failures: list[BaseException] = []
+
+    def writer() -> None:
+        while True:
+            batch = pending.get()
+            if batch is None:
+                return
+            if failures:
+                continue
+            try:
+                result = store.ingest_batch(scope, batch)
+            except BaseException as e:  # re-raised in the calling thread below
+                failures.append(e)
+                continue
+            with lock:
+                report.read += result.received
+                report.created += result.created
+                report.skipped_existing += result.received - result.created
+                report.steps += result.steps
+            if on_progress:
+                on_progress(result.received)
+
+    threads = [threading.Thread(target=writer, name=f"ace-ingest-{i}", daemon=True) for i in range(workers)]
+    for t in threads:
+        t.start()
     batch: list[tuple[RolloutRecord, tuple[Any, ...]]] = []
-
-    def flush() -> None:
-        result = store.ingest_batch(scope, batch)
-        report.read += result.received
-        report.created += result.created
-        report.skipped_existing += result.received - result.created
-        report.steps += result.steps
-        if on_progress:
-            on_progress(result.received)
-        batch.clear()
-
-    for item in prepare(tasks, _rollouts(path, skip_invalid, report.invalid), key, near_success,
-                        skip_invalid, report.invalid, str(path)):
-        batch.append(item)
-        if len(batch) >= batch_size:
-            flush()
-    if batch:
-        flush()
+    try:
+        for item in prepare(tasks, _rollouts(path, skip_invalid, report.invalid), key, near_success,
+                            skip_invalid, report.invalid, str(path)):
+            batch.append(item)
+            if len(batch) >= batch_size:
+                pending.put(batch)
+                batch = []
+                if failures:
+                    break
+        if batch and not failures:
+            pending.put(batch)
+    finally:
+        for _ in threads:
+            pending.put(None)
+        for t in threads:
+            t.join()
+    if failures:
+        raise failures[0]
     report.seconds = time.perf_counter() - start
     return report
 

@@ -4,11 +4,13 @@
 connection.  Every query it runs is a named file in ``cypher/`` (the text an
 analyst can paste into Neo4j Browser), and every value goes in as a parameter.
 
-Ingestion writes one batch per transaction: it takes the scope's write lock,
-creates the rollouts that are not stored yet, then adds only *their* steps
-and counts.  Ingesting a rollout twice therefore changes nothing; two ingests
-into one scope serialize on the scope node and lose no counts; a failed batch
-rolls back whole and can simply be retried.
+Ingestion writes one batch per transaction: it creates the rollouts that are
+not stored yet (the uniqueness constraint on ``Rollout.id`` makes a
+concurrent writer of the same rollout wait and then skip it), then adds only
+*their* steps and counts with increments that take the write lock before they
+read.  Ingesting a rollout twice therefore changes nothing; concurrent
+ingests into one scope lose no counts (a deadlock between them is retried by
+the driver); a failed batch rolls back whole and can simply be retried.
 """
 
 from __future__ import annotations
@@ -177,10 +179,21 @@ class GraphStore:
         for rec, tags in records:
             unique.setdefault(rec.id, (rec, tags))
         q = {n: queries.load(n).text for n in (
-            "ingest-scope", "ingest-rollouts", "ingest-steps", "ingest-skill-stats",
-            "ingest-tool-stats", "ingest-scope-totals",
+            "ingest-scope", "ingest-rollouts", "ingest-skill-stats", "ingest-tool-stats", "ingest-scope-totals",
         )}
-        rollout_rows = [{"id": rid, "task_id": rec.task_id, "props": rec.props()} for rid, (rec, _) in unique.items()]
+        rollout_rows = [
+            {
+                "id": rid,
+                "task_id": rec.task_id,
+                "props": rec.props(),
+                "steps": [
+                    {"flat": s.flat, "turn": s.turn, "index": s.index, "tool": s.tool,
+                     "skills": list(s.skills), "outcome": s.outcome}
+                    for s in rec.steps
+                ],
+            }
+            for rid, (rec, _) in unique.items()
+        ]
 
         def work(tx: Any) -> BatchResult:
             batch = uuid.uuid4().hex
@@ -189,25 +202,6 @@ class GraphStore:
             fresh = [unique[rid] for rid in unique if rid in created]
             if not fresh:
                 return BatchResult(len(records), 0, 0)
-            step_rows = [
-                {
-                    "rollout": rec.id,
-                    "steps": [
-                        {
-                            "id": f"{rec.id}#{s.flat}",
-                            "flat": s.flat,
-                            "turn": s.turn,
-                            "index": s.index,
-                            "tool": s.tool,
-                            "skills": list(s.skills),
-                            "outcome": s.outcome,
-                        }
-                        for s in rec.steps
-                    ],
-                }
-                for rec, _ in fresh
-            ]
-            tx.run(q["ingest-steps"], rows=step_rows).consume()
             agg = aggregate(fresh)
             for level in ("skill", "tool"):
                 tx.run(

@@ -293,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-rollouts", type=int, default=2_000,
                     help="the first this-many rollouts go through the one-transaction-per-rollout baseline")
     ap.add_argument("--batch-size", type=int, default=1000, help="ACE's rollouts per transaction")
+    ap.add_argument("--workers", type=int, default=2, help="ACE's concurrent write transactions (as `ace ingest`)")
     ap.add_argument("--warmup", type=int, default=200, help="rollouts ingested by each method before timing")
     ap.add_argument("--rss-sizes", default="5000,20000,50000",
                     help="comma-separated file sizes (rollouts) for the peak-RSS runs; '' skips them")
@@ -380,18 +381,21 @@ def main(argv: list[str] | None = None) -> int:
     base_s = time.perf_counter() - t0
     print(f"baseline done: {len(base_set):,} rollouts in {base_s:.1f} s", flush=True)
 
-    # -- ACE: batched
+    # -- ACE: batched, --workers transactions at once (as `ace ingest` writes)
+    from concurrent.futures import ThreadPoolExecutor
+
     ace_set = timed
     ace_steps = created = 0
     t0 = time.perf_counter()
     last = t0
-    for i in range(0, len(ace_set), args.batch_size):
-        res = store.ingest_batch(ace_scope, ace_set[i: i + args.batch_size])
-        ace_steps += res.steps
-        created += res.created
-        if time.perf_counter() - last > 15:
-            last = time.perf_counter()
-            print(f"  ACE: {created:,}/{len(ace_set):,} rollouts, {ace_steps / (last - t0):,.0f} steps/s", flush=True)
+    chunks = [ace_set[i: i + args.batch_size] for i in range(0, len(ace_set), args.batch_size)]
+    with ThreadPoolExecutor(max_workers=args.workers) as pool:
+        for res in pool.map(lambda chunk: store.ingest_batch(ace_scope, chunk), chunks):
+            ace_steps += res.steps
+            created += res.created
+            if time.perf_counter() - last > 15:
+                last = time.perf_counter()
+                print(f"  ACE: {created:,}/{len(ace_set):,} rollouts, {ace_steps / (last - t0):,.0f} steps/s", flush=True)
     ace_s = time.perf_counter() - t0
     print(f"ACE done: {created:,} rollouts in {ace_s:.1f} s", flush=True)
 
@@ -415,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'method':<44}{'rollouts':>10}{'steps':>10}{'seconds':>9}{'rollouts/s':>12}{'steps/s':>10}")
     print(f"{'baseline: 1 tx per rollout, 1 stmt per row':<44}{len(base_set):>10,}{base_steps:>10,}{base_s:>9.1f}"
           f"{len(base_set) / base_s:>12,.0f}{base_rate:>10,.0f}")
-    print(f"{f'ACE ingest_batch (batch {args.batch_size})':<44}{len(ace_set):>10,}{ace_steps:>10,}{ace_s:>9.1f}"
+    print(f"{f'ACE ingest_batch (batch {args.batch_size}, {args.workers} writers)':<44}{len(ace_set):>10,}{ace_steps:>10,}{ace_s:>9.1f}"
           f"{len(ace_set) / ace_s:>12,.0f}{ace_rate:>10,.0f}")
     print(f"{'ACE end to end (verify+tag+write)':<44}{len(ace_set):>10,}{ace_steps:>10,}{e2e_s:>9.1f}"
           f"{len(ace_set) / e2e_s:>12,.0f}{ace_steps / e2e_s:>10,.0f}")

@@ -7,9 +7,8 @@
 // Parameters: $scope (string, "experiment/policy/checkpoint"),
 //   $level ("skill" or "tool")
 // Columns: kind, from, to, n, failures, success
-MATCH (a)-[c:COMPOSES {scope: $scope}]->(b)
+MATCH (a)-[c:COMPOSES {scope: $scope, level: $level}]->(b)
 WHERE c.n > 0
-  AND (($level = 'skill' AND a:Skill AND b:Skill) OR ($level = 'tool' AND a:Tool AND b:Tool))
 RETURN 'composition' AS kind, coalesce(a.id, a.name) AS from, coalesce(b.id, b.name) AS to,
        c.n AS n, c.failures AS failures, 1.0 - toFloat(c.failures) / c.n AS success
 UNION ALL

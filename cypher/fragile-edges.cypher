@@ -11,9 +11,8 @@
 // Columns: from, to, n, failures, p_fail_after, p_fail_otherwise, fragility,
 //   fragility_low, fragility_high, significant, cooc, p_next, pmi
 MATCH (sc:Scope {key: $scope})
-MATCH (a)-[c:COMPOSES {scope: $scope}]->(b)
+MATCH (a)-[c:COMPOSES {scope: $scope, level: $level}]->(b)
 WHERE c.n >= $min_support
-  AND (($level = 'skill' AND a:Skill AND b:Skill) OR ($level = 'tool' AND a:Tool AND b:Tool))
 MATCH (sc)-[ma:MEASURED]->(a), (sc)-[mb:MEASURED]->(b)
 WITH a, b, c, ma, sc, 1.959964 AS z,
      c.n AS n1, c.failures AS f1, mb.attempts - c.n AS n0, mb.failures - c.failures AS f0,

@@ -10,9 +10,8 @@
 //   target_success_elsewhere, fragility, fragility_low, near_success_examples,
 //   seed_tasks
 MATCH (sc:Scope {key: $scope})
-MATCH (a)-[c:COMPOSES {scope: $scope}]->(b)
+MATCH (a)-[c:COMPOSES {scope: $scope, level: $level}]->(b)
 WHERE c.n >= $min_support AND c.failures > 0
-  AND (($level = 'skill' AND a:Skill AND b:Skill) OR ($level = 'tool' AND a:Tool AND b:Tool))
 MATCH (sc)-[ma:MEASURED]->(a), (sc)-[mb:MEASURED]->(b)
 WITH a, b, c, 1.959964 AS z, c.n AS n1, c.failures AS f1,
      mb.attempts - c.n AS n0, mb.failures - c.failures AS f0,
@@ -27,8 +26,7 @@ WHERE low > $min_lift
 WITH a, b, c, n1, f1, sa, p1, p0, low,
      coalesce(a.id, a.name) + '>' + coalesce(b.id, b.name) AS pair
 CALL (pair) {
-  MATCH (t:Task)
-  WHERE ($level = 'skill' AND pair IN t.skill_pairs) OR ($level = 'tool' AND pair IN t.tool_pairs)
+  MATCH (:Composition {key: $level + ':' + pair})<-[:CONTAINS]-(t:Task)
   WITH t ORDER BY t.id LIMIT 10
   RETURN collect(t.id) AS seed_tasks
 }

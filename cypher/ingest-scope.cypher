@@ -1,6 +1,7 @@
-// Purpose: create the scope (experiment, policy, checkpoint) of an ingest and
-//   take its write lock, so concurrent ingests into one scope serialize and
-//   never lose counts. Runs first in every ingest transaction.
+// Purpose: create the scope (experiment, policy, checkpoint) of an ingest if
+//   it is new. Runs first in every ingest transaction; it takes no lock on an
+//   existing scope, so batches into one scope can be written concurrently
+//   (counts are added with increments that lock before they read).
 // Parameters: $scope (map {key, experiment, policy, checkpoint, round})
 // Columns: key
 MERGE (sc:Scope {key: $scope.key})
@@ -8,5 +9,4 @@ ON CREATE SET sc.experiment = $scope.experiment, sc.policy = $scope.policy,
     sc.checkpoint = $scope.checkpoint, sc.round = $scope.round, sc.created = datetime(),
     sc.rollouts = 0, sc.rewarded = 0, sc.near_success = 0, sc.steps = 0,
     sc.pairs_skill = 0, sc.pairs_tool = 0
-SET sc.updated = datetime()
 RETURN sc.key AS key

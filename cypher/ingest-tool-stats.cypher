@@ -20,7 +20,7 @@ CALL (sc) {
 CALL () {
   UNWIND $edges AS row
   MATCH (a:Tool {name: row.from}), (b:Tool {name: row.to})
-  MERGE (a)-[c:COMPOSES {scope: $scope}]->(b)
+  MERGE (a)-[c:COMPOSES {scope: $scope, level: 'tool'}]->(b)
   ON CREATE SET c.n = 0, c.failures = 0, c.cooc = 0, c.examples = []
   SET c.n = c.n + row.n, c.failures = c.failures + row.failures, c.cooc = c.cooc + row.cooc,
       c.examples = (c.examples + row.examples)[0..5]

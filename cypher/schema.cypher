@@ -16,14 +16,8 @@ FOR (n:Task) REQUIRE n.id IS UNIQUE;
 CREATE CONSTRAINT rollout_id IF NOT EXISTS
 FOR (n:Rollout) REQUIRE n.id IS UNIQUE;
 
-CREATE CONSTRAINT step_id IF NOT EXISTS
-FOR (n:Step) REQUIRE n.id IS UNIQUE;
-
 CREATE CONSTRAINT scope_key IF NOT EXISTS
 FOR (n:Scope) REQUIRE n.key IS UNIQUE;
-
-CREATE INDEX rollout_task_id IF NOT EXISTS
-FOR (n:Rollout) ON (n.task_id);
 
 CREATE INDEX rollout_scope IF NOT EXISTS
 FOR (n:Rollout) ON (n.scope);
@@ -34,8 +28,11 @@ FOR (n:Rollout) ON (n.scope, n.fail_prev_tool, n.fail_tool);
 CREATE INDEX scope_experiment IF NOT EXISTS
 FOR (n:Scope) ON (n.experiment, n.policy);
 
-CREATE INDEX composes_scope IF NOT EXISTS
-FOR ()-[c:COMPOSES]-() ON (c.scope);
+CREATE INDEX composes_scope_level IF NOT EXISTS
+FOR ()-[c:COMPOSES]-() ON (c.scope, c.level);
+
+CREATE CONSTRAINT composition_key IF NOT EXISTS
+FOR (n:Composition) REQUIRE n.key IS UNIQUE;
 
 CREATE CONSTRAINT plan_id IF NOT EXISTS
 FOR (n:Plan) REQUIRE n.id IS UNIQUE;

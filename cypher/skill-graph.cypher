@@ -15,7 +15,7 @@ RETURN 'edge' AS kind, a.id AS from, b.id AS to, null AS family, null AS success
        'prior:' + p.kind AS edge_kind, p.count AS n, null AS p_fail_after, null AS fragility
 UNION ALL
 MATCH (sc:Scope {key: $scope})
-MATCH (a:Skill)-[c:COMPOSES {scope: $scope}]->(b:Skill)
+MATCH (a:Skill)-[c:COMPOSES {scope: $scope, level: 'skill'}]->(b:Skill)
 WHERE c.n >= $min_support
 MATCH (sc)-[mb:MEASURED]->(b)
 WITH a, b, c, toFloat(c.failures) / c.n AS p1,

@@ -3,9 +3,7 @@
 // Parameters: $level ("skill" or "tool"), $from (string), $to (string),
 //   $limit (int)
 // Columns: task_id, source, category, n_steps
-MATCH (t:Task)
-WHERE ($level = 'tool' AND ($from + '>' + $to) IN t.tool_pairs)
-   OR ($level = 'skill' AND ($from + '>' + $to) IN t.skill_pairs)
+MATCH (:Composition {key: $level + ':' + $from + '>' + $to})<-[:CONTAINS]-(t:Task)
 RETURN t.id AS task_id, t.source AS source, t.category AS category, t.n_steps AS n_steps
 ORDER BY task_id
 LIMIT $limit

@@ -1,6 +1,7 @@
 // Purpose: create or update seed tasks: their source, size, the tools they use,
 //   and the adjacent compositions their oracle contains (for "tasks that
-//   contain A→B"). Idempotent.
+//   contain A→B": Task-[:CONTAINS]->Composition {key: "tool:a>b" or
+//   "skill:x>y"}). Idempotent.
 // Parameters: $rows (list of {id, source, category, n_turns, n_steps, tools,
 //   tool_pairs: ["a>b"], skill_pairs: ["x>y"], provenance: json string})
 // Columns: tasks
@@ -15,5 +16,12 @@ CALL (t, row) {
   MATCH (x:Tool {name: name})
   MERGE (t)-[:USES]->(x)
   RETURN count(*) AS used
+}
+CALL (t, row) {
+  UNWIND [p IN row.tool_pairs | ['tool', p]] + [p IN row.skill_pairs | ['skill', p]] AS lp
+  MERGE (c:Composition {key: lp[0] + ':' + lp[1]})
+  ON CREATE SET c.level = lp[0], c.from = split(lp[1], '>')[0], c.to = split(lp[1], '>')[1]
+  MERGE (t)-[:CONTAINS]->(c)
+  RETURN count(*) AS contained
 }
 RETURN count(t) AS tasks

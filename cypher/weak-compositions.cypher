@@ -9,9 +9,8 @@
 // Columns: from, to, n, failures, composition_success, target_success_elsewhere,
 //   fragility, fragility_low
 MATCH (sc:Scope {key: $scope})
-MATCH (a)-[c:COMPOSES {scope: $scope}]->(b)
+MATCH (a)-[c:COMPOSES {scope: $scope, level: $level}]->(b)
 WHERE c.n >= $min_support AND c.failures > 0
-  AND (($level = 'skill' AND a:Skill AND b:Skill) OR ($level = 'tool' AND a:Tool AND b:Tool))
 MATCH (sc)-[mb:MEASURED]->(b)
 WITH a, b, c, 1.959964 AS z, c.n AS n1, c.failures AS f1,
      mb.attempts - c.n AS n0, mb.failures - c.failures AS f0

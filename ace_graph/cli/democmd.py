@@ -25,7 +25,13 @@ import typer
 
 from ace_graph.cli import app
 
-DEMO_WEAKNESS = Path(__file__).resolve().parents[2] / "synth" / "demo_weakness.toml"
+def _demo_weakness() -> Path:
+    import synth
+
+    return Path(synth.__file__).resolve().parent / "demo_weakness.toml"
+
+
+DEMO_WEAKNESS = _demo_weakness()
 
 
 @app.command("demo")

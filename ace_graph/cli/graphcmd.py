@@ -30,6 +30,7 @@ def ingest(
     tasks: str = typer.Option("bfcl:all", "--tasks", help="bfcl:CATEGORY or a task JSONL file."),
     round_: int = typer.Option(None, "--round", help="Round number for capability history (default: from the checkpoint)."),
     batch_size: int = typer.Option(1000, "--batch-size", min=1, help="Rollouts per transaction."),
+    workers: int = typer.Option(2, "--workers", min=1, help="Transactions writing batches concurrently."),
     near_success: float = typer.Option(0.7, "--near-success", min=0.0, max=1.0,
                                        help="Share of oracle steps matched for a failed rollout to count as near-success."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report bad lines and go on instead of stopping."),
@@ -61,7 +62,7 @@ def ingest(
             bar = progress.add_task(f"ingesting {file.name}", total=_count_lines(file))
             report = ingest_file(
                 store, file, task_set, experiment, policy, checkpoint, round_=round_,
-                batch_size=batch_size, near_success=near_success, skip_invalid=skip_invalid,
+                batch_size=batch_size, near_success=near_success, skip_invalid=skip_invalid, workers=workers,
                 on_progress=lambda n: progress.advance(bar, n),
             )
     finally:

@@ -69,7 +69,7 @@ def _count(driver, database, query, **params):
 def test_ingest_counts_equal_a_python_recount(clean_db, neo4j_database, tasks, tmp_path):
     path = _write_rollouts(tmp_path / "r.jsonl", tasks, 300, seed=1)
     store = GraphStore(clean_db, neo4j_database)
-    report = ingest_file(store, path, tasks, "exp", "sim", "ckpt-0", batch_size=64)
+    report = ingest_file(store, path, tasks, "exp", "sim", "ckpt-0", batch_size=64, workers=3)
     assert (report.read, report.created) == (300, 300)
 
     from synth.formats import read_any
@@ -157,7 +157,7 @@ def test_failed_batch_leaves_nothing_and_can_be_retried(clean_db, neo4j_database
 
     monkeypatch.setattr(store_mod, "aggregate", flaky)
     with pytest.raises(RuntimeError):
-        ingest_file(store, path, tasks, "exp", "sim", "crash", batch_size=30)
+        ingest_file(store, path, tasks, "exp", "sim", "crash", batch_size=30, workers=1)
     # Batch 1 committed whole; batch 2 left nothing behind (no rollouts, no steps, no counts).
     assert _count(clean_db, neo4j_database, "MATCH (r:Rollout) RETURN count(r)") == 30
     stored_steps = _count(clean_db, neo4j_database, "MATCH (s:Step) RETURN count(s)")

@@ -26,16 +26,16 @@ def test_schema_file_parses_into_idempotent_statements():
     assert q.params == () and q.columns == ()
     assert "schema" in q.description.lower()
     stmts = queries.statements("schema")
-    assert len(stmts) == 16
+    assert len(stmts) == 15
     for s in stmts:
         assert s.startswith("CREATE ") and "IF NOT EXISTS" in s
         assert ";" not in s and "//" not in s
     joined = "\n".join(stmts)
     for label, prop in [("Skill", "id"), ("Tool", "name"), ("Task", "id"), ("Rollout", "id"),
-                        ("Step", "id"), ("Scope", "key")]:
+                        ("Scope", "key")]:
         assert f"(n:{label}) REQUIRE n.{prop} IS UNIQUE" in joined
-    assert "FOR (n:Rollout) ON (n.task_id)" in joined
-    assert "FOR ()-[c:COMPOSES]-() ON (c.scope)" in joined
+    assert "FOR (n:Rollout) ON (n.scope)" in joined
+    assert "FOR ()-[c:COMPOSES]-() ON (c.scope, c.level)" in joined
 
 
 def test_every_shipped_query_file_loads():
