@@ -21,7 +21,8 @@ from ace_graph.errors import ConnectionError_, ServerError
 from ace_graph.server import ManagedNeo4j, pinned_version
 
 EXPECTED_CONSTRAINTS = {
-    ("Skill", "id"), ("Tool", "name"), ("Task", "id"), ("Rollout", "id"), ("Step", "id"), ("Scope", "key"),
+    ("Skill", "id"), ("Tool", "name"), ("Task", "id"), ("Rollout", "id"), ("Scope", "key"), ("Plan", "id"),
+    ("Composition", "key"), ("CurriculumUnit", "id"),
 }
 
 
@@ -148,7 +149,9 @@ def test_init_is_idempotent(clean_db, neo4j_database):
         "SHOW INDEXES YIELD labelsOrTypes, properties, type WHERE type = 'RANGE' RETURN labelsOrTypes, properties",
         database_=neo4j_database,
     )
-    assert (["Rollout"], ["task_id"]) in [(r["labelsOrTypes"], r["properties"]) for r in records]
+    indexes = [(r["labelsOrTypes"], r["properties"]) for r in records]
+    assert (["Rollout"], ["scope"]) in indexes
+    assert (["COMPOSES"], ["scope", "level"]) in indexes
 
     clean_db.execute_query("CREATE (:Skill {id: 'dup'})", database_=neo4j_database)
     with pytest.raises(ConstraintError):

@@ -28,7 +28,7 @@ def graph(neo4j_driver, neo4j_database, tmp_path_factory):
     from synth.sim import parse_weakness, simulate
 
     with neo4j_driver.session(database=neo4j_database) as s:
-        s.run("MATCH (n) DETACH DELETE n").consume()
+        s.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
     tasks = {t.id: t for t in bfcl.load_tasks("base")}
     spec = parse_weakness(WEAKNESS)
     store = GraphStore(neo4j_driver, neo4j_database)
