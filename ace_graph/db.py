@@ -44,7 +44,9 @@ def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) ->
 
     auth = (settings.user, settings.password) if settings.password is not None else None
     try:
-        driver = GraphDatabase.driver(settings.uri, auth=auth)
+        # Notifications (e.g. "property key does not exist" on a fresh graph) are
+        # hints for interactive use; ACE's named queries run on empty graphs too.
+        driver = GraphDatabase.driver(settings.uri, auth=auth, notifications_min_severity="OFF")
     except (ValueError, DriverError, Neo4jError) as e:
         raise ConnectionError_(f"Invalid Neo4j address {settings.uri!r}: {e}. {_how_to_fix(settings)}") from e
     if not verify:

@@ -18,7 +18,8 @@ ON CREATE SET c.round = $previous_round, c.created = datetime()
 SET c.updated = datetime()
 WITH c
 WHERE c.round = $previous_round
-SET c.round = $round, c.config = $config, c.prior = $prior, c.last_scope = $scope
+SET c.round = $round, c.config = $config, c.prior = $prior, c.last_scope = $scope,
+    c.scopes = coalesce(c.scopes, []) + [$scope]
 WITH c
 CALL (c) {
   UNWIND $units AS row

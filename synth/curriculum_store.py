@@ -58,6 +58,12 @@ def load_state(store: Any, experiment: str) -> CurriculumState:
     return CurriculumState.from_dict({"round": rows[0]["round"] or 0, "units": units})
 
 
+def scopes_read(store: Any, experiment: str) -> list[str]:
+    """Every scope whose evidence has fed one of the experiment's rounds, oldest first."""
+    rows = store.run("curriculum-status", experiment=experiment)
+    return list(rows[0]["scopes"] or []) if rows else []
+
+
 def last_scope(store: Any, experiment: str) -> str | None:
     """The scope whose evidence fed the experiment's latest round, if any."""
     rows = store.run("curriculum-status", experiment=experiment)

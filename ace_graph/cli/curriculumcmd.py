@@ -80,7 +80,7 @@ def step_cmd(
     momentum: float = typer.Option(0.5, "--momentum", help="EMA weight of the new observation (1 = no smoothing)."),
     min_rounds: int = typer.Option(2, "--min-rounds", help="Rounds a unit stays in a state before it may leave it."),
     min_attempts: int = typer.Option(1, "--min-attempts", help="Ignore units observed fewer times than this."),
-    allow_repeat: bool = typer.Option(False, "--allow-repeat", help="Allow feeding the same scope twice in a row."),
+    allow_repeat: bool = typer.Option(False, "--allow-repeat", help="Allow feeding a scope that an earlier round already read."),
     as_json: bool = typer.Option(False, "--json", help="Print the decisions as JSON."),
 ) -> None:
     """Advance the experiment's curriculum one round from a scope's measurements and store the decisions."""
@@ -89,16 +89,15 @@ def step_cmd(
 
     from ace_graph.errors import ConfigError
     from synth.curriculum import CurriculumConfig, step
-    from synth.curriculum_store import last_scope, load_state, observations_from_graph, save
+    from synth.curriculum_store import load_state, observations_from_graph, save, scopes_read
 
     config = CurriculumConfig(theta=theta, phi=phi, momentum=momentum, min_rounds=min_rounds,
                               min_attempts=min_attempts, level=level)
 
     def work(store):
-        previous = last_scope(store, experiment)
-        if previous == scope and not allow_repeat:
+        if scope in scopes_read(store, experiment) and not allow_repeat:
             raise ConfigError(
-                f"the last round of {experiment!r} already read scope {scope!r}; feeding it again would "
+                f"a round of {experiment!r} already read scope {scope!r}; feeding it again would "
                 "count the same evidence twice in the moving average. Pass the next checkpoint's scope, "
                 "or --allow-repeat."
             )

@@ -212,9 +212,9 @@ def _synthesize(console, store, run_dir: Path, experiment: str, scope: str, seed
 
 def _curriculum_step(console, store, experiment: str, scope: str) -> None:
     from synth.curriculum import CurriculumConfig, step
-    from synth.curriculum_store import last_scope, load_state, observations_from_graph, save
+    from synth.curriculum_store import load_state, observations_from_graph, save, scopes_read
 
-    if last_scope(store, experiment) == scope:
+    if scope in scopes_read(store, experiment):
         console.print(f"Curriculum of {experiment!r} already advanced from {scope}; not counting it twice.")
         return
     config = CurriculumConfig(min_rounds=1)

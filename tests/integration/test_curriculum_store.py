@@ -131,6 +131,9 @@ def test_cli_step_and_status(store, tmp_path, capsys, clean_db, neo4j_database):
     assert main(["curriculum", "step", "-e", "curr", "--scope", s2, "--min-rounds", "1", "--json"]) == 0
     second = json.loads(capsys.readouterr().out)
     assert second["round"] == 2
+    # an older scope is refused too, not only the latest one
+    assert main(["curriculum", "step", "-e", "curr", "--scope", s1]) == 1
+    assert "already read" in capsys.readouterr().err
 
     assert main(["curriculum", "status", "-e", "curr", "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
