@@ -46,12 +46,10 @@ class IngestReport:
         }
 
 
-def _rollouts(path: Path, skip_invalid: bool, errors: list[str]) -> Iterator[Any]:
-    try:
-        from synth.formats import read_any
-    except ModuleNotFoundError:  # pragma: no cover - formats module not installed
-        from synth.rollouts import read_rollouts as read_any
-    yield from read_any(path, skip_invalid=skip_invalid, errors=errors)
+def _rollouts(path: Path, skip_invalid: bool, errors: list[str], id_suffix: str = "") -> Iterator[Any]:
+    from synth.formats import read_any
+
+    yield from read_any(path, skip_invalid=skip_invalid, errors=errors, id_suffix=id_suffix)
 
 
 def prepare(
@@ -96,6 +94,7 @@ def ingest_file(
     seed_tasks: bool = True,
     on_progress: Callable[[int], None] | None = None,
     workers: int = 2,
+    id_suffix: str = "",
 ) -> IngestReport:
     """Ingest one rollout file into the scope (experiment, policy, checkpoint).
 
@@ -113,6 +112,10 @@ def ingest_file(
     report = IngestReport(key)
     start = time.perf_counter()
     if seed_tasks:
+        # Idempotence and concurrent writers rely on the uniqueness constraints.
+        from ace_graph.db import apply_schema
+
+        apply_schema(store.driver, store.database)
         store.ensure_taxonomy()
         store.upsert_tasks(tasks.values())
     # Verification and tagging (Python) overlap with writing (Neo4j): this
@@ -147,7 +150,7 @@ def ingest_file(
         t.start()
     batch: list[tuple[RolloutRecord, tuple[Any, ...]]] = []
     try:
-        for item in prepare(tasks, _rollouts(path, skip_invalid, report.invalid), key, near_success,
+        for item in prepare(tasks, _rollouts(path, skip_invalid, report.invalid, id_suffix), key, near_success,
                             skip_invalid, report.invalid, str(path)):
             batch.append(item)
             if len(batch) >= batch_size:

@@ -36,7 +36,7 @@ def scope_key(experiment: str, policy: str, checkpoint: str) -> str:
     return f"{experiment}/{policy}/{checkpoint}"
 
 
-def _pairs(tags: Sequence[Any]) -> tuple[list[str], list[str]]:
+def composition_pairs(tags: Sequence[Any]) -> tuple[list[str], list[str]]:
     """Adjacent call pairs of an oracle ("a>b"), at tool and at skill level."""
     tool_pairs: list[str] = []
     skill_pairs: set[str] = set()
@@ -51,6 +51,9 @@ def _pairs(tags: Sequence[Any]) -> tuple[list[str], list[str]]:
             skill_pairs.update(f"{a}>{b}" for a in prev.skills for b in tag.skills)
         prev = tag
     return sorted(set(tool_pairs)), sorted(skill_pairs)
+
+
+_pairs = composition_pairs  # the short name tests and benchmarks use
 
 
 @dataclass
@@ -108,7 +111,7 @@ class GraphStore:
         example: dict[tuple[str, str, str, str], str] = {}
         for task in tasks:
             tags = tag_task(task)
-            tool_pairs, skill_pairs = _pairs(tags)
+            tool_pairs, skill_pairs = composition_pairs(tags)
             rows.append(
                 {
                     "id": task.id,

@@ -33,4 +33,4 @@ RETURN coalesce(a.id, a.name) AS from, coalesce(b.id, b.name) AS to, n1 AS n, f1
        CASE WHEN ma.as_pred > 0 THEN toFloat(c.cooc) / ma.as_pred ELSE null END AS p_next,
        CASE WHEN c.cooc > 0 AND ma.as_pred > 0 AND succ > 0
             THEN log(toFloat(c.cooc) * pairs / (toFloat(ma.as_pred) * succ)) ELSE null END AS pmi
-ORDER BY fragility_low DESC, n DESC
+ORDER BY fragility_low DESC, n DESC, from, to

@@ -27,11 +27,11 @@ WITH a, b, c, n1, f1, sa, p1, p0, low,
      coalesce(a.id, a.name) + '>' + coalesce(b.id, b.name) AS pair
 CALL (pair) {
   MATCH (:Composition {key: $level + ':' + pair})<-[:CONTAINS]-(t:Task)
-  WITH t ORDER BY t.id LIMIT 10
+  WITH t ORDER BY t.source = 'ace', t.id LIMIT 10
   RETURN collect(t.id) AS seed_tasks
 }
 RETURN coalesce(a.id, a.name) AS from, coalesce(b.id, b.name) AS to, n1 AS n, f1 AS failures,
        sa AS from_success, 1 - p1 AS composition_success, 1 - p0 AS target_success_elsewhere,
        p1 - p0 AS fragility, low AS fragility_low, c.examples AS near_success_examples, seed_tasks
-ORDER BY fragility_low DESC, n DESC
+ORDER BY fragility_low DESC, n DESC, from, to
 LIMIT $limit

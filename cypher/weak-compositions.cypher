@@ -23,5 +23,5 @@ WHERE low > $min_lift
 RETURN coalesce(a.id, a.name) AS from, coalesce(b.id, b.name) AS to, n1 AS n, f1 AS failures,
        1 - p1 AS composition_success, 1 - p0 AS target_success_elsewhere,
        p1 - p0 AS fragility, low AS fragility_low
-ORDER BY fragility_low DESC, n DESC
+ORDER BY fragility_low DESC, n DESC, from, to
 LIMIT $limit

@@ -246,11 +246,23 @@ def to_openai_sft(task: Task) -> dict[str, Any]:
 # --------------------------------------------------------------------------- writing
 
 
+#: Written into every export folder; --force replaces only folders that carry it.
+MARKER = ".ace-export"
+
+
 def _check_out(out: Path, force: bool) -> None:
     if out.exists() and not out.is_dir():
         raise ExportError(f"{out} exists and is not a folder; pick another --out")
-    if out.is_dir() and any(out.iterdir()) and not force:
+    if not (out.is_dir() and any(out.iterdir())):
+        return
+    if not force:
         raise ExportError(f"{out} is not empty; pick another --out or pass --force to replace it")
+    protected = {Path.cwd().resolve(), Path.home().resolve(), Path(out.anchor)}
+    if out in protected or any(out in p.parents for p in protected) or not (out / MARKER).is_file():
+        raise ExportError(
+            f"{out} is not a folder an earlier `ace export` wrote (no {MARKER} file in it), or it holds "
+            "the current folder or your home; --force only replaces earlier exports. Pick another --out."
+        )
 
 
 def _install(tmp: Path, out: Path) -> None:
@@ -286,6 +298,7 @@ def export(tasks: Iterable[Task], fmt: str, out: str | Path, force: bool = False
         else:
             _write_jsonl(tasks, fmt, tmp, report)
         report.files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
+        (tmp / MARKER).write_text(f"written by `ace export --format {fmt}`\n")
         _install(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

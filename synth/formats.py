@@ -264,8 +264,9 @@ def read_any(
 
     A bad line raises :class:`RolloutFormatError` naming the file and line,
     unless ``skip_invalid``, in which case the message goes to ``errors``.
-    ``id_suffix`` is appended to the ids of BFCL entries (e.g. the model name,
-    to keep rollouts of several models apart).
+    ``id_suffix`` is appended to every rollout id (e.g. a sample number, to
+    keep two BFCL result files of one checkpoint apart).  A line without an id
+    is named ``FILE:line-N``.
     """
     path = Path(path)
     if not path.is_file():
@@ -280,7 +281,11 @@ def read_any(
                 except (json.JSONDecodeError, RecursionError) as e:
                     msg = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply"
                     raise RolloutFormatError(f"line {n}: not valid JSON ({msg})") from e
-                yield parse_any(obj, n, id_suffix)
+                rollout = parse_any(obj, n)
+                if rollout.rollout_id == f"line-{n}":  # no id in the line: name it by file and line
+                    rollout.rollout_id = f"{path.name}:line-{n}"
+                rollout.rollout_id += id_suffix
+                yield rollout
             except RolloutFormatError as e:
                 if not skip_invalid:
                     raise RolloutFormatError(f"{path}: {e}") from e

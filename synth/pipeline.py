@@ -228,6 +228,24 @@ def synthesize(
     return result
 
 
+def seeds_by_target(frontier: list[dict[str, Any]], seeds: dict[str, Task]) -> dict[tuple[str, str], list[str]]:
+    """For each frontier edge, the seed tasks whose oracle makes the two calls adjacently (sorted ids).
+
+    Computed from the seeds themselves, not from the graph, so tasks synthesized
+    earlier and stored there never change which seeds a run uses.
+    """
+    from ace_graph.store import composition_pairs
+    from ace_graph.tagger import tag_task
+
+    wanted = {f"{r['from']}>{r['to']}": (r["from"], r["to"]) for r in frontier}
+    out: dict[tuple[str, str], list[str]] = {pair: [] for pair in wanted.values()}
+    for task_id in sorted(seeds):
+        for pair in composition_pairs(tag_task(seeds[task_id]))[0]:
+            if pair in wanted:
+                out[wanted[pair]].append(task_id)
+    return out
+
+
 def write_tasks(path: Any, tasks: Iterable[Task]) -> int:
     """Write tasks as JSONL atomically (temp file, then rename)."""
     from pathlib import Path

@@ -37,15 +37,26 @@ def load_task_set(spec: str) -> dict[str, Task]:
             "miss_param, all) nor an existing task file."
         )
     tasks: dict[str, Task] = {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                task = Task.from_dict(json.loads(line))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-                raise TaskLoadError(f"{path}:{n}: not an ACE task ({type(e).__name__}: {e})") from e
-            tasks[task.id] = task
+    first_line: dict[str, int] = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    task = Task.from_dict(json.loads(line))
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
+                    raise TaskLoadError(f"{path}:{n}: not an ACE task ({type(e).__name__}: {e})") from e
+                if task.id in tasks:
+                    raise TaskLoadError(
+                        f"{path}:{n}: task id {task.id!r} repeats line {first_line[task.id]}; task ids must be unique"
+                    )
+                tasks[task.id] = task
+                first_line[task.id] = n
+    except UnicodeDecodeError as e:
+        raise TaskLoadError(f"{path} is not a UTF-8 text file of ACE tasks (JSONL): {e}") from e
+    if not tasks:
+        raise TaskLoadError(f"{path} holds no tasks")
     return tasks
 
 

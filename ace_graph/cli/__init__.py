@@ -52,11 +52,22 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # normal end, --help, usage errors, typer.Exit
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except AceError as e:
-        from rich.console import Console
-
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {e}", highlight=False)
+        _print_error(str(e))
+        return 1
+    except Exception as e:
+        # The database's own errors (a wrong parameter type, a server that went
+        # away mid-command) are reported in one line too; anything else is a bug.
+        if type(e).__module__.split(".")[0] != "neo4j":
+            raise
+        _print_error(f"Neo4j: {getattr(e, 'message', None) or e} ({type(e).__name__})")
         return 1
     return 0
+
+
+def _print_error(message: str) -> None:
+    from rich.console import Console
+
+    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {message}", highlight=False)
 
 
 def entry() -> None:  # pragma: no cover - console script wrapper

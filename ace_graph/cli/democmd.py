@@ -171,15 +171,12 @@ def _synthesize(console, store, run_dir: Path, experiment: str, scope: str, seed
 
     from synth import bfcl
     from synth.export import export
-    from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
+    from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
     from synth.sim import load_weakness
 
     seeds = {t.id: t for t in bfcl.load_tasks("all")}
     frontier = store.run("frontier", scope=scope, level="tool", min_support=20, min_lift=0.05, min_prereq=0.6, limit=50)
-    by_target = {}
-    for row in frontier:
-        rows = store.run("tasks-with-composition", level="tool", limit=200, **{"from": row["from"], "to": row["to"]})
-        by_target[(row["from"], row["to"])] = [r["task_id"] for r in rows if r["task_id"] in seeds]
+    by_target = seeds_by_target(frontier, seeds)
     config = SynthConfig(n=n, rounds=2, plans=8, rollouts_per_task=4, seed=seed)
     start = time.perf_counter()
     result = synthesize(frontier, seeds, by_target, sim_policy(load_weakness(weakness)), config)

@@ -125,12 +125,13 @@ def verify_cmd(
         task = task_set.get(r.task_id)
         try:
             if task is None:
-                raise RolloutFormatError(f"{rollouts}: line {r.line}: unknown task_id {r.task_id!r} in {tasks}")
+                raise RolloutFormatError(f"unknown task_id {r.task_id!r} in {tasks}")
             verdict = verify(task, r.turns, rollout_id=r.rollout_id)
         except RolloutFormatError as e:
+            message = str(e) if str(e).startswith(str(rollouts)) else f"{rollouts}: line {r.line}: {e}"
             if not skip_invalid:
-                raise RolloutFormatError(f"{rollouts}: line {r.line}: {e}") from e
-            bad.append(str(e))
+                raise RolloutFormatError(message) from e
+            bad.append(message)
             continue
         n += 1
         rewarded += verdict.reward == 1.0

@@ -31,6 +31,7 @@ def ingest(
     round_: int = typer.Option(None, "--round", help="Round number for capability history (default: from the checkpoint)."),
     batch_size: int = typer.Option(1000, "--batch-size", min=1, help="Rollouts per transaction."),
     workers: int = typer.Option(2, "--workers", min=1, help="Transactions writing batches concurrently."),
+    id_suffix: str = typer.Option("", "--id-suffix", help="Appended to every rollout id (keeps two files with the same ids apart)."),
     near_success: float = typer.Option(0.7, "--near-success", min=0.0, max=1.0,
                                        help="Share of oracle steps matched for a failed rollout to count as near-success."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report bad lines and go on instead of stopping."),
@@ -63,6 +64,7 @@ def ingest(
             report = ingest_file(
                 store, file, task_set, experiment, policy, checkpoint, round_=round_,
                 batch_size=batch_size, near_success=near_success, skip_invalid=skip_invalid, workers=workers,
+                id_suffix=id_suffix,
                 on_progress=lambda n: progress.advance(bar, n),
             )
     finally:
@@ -77,6 +79,9 @@ def ingest(
             f"{d['scope']}: {d['read']} rollouts read, {d['created']} stored, {d['already_stored']} already stored, "
             f"{d['invalid']} invalid; {d['steps']} steps in {d['seconds']} s"
         )
+        if d["already_stored"]:
+            print("  rollouts already stored in this scope (same rollout ids) were skipped; "
+                  "if this is a different run, ingest it with --id-suffix or another --checkpoint")
 
 
 def _parse_value(text: str):

@@ -27,7 +27,7 @@ def synth(
     n: int = typer.Option(100, "--n", min=1, help="Valid tasks to emit."),
     seed: int = typer.Option(0, "--seed", help="Seed: the same seed gives the same tasks."),
     strategy: list[str] = typer.Option(
-        [], "--strategy", help="Strategies to use (repeatable): ambiguity, distractor, cascade, depth. Default: all."
+        [], "--strategy", help="Strategies to use (repeatable): ambiguity, distractor, cascade, depth, random (the untargeted baseline). Default: the four targeted ones."
     ),
     plans: int = typer.Option(8, "--plans", min=1, help="Plans per round (distinct target/strategy/style)."),
     rounds: int = typer.Option(2, "--rounds", min=1, help="Rounds of synthesis and reflection."),
@@ -56,7 +56,7 @@ def synth(
     from ace_graph.config import neo4j_settings
     from ace_graph.db import get_driver
     from ace_graph.store import GraphStore
-    from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
+    from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
     from synth.rollouts import load_task_set
     from synth.sim import load_weakness
 
@@ -82,10 +82,7 @@ def synth(
                 f"The frontier of scope {scope!r} is empty: no composition is significantly weaker than its parts. "
                 "Ingest more rollouts, or lower --min-support."
             )
-        by_target = {}
-        for row in frontier:
-            rows = store.run("tasks-with-composition", level="tool", limit=200, **{"from": row["from"], "to": row["to"]})
-            by_target[(row["from"], row["to"])] = [r["task_id"] for r in rows if r["task_id"] in seed_tasks]
+        by_target = seeds_by_target(frontier, seed_tasks)
         with _progress(disable=as_json) as progress:
             bar = progress.add_task("synthesizing", total=config.n)
             result = synthesize(frontier, seed_tasks, by_target, sim_policy(load_weakness(weakness)), config,

@@ -44,14 +44,10 @@ def graph(neo4j_driver, neo4j_database, tmp_path_factory):
 
 def _synthesize_a_few(store, tasks, spec):
     """A handful of synthesized tasks with their plans and lineage, for the synthesis queries."""
-    from synth.pipeline import SynthConfig, sim_policy, synthesize
+    from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize
 
     frontier = store.run("frontier", scope=SCOPE, level="tool", min_support=20, min_lift=0.05, min_prereq=0.6, limit=5)
-    by_target = {
-        (r["from"], r["to"]): [x["task_id"] for x in store.run(
-            "tasks-with-composition", level="tool", limit=50, **{"from": r["from"], "to": r["to"]})]
-        for r in frontier
-    }
+    by_target = seeds_by_target(frontier, tasks)
     result = synthesize(frontier, tasks, by_target, sim_policy(spec),
                         SynthConfig(n=4, rounds=1, plans=2, rollouts_per_task=2, seed=0))
     assert result.tasks

@@ -132,6 +132,7 @@ def test_export_is_atomic_and_refuses_to_overwrite(tmp_path, base_tasks, monkeyp
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("x")
+    (out / ".ace-export").write_text("an earlier export\n")
     with pytest.raises(ExportError, match="--force"):
         export(base_tasks[:3], "trl", out)
     assert (out / "keep.txt").exists()
@@ -161,3 +162,24 @@ def test_cli_export(tmp_path, capsys):
     assert main(["export", "--tasks", "bfcl:base", "--format", "bfcl", "--out", str(out)]) == 1
     assert "--force" in capsys.readouterr().err
     assert main(["export", "--tasks", "bfcl:base", "--format", "csv", "--out", str(tmp_path / "x")]) == 1
+
+
+def test_force_replaces_only_an_earlier_export(tmp_path, monkeypatch):
+    from synth import bfcl
+    from synth.export import ExportError, export
+
+    tasks = bfcl.load_tasks("base")[:3]
+    victim = tmp_path / "victim"
+    (victim / "keep").mkdir(parents=True)
+    (victim / "keep" / "important.txt").write_text("mine")
+    with pytest.raises(ExportError, match="only replaces earlier exports"):
+        export(tasks, "trl", victim, force=True)
+    assert (victim / "keep" / "important.txt").read_text() == "mine"
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    export(tasks, "trl", out)
+    export(tasks, "openai-sft", out, force=True)  # an earlier export: replaced
+    assert (out / ".ace-export").is_file()
+    with pytest.raises(ExportError):
+        export(tasks, "trl", tmp_path, force=True)  # the current folder is never replaced

@@ -113,7 +113,7 @@ def test_openai_user_messages_start_turns_and_bad_arguments_stay_malformed(tmp_p
         ],
     }
     (r,) = read_any(_write(tmp_path / "oa.jsonl", [obj]))
-    assert r.rollout_id == "line-1"
+    assert r.rollout_id == "oa.jsonl:line-1"  # a line without an id is named by file and line
     assert r.turns == [[{"name": "ls", "arguments": "{not json"}], [], [{"name": "pwd", "arguments": {}}]]
     v = verify(task, r.turns)
     assert v.reward == 0.0 and v.attribution == "malformed_call" and v.failing_turn == 0
