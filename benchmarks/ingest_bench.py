@@ -48,8 +48,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
-import platform
 import resource
 import subprocess
 import sys
@@ -184,32 +182,8 @@ def baseline_ingest_one(session: Any, scope: dict[str, Any], rec: Any, tags: tup
 
 # --------------------------------------------------------------------------- helpers
 
+from _common import machine_facts  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
-def machine_facts(driver: Any = None, database: str = "neo4j") -> str:
-    import neo4j
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        kb = int(Path("/proc/meminfo").read_text().split("\n")[0].split()[1])
-        mem = f", {kb / 2**20:.0f} GiB RAM"
-    except (OSError, ValueError, IndexError):
-        pass
-    version = "?"
-    if driver is not None:
-        with driver.session(database=database) as s:
-            rec = s.run("CALL dbms.components() YIELD name, versions, edition "
-                        "RETURN name, versions[0] AS v, edition").single()
-            version = f"{rec['name']} {rec['v']} {rec['edition']}"
-    return (f"machine: {os.cpu_count()} cores ({cpu}){mem}; load avg {os.getloadavg()[0]:.2f}\n"
-            f"python {platform.python_version()}, neo4j driver {neo4j.__version__}, server {version}")
 
 
 def wipe(driver: Any, database: str) -> None:

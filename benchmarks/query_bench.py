@@ -36,8 +36,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -76,22 +74,7 @@ CASES = [
 ]
 
 
-def machine_facts(driver: Any, database: str) -> str:
-    import neo4j
-
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    with driver.session(database=database) as s:
-        rec = s.run("CALL dbms.components() YIELD name, versions, edition RETURN name, versions[0] AS v, edition").single()
-    return (f"machine: {os.cpu_count()} cores ({cpu}); load avg {os.getloadavg()[0]:.2f}\n"
-            f"python {platform.python_version()}, neo4j driver {neo4j.__version__}, "
-            f"server {rec['name']} {rec['v']} {rec['edition']}")
+from _common import machine_facts  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 
 def scope_of(i: int) -> dict[str, Any]:

@@ -398,7 +398,7 @@ def step(
             ok, detail = gate(needed)
             if ok:
                 move(u, ACTIVE, f"unlocked: {what} >= theta {cfg.theta} ({detail})" if needed
-                     else f"unlocked: no prerequisites")
+                     else "unlocked: no prerequisites")
         elif u.state == MASTERED and u.ema is not None and u.ema < cfg.phi:
             move(u, ACTIVE, f"regressed: smoothed success {_fmt(u.ema)} < phi {cfg.phi}")
 

@@ -29,7 +29,6 @@ Ids are content-addressed, so the same inputs (and rng seed) give the same id.
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import json
@@ -42,6 +41,7 @@ from synth import bfcl
 from synth.calls import Call, parse_call
 from synth.executor import Environment, copy_json
 from synth.taskcheck import (
+    leaves as _leaves,
     adjacent_positions,
     canonical_json,
     error_output,
@@ -161,14 +161,6 @@ def _parsed_output(output: str) -> Any:
         return json.loads(output)
     except (ValueError, TypeError):
         return None
-
-
-def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in _leaves(v)]
-    if isinstance(value, (list, tuple)):
-        return [x for v in value for x in _leaves(v)]
-    return [value]
 
 
 def _effective(seed: Task, cls: str) -> Any:

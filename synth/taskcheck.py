@@ -187,11 +187,12 @@ def value_in_text(value: Any, text: str) -> bool:
     return False
 
 
-def _leaves(value: Any) -> list[Any]:
+def leaves(value: Any) -> list[Any]:
+    """Every scalar inside nested dicts and lists."""
     if isinstance(value, dict):
-        return [x for v in value.values() for x in _leaves(v)]
+        return [x for v in value.values() for x in leaves(v)]
     if isinstance(value, (list, tuple)):
-        return [x for v in value for x in _leaves(v)]
+        return [x for v in value for x in leaves(v)]
     return [value]
 
 
@@ -218,7 +219,7 @@ def _values_missing(task: Task, oracle: Oracle) -> list[str]:
                 continue
             step = oracle.turns[tag.turn].steps[tag.index]
             for param, arg in step.arguments.items():
-                if any(_same(leaf, value) for leaf in _leaves(arg)):
+                if any(_same(leaf, value) for leaf in leaves(arg)):
                     uses.append((tag.turn, tag.arg_sources.get(param)))
         if not uses:
             continue  # not used by the ground truth: nothing to carry

@@ -22,7 +22,6 @@ satisfied), the first failing turn and step, and what went wrong there.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import pickle

@@ -7,7 +7,6 @@ import random
 import pytest
 
 from synth import bfcl, strategies
-from synth.calls import Call, parse_call
 from synth.taskcheck import adjacent_positions, check_task, flat_calls, target_present, user_text_upto
 from synth.verifier import ground_truth_rollout, verify
 

@@ -21,7 +21,6 @@ from synth.taskcheck import (
     adjacent_positions,
     check_task,
     error_output,
-    flat_calls,
     target_present,
     task_fingerprint,
 )
