@@ -9,7 +9,7 @@ A rollout file is JSONL, one rollout per line::
     {"rollout_id": "r1", "task_id": "multi_turn_base_0",
      "turns": [["cd(folder='document')", {"name": "ls", "arguments": {}}], []]}
 
-Lines are read one at a time, so files of any size stream in flat memory.
+`synth.formats.read_any` streams such files line by line, in flat memory.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ace_graph.errors import RolloutFormatError, TaskLoadError
 from synth.tasks import Task
@@ -89,29 +89,3 @@ def parse_rollout(obj: Any, line: int) -> Rollout:
                 )
     rollout_id = obj.get("rollout_id", f"line-{line}")
     return Rollout(str(rollout_id), task_id, turns, line, obj.get("meta"))
-
-
-def read_rollouts(path: str | Path, skip_invalid: bool = False, errors: list[str] | None = None) -> Iterator[Rollout]:
-    """Stream rollouts from a JSONL file.
-
-    A bad line raises :class:`RolloutFormatError` naming it, unless
-    ``skip_invalid``, in which case its message is appended to ``errors``.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise RolloutFormatError(f"rollout file {str(path)!r} does not exist")
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise RolloutFormatError(f"line {n}: not valid JSON ({e.msg})") from e
-                yield parse_rollout(obj, n)
-            except RolloutFormatError as e:
-                if not skip_invalid:
-                    raise RolloutFormatError(f"{path}: {e}") from e
-                if errors is not None:
-                    errors.append(f"{path}: {e}")

@@ -40,6 +40,22 @@ def _register() -> None:
                 raise
 
 
+def progress_bar(disable: bool = False):
+    """The progress bar every long command shows on stderr (hidden with --json)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        disable=disable,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (tests call ``main([...])``).
 

@@ -10,25 +10,10 @@ from pathlib import Path
 
 import typer
 
-from ace_graph.cli import app
+from ace_graph.cli import app, progress_bar
 
 env_app = typer.Typer(help="Executable tool environments (BFCL multi-turn).", no_args_is_help=True)
 app.add_typer(env_app, name="env")
-
-
-def _progress(disable: bool = False):
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-        disable=disable,
-    )
 
 
 @env_app.command("replay")
@@ -54,7 +39,7 @@ def replay(
     passed = failed = errors = 0
     failures: list[str] = []
     start = time.perf_counter()
-    with _progress(disable=as_json) as progress:
+    with progress_bar(disable=as_json) as progress:
         bar = progress.add_task(f"replaying bfcl:{category}", total=len(tasks))
         for task in tasks:
             oracle = replay_oracle(task)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ace_graph.cli import app
+from ace_graph.cli import app, progress_bar
 
 #: Named queries that write; `ace query` runs only the others.
 WRITE_PREFIXES = ("ingest-", "upsert-", "schema", "curriculum-upsert")
@@ -44,7 +44,6 @@ def ingest(
     """
     from rich.console import Console
 
-    from ace_graph.cli.envcmd import _progress
     from ace_graph.config import neo4j_settings
     from ace_graph.db import get_driver
     from ace_graph.errors import RolloutFormatError
@@ -59,7 +58,7 @@ def ingest(
     driver = get_driver(settings)
     try:
         store = GraphStore(driver, settings.database)
-        with _progress(disable=as_json) as progress:
+        with progress_bar(disable=as_json) as progress:
             bar = progress.add_task(f"ingesting {file.name}", total=_count_lines(file))
             report = ingest_file(
                 store, file, task_set, experiment, policy, checkpoint, round_=round_,

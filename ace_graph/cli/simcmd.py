@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from ace_graph.cli import app
+from ace_graph.cli import app, progress_bar
 
 sim_app = typer.Typer(
     help=(
@@ -70,7 +70,7 @@ def rollouts_cmd(
     failing = 0
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f, _progress() as progress:
+        with os.fdopen(fd, "w", encoding="utf-8") as f, progress_bar() as progress:
             bar = progress.add_task(f"simulating {tasks}", total=n)
             for r in simulate(task_list, n, spec, seed):
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
@@ -92,18 +92,4 @@ def rollouts_cmd(
     print(
         f"wrote {n} rollouts to {out} ({len(task_list)} tasks, seed {seed}); "
         f"{failing} with planted slips ({kinds})"
-    )
-
-
-def _progress():
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
     )

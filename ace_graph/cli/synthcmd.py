@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ace_graph.cli import app
+from ace_graph.cli import app, progress_bar
 
 synth_app = typer.Typer(
     help=(
@@ -52,7 +52,6 @@ def synth(
         raise ConfigError("`ace synth` needs --experiment and --out (or use `ace synth check FILE`).")
     from rich.console import Console
 
-    from ace_graph.cli.envcmd import _progress
     from ace_graph.config import neo4j_settings
     from ace_graph.db import get_driver
     from ace_graph.store import GraphStore
@@ -83,7 +82,7 @@ def synth(
                 "Ingest more rollouts, or lower --min-support."
             )
         by_target = seeds_by_target(frontier, seed_tasks)
-        with _progress(disable=as_json) as progress:
+        with progress_bar(disable=as_json) as progress:
             bar = progress.add_task("synthesizing", total=config.n)
             result = synthesize(frontier, seed_tasks, by_target, sim_policy(load_weakness(weakness)), config,
                                 progress=lambda k: progress.advance(bar, k))

@@ -279,7 +279,7 @@ def test_missing_weakness_file(tmp_path):
 
 def test_cli_round_trip(tmp_path, capsys):
     from ace_graph.cli import main
-    from synth.rollouts import read_rollouts
+    from synth.formats import read_any
 
     w = tmp_path / "w.toml"
     w.write_text('[defaults]\nerror = 0.05\n[[composition]]\nfrom = "cd"\nto = "ls"\nerror = 0.8\n')
@@ -290,7 +290,7 @@ def test_cli_round_trip(tmp_path, capsys):
     assert "120 rollouts" in summary and str(out1) in summary
     assert main([*argv, "--out", str(out2)]) == 0
     assert out1.read_bytes() == out2.read_bytes()
-    rollouts = list(read_rollouts(out1))
+    rollouts = list(read_any(out1))
     assert len(rollouts) == 120
     assert all(isinstance(r.meta["slips"], list) for r in rollouts)
     batch = list(simulate(bfcl.load_tasks("base"), 120, load_weakness(w), 4))
