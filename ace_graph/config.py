@@ -1,30 +1,21 @@
-"""Workspace and settings.
+"""Where the graph lives: Neo4j settings and the shipped Cypher folder.
 
-Everything ACE writes lives under one workspace folder, ``ACE_HOME``
-(default ``~/.ace``): the managed Neo4j server (artifacts, data, logs, the
-generated password), runs and caches.  Settings come from environment
-variables; command-line flags override them where a command offers one.
+Settings come from environment variables; command-line flags override them
+where a command offers one.  The workspace folder itself is
+``ace_env.workspace.ace_home`` (re-exported here).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-CYPHER_DIR = REPO_ROOT / "cypher"
+from ace_env.workspace import ace_home  # noqa: F401  (re-exported)
+from ace_graph import server
 
-
-def ace_home() -> Path:
-    """The workspace folder (created on first use, owner-only)."""
-    home = Path(os.environ.get("ACE_HOME", Path.home() / ".ace")).expanduser()
-    home.mkdir(parents=True, exist_ok=True)
-    try:
-        home.chmod(0o700)
-    except OSError:  # a shared or read-only mount: leave its mode alone
-        pass
-    return home
+CYPHER_DIR = Path(str(resources.files("cypher")))
 
 
 @dataclass(frozen=True)
@@ -49,7 +40,6 @@ def neo4j_settings() -> Neo4jSettings:
     user = os.environ.get("NEO4J_USER", os.environ.get("NEO4J_USERNAME", "neo4j"))
     if uri:
         return Neo4jSettings(uri, user, os.environ.get("NEO4J_PASSWORD"), database, True)
-    from ace_graph import server
 
     managed = server.ManagedNeo4j()
     return Neo4jSettings(managed.bolt_uri, "neo4j", managed.read_password(), database, False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from ace_graph import queries
 from ace_graph.config import Neo4jSettings, neo4j_settings
 from ace_graph.errors import ConnectionError_
 
@@ -71,7 +72,6 @@ def apply_schema(driver: "neo4j.Driver", database: str | None = None) -> list[st
 
     Every statement uses IF NOT EXISTS, so applying it again changes nothing.
     """
-    from ace_graph import queries
 
     database = database or neo4j_settings().database
     statements = queries.statements(SCHEMA_QUERY)

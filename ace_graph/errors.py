@@ -1,15 +1,12 @@
-"""One exception base for ACE; a subclass per failure point.
+"""The graph layer's errors, on top of ``ace_env.errors``.
 
-Every message says what went wrong, why, and how to fix it.
+``AceError`` and the input errors live in ``ace_env`` (the bottom layer);
+they are re-exported here so graph code has one place to import from.
 """
 
+from ace_env.errors import AceError, ConfigError, RolloutFormatError, TaskLoadError
 
-class AceError(Exception):
-    """Base of every error ACE raises on purpose."""
-
-
-class ConfigError(AceError):
-    """A setting, flag or input file is invalid."""
+__all__ = ["AceError", "ConfigError", "ConnectionError_", "RolloutFormatError", "ServerError", "TaskLoadError"]
 
 
 class ServerError(AceError):
@@ -18,11 +15,3 @@ class ServerError(AceError):
 
 class ConnectionError_(AceError):
     """ACE could not reach or authenticate against Neo4j."""
-
-
-class TaskLoadError(AceError):
-    """A task set could not be loaded."""
-
-
-class RolloutFormatError(AceError):
-    """A rollout line is not in a format ACE accepts."""

@@ -16,10 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ace_graph.errors import RolloutFormatError
+from ace_env.formats import read_any
+from ace_env.tasks import Task
+from ace_env.verifier import verify
+from ace_graph.db import apply_schema
+from ace_graph.errors import ConfigError, RolloutFormatError
 from ace_graph.outcomes import RolloutRecord, record
 from ace_graph.store import GraphStore, scope_key
-from synth.tasks import Task
+from ace_graph.tagger import tag_task
 
 
 @dataclass
@@ -47,7 +51,6 @@ class IngestReport:
 
 
 def _rollouts(path: Path, skip_invalid: bool, errors: list[str], id_suffix: str = "") -> Iterator[Any]:
-    from synth.formats import read_any
 
     yield from read_any(path, skip_invalid=skip_invalid, errors=errors, id_suffix=id_suffix)
 
@@ -62,8 +65,6 @@ def prepare(
     source: str,
 ) -> Iterator[tuple[RolloutRecord, tuple[Any, ...]]]:
     """Verify and tag each rollout; yield its record with the task's oracle tags."""
-    from ace_graph.tagger import tag_task
-    from synth.verifier import verify
 
     for r in rollouts:
         task = tasks.get(r.task_id)
@@ -102,7 +103,6 @@ def ingest_file(
     verifies and tags the next ones.
     """
     if workers < 1:
-        from ace_graph.errors import ConfigError
 
         raise ConfigError(f"workers must be at least 1, not {workers}")
     path = Path(path)
@@ -113,7 +113,6 @@ def ingest_file(
     start = time.perf_counter()
     if seed_tasks:
         # Idempotence and concurrent writers rely on the uniqueness constraints.
-        from ace_graph.db import apply_schema
 
         apply_schema(store.driver, store.database)
         store.ensure_taxonomy()

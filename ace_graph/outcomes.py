@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from synth.tasks import Task
+from ace_env.tasks import Task
 
 SUCCESS = "success"
 FAIL = "fail"
@@ -107,7 +107,7 @@ def record(
     """Build the stored record of one verified rollout.
 
     ``tags`` are the task's oracle step tags (``ace_graph.tagger.tag_task``),
-    ``verdict`` the verifier's (``synth.verifier.verify``).
+    ``verdict`` the verifier's (``ace_env.verifier.verify``).
     """
     preds = _predecessors(tags)
     failing_flat: int | None = None

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from ace_graph.config import ace_home
+from ace_env.workspace import ace_home
 from ace_graph.errors import ConfigError, ServerError
 
 POM_PATH = Path(__file__).resolve().parent / "neo4j" / "pom.xml"

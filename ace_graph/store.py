@@ -21,16 +21,19 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from ace_env import bfcl
+from ace_env.tasks import Task
 from ace_graph import queries
+from ace_graph.errors import ConfigError
 from ace_graph.outcomes import RolloutRecord, aggregate
-from synth.tasks import Task
+from ace_graph.tagger import tag_task
+from ace_graph.taxonomy import load_taxonomy, tool_skills
 
 
 def scope_key(experiment: str, policy: str, checkpoint: str) -> str:
     """The key of a (experiment, policy, checkpoint) scope."""
     for name, value in (("experiment", experiment), ("policy", policy), ("checkpoint", checkpoint)):
         if not value or "/" in value:
-            from ace_graph.errors import ConfigError
 
             raise ConfigError(f"{name} must be a non-empty name without '/', got {value!r}")
     return f"{experiment}/{policy}/{checkpoint}"
@@ -86,8 +89,6 @@ class GraphStore:
 
     def ensure_taxonomy(self) -> dict[str, int]:
         """Create or update skills, tools and their EXERCISES edges."""
-        from ace_graph.taxonomy import load_taxonomy, tool_skills
-        from synth import bfcl
 
         skills = [{"id": s.id, "family": s.family, "description": s.description} for s in load_taxonomy().values()]
         functions = bfcl.functions()
@@ -104,7 +105,6 @@ class GraphStore:
 
     def upsert_tasks(self, tasks: Iterable[Task], batch_size: int = 500) -> int:
         """Create or update Task nodes (with their compositions) and the prior edges they imply."""
-        from ace_graph.tagger import tag_task
 
         rows, total = [], 0
         prior: dict[str, Counter[tuple[str, str, str]]] = {"skill": Counter(), "tool": Counter()}

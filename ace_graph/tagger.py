@@ -10,7 +10,7 @@ Every oracle step of a task gets the base skills of its tool (from
   step depend on the producer (``data_flow``); the producer gets
   ``result_extraction``;
 * counterfactual replay: the task's ground truth is replayed with step ``i``
-  removed (through :class:`synth.executor.Environment`, never ``eval``); every
+  removed (through :class:`ace_env.executor.Environment`, never ``eval``); every
   later step whose output then changes depends on ``i``.  Such a dependency is
   ``data_flow`` when the step's arguments carry a value from ``i``'s output,
   else ``precondition`` (and the step gets ``state_precondition``);
@@ -39,13 +39,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_env import bfcl
+from ace_env.calls import Call, parse_call
+from ace_env.executor import ERROR, OK, Environment
+from ace_env.tasks import Task
+from ace_env.verifier import Oracle, oracle_for
 from ace_graph.errors import ConfigError
 from ace_graph.taxonomy import tool_skills
-from synth import bfcl
-from synth.calls import Call, parse_call
-from synth.executor import ERROR, OK, Environment
-from synth.tasks import Task
-from synth.verifier import Oracle, oracle_for
 
 ABSTAIN = "abstain"
 PARAM_FROM_USER = "param_from_user"

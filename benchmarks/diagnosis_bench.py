@@ -1,6 +1,6 @@
 """Diagnosis: does ACE find planted weak compositions, and not mistake weak tools for them?
 
-The simulated agent (``synth.sim``) runs BFCL multi-turn tasks (all four
+The simulated agent (``ace_env.sim``) runs BFCL multi-turn tasks (all four
 scored categories) with planted weaknesses: five *compositions* (the second
 tool slips with probability ``--comp-error`` when it follows the first) and
 three *tool-wide* weaknesses (the tool slips with ``--tool-error`` wherever it
@@ -155,13 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [int(x) for x in args.seeds.split(",")]
     supports = [int(x) for x in args.min_support.split(",")]
 
+    from ace_env import bfcl
+    from ace_env.rollouts import Rollout
+    from ace_env.sim import parse_weakness, simulate
     from ace_graph.config import neo4j_settings
     from ace_graph.db import get_driver
     from ace_graph.ingest import prepare
     from ace_graph.store import GraphStore
-    from synth import bfcl
-    from synth.rollouts import Rollout
-    from synth.sim import parse_weakness, simulate
 
     database = neo4j_settings().database
     driver = get_driver()

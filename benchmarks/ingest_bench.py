@@ -1,7 +1,7 @@
 """Rollout ingestion into Neo4j with aggregates maintained: ACE's batched path vs one transaction per rollout.
 
 What it measures, in one run, on the same simulated rollouts (BFCL multi-turn,
-``synth.sim`` with a few planted weaknesses):
+``ace_env.sim`` with a few planted weaknesses):
 
 1. **Write path.**  The rollouts are verified and tagged (``ace_graph.ingest.prepare``)
    *before* timing; the verify+tag time is reported on its own and an
@@ -185,7 +185,6 @@ def baseline_ingest_one(session: Any, scope: dict[str, Any], rec: Any, tags: tup
 from _common import machine_facts  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 
-
 def wipe(driver: Any, database: str) -> None:
     """Delete every node, in chunks so a large database does not exhaust the heap."""
     with driver.session(database=database) as s:
@@ -234,11 +233,11 @@ def rss_mb() -> float:
 
 def rss_child(path: str, checkpoint: str, batch_size: int) -> None:
     """Run in a fresh process: stream one file through ingest_file, print peak RSS as JSON."""
+    from ace_env import bfcl
     from ace_graph.config import neo4j_settings
     from ace_graph.db import get_driver
     from ace_graph.ingest import ingest_file
     from ace_graph.store import GraphStore
-    from synth import bfcl
 
     tasks = {t.id: t for t in bfcl.load_tasks("all")}
     driver = get_driver()
@@ -251,7 +250,7 @@ def rss_child(path: str, checkpoint: str, batch_size: int) -> None:
 
 
 def write_jsonl(path: Path, tasks: list[Any], n: int, spec: Any, seed: int) -> None:
-    from synth.sim import simulate
+    from ace_env.sim import simulate
 
     with open(path, "w", encoding="utf-8") as f:
         for r in simulate(tasks, n, spec, seed, prefix="rss"):
@@ -283,13 +282,13 @@ def main(argv: list[str] | None = None) -> int:
         args.rollouts, args.baseline_rollouts, args.rss_sizes, args.warmup = 2000, 300, "500,1000,2000", 50
     args.baseline_rollouts = min(args.baseline_rollouts, args.rollouts)
 
+    from ace_env import bfcl
+    from ace_env.rollouts import Rollout
+    from ace_env.sim import parse_weakness, simulate
     from ace_graph.config import neo4j_settings
     from ace_graph.db import apply_schema, get_driver
     from ace_graph.ingest import prepare
     from ace_graph.store import GraphStore
-    from synth import bfcl
-    from synth.rollouts import Rollout
-    from synth.sim import parse_weakness, simulate
 
     database = neo4j_settings().database
     driver = get_driver()

@@ -9,7 +9,7 @@ database holding ``--rollouts`` rollouts (default 1,000,000) spread over
 PROFILEs each query once and prints its total db hits, and prints the goal
 (p95 ≤ 50 ms) beside each result.
 
-Loading: rollouts come from the simulated agent (``synth.sim``, a few planted
+Loading: rollouts come from the simulated agent (``ace_env.sim``, a few planted
 weaknesses so the queries return rows), are verified and tagged with
 ``ace_graph.ingest.prepare`` and written with ``GraphStore.ingest_batch`` in
 large batches (``--batch-size``), after seeding the taxonomy and tasks once.
@@ -95,7 +95,7 @@ class Loader:
     """Simulate, verify+tag (cached by identical task and calls) and ingest in large batches."""
 
     def __init__(self, store: Any, tasks: list[Any], seed: int, batch_size: int, deadline: float):
-        from synth.sim import parse_weakness
+        from ace_env.sim import parse_weakness
 
         self.store, self.tasks, self.seed, self.batch_size, self.deadline = store, tasks, seed, batch_size, deadline
         self.by_id = {t.id: t for t in tasks}
@@ -105,8 +105,8 @@ class Loader:
         self.prep_s = self.write_s = self.sim_s = 0.0
 
     def record(self, r: dict[str, Any], key: str, line: int) -> tuple[Any, Any]:
+        from ace_env.rollouts import Rollout
         from ace_graph.ingest import prepare
-        from synth.rollouts import Rollout
 
         ck = (r["task_id"], json.dumps(r["turns"]))
         hit = self.cache.get(ck)
@@ -123,7 +123,7 @@ class Loader:
 
     def load(self, scope: dict[str, Any], index: int, start: int, stop: int, on_batch: Any) -> int:
         """Rollouts start..stop-1 of scope ``index``; returns how many were written (stops at the deadline)."""
-        from synth.sim import simulate_rollout
+        from ace_env.sim import simulate_rollout
 
         done, k = 0, start
         while k < stop and time.monotonic() < self.deadline:
@@ -169,11 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 50:
         ap.error("--runs must be at least 50")
 
+    from ace_env import bfcl
     from ace_graph import queries
     from ace_graph.config import neo4j_settings
     from ace_graph.db import apply_schema, get_driver
     from ace_graph.store import GraphStore
-    from synth import bfcl
 
     database = neo4j_settings().database
     driver = get_driver()

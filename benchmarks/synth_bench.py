@@ -29,15 +29,15 @@ import random
 import tempfile
 import time
 
+from ace_env import bfcl
+from ace_env.official import official_check
+from ace_env.rollouts import load_task_set
+from ace_env.sim import parse_weakness
+from ace_env.verifier import ground_truth_rollout, verify
 from ace_graph.store import _pairs
 from ace_graph.tagger import tag_task
-from synth import bfcl
-from synth.official import official_check
 from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
-from synth.rollouts import load_task_set
-from synth.sim import parse_weakness
 from synth.taskcheck import check_task, target_present
-from synth.verifier import ground_truth_rollout, verify
 
 TARGETS = [
     ("get_zipcode_based_on_city", "estimate_distance"),

@@ -17,10 +17,10 @@ import gc
 import statistics
 import time
 
-from synth import bfcl
-from synth.official import official_check
-from synth.perturb import perturbed_set
-from synth.verifier import clear_oracle_cache, ground_truth_rollout, oracle_for, verify
+from ace_env import bfcl
+from ace_env.official import official_check
+from ace_env.perturb import perturbed_set
+from ace_env.verifier import clear_oracle_cache, ground_truth_rollout, oracle_for, verify
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ Per plan and round: **task synthesis** (a strategy applied to a seed that
 contains the target composition) → **task verification**
 (:func:`synth.taskcheck.check_task`) → **trajectory rollout** (any policy;
 the simulated agent by default) → **trajectory verification** with
-attribution (:func:`synth.verifier.verify`).  After each round a
+attribution (:func:`ace_env.verifier.verify`).  After each round a
 **reflection** step updates every plan from its statistics (validity, share
 of tasks in the learnable zone where the policy succeeds sometimes but not
 always, attributions) and retires or adjusts it; retired plans are replaced
@@ -21,8 +21,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from ace_env.sim import simulate_one
+from ace_env.tasks import Task
+from ace_env.verifier import verify
+from ace_graph.errors import ConfigError
+from ace_graph.store import composition_pairs
+from ace_graph.tagger import tag_task
 from synth.planner import Plan, apply_style, make_plans, reflect
-from synth.tasks import Task
+from synth.rewriter import rewrite_task
+from synth.strategies import synthesize as apply_strategy
+from synth.taskcheck import check_task
 
 #: A policy maps (task, rng) to a rollout: one list of calls per user turn.
 Policy = Callable[[Task, random.Random], list[list[Any]]]
@@ -30,7 +38,6 @@ Policy = Callable[[Task, random.Random], list[list[Any]]]
 
 def sim_policy(spec: Any) -> Policy:
     """The simulated agent with planted weaknesses as a policy."""
-    from synth.sim import simulate_one
 
     def policy(task: Task, rng: random.Random) -> list[list[Any]]:
         return simulate_one(task, spec, rng)[0]
@@ -58,7 +65,6 @@ class SynthConfig:
     """Optional ``synth.rewriter.Rewriter`` that paraphrases user turns (off by default)."""
 
     def __post_init__(self) -> None:
-        from ace_graph.errors import ConfigError
 
         if self.n < 1 or self.rounds < 1 or self.plans < 1 or self.rollouts_per_task < 1:
             raise ConfigError("n, rounds, plans and rollouts_per_task must all be at least 1")
@@ -116,9 +122,6 @@ def synthesize(
     progress: Callable[[int], None] | None = None,
 ) -> SynthResult:
     """Run K rounds of plan → synthesize → check → roll out → verify → reflect."""
-    from synth.strategies import synthesize as apply_strategy
-    from synth.taskcheck import check_task
-    from synth.verifier import verify
 
     result = SynthResult()
     domains = {
@@ -163,7 +166,6 @@ def synthesize(
                 return False
             task = _styled(task, plan.style)
             if config.rewriter is not None:
-                from synth.rewriter import rewrite_task
 
                 task = rewrite_task(task, config.rewriter)
             task.provenance = {**task.provenance, "plan": plan.id, "round": round_no}
@@ -234,8 +236,6 @@ def seeds_by_target(frontier: list[dict[str, Any]], seeds: dict[str, Task]) -> d
     Computed from the seeds themselves, not from the graph, so tasks synthesized
     earlier and stored there never change which seeds a run uses.
     """
-    from ace_graph.store import composition_pairs
-    from ace_graph.tagger import tag_task
 
     wanted = {f"{r['from']}>{r['to']}": (r["from"], r["to"]) for r in frontier}
     out: dict[tuple[str, str], list[str]] = {pair: [] for pair in wanted.values()}

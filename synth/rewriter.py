@@ -17,8 +17,11 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_env.tasks import Task
+from ace_env.verifier import oracle_for
 from ace_graph.errors import AceError
-from synth.tasks import Task
+from ace_graph.tagger import tag_task
+from synth.taskcheck import value_in_text
 
 PROMPT = (
     "Rewrite the user's request below in different words, keeping its meaning. Keep every name, "
@@ -68,9 +71,6 @@ class Rewriter:
 
 def _user_values_by_message(task: Task) -> dict[tuple[int, int], list[Any]]:
     """For each (turn, message index), the ground-truth argument values its text supplies."""
-    from ace_graph.tagger import tag_task
-    from synth.taskcheck import value_in_text
-    from synth.verifier import oracle_for
 
     oracle = oracle_for(task)
     values: list[Any] = []
@@ -94,7 +94,6 @@ def _user_values_by_message(task: Task) -> dict[tuple[int, int], list[Any]]:
 
 def rewrite_task(task: Task, rewriter: Rewriter) -> Task:
     """The task with its user messages paraphrased where the paraphrase keeps every value."""
-    from synth.taskcheck import value_in_text
 
     needed = _user_values_by_message(task)
     d = task.to_dict()

@@ -10,7 +10,7 @@
 (d) it rejects the ground truth with the target step removed (the ``to`` step
     of the first adjacent occurrence of ``provenance["target_edge"]``);
 (e) it rejects the ground truth with the target step's arguments altered
-    (:func:`synth.perturb.alter_call`; a few deterministic draws, the check
+    (:func:`ace_env.perturb.alter_call`; a few deterministic draws, the check
     passes when one of them is rejected; skipped, with a note, when the step
     has no argument);
 (f) it is not a duplicate: the canonical fingerprint of (initial_config,
@@ -33,11 +33,12 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from synth.calls import Call, parse_call
-from synth.executor import OK
-from synth.perturb import alter_call
-from synth.tasks import Task
-from synth.verifier import Oracle, ground_truth_rollout, replay_oracle, verify
+from ace_env.calls import Call, parse_call
+from ace_env.executor import OK
+from ace_env.perturb import alter_call
+from ace_env.tasks import Task
+from ace_env.verifier import Oracle, ground_truth_rollout, replay_oracle, verify
+from ace_graph.tagger import tag_task
 
 GT_ERROR = "gt_error"
 GT_REJECTED = "gt_rejected"
@@ -208,7 +209,6 @@ def _values_missing(task: Task, oracle: Oracle) -> list[str]:
     required = list(task.provenance.get("user_values") or [])
     if not required:
         return []
-    from ace_graph.tagger import tag_task  # the tagger imports the verifier; keep this lazy
 
     tags = tag_task(task)
     missing = []

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from ace_graph.cli import main
+from ace.cli import main
+from ace_env import bfcl
 from ace_graph.store import GraphStore
-from synth import bfcl
-from synth.curriculum import (
+from train.curriculum.core import (
     ACTIVE,
     COMPOSITION,
     SKILL,
@@ -18,7 +18,7 @@ from synth.curriculum import (
     Observations,
     step,
 )
-from synth.curriculum_store import CurriculumConflictError, load_state, observations_from_graph, save
+from train.curriculum.store import CurriculumConflictError, load_state, observations_from_graph, save
 
 WEAKNESS = {
     "defaults": {"error": 0.02},
@@ -33,8 +33,8 @@ def store(clean_db, neo4j_database):
 
 def _ingested(store, tmp_path, checkpoint="round-1", seed=0):
     """Seed taxonomy and tasks, simulate rollouts and ingest them into curr/sim/<checkpoint>."""
+    from ace_env.sim import parse_weakness, simulate
     from ace_graph.ingest import ingest_file
-    from synth.sim import parse_weakness, simulate
 
     tasks = bfcl.load_tasks("base")[:60]
     store.ensure_taxonomy()
@@ -104,7 +104,7 @@ def test_observations_come_from_the_scope(store, tmp_path, clean_db, neo4j_datab
     assert "cd>mv" in tool.compositions and "cd" in tool.skills
     n, s = tool.compositions["cd>mv"]
     assert s < n  # the injected weakness shows
-    from synth.curriculum_store import CurriculumStoreError
+    from train.curriculum.store import CurriculumStoreError
 
     with pytest.raises(CurriculumStoreError, match="no skill measurements"):
         observations_from_graph(store, "curr/sim/never")

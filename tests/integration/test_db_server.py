@@ -15,8 +15,8 @@ import stat
 import pytest
 from typer.testing import CliRunner
 
-import ace_graph.cli.db  # noqa: F401  (registers `db` and `init` on the app)
-from ace_graph.cli import app
+import ace.cli.db  # noqa: F401  (registers `db` and `init` on the app)
+from ace.cli import app
 from ace_graph.errors import ConnectionError_, ServerError
 from ace_graph.server import ManagedNeo4j, pinned_version
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from ace_env import bfcl
 from ace_graph.ingest import ingest_file, prepare
 from ace_graph.outcomes import aggregate
 from ace_graph.store import GraphStore
-from synth import bfcl
 
 WEAKNESS = {
     "defaults": {"error": 0.03},
@@ -31,7 +31,7 @@ def tasks():
 
 
 def _write_rollouts(path: Path, tasks, n: int, seed: int) -> Path:
-    from synth.sim import parse_weakness, simulate
+    from ace_env.sim import parse_weakness, simulate
 
     spec = parse_weakness(WEAKNESS)
     with open(path, "w") as f:
@@ -71,7 +71,7 @@ def test_ingest_counts_equal_a_python_recount(clean_db, neo4j_database, tasks, t
     report = ingest_file(store, path, tasks, "exp", "sim", "ckpt-0", batch_size=64, workers=3)
     assert (report.read, report.created) == (300, 300)
 
-    from synth.formats import read_any
+    from ace_env.formats import read_any
 
     records = list(prepare(tasks, read_any(path), "exp/sim/ckpt-0", 0.7, False, [], str(path)))
     agg = aggregate(records)
@@ -171,7 +171,7 @@ def test_failed_batch_leaves_nothing_and_can_be_retried(clean_db, neo4j_database
 
 
 def test_cli_ingest_reports_bad_lines(clean_db, neo4j_database, tasks, tmp_path, capsys):
-    from ace_graph.cli import main
+    from ace.cli import main
 
     path = _write_rollouts(tmp_path / "r.jsonl", tasks, 10, seed=5)
     lines = path.read_text().splitlines()

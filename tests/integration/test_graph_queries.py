@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from ace_env import bfcl
 from ace_graph import queries
 from ace_graph.ingest import ingest_file
 from ace_graph.stats import fragility, wilson
 from ace_graph.store import GraphStore
-from synth import bfcl
 
 SCOPE = "q/sim/round-1"
 PLANTED = [("get_zipcode_based_on_city", "estimate_distance"), ("place_order", "get_order_details")]
@@ -25,7 +25,7 @@ WEAKNESS = {
 @pytest.fixture(scope="module")
 def graph(neo4j_driver, neo4j_database, tmp_path_factory):
     """One scope of 2,500 simulated rollouts (plus an earlier round) stored once for this module."""
-    from synth.sim import parse_weakness, simulate
+    from ace_env.sim import parse_weakness, simulate
 
     with neo4j_driver.session(database=neo4j_database) as s:
         s.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
@@ -153,7 +153,7 @@ def test_query_console_is_read_only(graph):
 
 
 def test_ace_query_cli(graph, capsys):
-    from ace_graph.cli import main
+    from ace.cli import main
 
     assert main(["query", "weak-compositions", "-P", f"scope={SCOPE}", "-P", "level=tool", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)

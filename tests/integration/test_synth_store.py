@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from ace_graph.cli import main
+from ace.cli import main
+from ace_env import bfcl
 from ace_graph.ingest import ingest_file
 from ace_graph.store import GraphStore
-from synth import bfcl
 
 WEAKNESS = """
 [defaults]
@@ -24,7 +24,7 @@ error = 0.6
 
 
 def test_synth_from_graph_frontier_stores_plans_and_lineage(clean_db, neo4j_database, tmp_path, capsys):
-    from synth.sim import load_weakness, simulate
+    from ace_env.sim import load_weakness, simulate
 
     weakness = tmp_path / "w.toml"
     weakness.write_text(WEAKNESS)

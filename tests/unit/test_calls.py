@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from synth.calls import MAX_CALL_CHARS, Call, MalformedCall, parse_call
+from ace_env.calls import MAX_CALL_CHARS, Call, MalformedCall, parse_call
 
 
 def test_parses_bfcl_call_strings():
@@ -100,9 +100,9 @@ _HOSTILE_TEMPLATES = [
 )
 def test_fuzz_hostile_calls_never_execute(tmp_path_factory, template, junk, where):
     """Hostile call strings through the executor: nothing runs, each gets a verdict."""
-    from synth import bfcl
-    from synth.executor import MALFORMED, NOT_OFFERED
-    from synth.verifier import verify
+    from ace_env import bfcl
+    from ace_env.executor import MALFORMED, NOT_OFFERED
+    from ace_env.verifier import verify
 
     marker = Path(tmp_path_factory.getbasetemp()) / "pwned"
     text = template.format(p=str(marker))

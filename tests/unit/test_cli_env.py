@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ace_graph.cli import main
+from ace.cli import main
 
 
 def test_replay_json_counts_every_task(capsys):
@@ -26,8 +26,8 @@ def _write(path, rows):
 
 
 def test_verify_emits_one_verdict_per_rollout(tmp_path, capsys):
-    from synth import bfcl
-    from synth.verifier import ground_truth_rollout
+    from ace_env import bfcl
+    from ace_env.verifier import ground_truth_rollout
 
     task = bfcl.load_tasks("base")[0]
     gt = ground_truth_rollout(task)
@@ -51,7 +51,7 @@ def test_verify_emits_one_verdict_per_rollout(tmp_path, capsys):
 
 
 def test_verify_names_the_bad_line(tmp_path, capsys):
-    from synth import bfcl
+    from ace_env import bfcl
 
     task = bfcl.load_tasks("base")[0]
     f = _write(

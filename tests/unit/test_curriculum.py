@@ -6,8 +6,9 @@ import random
 
 import pytest
 
+from ace_env.tasks import Task, Turn
 from ace_graph.errors import ConfigError
-from synth.curriculum import (
+from train.curriculum.core import (
     ACTIVE,
     COMPOSITION,
     LOCKED,
@@ -22,7 +23,6 @@ from synth.curriculum import (
     step,
     topological_order,
 )
-from synth.tasks import Task, Turn
 
 
 def obs(skills=None, comps=None, prior=None, n=100):
@@ -291,7 +291,7 @@ def test_mix_tops_up_from_replay_when_few_tasks_are_active():
 
 
 def test_mix_from_real_tasks_uses_tagged_skill_pairs():
-    from synth import bfcl
+    from ace_env import bfcl
 
     tasks = bfcl.load_tasks("base")[:20]
     st = CurriculumState.new()
@@ -326,7 +326,7 @@ def test_drift_measures_total_variation_and_caps():
 
 
 def test_drift_of_a_bfcl_subset_is_small_and_of_one_class_large():
-    from synth import bfcl
+    from ace_env import bfcl
 
     seed = bfcl.load_tasks("base")
     assert drift(seed[::2], seed).within_cap

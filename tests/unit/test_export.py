@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ace_graph.cli import main
-from synth import bfcl
-from synth.export import (
+from ace.cli import main
+from ace_env import bfcl
+from ace_env.formats import parse_openai
+from ace_env.tasks import Task
+from ace_env.verifier import verify
+from train.export import (
     BFCL_ANSWER_FILE,
     BFCL_QUESTION_FILE,
     INFO_FILE,
@@ -17,9 +20,6 @@ from synth.export import (
     ExportError,
     export,
 )
-from synth.formats import parse_openai
-from synth.tasks import Task
-from synth.verifier import verify
 
 DATA = Path(bfcl._package_dir()) / "data"
 
@@ -137,7 +137,7 @@ def test_export_is_atomic_and_refuses_to_overwrite(tmp_path, base_tasks, monkeyp
         export(base_tasks[:3], "trl", out)
     assert (out / "keep.txt").exists()
     # a failure mid-way leaves the old folder and no temporary folder behind
-    import synth.export as ex
+    import train.export as ex
 
     def boom(task):
         raise RuntimeError("disk full")
@@ -165,8 +165,8 @@ def test_cli_export(tmp_path, capsys):
 
 
 def test_force_replaces_only_an_earlier_export(tmp_path, monkeypatch):
-    from synth import bfcl
-    from synth.export import ExportError, export
+    from ace_env import bfcl
+    from train.export import ExportError, export
 
     tasks = bfcl.load_tasks("base")[:3]
     victim = tmp_path / "victim"

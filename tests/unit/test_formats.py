@@ -6,12 +6,12 @@ import json
 
 import pytest
 
+from ace_env import bfcl
+from ace_env.calls import Call, parse_call
+from ace_env.executor import canonical_arguments
+from ace_env.formats import decode_bfcl_step, decode_python_step, detect, read_any
+from ace_env.verifier import verify
 from ace_graph.errors import RolloutFormatError
-from synth import bfcl
-from synth.calls import Call, parse_call
-from synth.executor import canonical_arguments
-from synth.formats import decode_bfcl_step, decode_python_step, detect, read_any
-from synth.verifier import verify
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from ace_env import bfcl
+from ace_env.rollouts import load_task_set
+from ace_env.sim import parse_weakness
 from ace_graph.store import _pairs
 from ace_graph.tagger import tag_task
-from synth import bfcl
 from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
-from synth.rollouts import load_task_set
-from synth.sim import parse_weakness
 from synth.taskcheck import check_task, target_present
 
 TARGETS = [("book_flight", "retrieve_invoice"), ("get_stock_info", "place_order"), ("cd", "mv")]

@@ -8,9 +8,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from synth import bfcl
+from ace_env import bfcl
+from ace_env.verifier import ground_truth_rollout, verify
 from synth.rewriter import Rewriter, RewriterError, rewrite_task
-from synth.verifier import ground_truth_rollout, verify
 
 
 class _Paraphraser(BaseHTTPRequestHandler):

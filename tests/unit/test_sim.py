@@ -7,10 +7,9 @@ import math
 
 import pytest
 
-from ace_graph.errors import ConfigError
-from synth import bfcl
-from synth.calls import parse_call
-from synth.sim import (
+from ace_env import bfcl
+from ace_env.calls import parse_call
+from ace_env.sim import (
     KINDS,
     Weakness,
     WeaknessSpec,
@@ -19,7 +18,8 @@ from synth.sim import (
     simulate_rollout,
     slip_chance,
 )
-from synth.verifier import verify
+from ace_env.verifier import verify
+from ace_graph.errors import ConfigError
 
 ZIP, DIST = "get_zipcode_based_on_city", "estimate_distance"
 
@@ -278,8 +278,8 @@ def test_missing_weakness_file(tmp_path):
 
 
 def test_cli_round_trip(tmp_path, capsys):
-    from ace_graph.cli import main
-    from synth.formats import read_any
+    from ace.cli import main
+    from ace_env.formats import read_any
 
     w = tmp_path / "w.toml"
     w.write_text('[defaults]\nerror = 0.05\n[[composition]]\nfrom = "cd"\nto = "ls"\nerror = 0.8\n')
@@ -303,7 +303,7 @@ def test_cli_round_trip(tmp_path, capsys):
 
 
 def test_cli_errors_leave_nothing_behind(tmp_path, capsys):
-    from ace_graph.cli import main
+    from ace.cli import main
 
     bad = tmp_path / "bad.toml"
     bad.write_text('[[tool]]\nname = "nope"\nerror = 0.1\n')
@@ -314,7 +314,7 @@ def test_cli_errors_leave_nothing_behind(tmp_path, capsys):
 
 
 def test_cli_help_explains(capsys):
-    from ace_graph.cli import main
+    from ace.cli import main
 
     assert main(["sim", "--help"]) == 0
     out = capsys.readouterr().out

@@ -6,9 +6,10 @@ import random
 
 import pytest
 
-from synth import bfcl, strategies
+from ace_env import bfcl
+from ace_env.verifier import ground_truth_rollout, verify
+from synth import strategies
 from synth.taskcheck import adjacent_positions, check_task, flat_calls, target_present, user_text_upto
-from synth.verifier import ground_truth_rollout, verify
 
 TARGETS = [
     ("get_zipcode_based_on_city", "estimate_distance"),

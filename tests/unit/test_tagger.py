@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from ace_env import bfcl
+from ace_env.tasks import Task
+from ace_env.verifier import ground_truth_rollout, oracle_for, verify
 from ace_graph.tagger import (
     DATA_FLOW,
     PRECONDITION,
@@ -22,9 +25,6 @@ from ace_graph.tagger import (
     tag_task,
 )
 from ace_graph.taxonomy import load_taxonomy, tool_skills
-from synth import bfcl
-from synth.tasks import Task
-from synth.verifier import ground_truth_rollout, oracle_for, verify
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -224,7 +224,7 @@ def _digest(tags_by_task) -> str:
 
 _SCRIPT = """
 import dataclasses, hashlib, json
-from synth import bfcl
+from ace_env import bfcl
 from ace_graph.tagger import tag_task, prior_edges
 ts = bfcl.load_tasks("base")
 tags = [[t.id, [dataclasses.asdict(g) for g in tag_task(t)]] for t in ts]

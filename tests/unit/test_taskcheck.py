@@ -7,7 +7,9 @@ import random
 
 import pytest
 
-from synth import bfcl, strategies
+from ace_env import bfcl
+from ace_env.tasks import Task, Turn
+from synth import strategies
 from synth.taskcheck import (
     DUPLICATE,
     EMPTY_ACCEPTED,
@@ -24,7 +26,6 @@ from synth.taskcheck import (
     target_present,
     task_fingerprint,
 )
-from synth.tasks import Task, Turn
 
 TARGET = ("get_stock_info", "place_order")
 

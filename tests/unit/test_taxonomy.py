@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from ace_env import bfcl
 from ace_graph.errors import ConfigError
 from ace_graph.taxonomy import DEFAULT_PATH, FAMILIES, Skill, load_taxonomy, tool_skills
-from synth import bfcl
 
 REQUIRED = {
     "query_lookup",

@@ -7,11 +7,11 @@ from collections import Counter
 
 import pytest
 
-from synth import bfcl
-from synth.executor import Environment
-from synth.official import official_check
-from synth.perturb import perturbed_set
-from synth.verifier import (
+from ace_env import bfcl
+from ace_env.executor import Environment
+from ace_env.official import official_check
+from ace_env.perturb import perturbed_set
+from ace_env.verifier import (
     ACTED_WITHOUT_NEED,
     STATE_DIVERGED,
     STOPPED_EARLY,
@@ -184,8 +184,8 @@ def test_partial_credit_counts_satisfied_turns(tasks):
 
 def test_openai_style_calls_verify_like_strings(tasks):
     """The same rollout as {name, arguments} objects (positional args named) verifies the same."""
-    from synth.calls import parse_call
-    from synth.executor import canonical_arguments
+    from ace_env.calls import parse_call
+    from ace_env.executor import canonical_arguments
 
     for task_id in ("multi_turn_base_0", "multi_turn_miss_func_0", "multi_turn_base_5"):
         task = tasks[task_id]

@@ -34,9 +34,9 @@ def _register() -> None:
     """Import the command modules; each registers its commands on ``app``."""
     for optional in _GROUPS:
         try:
-            __import__(f"ace_graph.cli.{optional}")
+            __import__(f"ace.cli.{optional}")
         except ModuleNotFoundError as e:  # a group not built yet
-            if e.name != f"ace_graph.cli.{optional}":
+            if e.name != f"ace.cli.{optional}":
                 raise
 
 

@@ -2,7 +2,7 @@
 
 ACE never copies BFCL's code or data: it reads the package's data files and
 instantiates its API classes.  This module turns BFCL's question /
-possible-answer files into :class:`synth.tasks.Task` objects and exposes the
+possible-answer files into :class:`ace_env.tasks.Task` objects and exposes the
 function docs (JSON schemas) and the Python classes behind them.
 """
 
@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ace_graph.errors import TaskLoadError
-from synth.tasks import Task, Turn
+from ace_env.calls import Call, parse_call
+from ace_env.errors import TaskLoadError
+from ace_env.tasks import Task, Turn
 
 BFCL_VERSION = "2026.3.23"
 
@@ -203,7 +204,6 @@ def _repair_withheld(task_id: str, missed: dict[int, list[str]], ground_truth: l
     offers such a function from its first use instead and records the repair.
     Edits ``missed`` in place; returns one line per repair.
     """
-    from synth.calls import Call, parse_call
 
     repairs = []
     for turn_added, names in list(missed.items()):

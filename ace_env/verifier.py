@@ -29,10 +29,20 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ace_graph.errors import RolloutFormatError
-from synth.calls import Call, parse_call
-from synth.executor import DISTRACTOR, ERROR, MALFORMED, NOT_OFFERED, OK, Environment, StepResult, canonical_arguments, parse_with_arguments
-from synth.tasks import Task
+from ace_env.calls import Call, parse_call
+from ace_env.errors import RolloutFormatError
+from ace_env.executor import (
+    DISTRACTOR,
+    ERROR,
+    MALFORMED,
+    NOT_OFFERED,
+    OK,
+    Environment,
+    StepResult,
+    canonical_arguments,
+    parse_with_arguments,
+)
+from ace_env.tasks import Task
 
 # Attribution kinds: how the first failing step went wrong.
 WRONG_TOOL = "wrong_tool"

@@ -7,7 +7,10 @@ import os
 
 import typer
 
-from ace_graph.cli import app
+from ace.cli import app
+from ace_graph.config import neo4j_settings
+from ace_graph.db import apply_schema, get_driver
+from ace_graph.server import ManagedNeo4j
 
 db_app = typer.Typer(
     help=(
@@ -34,7 +37,6 @@ def install(
     force: bool = typer.Option(False, "--force", help="Fetch the jars again even if this version is installed."),
 ) -> None:
     """Fetch the pinned Neo4j Community server jars from Maven Central (needs Java 17+ and Maven)."""
-    from ace_graph.server import ManagedNeo4j
 
     console = _console()
     ManagedNeo4j().install(progress=console.print, force=force)
@@ -52,7 +54,6 @@ def start(
             "nothing to start. Unset NEO4J_URI to use the managed server."
         )
         return
-    from ace_graph.server import ManagedNeo4j
 
     server = ManagedNeo4j()
     if not server.is_installed():
@@ -81,7 +82,6 @@ def stop(
     if _external_uri():
         console.print(f"An external Neo4j is configured (NEO4J_URI={_external_uri()}); ACE does not stop it.")
         return
-    from ace_graph.server import ManagedNeo4j
 
     status = ManagedNeo4j().stop(timeout=timeout)
     console.print(f"Neo4j {status.message}.")
@@ -92,7 +92,6 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="Print the status as one JSON object."),
 ) -> None:
     """Say whether the managed server is running, with its pid, addresses and version."""
-    from ace_graph.server import ManagedNeo4j
 
     st = ManagedNeo4j().status()
     data = st.to_dict()
@@ -119,7 +118,6 @@ def logs(
     ),
 ) -> None:
     """Show the last lines of a managed server log."""
-    from ace_graph.server import ManagedNeo4j
 
     server = ManagedNeo4j()
     path = server.log_file(which)
@@ -133,8 +131,6 @@ def logs(
 @app.command("init")
 def init() -> None:
     """Apply the graph schema (constraints and indexes) to the configured Neo4j; safe to repeat."""
-    from ace_graph.config import neo4j_settings
-    from ace_graph.db import apply_schema, get_driver
 
     settings = neo4j_settings()
     with get_driver(settings) as driver:

@@ -36,10 +36,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ace_graph.errors import ConfigError
-from synth.calls import Call, parse_call
-from synth.perturb import alter_call
-from synth.tasks import Task
+from ace_env.bfcl import functions
+from ace_env.calls import Call, parse_call
+from ace_env.errors import ConfigError
+from ace_env.perturb import alter_call
+from ace_env.tasks import Task
+from ace_env.verifier import verify
+
+DEMO_WEAKNESS = Path(__file__).resolve().parent / "demo_weakness.toml"  # the planted weaknesses of `ace demo`
 
 ARGUMENT = "argument"
 WRONG_TOOL = "wrong_tool"
@@ -121,7 +125,6 @@ def _tool_name(value: Any, key: str, where: str, known: dict[str, Any]) -> str:
 
 def parse_weakness(data: dict[str, Any], source: str = "<weakness>") -> WeaknessSpec:
     """Validate decoded TOML; every error names ``source`` and the entry."""
-    from synth.bfcl import functions
 
     known = functions()
     _keys(data, {"defaults", "tool", "composition"}, set(), source)
@@ -214,7 +217,6 @@ class _FailsAt:
 
     @staticmethod
     def _compute(task: Task, t: int, i: int, replacement: str | None) -> bool:
-        from synth.verifier import verify
 
         turns = [list(turn.ground_truth) for turn in task.turns[: t + 1]]
         if replacement is None:
@@ -230,7 +232,6 @@ _fails_at = _FailsAt()
 
 def _wrong_tool(task: Task, t: int, gt: str, rng: random.Random) -> str | None:
     """Another offered tool of the same class (else any other offered tool)."""
-    from synth.bfcl import functions
 
     fns = functions()
     parsed = parse_call(gt)

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import typer
 
-from ace_graph.cli import app
+from ace.cli import app
+from ace_env.rollouts import load_task_set
+from train.export import export
 
 
 @app.command("export")
@@ -25,8 +27,6 @@ def export_cmd(
     """
     from rich.console import Console
 
-    from synth.export import export
-    from synth.rollouts import load_task_set
 
     task_set = load_task_set(tasks)
     report = export(task_set.values(), fmt, out, force=force)

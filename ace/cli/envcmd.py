@@ -10,7 +10,12 @@ from pathlib import Path
 
 import typer
 
-from ace_graph.cli import app, progress_bar
+from ace.cli import app, progress_bar
+from ace_env import bfcl
+from ace_env.formats import read_any
+from ace_env.rollouts import load_task_set
+from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
+from ace_graph.errors import RolloutFormatError
 
 env_app = typer.Typer(help="Executable tool environments (BFCL multi-turn).", no_args_is_help=True)
 app.add_typer(env_app, name="env")
@@ -30,8 +35,6 @@ def replay(
     truth is verified against it.  A task passes when its ground truth executes
     without an error and the verifier gives it reward 1.
     """
-    from synth import bfcl
-    from synth.verifier import ground_truth_rollout, replay_oracle, verify
 
     if environment != "bfcl":
         raise typer.BadParameter(f"unknown environment {environment!r}; only 'bfcl' is available")
@@ -97,10 +100,6 @@ def verify_cmd(
     malformed_call, state_diverged, missing_output, acted_without_need,
     stopped_early).
     """
-    from ace_graph.errors import RolloutFormatError
-    from synth.formats import read_any
-    from synth.rollouts import load_task_set
-    from synth.verifier import verify
 
     task_set = load_task_set(tasks)
     bad: list[str] = []

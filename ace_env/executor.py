@@ -4,7 +4,7 @@ Guarantees:
 
 * Only a bare function name that is offered in the current turn is
   dispatched, to a public method of this rollout's own instance; nothing is
-  evaluated (calls come from :mod:`synth.calls`).
+  evaluated (calls come from :mod:`ace_env.calls`).
 * Every rollout gets fresh instances loaded from its own copy of the task's
   initial configuration, so no rollout sees another's state.
 * Mutable default arguments (``TwitterAPI.post_tweet(tags=[], mentions=[])``,
@@ -24,9 +24,9 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
-from synth import bfcl
-from synth.calls import Call, MalformedCall, parse_call
-from synth.tasks import Task
+from ace_env import bfcl
+from ace_env.calls import Call, MalformedCall, parse_call
+from ace_env.tasks import Task
 
 OK = "ok"  # executed and returned
 ERROR = "error"  # executed and raised; output holds the error text

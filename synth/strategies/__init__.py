@@ -22,7 +22,7 @@ is over the flat list of calls, so a pair may span two turns):
 ``random``      the baseline: one of the edits above applied to a random
                 place of the same seed, not aimed at the target.
 
-Every produced task is re-executed (:func:`synth.verifier.replay_oracle`) and
+Every produced task is re-executed (:func:`ace_env.verifier.replay_oracle`) and
 returned only when its ground truth runs with no error and no error output.
 Ids are content-addressed, so the same inputs (and rng seed) give the same id.
 """
@@ -32,24 +32,27 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import random
 import re
 from typing import Any, Callable
 
-import random
-
-from synth import bfcl
-from synth.calls import Call, parse_call
-from synth.executor import Environment, copy_json
+from ace_env import bfcl
+from ace_env.calls import Call, parse_call
+from ace_env.executor import Environment, copy_json
+from ace_env.tasks import Task, Turn
+from ace_env.verifier import replay_oracle
 from synth.taskcheck import (
-    leaves as _leaves,
     adjacent_positions,
     canonical_json,
     error_output,
     execution_problems,
     flat_calls,
+    user_text_upto,
+    value_in_text,
 )
-from synth.tasks import Task, Turn
-from synth.verifier import replay_oracle
+from synth.taskcheck import (
+    leaves as _leaves,
+)
 
 Strategy = Callable[[Task, tuple[str, str], float, random.Random], "Task | None"]
 
@@ -1004,7 +1007,6 @@ _JOIN_BEFORE = ["Before anything else: {extra} {orig}", "{extra} Next: {orig}", 
 
 def _derivable(task: Task, spliced: set[tuple[int, int]]) -> bool:
     """Every non-trivial argument value of the spliced calls is in the user text or an earlier output."""
-    from synth.taskcheck import user_text_upto, value_in_text
 
     oracle = replay_oracle(task)
     outputs: list[str] = []

@@ -12,9 +12,9 @@ from __future__ import annotations
 import itertools
 from typing import Any, Sequence
 
-from synth import bfcl
-from synth.calls import Call, parse_call
-from synth.tasks import Task
+from ace_env import bfcl
+from ace_env.calls import Call, parse_call
+from ace_env.tasks import Task
 
 _counter = itertools.count()
 

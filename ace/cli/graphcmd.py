@@ -7,7 +7,14 @@ from pathlib import Path
 
 import typer
 
-from ace_graph.cli import app, progress_bar
+from ace.cli import app, progress_bar
+from ace_env.rollouts import load_task_set
+from ace_graph import queries
+from ace_graph.config import neo4j_settings
+from ace_graph.db import get_driver
+from ace_graph.errors import ConfigError, RolloutFormatError
+from ace_graph.ingest import ingest_file
+from ace_graph.store import GraphStore
 
 #: Named queries that write; `ace query` runs only the others.
 WRITE_PREFIXES = ("ingest-", "upsert-", "schema", "curriculum-upsert")
@@ -44,12 +51,6 @@ def ingest(
     """
     from rich.console import Console
 
-    from ace_graph.config import neo4j_settings
-    from ace_graph.db import get_driver
-    from ace_graph.errors import RolloutFormatError
-    from ace_graph.ingest import ingest_file
-    from ace_graph.store import GraphStore
-    from synth.rollouts import load_task_set
 
     if not file.is_file():
         raise RolloutFormatError(f"rollout file {str(file)!r} does not exist")
@@ -105,8 +106,6 @@ def query(
     from rich.console import Console
     from rich.table import Table
 
-    from ace_graph import queries
-    from ace_graph.errors import ConfigError
 
     console = Console()
     if list_:
@@ -141,9 +140,6 @@ def query(
     if missing:
         raise ConfigError(f"{name} needs parameter(s) {', '.join(missing)} (pass --param {missing[0]}=...)")
 
-    from ace_graph.config import neo4j_settings
-    from ace_graph.db import get_driver
-    from ace_graph.store import GraphStore
 
     settings = neo4j_settings()
     driver = get_driver(settings)

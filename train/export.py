@@ -38,10 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ace_env import bfcl
+from ace_env.calls import Call, parse_call
+from ace_env.executor import OK
+from ace_env.tasks import Task
+from ace_env.verifier import oracle_for
 from ace_graph.errors import AceError
-from synth import bfcl
-from synth.calls import Call, parse_call
-from synth.tasks import Task
 
 FORMATS = ("bfcl", "trl", "openai-sft")
 
@@ -186,7 +188,7 @@ def to_trl(task: Task) -> dict[str, Any]:
 TRL_COLUMNS = {
     "prompt": "list of chat messages: the system message, then the first turn's user messages",
     "tools": "list of OpenAI tool schemas ({type: function, function: {name, description, parameters}}) offered in turn 0",
-    "task": "the full ACE task as a JSON string (synth.tasks.Task.to_dict); later turns, tools added later "
+    "task": "the full ACE task as a JSON string (ace_env.tasks.Task.to_dict); later turns, tools added later "
             "and the ground truth live here",
     "task_id": "the task's id",
     "n_turns": "number of user turns",
@@ -206,8 +208,6 @@ def _arguments_by_name(name: str, call: Call) -> dict[str, Any]:
 
 def to_openai_sft(task: Task) -> dict[str, Any]:
     """The oracle as an OpenAI chat transcript with tool calls and tool results."""
-    from synth.executor import OK
-    from synth.verifier import oracle_for
 
     oracle = oracle_for(task)
     bad = [s for t in oracle.turns for s in t.steps if s.status != OK]
@@ -347,7 +347,7 @@ def _write_jsonl(tasks: Iterable[Task], fmt: str, tmp: Path, report: ExportRepor
             "columns": TRL_COLUMNS,
             "system_prompt": SYSTEM_PROMPT,
             "load": "datasets.load_dataset('json', data_files='train.jsonl'); "
-                    "task = synth.tasks.Task.from_dict(json.loads(row['task']))",
+                    "task = ace_env.tasks.Task.from_dict(json.loads(row['task']))",
         }
         with open(tmp / INFO_FILE, "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)

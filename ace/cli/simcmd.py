@@ -11,7 +11,10 @@ from typing import Optional
 
 import typer
 
-from ace_graph.cli import app, progress_bar
+from ace.cli import app, progress_bar
+from ace_env.rollouts import load_task_set
+from ace_env.sim import load_weakness, simulate
+from ace_graph.errors import ConfigError
 
 sim_app = typer.Typer(
     help=(
@@ -53,9 +56,6 @@ def rollouts_cmd(
     (seed * 1000003 + k), so any rollout can be regenerated alone.  The file is
     written to a temporary file next to --out and renamed at the end.
     """
-    from ace_graph.errors import ConfigError
-    from synth.rollouts import load_task_set
-    from synth.sim import load_weakness, simulate
 
     spec = load_weakness(weakness)
     task_list = list(load_task_set(tasks).values())

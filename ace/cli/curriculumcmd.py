@@ -6,7 +6,13 @@ import json
 
 import typer
 
-from ace_graph.cli import app
+from ace.cli import app
+from ace_graph.config import neo4j_settings
+from ace_graph.db import get_driver
+from ace_graph.errors import ConfigError
+from ace_graph.store import GraphStore
+from train.curriculum.core import CurriculumConfig, step
+from train.curriculum.store import load_state, observations_from_graph, save, scopes_read
 
 curriculum_app = typer.Typer(
     name="curriculum",
@@ -17,9 +23,6 @@ app.add_typer(curriculum_app, name="curriculum")
 
 
 def _with_store(fn):
-    from ace_graph.config import neo4j_settings
-    from ace_graph.db import get_driver
-    from ace_graph.store import GraphStore
 
     settings = neo4j_settings()
     driver = get_driver(settings)
@@ -87,9 +90,6 @@ def step_cmd(
     from rich.console import Console
     from rich.table import Table
 
-    from ace_graph.errors import ConfigError
-    from synth.curriculum import CurriculumConfig, step
-    from synth.curriculum_store import load_state, observations_from_graph, save, scopes_read
 
     config = CurriculumConfig(theta=theta, phi=phi, momentum=momentum, min_rounds=min_rounds,
                               min_attempts=min_attempts, level=level)

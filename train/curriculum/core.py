@@ -55,7 +55,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping, Sequence
 
+from ace_env.calls import Call, parse_call
 from ace_graph.errors import ConfigError
+from ace_graph.tagger import tag_task
 
 LOCKED, ACTIVE, MASTERED = "locked", "active", "mastered"
 STATES = (LOCKED, ACTIVE, MASTERED)
@@ -454,7 +456,6 @@ class Candidate:
 
 
 def _calls(task: Any) -> list[str]:
-    from synth.calls import Call, parse_call
 
     names = []
     for turn in task.turns:
@@ -474,7 +475,6 @@ def candidate(task: Any, level: str = "skill") -> Candidate:
         units = set(names)
         pairs = {f"{a}>{b}" for a, b in zip(names, names[1:])}
     else:
-        from ace_graph.tagger import tag_task
 
         tags = tag_task(task)
         units = {s for t in tags for s in t.skills}
@@ -612,7 +612,7 @@ def drift(
     means the same mix of tools, 1 means disjoint tools.  ``within_cap`` is
     ``tvd <= max_drift`` (default :attr:`CurriculumConfig.max_drift`).
 
-    >>> from synth.tasks import Task, Turn
+    >>> from ace_env.tasks import Task, Turn
     >>> t = lambda i, calls: Task(i, "x", "x", [Turn([], calls)], {}, [], [])
     >>> r = drift([t("a", ["ls()", "ls()"])], [t("b", ["ls()", "cd(folder='x')"])])
     >>> r.tvd, r.within_cap, r.over[0][0], r.under[0][0]

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from ace_graph import queries
 from ace_graph.errors import AceError
-from synth.curriculum import (
+from train.curriculum.core import (
     COMPOSITION,
     SKILL,
     CurriculumConfig,

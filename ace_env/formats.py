@@ -5,7 +5,7 @@ line on its own, so files may even mix formats:
 
 ``ace``
     ``{"rollout_id", "task_id", "turns": [[call, ...], ...]}`` (see
-    :mod:`synth.rollouts`).
+    :mod:`ace_env.rollouts`).
 ``openai``
     ``{"rollout_id"?, "task_id", "messages": [...]}``: every ``user`` message
     starts a new turn (the first one is turn 0); the ``tool_calls`` of the
@@ -35,9 +35,9 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from ace_graph.errors import RolloutFormatError
-from synth.calls import MAX_CALL_CHARS, Call
-from synth.rollouts import Rollout, parse_rollout
+from ace_env.calls import MAX_CALL_CHARS, Call
+from ace_env.errors import RolloutFormatError
+from ace_env.rollouts import Rollout, parse_rollout
 
 ACE, OPENAI, BFCL = "ace", "openai", "bfcl"
 FORMATS = (ACE, OPENAI, BFCL)

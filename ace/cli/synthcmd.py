@@ -7,7 +7,17 @@ from pathlib import Path
 
 import typer
 
-from ace_graph.cli import app, progress_bar
+from ace.cli import app, progress_bar
+from ace_env.rollouts import load_task_set
+from ace_env.sim import load_weakness
+from ace_graph.config import neo4j_settings
+from ace_graph.db import get_driver
+from ace_graph.errors import ConfigError
+from ace_graph.store import GraphStore
+from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
+from synth.rewriter import Rewriter
+from synth.strategies import STRATEGIES
+from synth.taskcheck import check_task
 
 synth_app = typer.Typer(
     help=(
@@ -46,25 +56,17 @@ def synth(
     """Pull the frontier from Neo4j, plan, synthesize, verify, roll out, reflect; write the valid tasks."""
     if ctx.invoked_subcommand is not None:
         return
-    from ace_graph.errors import ConfigError
 
     if not experiment or out is None:
         raise ConfigError("`ace synth` needs --experiment and --out (or use `ace synth check FILE`).")
     from rich.console import Console
 
-    from ace_graph.config import neo4j_settings
-    from ace_graph.db import get_driver
-    from ace_graph.store import GraphStore
-    from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
-    from synth.rollouts import load_task_set
-    from synth.sim import load_weakness
 
     config = SynthConfig(n=n, rounds=rounds, plans=plans, rollouts_per_task=rollouts_per_task,
                          strategies=tuple(strategy) or SynthConfig().strategies, seed=seed)
     if rewriter_url:
         import os
 
-        from synth.rewriter import Rewriter
 
         config.rewriter = Rewriter(rewriter_url, rewriter_model, api_key=os.environ.get("OPENAI_API_KEY"))
     _check_strategies(config.strategies)
@@ -107,8 +109,6 @@ def synth(
 
 
 def _check_strategies(names) -> None:
-    from ace_graph.errors import ConfigError
-    from synth.strategies import STRATEGIES
 
     unknown = [s for s in names if s not in STRATEGIES]
     if unknown:
@@ -116,7 +116,6 @@ def _check_strategies(names) -> None:
 
 
 def _newest_scope(store, experiment: str) -> str:
-    from ace_graph.errors import ConfigError
 
     rows = store.run("scopes", experiment=experiment)
     if not rows:
@@ -132,8 +131,6 @@ def check(
     """Re-run task verification on every task of a file (execution, verifier, rejection tests, duplicates, text)."""
     from collections import Counter
 
-    from synth.rollouts import load_task_set
-    from synth.taskcheck import check_task
 
     tasks = load_task_set(str(file))
     seen: set[str] = set()

@@ -2,14 +2,14 @@
 
 A task set is named ``bfcl:CATEGORY`` (``base``, ``long_context``,
 ``miss_func``, ``miss_param`` or ``all``) or is a JSONL file of ACE tasks (one
-:meth:`synth.tasks.Task.to_dict` per line).
+:meth:`ace_env.tasks.Task.to_dict` per line).
 
 A rollout file is JSONL, one rollout per line::
 
     {"rollout_id": "r1", "task_id": "multi_turn_base_0",
      "turns": [["cd(folder='document')", {"name": "ls", "arguments": {}}], []]}
 
-`synth.formats.read_any` streams such files line by line, in flat memory.
+`ace_env.formats.read_any` streams such files line by line, in flat memory.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ace_graph.errors import RolloutFormatError, TaskLoadError
-from synth.tasks import Task
+from ace_env import bfcl
+from ace_env.errors import RolloutFormatError, TaskLoadError
+from ace_env.tasks import Task
 
 
 def load_task_set(spec: str) -> dict[str, Task]:
     """Tasks by id from ``bfcl:CAT`` or a task JSONL file."""
     if spec.startswith("bfcl:") or spec == "bfcl":
-        from synth import bfcl
 
         category = spec.partition(":")[2] or "all"
         return {t.id: t for t in bfcl.load_tasks(category)}

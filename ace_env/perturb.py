@@ -22,8 +22,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from synth.calls import Call, parse_call
-from synth.tasks import Task
+from ace_env.calls import Call, parse_call
+from ace_env.tasks import Task
 
 KINDS = ("drop", "insert", "swap", "alter", "early", "withheld")
 

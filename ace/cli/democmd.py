@@ -2,7 +2,7 @@
 
 1. check Neo4j and apply the schema;
 2. replay and verify every scored BFCL multi-turn task;
-3. simulate an agent with planted weaknesses (``synth/demo_weakness.toml``),
+3. simulate an agent with planted weaknesses (``ace_env/demo_weakness.toml``),
    ingest its rollouts into the skill graph and print the weakest
    compositions and the frontier the graph found;
 4. synthesize verified adversarial tasks aimed at that frontier, export them
@@ -23,15 +23,18 @@ from pathlib import Path
 
 import typer
 
-from ace_graph.cli import app
-
-def _demo_weakness() -> Path:
-    import synth
-
-    return Path(synth.__file__).resolve().parent / "demo_weakness.toml"
-
-
-DEMO_WEAKNESS = _demo_weakness()
+from ace.cli import app
+from ace_env import bfcl
+from ace_env.sim import DEMO_WEAKNESS, load_weakness, simulate
+from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
+from ace_graph.config import ace_home, neo4j_settings
+from ace_graph.db import apply_schema, get_driver
+from ace_graph.ingest import ingest_file
+from ace_graph.store import GraphStore
+from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
+from train.curriculum.core import CurriculumConfig, drift, mix, step
+from train.curriculum.store import load_state, observations_from_graph, save, scopes_read
+from train.export import export
 
 
 @app.command("demo")
@@ -51,9 +54,6 @@ def demo(
     """
     from rich.console import Console
 
-    from ace_graph.config import ace_home, neo4j_settings
-    from ace_graph.db import apply_schema, get_driver
-    from ace_graph.store import GraphStore
 
     console = Console()
     settings = neo4j_settings()
@@ -83,8 +83,6 @@ def demo(
 def _replay(console, categories: list[str]) -> int:
     from rich.table import Table
 
-    from synth import bfcl
-    from synth.verifier import ground_truth_rollout, replay_oracle, verify
 
     table = Table(title="2. BFCL multi-turn: ground truth replayed through ACE's executor and verifier")
     for col in ("category", "tasks", "passed", "failed", "errors", "tasks/s"):
@@ -106,9 +104,6 @@ def _replay(console, categories: list[str]) -> int:
 
 
 def _simulate_and_ingest(console, store, run_dir: Path, experiment: str, n: int, seed: int, weakness: Path) -> str:
-    from ace_graph.ingest import ingest_file
-    from synth import bfcl
-    from synth.sim import load_weakness, simulate
 
     tasks = bfcl.load_tasks("all")
     spec = load_weakness(weakness)
@@ -169,10 +164,6 @@ def _show_weaknesses(console, store, scope: str, weakness: Path) -> None:
 def _synthesize(console, store, run_dir: Path, experiment: str, scope: str, seed: int, weakness: Path, n: int):
     from rich.table import Table
 
-    from synth import bfcl
-    from synth.export import export
-    from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
-    from synth.sim import load_weakness
 
     seeds = {t.id: t for t in bfcl.load_tasks("all")}
     frontier = store.run("frontier", scope=scope, level="tool", min_support=20, min_lift=0.05, min_prereq=0.6, limit=50)
@@ -208,8 +199,6 @@ def _synthesize(console, store, run_dir: Path, experiment: str, scope: str, seed
 
 
 def _curriculum_step(console, store, experiment: str, scope: str) -> None:
-    from synth.curriculum import CurriculumConfig, step
-    from synth.curriculum_store import load_state, observations_from_graph, save, scopes_read
 
     if scope in scopes_read(store, experiment):
         console.print(f"Curriculum of {experiment!r} already advanced from {scope}; not counting it twice.")
@@ -227,11 +216,6 @@ def _curriculum_step(console, store, experiment: str, scope: str) -> None:
 def _round_one(console, store, run_dir: Path, experiment: str, synthesized, n: int, seed: int, weakness: Path) -> str:
     import random
 
-    from ace_graph.ingest import ingest_file
-    from synth import bfcl
-    from synth.curriculum import drift, mix
-    from synth.curriculum_store import load_state
-    from synth.sim import load_weakness, simulate
 
     seeds = bfcl.load_tasks("all")
     state = load_state(store, experiment)

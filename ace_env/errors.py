@@ -1,0 +1,22 @@
+"""One exception base for all of ACE; a subclass per failure point.
+
+Every message says what went wrong, why, and how to fix it.  Higher layers add
+their own subclasses in their own ``errors`` module (``ace_graph.errors`` adds
+the server and connection errors), so a caller can catch ``AceError`` alone.
+"""
+
+
+class AceError(Exception):
+    """Base of every error ACE raises on purpose."""
+
+
+class ConfigError(AceError):
+    """A setting, flag or input file is invalid."""
+
+
+class TaskLoadError(AceError):
+    """A task set could not be loaded."""
+
+
+class RolloutFormatError(AceError):
+    """A rollout line is not in a format ACE accepts."""

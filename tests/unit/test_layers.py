@@ -1,0 +1,46 @@
+"""The layers contract (pyproject.toml, [tool.importlinter]) holds, and no import
+of ACE's own modules hides inside a function to dodge it."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("ace_env", "ace_graph", "cypher", "synth", "train", "app", "ace")
+
+
+def _lint_imports() -> str:
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+    assert exe, "import-linter is not installed (it is in the test extra: pip install -e '.[test]')"
+    proc = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_layers_contract_is_kept():
+    out = _lint_imports()
+    assert "ACE layers KEPT" in out
+
+
+def test_no_ace_import_inside_functions():
+    hidden = []
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for fn in ast.walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for node in ast.walk(fn):
+                    names = []
+                    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                        names = [node.module]
+                    elif isinstance(node, ast.Import):
+                        names = [a.name for a in node.names]
+                    for name in names:
+                        if name.split(".")[0] in PACKAGES:
+                            hidden.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
+    assert not hidden, "imports of ACE modules inside functions:\n" + "\n".join(hidden)

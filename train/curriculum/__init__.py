@@ -1,0 +1,1 @@
+"""The dependency-aware curriculum: the state machine (``core``) and its Neo4j storage (``store``)."""
