@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
+import inspect
 import json
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ace_env.cache import cached_pickle
 from ace_env.calls import Call, parse_call
 from ace_env.errors import TaskLoadError
 from ace_env.tasks import Task, Turn
@@ -39,6 +43,14 @@ CLASSES = (
 #: Shown to the agent in a miss_func turn whose only news is new tools
 #: (BFCL's harness sends the same sentence).
 ADDED_TOOLS_PROMPT = "I have updated some more functions you can choose from. What about now?"
+
+
+def installed_version() -> str:
+    """The installed bfcl-eval version ("missing" when it is not installed)."""
+    try:
+        return importlib.metadata.version("bfcl-eval")
+    except importlib.metadata.PackageNotFoundError:
+        return "missing"
 
 
 def _package_dir() -> Path:
@@ -86,6 +98,19 @@ def api_class(class_name: str) -> type:
     if class_name not in modules:
         raise TaskLoadError(f"Unknown BFCL class {class_name!r}; known: {sorted(modules)}")
     return getattr(importlib.import_module(modules[class_name]), class_name)
+
+
+@functools.cache
+def method_signature(class_name: str, method: str) -> inspect.Signature:
+    """The signature of a BFCL API method as an agent calls it: without ``self``."""
+    sig = inspect.signature(getattr(api_class(class_name), method))
+    return sig.replace(parameters=[p for p in sig.parameters.values() if p.name != "self"])
+
+
+def signature(name: str) -> inspect.Signature | None:
+    """The signature (without ``self``) of a multi-turn function by name; None when unknown."""
+    info = functions().get(name)
+    return None if info is None else method_signature(info.class_name, name)
 
 
 @functools.cache
@@ -138,8 +163,31 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-@functools.cache
+_PICKLED: dict[str, bytes] = {}
+
+
 def _load_category(category: str) -> tuple[Task, ...]:
+    """The category's tasks as fresh objects: a caller may edit its copy without touching another's.
+
+    Built once per bfcl-eval and ACE version and kept pickled on disk; every
+    call after the first unpickles a new copy (cheaper than ``copy.deepcopy``
+    or rebuilding from BFCL's files; see benchmarks/RESULTS.md).
+    """
+    data = _PICKLED.get(category)
+    if data is not None:
+        return pickle.loads(data)
+    data, tasks = cached_pickle(
+        "bfcl-tasks",
+        category,
+        lambda: _build_category(category),
+        sources=[Path(__file__), Path(__file__).with_name("tasks.py")],
+        salt=installed_version(),
+    )
+    _PICKLED[category] = data
+    return tasks
+
+
+def _build_category(category: str) -> tuple[Task, ...]:
     data = _package_dir() / "data"
     questions = _read_jsonl(data / f"BFCL_v4_multi_turn_{category}.json")
     answers = {

@@ -89,8 +89,7 @@ def _signature(class_name: str, method: str) -> tuple[inspect.Signature, tuple[t
         for p in sig.parameters.values()
         if isinstance(p.default, (list, dict, set, bytearray))
     )
-    params = [p for p in sig.parameters.values() if p.name != "self"]
-    return sig.replace(parameters=params), mutable
+    return bfcl.method_signature(class_name, method), mutable
 
 
 def _declared_defaults(fn: Any) -> dict[str, Any]:

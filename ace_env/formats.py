@@ -18,9 +18,16 @@ line on its own, so files may even mix formats:
     where a step is what the model returned in one round trip: a list of
     ``{func_name: arguments}`` (function-calling models) or a string of
     Python call syntax such as ``[f(a=1), g(b='x')]`` (prompting models).
-    A turn's calls are its steps' calls in order; a step that is anything
-    else (chat text, an unparsable string) contributes no call, as in
-    BFCL's own checker.
+    A turn's calls are its steps' calls in order.  A step of chat text
+    contributes no call (the model answered instead of calling), as in BFCL.
+    A step that *attempts* a call and gets it wrong (a string that starts
+    like a call, ``mkdir(dir_name='temp'``, but does not parse; a list of
+    calls with a non-call in it; function-calling arguments that are not a
+    JSON object) is kept as a malformed call, so the verifier reports
+    ``malformed_call`` as it does for the other formats.  A ``result`` that is
+    a string (``"Error during inference: ..."``) is a failed generation: the
+    rollout has no calls and ``meta["inference_error"]`` holds the message
+    (the verifier attributes it ``inference_error``).
 
 Model output is data: Python call syntax is read with :mod:`ast` only, each
 call is rendered back as a call string, and a call whose arguments are not
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -146,10 +154,20 @@ def _render_node(node: ast.Call, source: str) -> str:
     return ast.get_source_segment(source, node) or ast.dump(node.func)
 
 
+#: A step that starts like a call (``name(`` after an optional ``[``) is an attempt to call.
+_CALL_LIKE = re.compile(r"^\s*\[?\s*[A-Za-z_][A-Za-z0-9_.]*\s*\(")
+
+
 def decode_python_step(text: str) -> list[str]:
-    """Calls in a prompting model's step (``[f(a=1), g(b='x')]``); [] when there are none."""
+    """Calls in a prompting model's step (``[f(a=1), g(b='x')]``).
+
+    [] when the step is chat text.  A step that tries to call but is not a
+    list of literal calls is kept as text, which the verifier rejects as a
+    malformed call without running it.
+    """
+    attempt = _CALL_LIKE.match(text) is not None
     if len(text) > MAX_CALL_CHARS:
-        return []
+        return [text] if attempt else []
     # Like BFCL: strip code fences and wrapping quotes, add the brackets if missing.
     source = text.strip("`\n ")
     if source.startswith("python\n"):
@@ -162,12 +180,16 @@ def decode_python_step(text: str) -> list[str]:
     try:
         tree = ast.parse(source, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return []
+        return [text.strip()] if attempt else []
     body = tree.body
     elements = body.elts if isinstance(body, (ast.List, ast.Tuple)) else [body]
-    if not all(isinstance(e, ast.Call) for e in elements):
-        return []
-    return [_render_node(e, source) for e in elements]
+    if not any(isinstance(e, ast.Call) for e in elements):
+        return [text.strip()] if attempt else []
+    # A call list with a non-call in it: every element is kept, the non-calls as (malformed) text.
+    return [
+        _render_node(e, source) if isinstance(e, ast.Call) else (ast.get_source_segment(source, e) or ast.dump(e))
+        for e in elements
+    ]
 
 
 def _fc_argument_value(value: Any) -> Any:
@@ -181,16 +203,19 @@ def _fc_argument_value(value: Any) -> Any:
 
 
 def decode_fc_step(step: list[Any]) -> list[Any]:
-    """Calls in a function-calling model's step (``[{name: args}]``); [] when it is not one."""
+    """Calls in a function-calling model's step (``[{name: args}]``); [] when it is not one.
+
+    Arguments that are not a JSON object are kept as they are, so the
+    verifier records that call as malformed.
+    """
     calls: list[Any] = []
     for item in step:
         if not isinstance(item, dict) or not item:
             return []
         for name, raw in item.items():
-            args = _fc_argument_value(raw)
-            if not isinstance(name, str) or not isinstance(args, dict):
+            if not isinstance(name, str):
                 return []
-            calls.append({"name": name, "arguments": args})
+            calls.append({"name": name, "arguments": _fc_argument_value(raw)})
     return calls
 
 

@@ -9,6 +9,8 @@ exporter never look at a source's raw format.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +71,15 @@ class Task:
     def n_steps(self) -> int:
         """Number of ground-truth calls over all turns."""
         return sum(len(t.ground_truth) for t in self.turns)
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the task's whole content (:meth:`to_dict` as canonical JSON).
+
+        Computed afresh on every call, so a task edited in place gets a new
+        fingerprint; the oracle and tag caches are keyed by it.
+        """
+        blob = json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -27,8 +27,11 @@ import json
 import pickle
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
+from ace_env import bfcl
+from ace_env.cache import TaskCache
 from ace_env.calls import Call, parse_call
 from ace_env.errors import RolloutFormatError
 from ace_env.executor import (
@@ -53,6 +56,7 @@ STATE_DIVERGED = "state_diverged"
 MISSING_OUTPUT = "missing_output"
 ACTED_WITHOUT_NEED = "acted_without_need"
 STOPPED_EARLY = "stopped_early"
+INFERENCE_ERROR = "inference_error"
 ATTRIBUTIONS = (
     WRONG_TOOL,
     WRONG_ARGUMENT,
@@ -62,6 +66,7 @@ ATTRIBUTIONS = (
     MISSING_OUTPUT,
     ACTED_WITHOUT_NEED,
     STOPPED_EARLY,
+    INFERENCE_ERROR,
 )
 
 
@@ -169,20 +174,29 @@ def replay_oracle(task: Task) -> Oracle:
     return Oracle(task.id, turns, errors, initial)
 
 
-_CACHE: dict[tuple[str, str], Oracle] = {}
+_HERE = Path(__file__).parent
+
+#: The files whose code decides an oracle (a cache built by other code is not reused).
+ORACLE_SOURCES = tuple(_HERE / n for n in ("verifier.py", "executor.py", "calls.py", "tasks.py", "bfcl.py"))
+
+#: Oracles by task content: the 1,024 most recent in memory, all on disk (see :mod:`ace_env.cache`).
+ORACLES: TaskCache[Oracle] = TaskCache(
+    "oracle",
+    replay_oracle,
+    maxsize=1024,
+    sources=ORACLE_SOURCES,
+    salt=bfcl.installed_version(),
+)
 
 
-def oracle_for(task: Task) -> Oracle:
-    """The cached oracle of a task (task ids are unique within a source)."""
-    key = (task.source, task.id)
-    oracle = _CACHE.get(key)
-    if oracle is None:
-        oracle = _CACHE[key] = replay_oracle(task)
-    return oracle
+def oracle_for(task: Task, fingerprint: str | None = None) -> Oracle:
+    """The oracle of a task, cached by the task's content fingerprint (pass it if known)."""
+    return ORACLES.get(task, fingerprint)
 
 
 def clear_oracle_cache() -> None:
-    _CACHE.clear()
+    """Forget the oracles held in memory (the disk cache stays)."""
+    ORACLES.clear()
 
 
 # --------------------------------------------------------------------------- verdict
@@ -273,6 +287,31 @@ def _multiset_missing(expected: list[str], seen: Counter[str]) -> list[str]:
     return [out for out, n in need.items() if seen[out] < n]
 
 
+def _shown(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def argument_difference(name: str, expected: dict[str, Any], got: dict[str, Any]) -> str:
+    """How a call's arguments differ from the oracle's, with both values.
+
+    ``mkdir: argument dir_name: expected 'temp', got 'tmp'``.  Values are
+    compared as the verifier matches calls (by their printed form, so ``1``
+    and ``1.0`` or ``1`` and ``True`` differ).
+    """
+    parts = []
+    for p in list(expected) + [p for p in got if p not in expected]:
+        want, have = expected.get(p, _MISSING), got.get(p, _MISSING)
+        if want is not _MISSING and have is not _MISSING and repr(want) == repr(have):
+            continue
+        shown_want = "no value" if want is _MISSING else _shown(want)
+        shown_have = "no value" if have is _MISSING else _shown(have)
+        parts.append(f"{p}: expected {shown_want}, got {shown_have}")
+    if not parts:  # same arguments, so the call matched elsewhere: say so rather than guess
+        return f"{name}: the arguments equal the oracle's, but the call is out of order"
+    return f"{name}: argument{'s' if len(parts) > 1 else ''} {'; '.join(parts)}"
+
+
 def _attribute(
     steps: list[StepResult], oracle_turn: OracleTurn, state_ok: bool, state_detail: str, missing: list[str]
 ) -> tuple[str, int, int, str]:
@@ -312,12 +351,7 @@ def _attribute(
         same_name = [k for k in unmatched if steps[k].name == o.name]
         if same_name:
             k = same_name[0]
-            diff = sorted(
-                p
-                for p in set(o.arguments) | set(steps[k].arguments)
-                if o.arguments.get(p, _MISSING) != steps[k].arguments.get(p, _MISSING)
-            )
-            return WRONG_ARGUMENT, k, j, f"{o.name}: argument(s) {', '.join(diff) or '?'} differ from the oracle's"
+            return WRONG_ARGUMENT, k, j, argument_difference(o.name, o.arguments, steps[k].arguments)
         k = unmatched[0] if unmatched else pos
         return WRONG_TOOL, k, j, f"called {steps[k].name!r} where the oracle calls {o.name!r}"
     extra = [k for k in range(len(steps)) if k not in matched_r]
@@ -402,6 +436,27 @@ def verify(
     return verdict
 
 
+def verify_rollout(task: Task, rollout: Any, oracle: Oracle | None = None) -> Verdict:
+    """Verify a rollout read from a file (:class:`ace_env.rollouts.Rollout`).
+
+    As :func:`verify`, and a rollout whose generation failed (BFCL records
+    ``"Error during inference: ..."``, kept in ``meta["inference_error"]``)
+    gets reward 0 and the attribution ``inference_error`` with the message,
+    rather than looking like an agent that stopped early.
+    """
+    verdict = verify(task, rollout.turns, rollout_id=rollout.rollout_id, oracle=oracle)
+    meta = rollout.meta if isinstance(rollout.meta, dict) else {}
+    error = meta.get("inference_error")
+    if error:
+        verdict.reward = 0.0
+        verdict.failing_turn = verdict.failing_turn if verdict.failing_turn is not None else 0
+        verdict.failing_step = 0
+        verdict.failing_oracle_step = 0
+        verdict.attribution = INFERENCE_ERROR
+        verdict.detail = f"generation failed: {str(error)[:300]}"
+    return verdict
+
+
 def _follows_oracle(calls: Sequence[Any], oracle_turn: OracleTurn, task: Task, t: int) -> list[StepResult] | None:
     """The oracle's step results if ``calls`` are exactly the oracle's calls of turn ``t``."""
     if len(calls) != len(oracle_turn.steps) or any(o.status != OK for o in oracle_turn.steps):
@@ -437,4 +492,5 @@ __all__ = [
     "oracle_for",
     "replay_oracle",
     "verify",
+    "verify_rollout",
 ]

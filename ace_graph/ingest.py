@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 from ace_env.formats import read_any
 from ace_env.tasks import Task
-from ace_env.verifier import verify
+from ace_env.verifier import oracle_for, verify_rollout
 from ace_graph.db import apply_schema
 from ace_graph.errors import ConfigError, RolloutFormatError
 from ace_graph.outcomes import RolloutRecord, record
@@ -64,20 +64,29 @@ def prepare(
     errors: list[str],
     source: str,
 ) -> Iterator[tuple[RolloutRecord, tuple[Any, ...]]]:
-    """Verify and tag each rollout; yield its record with the task's oracle tags."""
+    """Verify and tag each rollout; yield its record with the task's oracle tags.
 
+    Each task's oracle and tags are looked up once per call (by its content
+    fingerprint, computed once here): the tasks must not change meanwhile.
+    An error names the file and line once: ``FILE: line N: what is wrong``.
+    """
+    derived: dict[str, tuple[Any, tuple[Any, ...]]] = {}
     for r in rollouts:
         task = tasks.get(r.task_id)
         try:
             if task is None:
-                raise RolloutFormatError(f"{source}: line {r.line}: unknown task_id {r.task_id!r}")
-            verdict = verify(task, r.turns, rollout_id=r.rollout_id)
+                raise RolloutFormatError(f"unknown task_id {r.task_id!r}")
+            if r.task_id not in derived:
+                fp = task.fingerprint()
+                derived[r.task_id] = (oracle_for(task, fp), tag_task(task, fp))
+            oracle, tags = derived[r.task_id]
+            verdict = verify_rollout(task, r, oracle=oracle)
         except RolloutFormatError as e:
+            message = f"{source}: line {r.line}: {e}"
             if not skip_invalid:
-                raise RolloutFormatError(f"{source}: line {r.line}: {e}") from e
-            errors.append(str(e))
+                raise RolloutFormatError(message) from e
+            errors.append(message)
             continue
-        tags = tag_task(task)
         yield record(task, tags, verdict, scope, r.rollout_id, r.turns, near_success), tags
 
 

@@ -16,18 +16,21 @@ the driver); a failed batch rolls back whole and can simply be retried.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from ace_env import bfcl
 from ace_env.tasks import Task
 from ace_graph import queries
+from ace_graph.compositions import LEVELS, SKILL, TOOL, adjacent_pairs, task_dependencies
 from ace_graph.errors import ConfigError
 from ace_graph.outcomes import RolloutRecord, aggregate
-from ace_graph.tagger import tag_task
+from ace_graph.tagger import TAGS, tag_task
 from ace_graph.taxonomy import load_taxonomy, tool_skills
+
+log = logging.getLogger(__name__)
 
 
 def scope_key(experiment: str, policy: str, checkpoint: str) -> str:
@@ -37,26 +40,6 @@ def scope_key(experiment: str, policy: str, checkpoint: str) -> str:
 
             raise ConfigError(f"{name} must be a non-empty name without '/', got {value!r}")
     return f"{experiment}/{policy}/{checkpoint}"
-
-
-def composition_pairs(tags: Sequence[Any]) -> tuple[list[str], list[str]]:
-    """Adjacent call pairs of an oracle ("a>b"), at tool and at skill level."""
-    tool_pairs: list[str] = []
-    skill_pairs: set[str] = set()
-    prev = None
-    for tag in tags:
-        if tag.tool is None:
-            if prev is not None:
-                skill_pairs.update(f"{a}>{b}" for a in prev.skills for b in tag.skills)
-            continue
-        if prev is not None:
-            tool_pairs.append(f"{prev.tool}>{tag.tool}")
-            skill_pairs.update(f"{a}>{b}" for a in prev.skills for b in tag.skills)
-        prev = tag
-    return sorted(set(tool_pairs)), sorted(skill_pairs)
-
-
-_pairs = composition_pairs  # the short name tests and benchmarks use
 
 
 @dataclass
@@ -104,14 +87,27 @@ class GraphStore:
         return self._write_one("upsert-taxonomy", skills=skills, tools=tools)
 
     def upsert_tasks(self, tasks: Iterable[Task], batch_size: int = 500) -> int:
-        """Create or update Task nodes (with their compositions) and the prior edges they imply."""
+        """Create or update Task nodes (with their compositions) and recount the prior edges.
 
-        rows, total = [], 0
-        prior: dict[str, Counter[tuple[str, str, str]]] = {"skill": Counter(), "tool": Counter()}
-        example: dict[tuple[str, str, str, str], str] = {}
-        for task in tasks:
-            tags = tag_task(task)
-            tool_pairs, skill_pairs = composition_pairs(tags)
+        A task whose stored fingerprint (its content plus the tagger's version)
+        is unchanged is not tagged or written again.  The prior-edge counts are
+        recomputed from every stored task (:mod:`ace_graph.compositions`), so
+        they do not depend on which tasks this call was given.  Returns the
+        number of distinct tasks now stored from ``tasks``.
+        """
+        by_id = {t.id: t for t in tasks}
+        if not by_id:
+            return 0
+        content = {tid: t.fingerprint() for tid, t in by_id.items()}
+        wanted = {tid: f"{fp}:{TAGS.version}" for tid, fp in content.items()}
+        stored = {r["id"]: r["fingerprint"] for r in self.run("task-fingerprints", ids=list(by_id))}
+        changed = [tid for tid in by_id if stored.get(tid) != wanted[tid]]
+        rows: list[dict[str, Any]] = []
+        for tid in changed:
+            task = by_id[tid]
+            tags = tag_task(task, content[tid])
+            tool_pairs, skill_pairs = adjacent_pairs(tags)
+            deps = sorted(task_dependencies(tags))
             rows.append(
                 {
                     "id": task.id,
@@ -122,34 +118,23 @@ class GraphStore:
                     "tools": sorted({t.tool for t in tags if t.tool}),
                     "tool_pairs": tool_pairs,
                     "skill_pairs": skill_pairs,
+                    "tool_deps": [d.key for d in deps if d.level == TOOL],
+                    "skill_deps": [d.key for d in deps if d.level == SKILL],
+                    "fingerprint": wanted[tid],
                     "provenance": json.dumps(task.provenance, sort_keys=True, default=str),
                 }
             )
-            for tag in tags:
-                for dep, kind in zip(tag.depends_on, tag.dependency_kinds):
-                    src = tags[dep]
-                    if src.tool and tag.tool:
-                        key = (src.tool, tag.tool, kind)
-                        prior["tool"][key] += 1
-                        example.setdefault(("tool",) + key, task.id)
-                    for a in src.skills:
-                        for b in tag.skills:
-                            key = (a, b, kind)
-                            prior["skill"][key] += 1
-                            example.setdefault(("skill",) + key, task.id)
             if len(rows) >= batch_size:
-                total += self._write_one("upsert-tasks", rows=rows)["tasks"]
+                self._write_one("upsert-tasks", rows=rows)
                 rows = []
         if rows:
-            total += self._write_one("upsert-tasks", rows=rows)["tasks"]
-        for level, counts in prior.items():
-            edge_rows = [
-                {"from": a, "to": b, "kind": kind, "count": n, "example_task": example[(level, a, b, kind)]}
-                for (a, b, kind), n in sorted(counts.items())
-            ]
-            if edge_rows:
-                self._write_one("upsert-prior-edges", level=level, rows=edge_rows)
-        return total
+            self._write_one("upsert-tasks", rows=rows)
+        if changed:
+            for level in LEVELS:
+                self._write_one("upsert-prior-edges", level=level)
+        log.info("tasks: %d given, %d written, %d already up to date", len(by_id), len(changed),
+                 len(by_id) - len(changed))
+        return len(by_id)
 
     def upsert_plans(self, experiment: str, plans: Iterable[Any]) -> int:
         """Store synthesis plans (``synth.planner.Plan``) of an experiment."""

@@ -30,20 +30,21 @@ from __future__ import annotations
 
 import ast
 import functools
-import inspect
 import json
-import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ace_env import bfcl
+from ace_env.cache import TaskCache
 from ace_env.calls import Call, parse_call
 from ace_env.executor import ERROR, OK, Environment
 from ace_env.tasks import Task
-from ace_env.verifier import Oracle, oracle_for
+from ace_env.values import TRIVIAL_NUMBERS, is_trivial, leaves, number
+from ace_env.verifier import ORACLE_SOURCES, Oracle, oracle_for
 from ace_graph.errors import ConfigError
 from ace_graph.taxonomy import tool_skills
 
@@ -76,50 +77,7 @@ class OracleStepTag:
     dependency_kinds: tuple[str, ...] = ()  # parallel to depends_on: data_flow | precondition
 
 
-@dataclass(frozen=True)
-class PriorEdge:
-    """A composition edge between two tools seen in oracles.
-
-    ``count`` is the number of tasks in which the edge occurs; ``example_task``
-    the first of them in the order the tasks were given.
-    """
-
-    from_tool: str
-    to_tool: str
-    kind: str
-    count: int
-    example_task: str
-
-
 # --------------------------------------------------------------------------- values
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    f = float(value)
-    return f if math.isfinite(f) else None
-
-
-def _trivial(value: Any) -> bool:
-    if value is None or isinstance(value, bool):
-        return True
-    if isinstance(value, str):
-        return not value.strip()
-    n = _num(value)
-    return n is not None and n in (0.0, 1.0, 2.0)
-
-
-def _leaves(value: Any) -> Iterable[Any]:
-    """Scalar leaves of an argument value."""
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _leaves(v)
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        for v in value:
-            yield from _leaves(v)
-    else:
-        yield value
 
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -196,7 +154,7 @@ def _output_text(output: str) -> _Text:
         elif isinstance(value, str):
             strings.add(value.strip().lower())
         else:
-            n = _num(value)
+            n = number(value)
             if n is not None:
                 numbers.add(n)
                 if "id" in key:
@@ -232,44 +190,35 @@ def _in_user(value: Any, user: _Text) -> bool:
         return user.has_string(value, exact_only=False) if len(value.strip()) >= 3 else _contains(
             user.text, value.strip().lower()
         )
-    n = _num(value)
+    n = number(value)
     return n is not None and user.has_number(n)
 
 
 def _in_output(value: Any, param: str, out: _Text) -> bool:
     if isinstance(value, str):
         return out.has_string(value, exact_only=True)
-    n = _num(value)
+    n = number(value)
     if n is None:
         return False
-    if n in (0.0, 1.0, 2.0):  # trivial unless it is an id the output handed out
+    if n in TRIVIAL_NUMBERS:  # trivial unless it is an id the output handed out
         return "id" in param.lower() and n in out.id_numbers
     return out.has_number(n)
 
 
 def _matchable(value: Any, param: str) -> bool:
-    if not _trivial(value):
+    if not is_trivial(value):
         return True
-    n = _num(value)
+    n = number(value)
     return n is not None and "id" in param.lower()
 
 
 # --------------------------------------------------------------------------- calls
 
 
-@functools.cache
-def _parameters(name: str) -> inspect.Signature | None:
-    info = bfcl.functions().get(name)
-    if info is None:
-        return None
-    sig = inspect.signature(getattr(bfcl.api_class(info.class_name), name))
-    return sig.replace(parameters=[p for p in sig.parameters.values() if p.name != "self"])
-
-
 def _explicit(name: str, raw: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     """The arguments the call gave explicitly (by parameter name)."""
     parsed = parse_call(raw) if isinstance(raw, (str, dict)) else None
-    sig = _parameters(name)
+    sig = bfcl.signature(name)
     if isinstance(parsed, Call) and sig is not None:
         try:
             return dict(sig.bind_partial(*parsed.args, **parsed.kwargs).arguments)
@@ -295,10 +244,10 @@ def _provenance(
             sources[param] = DEFAULT
             continue
         source = LITERAL
-        for leaf in _leaves(given[param]):
+        for leaf in leaves(given[param]):
             if not _matchable(leaf, param):
                 continue
-            if not _trivial(leaf) and _in_user(leaf, user):
+            if not is_trivial(leaf) and _in_user(leaf, user):
                 source = USER if source == LITERAL else source
                 continue
             producers = [k for k, out in outputs if _in_output(leaf, param, out)]
@@ -312,9 +261,6 @@ def _provenance(
 
 # --------------------------------------------------------------------------- oracle tags
 
-_TAGS: dict[tuple[str, str], tuple[OracleStepTag, ...]] = {}
-
-
 def _user_texts(task: Task) -> list[_Text]:
     """Cumulative user words up to and including each turn."""
     out, parts = [], []
@@ -324,21 +270,25 @@ def _user_texts(task: Task) -> list[_Text]:
     return out
 
 
-def tag_task(task: Task) -> tuple[OracleStepTag, ...]:
-    """Tags of every oracle step of a task, in flat order (cached per source and id)."""
-    key = (task.source, task.id)
-    tags = _TAGS.get(key)
-    if tags is None:
-        tags = _TAGS[key] = _tag_task(task)
-    return tags
+def tag_task(task: Task, fingerprint: str | None = None) -> tuple[OracleStepTag, ...]:
+    """Tags of every oracle step of a task, in flat order.
+
+    Cached by the task's content fingerprint (pass it if known), in memory and
+    on disk (:mod:`ace_env.cache`).
+    """
+    return TAGS.get(task, fingerprint)
 
 
 def clear_cache() -> None:
-    _TAGS.clear()
+    """Forget the tags held in memory (the disk cache stays)."""
+    TAGS.clear()
 
 
 def _tag_task(task: Task) -> tuple[OracleStepTag, ...]:
-    oracle = oracle_for(task)
+    return _tag_with_oracle(task, oracle_for(task))
+
+
+def _tag_with_oracle(task: Task, oracle: Oracle) -> tuple[OracleStepTag, ...]:
     base = tool_skills()
     users = _user_texts(task)
     # flat layout: (turn, index, step or None)
@@ -449,6 +399,19 @@ def _material_change(new: str, old: str) -> bool:
     return any(a[k] != b[k] for k in a if "id" not in str(k).lower())
 
 
+_HERE = Path(__file__).parent
+
+#: Oracle tags by task content: 4,096 in memory, all on disk.  Keyed also by the
+#: code that computes them (this module, the taxonomy, the oracle's code).
+TAGS: TaskCache[tuple[OracleStepTag, ...]] = TaskCache(
+    "tags",
+    _tag_task,
+    maxsize=4096,
+    sources=(_HERE / "tagger.py", _HERE / "taxonomy.py", _HERE / "skills.toml", *ORACLE_SOURCES),
+    salt=bfcl.installed_version(),
+)
+
+
 # --------------------------------------------------------------------------- rollouts
 
 
@@ -492,41 +455,13 @@ def tag_rollout_steps(task: Task, verdict: Any) -> list[list[tuple[str, ...]]]:
     return out
 
 
-# --------------------------------------------------------------------------- prior edges
-
-
-def prior_edges(tasks: Iterable[Task]) -> list[PriorEdge]:
-    """Tool-to-tool dependency edges over the tasks' oracles, most frequent first.
-
-    An edge ``(from_tool, to_tool, kind)`` is counted once per task in which
-    some step of ``to_tool`` depends on a step of ``from_tool`` with that kind.
-    """
-    counts: dict[tuple[str, str, str], int] = defaultdict(int)
-    example: dict[tuple[str, str, str], str] = {}
-    for task in tasks:
-        tags = tag_task(task)
-        seen: set[tuple[str, str, str]] = set()
-        for tag in tags:
-            for dep, kind in zip(tag.depends_on, tag.dependency_kinds):
-                src = tags[dep].tool
-                if src is None or tag.tool is None:
-                    continue
-                seen.add((src, tag.tool, kind))
-        for edge in seen:
-            counts[edge] += 1
-            example.setdefault(edge, task.id)
-    ordered = sorted(counts, key=lambda e: (-counts[e], e))
-    return [PriorEdge(f, t, k, counts[(f, t, k)], example[(f, t, k)]) for f, t, k in ordered]
-
-
 __all__ = [
     "ABSTAIN",
     "DATA_FLOW",
     "PRECONDITION",
     "OracleStepTag",
-    "PriorEdge",
+    "TAGS",
     "clear_cache",
-    "prior_edges",
     "tag_rollout_steps",
     "tag_task",
 ]

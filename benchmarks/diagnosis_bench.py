@@ -74,6 +74,8 @@ GOAL_N = 2000
 
 from _common import machine_facts  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
+from ace_graph.compositions import adjacent_pairs  # noqa: E402
+
 
 def delete_own(driver: Any, database: str) -> None:
     """Remove this benchmark's scopes: their rollouts, steps, COMPOSES edges and Scope nodes."""
@@ -87,15 +89,8 @@ def delete_own(driver: Any, database: str) -> None:
 
 
 def tool_pairs(tags: tuple[Any, ...]) -> set[tuple[str, str]]:
-    """Adjacent oracle calls (abstain steps skipped), as the simulator and the store pair them."""
-    out, prev = set(), None
-    for t in tags:
-        if t.tool is None:
-            continue
-        if prev is not None:
-            out.add((prev, t.tool))
-        prev = t.tool
-    return out
+    """Adjacent oracle calls at tool level (the one rule in ace_graph.compositions), as tuples."""
+    return {tuple(p.split(">", 1)) for p in adjacent_pairs(tags)[0]}
 
 
 def baseline_task_rates(records: list[tuple[Any, Any]], k: int) -> list[tuple[str, str]]:

@@ -34,7 +34,7 @@ from ace_env.official import official_check
 from ace_env.rollouts import load_task_set
 from ace_env.sim import parse_weakness
 from ace_env.verifier import ground_truth_rollout, verify
-from ace_graph.store import _pairs
+from ace_graph.compositions import adjacent_pairs
 from ace_graph.tagger import tag_task
 from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
 from synth.taskcheck import check_task, target_present
@@ -70,7 +70,7 @@ def main() -> None:
     seeds = {t.id: t for t in bfcl.load_tasks("all")}
     by_target = {t: [] for t in TARGETS}
     for task in seeds.values():
-        pairs = set(_pairs(tag_task(task))[0])
+        pairs = set(adjacent_pairs(tag_task(task))[0])
         for a, b in TARGETS:
             if f"{a}>{b}" in pairs:
                 by_target[(a, b)].append(task.id)
@@ -109,7 +109,7 @@ def main() -> None:
     while len(random_any) < args.n and attempts < args.n * 6:
         attempts += 1
         seed_task = seeds[all_ids[rng.randrange(len(all_ids))]]
-        pairs = _pairs(tag_task(seed_task))[0]
+        pairs = adjacent_pairs(tag_task(seed_task))[0]
         if not pairs:
             continue
         target = tuple(rng.choice(pairs).split(">"))

@@ -1,15 +1,19 @@
 // Purpose: create or update seed tasks: their source, size, the tools they use,
 //   and the adjacent compositions their oracle contains (for "tasks that
 //   contain A→B": Task-[:CONTAINS]->Composition {key: "tool:a>b" or
-//   "skill:x>y"}). Idempotent.
+//   "skill:x>y"}), the dependency edges it implies (`tool_deps`,
+//   `skill_deps`: ["from|to|kind"], recounted into PRIOR edges by
+//   upsert-prior-edges) and its content fingerprint. Idempotent.
 // Parameters: $rows (list of {id, source, category, n_turns, n_steps, tools,
-//   tool_pairs: ["a>b"], skill_pairs: ["x>y"], provenance: json string})
+//   tool_pairs: ["a>b"], skill_pairs: ["x>y"], tool_deps, skill_deps,
+//   fingerprint, provenance: json string})
 // Columns: tasks
 UNWIND $rows AS row
 MERGE (t:Task {id: row.id})
 SET t.source = row.source, t.category = row.category, t.n_turns = row.n_turns,
     t.n_steps = row.n_steps, t.tools = row.tools, t.tool_pairs = row.tool_pairs,
-    t.skill_pairs = row.skill_pairs, t.provenance = row.provenance
+    t.skill_pairs = row.skill_pairs, t.tool_deps = row.tool_deps, t.skill_deps = row.skill_deps,
+    t.fingerprint = row.fingerprint, t.provenance = row.provenance
 WITH t, row
 CALL (t, row) {
   UNWIND row.tools AS name

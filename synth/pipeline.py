@@ -25,7 +25,7 @@ from ace_env.sim import simulate_one
 from ace_env.tasks import Task
 from ace_env.verifier import verify
 from ace_graph.errors import ConfigError
-from ace_graph.store import composition_pairs
+from ace_graph.compositions import adjacent_pairs
 from ace_graph.tagger import tag_task
 from synth.planner import Plan, apply_style, make_plans, reflect
 from synth.rewriter import rewrite_task
@@ -240,7 +240,7 @@ def seeds_by_target(frontier: list[dict[str, Any]], seeds: dict[str, Task]) -> d
     wanted = {f"{r['from']}>{r['to']}": (r["from"], r["to"]) for r in frontier}
     out: dict[tuple[str, str], list[str]] = {pair: [] for pair in wanted.values()}
     for task_id in sorted(seeds):
-        for pair in composition_pairs(tag_task(seeds[task_id]))[0]:
+        for pair in adjacent_pairs(tag_task(seeds[task_id]))[0]:
             if pair in wanted:
                 out[wanted[pair]].append(task_id)
     return out

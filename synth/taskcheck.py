@@ -37,6 +37,7 @@ from ace_env.calls import Call, parse_call
 from ace_env.executor import OK
 from ace_env.perturb import alter_call
 from ace_env.tasks import Task
+from ace_env.values import leaves
 from ace_env.verifier import Oracle, ground_truth_rollout, replay_oracle, verify
 from ace_graph.tagger import tag_task
 
@@ -186,15 +187,6 @@ def value_in_text(value: Any, text: str) -> bool:
     if isinstance(value, (list, tuple)):
         return all(value_in_text(v, text) for v in value)
     return False
-
-
-def leaves(value: Any) -> list[Any]:
-    """Every scalar inside nested dicts and lists."""
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in leaves(v)]
-    if isinstance(value, (list, tuple)):
-        return [x for v in value for x in leaves(v)]
-    return [value]
 
 
 def _same(a: Any, b: Any) -> bool:

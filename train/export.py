@@ -29,7 +29,6 @@ renamed into place; a non-empty ``out`` is refused unless ``force``.
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import shutil
@@ -196,9 +195,9 @@ TRL_COLUMNS = {
 
 
 def _arguments_by_name(name: str, call: Call) -> dict[str, Any]:
-    info = bfcl.functions()[name]
-    sig = inspect.signature(getattr(bfcl.api_class(info.class_name), name))
-    sig = sig.replace(parameters=[p for p in sig.parameters.values() if p.name != "self"])
+    sig = bfcl.signature(name)
+    if sig is None:
+        raise ExportError(f"call {call.render()}: {name!r} is not a BFCL function")
     try:
         bound = sig.bind(*call.args, **call.kwargs)
     except TypeError as e:

@@ -14,7 +14,7 @@ from ace.cli import app, progress_bar
 from ace_env import bfcl
 from ace_env.formats import read_any
 from ace_env.rollouts import load_task_set
-from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
+from ace_env.verifier import ground_truth_rollout, replay_oracle, verify, verify_rollout
 from ace_graph.errors import RolloutFormatError
 
 env_app = typer.Typer(help="Executable tool environments (BFCL multi-turn).", no_args_is_help=True)
@@ -98,7 +98,7 @@ def verify_cmd(
     Each verdict has reward (0/1), partial_credit, the first failing turn and
     step, and an attribution (wrong_tool, wrong_argument, tool_not_offered,
     malformed_call, state_diverged, missing_output, acted_without_need,
-    stopped_early).
+    stopped_early, inference_error).
     """
 
     task_set = load_task_set(tasks)
@@ -110,7 +110,7 @@ def verify_cmd(
         try:
             if task is None:
                 raise RolloutFormatError(f"unknown task_id {r.task_id!r} in {tasks}")
-            verdict = verify(task, r.turns, rollout_id=r.rollout_id)
+            verdict = verify_rollout(task, r)
         except RolloutFormatError as e:
             message = str(e) if str(e).startswith(str(rollouts)) else f"{rollouts}: line {r.line}: {e}"
             if not skip_invalid:

@@ -137,10 +137,7 @@ def test_analyst_questions_answerable_in_cypher(graph):
 
 
 def _pairs(task):
-    from ace_graph.store import _pairs as pairs
-    from ace_graph.tagger import tag_task
-
-    return pairs(tag_task(task))[0]
+    return adjacent_pairs(tag_task(task))[0]
 
 
 def test_query_console_is_read_only(graph):

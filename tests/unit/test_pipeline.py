@@ -7,7 +7,7 @@ import pytest
 from ace_env import bfcl
 from ace_env.rollouts import load_task_set
 from ace_env.sim import parse_weakness
-from ace_graph.store import _pairs
+from ace_graph.compositions import adjacent_pairs
 from ace_graph.tagger import tag_task
 from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
 from synth.taskcheck import check_task, target_present
@@ -24,7 +24,7 @@ def seeds():
     tasks = {t.id: t for t in bfcl.load_tasks("base")}
     by_target = {t: [] for t in TARGETS}
     for task in tasks.values():
-        pairs = set(_pairs(tag_task(task))[0])
+        pairs = set(adjacent_pairs(tag_task(task))[0])
         for a, b in TARGETS:
             if f"{a}>{b}" in pairs:
                 by_target[(a, b)].append(task.id)
