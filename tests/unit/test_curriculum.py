@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import random
+import tomllib
+from pathlib import Path
 
+import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 
 from ace_env.tasks import Task, Turn
 from ace_graph.errors import ConfigError
@@ -18,6 +23,7 @@ from train.curriculum.core import (
     CurriculumConfig,
     CurriculumState,
     Observations,
+    candidate,
     drift,
     mix,
     step,
@@ -206,6 +212,69 @@ def test_topological_order_breaks_cycles_deterministically():
         assert topological_order(["a", "b", "c", "d"], perm) == (order, dropped)
     for a, b in set(edges) - dropped:
         assert order.index(a) < order.index(b)
+
+
+def _reference_order(nodes, edges):
+    """The hand-written Kahn order with cycle breaking that networkx replaced (the pinned tie-breaks)."""
+    edge_set = {(a, b) for a, b in edges if a != b}
+    preds = {n: set() for n in set(nodes) | {x for e in edge_set for x in e}}
+    succs = {n: set() for n in preds}
+    for a, b in edge_set:
+        preds[b].add(a)
+        succs[a].add(b)
+    remaining = {n: len(p) for n, p in preds.items()}
+    ready = sorted(n for n, d in remaining.items() if d == 0)
+    order, dropped = [], set()
+    while remaining:
+        if not ready:
+            n = min(remaining, key=lambda x: (remaining[x], x))
+            dropped |= {(p, n) for p in preds[n] if p in remaining}
+            remaining[n] = 0
+            ready = [n]
+        n = ready.pop(0)
+        del remaining[n]
+        order.append(n)
+        for s in succs[n]:
+            if s in remaining and (n, s) not in dropped:
+                remaining[s] -= 1
+                if remaining[s] == 0:
+                    ready.append(s)
+        ready.sort()
+    return order, dropped
+
+
+@settings(max_examples=300, deadline=None)
+@given(hst.sets(hst.tuples(hst.sampled_from("abcdefg"), hst.sampled_from("abcdefg")), max_size=20), hst.randoms())
+def test_topological_order_keeps_the_pinned_tie_breaks(edges, rnd):
+    nodes = sorted({n for e in edges for n in e} | {"z"})
+    order, dropped = topological_order(nodes, edges)
+    assert (order, dropped) == _reference_order(nodes, edges)
+    kept = {(a, b) for a, b in edges if a != b} - dropped
+    assert all(order.index(a) < order.index(b) for a, b in kept)
+    dag = nx.DiGraph([(a, b) for a, b in edges if a != b])
+    if nx.is_directed_acyclic_graph(dag):  # nothing to break: exactly networkx's lexicographic order
+        dag.add_nodes_from(nodes)
+        assert not dropped and order == list(nx.lexicographical_topological_sort(dag))
+    shuffled = list(edges)
+    rnd.shuffle(shuffled)
+    assert topological_order(list(reversed(nodes)), shuffled) == (order, dropped)
+
+
+def test_networkx_is_a_declared_dependency():
+    text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    deps = tomllib.loads(text)["project"]["dependencies"]
+    assert any(d.replace(" ", "").startswith("networkx") for d in deps)
+
+
+def test_skill_pairs_are_the_compositions_rule():
+    from ace_env import bfcl
+    from ace_graph.compositions import adjacent_pairs
+    from ace_graph.tagger import tag_task
+
+    for task in bfcl.load_tasks("base")[:20]:
+        tags = tag_task(task)
+        assert candidate(task).compositions == frozenset(adjacent_pairs(tags)[1])
+        assert candidate(task, "tool").compositions == frozenset(adjacent_pairs(tags)[0])
 
 
 def test_cycle_does_not_deadlock_the_curriculum():

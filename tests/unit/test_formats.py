@@ -10,7 +10,7 @@ from ace_env import bfcl
 from ace_env.calls import Call, parse_call
 from ace_env.executor import canonical_arguments
 from ace_env.formats import decode_bfcl_step, decode_python_step, detect, read_any
-from ace_env.verifier import verify
+from ace_env.verifier import ATTRIBUTIONS, INFERENCE_ERROR, verify, verify_rollout
 from ace_graph.errors import RolloutFormatError
 
 
@@ -141,12 +141,15 @@ def test_bfcl_steps_decode_like_bfcl():
     assert decode_python_step("```python\n[cd(folder='a'),ls(a=True)]\n```") == ["cd(folder='a')", "ls(a=True)"]
     assert decode_python_step("I moved the file for you.") == []
     assert decode_python_step("") == []
-    assert decode_python_step("[cd(folder='a'), 3]") == []
+    # a call list with a non-call in it is an attempt: kept, the non-call as (malformed) text
+    assert decode_python_step("[cd(folder='a'), 3]") == ["cd(folder='a')", "3"]
+    assert decode_python_step("[1, 2, 3]") == []  # no call at all: an answer, not an attempt
     assert decode_bfcl_step([{"cd": '{"folder": "a"}'}, {"ls": {"a": True}}]) == [
         {"name": "cd", "arguments": {"folder": "a"}},
         {"name": "ls", "arguments": {"a": True}},
     ]
-    assert decode_bfcl_step([{"cd": "{broken"}]) == []
+    # arguments that are not a JSON object stay as they are: the verifier finds the call malformed
+    assert decode_bfcl_step([{"cd": "{broken"}]) == [{"name": "cd", "arguments": "{broken"}]
     assert decode_bfcl_step(None) == [] and decode_bfcl_step(42) == [] and decode_bfcl_step([]) == []
     assert decode_bfcl_step(["cd(folder='a')", "ls()"]) == ["cd(folder='a')", "ls()"]
 
@@ -155,6 +158,31 @@ def test_bfcl_inference_error_is_a_rollout_without_calls(tmp_path, task):
     (r,) = read_any(_write(tmp_path / "r.json", [{"id": task.id, "result": "Error during inference: timeout"}]))
     assert r.turns == [] and "timeout" in r.meta["inference_error"]
     assert verify(task, r.turns).reward == 0.0
+    # its own attribution, not an agent that stopped early
+    v = verify_rollout(task, r)
+    assert v.reward == 0.0 and v.attribution == INFERENCE_ERROR == "inference_error"
+    assert "timeout" in v.detail and v.failing_turn == 0
+    assert INFERENCE_ERROR in ATTRIBUTIONS
+
+
+def test_bfcl_malformed_call_is_malformed_not_stopped_early(tmp_path, task):
+    gt = [list(t.ground_truth) for t in task.turns]
+    broken = gt[0][0].rstrip(")")  # "cd(folder='document'": a call with its parenthesis missing
+    fc_broken = {parse_call(gt[0][0]).name: "{'folder': document"}  # arguments that are not JSON
+    entries = [
+        {"id": task.id, "result": [[f"[{broken}]"]] + [[c] for c in gt[1:]]},
+        {"id": task.id, "result": [[broken]] + [[c] for c in gt[1:]]},
+        {"id": task.id, "result": [[[fc_broken]]] + [[c] for c in gt[1:]]},
+    ]
+    rollouts = list(read_any(_write(tmp_path / "BFCL_v4_multi_turn_base_result.json", entries)))
+    for r in rollouts:
+        assert len(r.turns[0]) == 1, r.turns[0]  # kept, not dropped
+        v = verify_rollout(task, r)
+        assert (v.reward, v.attribution, v.failing_turn, v.failing_step) == (0.0, "malformed_call", 0, 0)
+        assert v.steps[0][0].status == "malformed"
+    # chat text is still no call: an agent that answered instead of acting stopped early
+    (r,) = read_any(_write(tmp_path / "chat.json", [{"id": task.id, "result": [["I did it."]] + [[] for _ in gt[1:]]}]))
+    assert r.turns[0] == [] and verify_rollout(task, r).attribution == "stopped_early"
 
 
 def test_hostile_bfcl_step_is_never_executed(tmp_path, task):
@@ -171,11 +199,11 @@ def test_hostile_bfcl_step_is_never_executed(tmp_path, task):
     entry = {"id": task.id, "result": [hostile] + [[] for _ in task.turns[1:]]}
     (r,) = read_any(_write(tmp_path / "r.json", [entry]))
     assert not marker.exists()
-    assert len(r.turns[0]) == 5  # the last two steps are no call lists; the rest are kept as data
+    assert len(r.turns[0]) == 6  # the nested brackets are no call; the rest, the oversized call too, are data
     v = verify(task, r.turns)
     assert not marker.exists()
     # each is malformed (not a literal call) or names a tool that is not offered: none runs
-    assert [s.status for s in v.steps[0]] == ["malformed", "malformed", "not_offered", "malformed", "malformed"]
+    assert [s.status for s in v.steps[0]] == ["malformed", "malformed", "not_offered", "malformed", "malformed", "malformed"]
     assert v.reward == 0.0 and v.attribution == "malformed_call" and v.failing_turn == 0
 
 

@@ -18,6 +18,7 @@ from ace_env.verifier import (
     TOOL_NOT_OFFERED,
     WRONG_ARGUMENT,
     WRONG_TOOL,
+    argument_difference,
     ground_truth_rollout,
     oracle_for,
     replay_oracle,
@@ -167,6 +168,23 @@ def test_attribution_kinds(tasks):
 
     v = verify(task, [])
     assert (v.failing_turn, v.attribution, v.partial_credit) == (0, STOPPED_EARLY, 0.0)
+
+
+def test_wrong_argument_detail_shows_expected_and_actual_values(tasks):
+    task = tasks["multi_turn_base_0"]
+    gt = ground_truth_rollout(task)
+    assert "mkdir(dir_name='temp')" in gt[0]
+    rollout = [list(c) for c in gt]
+    rollout[0] = [c.replace("dir_name='temp'", "dir_name='tmp'") for c in rollout[0]]
+    v = verify(task, rollout)
+    assert v.attribution == WRONG_ARGUMENT
+    assert v.detail == "mkdir: argument dir_name: expected 'temp', got 'tmp'"
+    # values that are == but print differently (1 and 1.0, 1 and True) are named, never "?"
+    assert argument_difference("f", {"a": 1, "b": "x"}, {"a": 1.0, "b": "x"}) == "f: argument a: expected 1, got 1.0"
+    assert argument_difference("f", {"a": 1, "b": 2}, {"a": True, "c": 3}) == (
+        "f: arguments a: expected 1, got True; b: expected 2, got no value; c: expected no value, got 3"
+    )
+    assert "?" not in argument_difference("f", {"a": 1}, {"a": 1})
 
 
 def test_partial_credit_counts_satisfied_turns(tasks):

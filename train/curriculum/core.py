@@ -48,14 +48,16 @@ a selected set's tool usage strays from the seed tasks'.
 
 from __future__ import annotations
 
-import heapq
 import math
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping, Sequence
 
+import networkx as nx
+
 from ace_env.calls import Call, parse_call
+from ace_graph.compositions import adjacent_pairs, adjacent_tool_pairs
 from ace_graph.errors import ConfigError
 from ace_graph.tagger import tag_task
 
@@ -277,42 +279,30 @@ class Decision:
 def topological_order(nodes: Iterable[str], edges: Iterable[tuple[str, str]]) -> tuple[list[str], set[tuple[str, str]]]:
     """Order nodes so every kept edge points forward; return (order, dropped edges).
 
-    Kahn's algorithm, always taking the smallest ready node by name.  When
-    only cycles remain, the remaining node with the fewest incoming edges
-    (then the smallest name) goes next and its incoming edges from the
-    remaining nodes are dropped.  The result depends only on the sets of
-    nodes and edges, never on their input order.
+    Kahn's order, smallest name first (networkx's lexicographical topological
+    sort), taken as far as it goes.  When only nodes on or after a cycle
+    remain, the one with the fewest incoming edges from them (then the
+    smallest name) loses those edges and comes next, and the sort goes on.
+    The result depends only on the sets of nodes and edges, never on their
+    input order.
     """
     edge_set = {(a, b) for a, b in edges if a != b}
-    all_nodes = set(nodes) | {a for a, _ in edge_set} | {b for _, b in edge_set}
-    preds: dict[str, set[str]] = {n: set() for n in all_nodes}
-    succs: dict[str, set[str]] = {n: set() for n in all_nodes}
-    for a, b in edge_set:
-        preds[b].add(a)
-        succs[a].add(b)
-    remaining = {n: len(p) for n, p in preds.items()}
-    ready = [n for n, d in remaining.items() if d == 0]
-    heapq.heapify(ready)
+    rest = nx.DiGraph()
+    rest.add_nodes_from(sorted(set(nodes) | {n for e in edge_set for n in e}))
+    rest.add_edges_from(sorted(edge_set))
     order: list[str] = []
     dropped: set[tuple[str, str]] = set()
-    while remaining:
-        if not ready:
-            n = min(remaining, key=lambda x: (remaining[x], x))
-            for p in sorted(preds[n]):
-                if p in remaining:
-                    dropped.add((p, n))
-            remaining[n] = 0
-            heapq.heappush(ready, n)
-        n = heapq.heappop(ready)
-        if n not in remaining:
-            continue
-        del remaining[n]
-        order.append(n)
-        for s in sorted(succs[n]):
-            if s in remaining and (n, s) not in dropped:
-                remaining[s] -= 1
-                if remaining[s] == 0:
-                    heapq.heappush(ready, s)
+    while rest:
+        cyclic = {n for c in nx.strongly_connected_components(rest) if len(c) > 1 for n in c}
+        blocked = cyclic.union(*(nx.descendants(rest, n) for n in cyclic))
+        free = [n for n in rest if n not in blocked]
+        order.extend(nx.lexicographical_topological_sort(rest.subgraph(free)))
+        rest.remove_nodes_from(free)
+        if rest:  # only cycles (and what follows them) remain: break one
+            node = min(rest, key=lambda n: (rest.in_degree(n), n))
+            cut = {(p, node) for p in rest.predecessors(node)}
+            rest.remove_edges_from(cut)
+            dropped |= cut
     return order, dropped
 
 
@@ -473,18 +463,11 @@ def candidate(task: Any, level: str = "skill") -> Candidate:
     names = _calls(task)
     if level == "tool":
         units = set(names)
-        pairs = {f"{a}>{b}" for a, b in zip(names, names[1:])}
+        pairs = set(adjacent_tool_pairs(names))
     else:
-
         tags = tag_task(task)
         units = {s for t in tags for s in t.skills}
-        pairs = set()
-        prev = None
-        for tag in tags:
-            if prev is not None:
-                pairs.update(f"{a}>{b}" for a in prev.skills for b in tag.skills)
-            if tag.tool is not None:
-                prev = tag
+        pairs = set(adjacent_pairs(tags)[1])
     return Candidate(task.id, frozenset(units), frozenset(pairs), task.n_steps,
                      tuple(sorted(Counter(names).items())), task)
 
