@@ -24,8 +24,8 @@ from typing import Any, Callable, Iterable
 from ace_env.sim import simulate_one
 from ace_env.tasks import Task
 from ace_env.verifier import verify
-from ace_graph.errors import ConfigError
 from ace_graph.compositions import adjacent_pairs
+from ace_graph.errors import ConfigError
 from ace_graph.tagger import tag_task
 from synth.planner import Plan, apply_style, make_plans, reflect
 from synth.rewriter import rewrite_task

@@ -186,3 +186,36 @@ def test_cli_ingest_reports_bad_lines(clean_db, neo4j_database, tasks, tmp_path,
     report = json.loads(captured.out.strip().splitlines()[-1])
     assert (report["read"], report["invalid"]) == (10, 2)
     assert "line 5" in captured.err and "line 8" in captured.err
+
+
+def test_ingest_error_names_file_and_line_once(clean_db, neo4j_database, tasks, tmp_path, capsys):
+    from ace.cli import main
+
+    path = _write_rollouts(tmp_path / "f.jsonl", tasks, 4, seed=5)
+    lines = path.read_text().splitlines()
+    lines.insert(2, json.dumps({"rollout_id": "x", "task_id": "nope", "turns": []}))
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["ingest", str(path), "-e", "e", "-p", "p", "-c", "c", "--tasks", "bfcl:base"]) == 1
+    err = " ".join(capsys.readouterr().err.split())  # unwrap the console's line breaks
+    assert f"{path}: line 3: unknown task_id 'nope'" in err
+    assert err.count("line 3") == 1 and err.count(str(path)) == 1
+    assert main(["ingest", str(path), "-e", "e", "-p", "p", "-c", "c", "--tasks", "bfcl:base", "--skip-invalid"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{path}: line 3: unknown task_id 'nope'" in err and err.count("line 3") == 1
+
+
+def test_second_ingest_rebuilds_no_oracle_and_no_tags(clean_db, neo4j_database, tasks, tmp_path, capsys):
+    from ace.cli import main
+    from ace_env.verifier import ORACLES
+    from ace_graph.tagger import TAGS
+
+    path = _write_rollouts(tmp_path / "r20.jsonl", tasks, 20, seed=11)
+    assert main(["ingest", str(path), "-e", "e", "-p", "p", "-c", "c1", "--tasks", "bfcl:base"]) == 0
+    ORACLES.clear()  # as a new process: nothing in memory, only what the first ingest left on disk
+    TAGS.clear()
+    built = (ORACLES.builds, TAGS.builds)
+    assert main(["ingest", str(path), "-e", "e", "-p", "p", "-c", "c2", "--tasks", "bfcl:base", "--json"]) == 0
+    assert (ORACLES.builds, TAGS.builds) == built
+    assert ORACLES.disk_hits >= 1 and TAGS.disk_hits >= 1
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (report["read"], report["created"]) == (20, 20)

@@ -8,9 +8,11 @@ import pytest
 
 from ace_env import bfcl
 from ace_graph import queries
+from ace_graph.compositions import adjacent_pairs
 from ace_graph.ingest import ingest_file
 from ace_graph.stats import fragility, wilson
 from ace_graph.store import GraphStore
+from ace_graph.tagger import tag_task
 
 SCOPE = "q/sim/round-1"
 PLANTED = [("get_zipcode_based_on_city", "estimate_distance"), ("place_order", "get_order_details")]
