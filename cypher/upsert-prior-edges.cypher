@@ -6,6 +6,7 @@
 // Parameters: $level ("skill" or "tool"), $rows (list of {from, to, kind,
 //   count, example_task})
 // Columns: edges
+// Mode: write
 UNWIND $rows AS row
 CALL (row) {
   WITH row WHERE $level = 'tool'

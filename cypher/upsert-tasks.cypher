@@ -5,6 +5,7 @@
 // Parameters: $rows (list of {id, source, category, n_turns, n_steps, tools,
 //   tool_pairs: ["a>b"], skill_pairs: ["x>y"], provenance: json string})
 // Columns: tasks
+// Mode: write
 UNWIND $rows AS row
 MERGE (t:Task {id: row.id})
 SET t.source = row.source, t.category = row.category, t.n_turns = row.n_turns,

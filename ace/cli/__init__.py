@@ -11,6 +11,7 @@ import sys
 
 import typer
 
+from ace import __version__
 from ace_graph.errors import AceError
 
 app = typer.Typer(
@@ -27,7 +28,20 @@ app = typer.Typer(
 )
 
 
-_GROUPS = ("db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd")
+_GROUPS = ("db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd", "scopecmd")
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"ace {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print ACE's version and exit."),
+) -> None:
+    """ACE finds where a tool-using agent breaks when it chains tools, and manufactures verifiable training tasks aimed there."""
 
 
 def _register() -> None:
@@ -81,9 +95,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _print_error(message: str) -> None:
+    """One error line on stderr; the message is data (task ids, paths), never Rich markup."""
     from rich.console import Console
+    from rich.markup import escape
 
-    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
 
 
 def entry() -> None:  # pragma: no cover - console script wrapper
