@@ -294,7 +294,8 @@ def config_options(
     """Add one ``--field-name`` option per field of the dataclass ``cls`` to a command.
 
     The command receives ``<param>=cls(**values)``; defaults and help texts are
-    the dataclass's (``defaults`` overrides a default for this command only,
+    the dataclass's (``defaults`` overrides a default for this command only (a field
+    that is not a flag keeps that value),
     ``names`` renames a flag, or gives it aliases as a tuple).  Integers are bounded to Neo4j's int64; the
     dataclass's own ``__post_init__`` checks the rest, and its errors are
     one-line :class:`ConfigError` messages.
@@ -311,6 +312,7 @@ def config_options(
         params = [p for p in sig.parameters.values() if p.name != param]
         taken = {p.name for p in params}
         added, keys = [], []
+        fixed = {k: v for k, v in overrides.items() if k not in {f.name for f in chosen}}  # set, not a flag
         for f in chosen:
             default = overrides.get(f.name, f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]
             kind = type(default)
@@ -330,7 +332,7 @@ def config_options(
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            values = {name: kwargs.pop(pname) for pname, name in keys}
+            values = {**fixed, **{name: kwargs.pop(pname) for pname, name in keys}}
             try:
                 config = cls(**values)
             except ConfigError:
