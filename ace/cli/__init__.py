@@ -78,9 +78,20 @@ def main(argv: list[str] | None = None) -> int:
     """
     _register()
     try:
-        app(args=argv, prog_name="ace", standalone_mode=True)
-    except SystemExit as e:  # normal end, --help, usage errors, typer.Exit
+        rv = app(args=argv, prog_name="ace", standalone_mode=False)
+    except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except typer.Abort:
+        _print_error("aborted")
+        return 1
+    except typer.TyperException as e:  # a usage error (click's, vendored by typer): one line, and where to look
+        if not hasattr(e, "format_message"):
+            raise
+        ctx = getattr(e, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        if e.format_message():  # empty when the help was shown for a bare group
+            _print_error(f"{e.format_message()}{hint}")
+        return getattr(e, "exit_code", 2)
     except AceError as e:
         _print_error(str(e))
         return 1
@@ -91,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         _print_error(f"Neo4j: {getattr(e, 'message', None) or e} ({type(e).__name__})")
         return 1
-    return 0
+    return rv if isinstance(rv, int) else 0
 
 
 def _print_error(message: str) -> None:
