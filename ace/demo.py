@@ -17,6 +17,7 @@ Every stage is idempotent: a second run finds the rollouts already stored.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 import tomllib
@@ -89,9 +90,14 @@ def simulate_and_ingest(
     store: GraphStore, tasks: list[Task], experiment: str, checkpoint: str, n: int, seed: int,
     weakness: Path = DEMO_WEAKNESS, prefix: str = "sim", directory: Path | None = None,
 ) -> dict[str, Any]:
-    """Simulate ``n`` rollouts of the weak agent on ``tasks`` and ingest them into ``experiment/sim/checkpoint``."""
+    """Simulate ``n`` rollouts of the weak agent on ``tasks`` and ingest them into ``experiment/sim/checkpoint``.
+
+    The file is named by the checkpoint, seed, size and task set, so a rerun
+    reuses it only when it would write the same rollouts.
+    """
     directory = directory or run_dir(experiment)
-    path = directory / f"rollouts-{checkpoint}-seed{seed}-n{n}.jsonl"
+    ids = hashlib.sha256("\n".join(t.id for t in tasks).encode()).hexdigest()[:10]
+    path = directory / f"rollouts-{checkpoint}-seed{seed}-n{n}-tasks{ids}.jsonl"
     sim = simulate_to_file(tasks, n, load_weakness(weakness), seed, path, prefix=prefix, reuse=True)
     report = ingest_file(store, path, {t.id: t for t in tasks}, experiment, "sim", checkpoint, batch_size=1000)
     return {"file": str(path), "simulated": sim.to_dict(), "ingest": report.to_dict(), "scope": report.scope}
