@@ -84,7 +84,8 @@ def step_cmd(
     out = console()
     out.print(esc(f"curriculum {experiment}: round {report.round} from {scope}: {len(report.decisions)} decisions; "
                   f"{counts['active']} active, {counts['mastered']} mastered, {counts['locked']} locked"))
-    out.print(esc("  " + ", ".join(f"{k} {v}" for k, v in report.changes().items())))
+    if report.changes():
+        out.print(esc("  " + ", ".join(f"{k} {v}" for k, v in report.changes().items())))
     shown = report.decisions if details else [d for d in report.decisions if d.from_state != d.to_state]
     if shown:
         out.print(table(
