@@ -59,6 +59,16 @@ def require_scope(store: Any, key: str, experiment: str | None = None) -> dict[s
     raise ScopeError(f"scope {key!r} does not exist; {_known(store)}")
 
 
+def require_experiment(store: Any, experiment: str) -> list[dict[str, Any]]:
+    """The scopes of ``experiment``; an error listing the experiments when it has none."""
+    rows = list_scopes(store, experiment)
+    if not rows:
+        known = sorted({r["experiment"] for r in list_scopes(store)})
+        listed = ", ".join(known) if known else "none yet (ingest rollouts with `ace ingest`)"
+        raise ScopeError(f"experiment {experiment!r} has no scopes; experiments: {listed}")
+    return rows
+
+
 def delete_scope(store: Any, key: str) -> dict[str, int]:
     """Delete a scope with its rollouts, steps and aggregates (``cypher/scope-delete.cypher``)."""
     require_scope(store, key)

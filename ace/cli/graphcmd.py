@@ -32,7 +32,7 @@ from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import why_empty
 from ace_graph.ingest import ingest_file
-from ace_graph.scopes import check_level, require_scope
+from ace_graph.scopes import check_level, require_experiment, require_scope
 from ace_graph.store import GraphStore
 
 #: Parameters that are counts or limits: whole numbers from 0 (min_support, limit) that fit Neo4j's int64.
@@ -236,6 +236,8 @@ def query(
     def work(store):
         if "scope" in params:
             require_scope(store, params["scope"])
+        elif params.get("experiment") is not None:
+            require_experiment(store, params["experiment"])
         rows = store.run(name, **params)
         note = None
         if not rows and "scope" in params and "min_support" in params and "level" in params:

@@ -98,10 +98,16 @@ def test_empty_result_says_which_threshold(graph, capsys):
     assert "0 rows: all" in captured.err and "skill compositions below min_support=100000" in captured.err
 
 
-def test_curriculum_refuses_another_experiments_scope(graph, capsys):
+def test_curriculum_and_synth_refuse_another_experiments_scope(graph, capsys, tmp_path):
     assert main(["curriculum", "step", "-e", "ux", "--scope", SCOPE]) == 1
     assert "belongs to experiment 'cl', not 'ux'" in capsys.readouterr().err
     assert main(["curriculum", "status", "-e", "ux", "--json"]) == 1  # nothing was stored, and --json says so
+    assert main(["synth", "-e", "ux", "--scope", SCOPE, "--out", str(tmp_path / "t.jsonl")]) == 1
+    assert "belongs to experiment 'cl', not 'ux'" in capsys.readouterr().err
+    assert not (tmp_path / "t.jsonl").exists()
+    assert main(["query", "capability-history", "-P", "experiment=ux", "-P", "policy=sim"]) == 1
+    err = capsys.readouterr().err
+    assert "experiment 'ux' has no scopes" in err and "cl" in err
 
 
 def test_curriculum_step_summarises(graph, capsys):
