@@ -294,9 +294,11 @@ def read_any(
     is named ``FILE:line-N``.
     """
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir():
+        raise RolloutFormatError(f"rollout file {str(path)!r} is a folder, not a file")
+    if not path.exists():
         raise RolloutFormatError(f"rollout file {str(path)!r} does not exist")
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with open(path, encoding="utf-8-sig", errors="replace") as f:  # a leading BOM is not part of the JSON
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue

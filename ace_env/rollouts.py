@@ -31,7 +31,9 @@ def load_task_set(spec: str) -> dict[str, Task]:
         category = spec.partition(":")[2] or "all"
         return {t.id: t for t in bfcl.load_tasks(category)}
     path = Path(spec)
-    if not path.is_file():
+    if path.is_dir():
+        raise TaskLoadError(f"Task set {spec!r} is a folder; give a task JSONL file or bfcl:CATEGORY.")
+    if not path.exists():
         raise TaskLoadError(
             f"Task set {spec!r} is neither bfcl:CATEGORY (base, long_context, miss_func, "
             "miss_param, all) nor an existing task file."
@@ -39,7 +41,7 @@ def load_task_set(spec: str) -> dict[str, Task]:
     tasks: dict[str, Task] = {}
     first_line: dict[str, int] = {}
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # a leading BOM is not part of the JSON
             for n, line in enumerate(f, 1):
                 if not line.strip():
                     continue

@@ -105,11 +105,13 @@ def ingest_file(
     on_progress: Callable[[int], None] | None = None,
     workers: int = 2,
     id_suffix: str = "",
+    on_read: Callable[[int], None] | None = None,
 ) -> IngestReport:
     """Ingest one rollout file into the scope (experiment, policy, checkpoint).
 
     ``workers`` transactions write batches concurrently while this thread
-    verifies and tags the next ones.
+    verifies and tags the next ones.  ``on_progress(n)`` is called when a
+    batch of ``n`` is written, ``on_read(1)`` for every rollout verified.
     """
     if workers < 1:
 
@@ -161,6 +163,8 @@ def ingest_file(
         for item in prepare(tasks, _rollouts(path, skip_invalid, report.invalid, id_suffix), key, near_success,
                             skip_invalid, report.invalid, str(path)):
             batch.append(item)
+            if on_read:
+                on_read(1)
             if len(batch) >= batch_size:
                 pending.put(batch)
                 batch = []

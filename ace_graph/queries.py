@@ -6,8 +6,15 @@ starts with a ``//`` header comment::
     // Purpose: what the query does (may continue on indented lines)
     // Parameters: $task_id (string), $limit (int)      -- or "none"
     // Columns: skill, failures                          -- or "none"
+    // Mode: read                                        -- or "write"
+    // Required: task_id                                 -- read queries: no default
+    // :params {task_id: "multi_turn_base_0", limit: 20}  -- read queries
 
 Parameters and columns may also continue on the following ``//`` lines.
+``Mode:`` decides how a query may be run: ``ace query`` runs only ``read``
+queries (a file without a Mode line counts as ``write``).  The ``:params``
+line is ready to paste into Neo4j Browser; its values are the defaults of
+every parameter not listed under ``Required:`` (whose values are examples).
 
 Values only ever go in as ``$params``; ``load`` rejects a file whose body uses
 a parameter its header does not declare.
@@ -15,17 +22,24 @@ a parameter its header does not declare.
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from ace_graph import config
 from ace_graph.errors import ConfigError
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _PARAM_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
-_FIELD_RE = re.compile(r"^(purpose|description|parameters|params|columns|returns)\s*:\s*(.*)$", re.IGNORECASE)
+_FIELD_RE = re.compile(
+    r"^(purpose|description|parameters|params|columns|returns|mode|required)\s*:\s*(.*)$", re.IGNORECASE
+)
+_PARAMS_LINE_RE = re.compile(r"^:params\s+(\{.*\})\s*$")
+_MAP_KEY_RE = re.compile(r"([{,]\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:")
+MODES = ("read", "write")
 
 
 @dataclass(frozen=True)
@@ -38,6 +52,24 @@ class Query:
     params: tuple[str, ...]
     columns: tuple[str, ...]
     path: Path
+    mode: str = "write"
+    example: dict[str, Any] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+
+    @property
+    def writes(self) -> bool:
+        """Whether the header declares (or, lacking a Mode line, is taken to) write."""
+        return self.mode != "read"
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Defaults from the ``:params`` line (parameters not listed as required)."""
+        return {k: v for k, v in self.example.items() if k not in self.required}
+
+    @property
+    def params_line(self) -> str:
+        """The ``:params {...}`` line to paste into Neo4j Browser."""
+        return ":params {" + ", ".join(f"{k}: {json.dumps(v)}" for k, v in self.example.items()) + "}"
 
 
 def _directory(directory: Path | None) -> Path:
@@ -110,11 +142,25 @@ def _parse(name: str, path: Path) -> Query:
     description: list[str] = []
     params: list[str] | None = None
     columns: list[str] | None = None
+    mode: str | None = None
+    required: list[str] = []
+    example: dict[str, Any] = {}
     current = "purpose"  # the field a continuation line belongs to
     for line in header:
+        pm = _PARAMS_LINE_RE.match(line)
+        if pm:
+            example = _parse_params_line(path, pm.group(1))
+            continue
         m = _FIELD_RE.match(line)
         key, value = (m.group(1).lower(), m.group(2).strip()) if m else (current, line)
-        if key in ("parameters", "params"):
+        if key == "mode":
+            mode = value.lower()
+            if mode not in MODES:
+                raise ConfigError(f"{path}: `Mode: {value}` is not one of {', '.join(MODES)}")
+        elif key == "required":
+            current = "required"
+            required += [r.strip().lstrip("$") for r in value.split(",") if r.strip() and r.strip() != "none"]
+        elif key in ("parameters", "params"):
             current = "parameters"
             params = (params or []) + _PARAM_RE.findall(value)
         elif key in ("columns", "returns"):
@@ -140,8 +186,23 @@ def _parse(name: str, path: Path) -> Query:
             f"{path} uses ${', $'.join(undeclared)} but its header's Parameters: line does not declare "
             f"{'it' if len(undeclared) == 1 else 'them'}; add them to the header."
         )
+    stray = sorted((set(example) | set(required)) - set(params_t))
+    if stray:
+        raise ConfigError(f"{path}: its :params/Required lines name {', '.join(stray)}, which Parameters: does not declare")
     text = body[:-1].rstrip() if body.endswith(";") else body
-    return Query(name, text, " ".join(description).strip(), params_t, tuple(columns), path)
+    return Query(name, text, " ".join(description).strip(), params_t, tuple(columns), path,
+                 mode=mode or "write", example=example, required=tuple(required))
+
+
+def _parse_params_line(path: Path, text: str) -> dict[str, Any]:
+    """``{scope: "a/b/c", limit: 20}`` (Cypher map literal with JSON values) -> a dict."""
+    try:
+        value = json.loads(_MAP_KEY_RE.sub(lambda m: f'{m.group(1)}"{m.group(2)}":', text))
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: its :params line is not a map of JSON values ({e.msg}): {text}") from e
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: its :params line is not a map: {text}")
+    return value
 
 
 @lru_cache(maxsize=None)

@@ -2,6 +2,9 @@
 //   checkpoints (rounds) of one experiment and policy.
 // Parameters: $experiment (string), $policy (string), $level ("skill" or "tool")
 // Columns: round, checkpoint, key, attempts, success_rate
+// Mode: read
+// Required: experiment, policy
+// :params {experiment: "demo", policy: "sim", level: "skill"}
 MATCH (sc:Scope {experiment: $experiment, policy: $policy})-[m:MEASURED]->(k)
 WHERE m.level = $level AND m.attempts > 0
 RETURN sc.round AS round, sc.checkpoint AS checkpoint, coalesce(k.id, k.name) AS key,

@@ -5,6 +5,9 @@
 // Parameters: $scope (string, "experiment/policy/checkpoint"),
 //   $level ("skill" or "tool")
 // Columns: key, family, attempts, successes, success_rate, ci_low, ci_high
+// Mode: read
+// Required: scope
+// :params {scope: "demo/sim/round-0", level: "skill"}
 MATCH (sc:Scope {key: $scope})-[m:MEASURED]->(k)
 WHERE m.level = $level AND m.attempts > 0
 WITH coalesce(k.id, k.name) AS key, coalesce(k.family, k.class) AS family,

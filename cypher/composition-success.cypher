@@ -7,6 +7,9 @@
 // Parameters: $scope (string, "experiment/policy/checkpoint"),
 //   $level ("skill" or "tool")
 // Columns: kind, from, to, n, failures, success
+// Mode: read
+// Required: scope
+// :params {scope: "demo/sim/round-0", level: "skill"}
 MATCH (a)-[c:COMPOSES {scope: $scope, level: $level}]->(b)
 WHERE c.n > 0
 RETURN 'composition' AS kind, coalesce(a.id, a.name) AS from, coalesce(b.id, b.name) AS to,

@@ -7,6 +7,9 @@
 // Parameters: $experiment (string)
 // Columns: kind, key, state, ema, rounds_in_state, round, last_scope,
 //   last_round, last_from, last_to, last_reason, scopes
+// Mode: read
+// Required: experiment
+// :params {experiment: "demo"}
 MATCH (c:Curriculum {experiment: $experiment})
 OPTIONAL MATCH (c)-[:HAS_UNIT]->(u:CurriculumUnit)
 OPTIONAL MATCH (u)-[:DECIDED]->(d:CurriculumDecision)

@@ -13,6 +13,7 @@
 //   $units (list of {key, kind, state, ema, rounds_in_state}),
 //   $decisions (list of {round, unit, kind, from, to, reason})
 // Columns: round, units, decisions
+// Mode: write
 MERGE (c:Curriculum {experiment: $experiment})
 ON CREATE SET c.round = $previous_round, c.created = datetime()
 SET c.updated = datetime()

@@ -5,11 +5,14 @@
 //   probability of b after a, pointwise mutual information). A skill that is
 //   weak everywhere has fragility near 0 on all its edges. Reads only
 //   aggregates.
-// Parameters: $scope (string), $level ("skill" or "tool"), $min_support (int,
+// Parameters: $scope (string, "experiment/policy/checkpoint"), $level ("skill" or "tool"), $min_support (int,
 //   minimum times b was reached right after a), $min_lift (float, how far above
 //   0 the interval's lower bound must be for `significant`, e.g. 0.05)
 // Columns: from, to, n, failures, p_fail_after, p_fail_otherwise, fragility,
 //   fragility_low, fragility_high, significant, cooc, p_next, pmi
+// Mode: read
+// Required: scope
+// :params {scope: "demo/sim/round-0", level: "skill", min_support: 20, min_lift: 0.05}
 MATCH (sc:Scope {key: $scope})
 MATCH (a)-[c:COMPOSES {scope: $scope, level: $level}]->(b)
 WHERE c.n >= $min_support

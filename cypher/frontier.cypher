@@ -4,11 +4,14 @@
 //   least $min_prereq) while b fails significantly more often right after a.
 //   Each row carries its evidence, example near-success rollouts and seed
 //   tasks whose oracle contains the composition.
-// Parameters: $scope (string), $level ("skill" or "tool"), $min_support (int),
+// Parameters: $scope (string, "experiment/policy/checkpoint"), $level ("skill" or "tool"), $min_support (int),
 //   $min_lift (float, e.g. 0.05), $min_prereq (float, e.g. 0.6), $limit (int)
 // Columns: from, to, n, failures, from_success, composition_success,
 //   target_success_elsewhere, fragility, fragility_low, near_success_examples,
 //   seed_tasks
+// Mode: read
+// Required: scope
+// :params {scope: "demo/sim/round-0", level: "skill", min_support: 20, min_lift: 0.05, min_prereq: 0.6, limit: 20}
 MATCH (sc:Scope {key: $scope})
 MATCH (a)-[c:COMPOSES {scope: $scope, level: $level}]->(b)
 WHERE c.n >= $min_support AND c.failures > 0

@@ -7,6 +7,7 @@
 //   props: map of Rollout properties, steps: [{flat, turn, index, tool,
 //   skills, outcome}]})
 // Columns: id
+// Mode: write
 UNWIND $rows AS row
 OPTIONAL MATCH (t:Task {id: row.task_id})
 MERGE (r:Rollout {id: row.id})

@@ -1,8 +1,9 @@
 // Purpose: add one batch's totals to its scope (rollouts, rewarded,
 //   near-success, reached steps, adjacent pairs per level).
-// Parameters: $scope (string), $totals (map {rollouts, rewarded, near_success,
+// Parameters: $scope (string, "experiment/policy/checkpoint"), $totals (map {rollouts, rewarded, near_success,
 //   steps, pairs_skill, pairs_tool})
 // Columns: rollouts
+// Mode: write
 MATCH (sc:Scope {key: $scope})
 SET sc.rollouts = sc.rollouts + $totals.rollouts, sc.rewarded = sc.rewarded + $totals.rewarded,
     sc.near_success = sc.near_success + $totals.near_success, sc.steps = sc.steps + $totals.steps,

@@ -4,6 +4,7 @@
 //   (counts are added with increments that lock before they read).
 // Parameters: $scope (map {key, experiment, policy, checkpoint, round})
 // Columns: key
+// Mode: write
 MERGE (sc:Scope {key: $scope.key})
 ON CREATE SET sc.experiment = $scope.experiment, sc.policy = $scope.policy,
     sc.checkpoint = $scope.checkpoint, sc.round = $scope.round, sc.created = datetime(),

@@ -4,9 +4,10 @@
 //   failed there, and how often the pair occurs (a-[:COMPOSES {scope}]->b),
 //   with up to 5 near-success examples. Increments take the write lock
 //   before reading, so concurrent ingests lose nothing.
-// Parameters: $scope (string), $nodes (list of {key, attempts, failures,
+// Parameters: $scope (string, "experiment/policy/checkpoint"), $nodes (list of {key, attempts, failures,
 //   as_pred, as_succ}), $edges (list of {from, to, n, failures, cooc, examples})
 // Columns: nodes, edges
+// Mode: write
 MATCH (sc:Scope {key: $scope})
 CALL (sc) {
   UNWIND $nodes AS row

@@ -2,10 +2,13 @@
 //   near-success share of the oracle's steps and still failed) whose failing
 //   step is `to` right after `from`, at tool or skill level, with how the
 //   failing step went wrong.
-// Parameters: $scope (string), $level ("skill" or "tool"), $from (string),
+// Parameters: $scope (string, "experiment/policy/checkpoint"), $level ("skill" or "tool"), $from (string),
 //   $to (string), $limit (int)
 // Columns: rollout, task_id, attribution, failing_turn, failing_step,
 //   step_match, detail
+// Mode: read
+// Required: scope, from, to
+// :params {scope: "demo/sim/round-0", level: "skill", from: "result_extraction", to: "param_from_output", limit: 20}
 MATCH (r:Rollout)
 WHERE r.scope = $scope AND r.near_success = true
   AND (($level = 'tool' AND r.fail_prev_tool = $from AND r.fail_tool = $to)

@@ -3,6 +3,7 @@
 //   `ace init` can run it any number of times.
 // Parameters: none
 // Columns: none
+// Mode: write
 
 CREATE CONSTRAINT skill_id IF NOT EXISTS
 FOR (n:Skill) REQUIRE n.id IS UNIQUE;

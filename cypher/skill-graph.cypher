@@ -1,9 +1,12 @@
 // Purpose: the skill dependency graph of one scope, for drawing: every skill
 //   with its success rate, prior edges (data_flow / precondition) and the
 //   scope's observed compositions with their failure propagation.
-// Parameters: $scope (string), $min_support (int)
+// Parameters: $scope (string, "experiment/policy/checkpoint"), $min_support (int)
 // Columns: kind, from, to, family, success_rate, attempts, edge_kind, n,
 //   p_fail_after, fragility
+// Mode: read
+// Required: scope
+// :params {scope: "demo/sim/round-0", min_support: 20}
 MATCH (k:Skill)
 OPTIONAL MATCH (:Scope {key: $scope})-[m:MEASURED]->(k)
 RETURN 'node' AS kind, k.id AS from, null AS to, k.family AS family,

@@ -4,6 +4,7 @@
 // Parameters: $experiment (string), $rows (list of {task, plan, parents,
 //   strategy, target, round})
 // Columns: tasks
+// Mode: write
 UNWIND $rows AS row
 MATCH (t:Task {id: row.task})
 SET t.strategy = row.strategy, t.target_edge = row.target, t.round = row.round, t.experiment = $experiment

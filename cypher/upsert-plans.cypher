@@ -4,6 +4,7 @@
 // Parameters: $experiment (string), $rows (list of plan maps with id, from_tool,
 //   to_tool and the other properties)
 // Columns: plans
+// Mode: write
 UNWIND $rows AS row
 MERGE (p:Plan {id: $experiment + '|' + row.id})
 SET p += row, p.id = $experiment + '|' + row.id, p.plan = row.id, p.experiment = $experiment

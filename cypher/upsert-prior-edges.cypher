@@ -10,6 +10,7 @@
 //   removed. Idempotent.
 // Parameters: $level ("skill" or "tool")
 // Columns: edges, removed
+// Mode: write
 CALL () {
   MATCH (t:Task)
   UNWIND (CASE $level WHEN 'tool' THEN coalesce(t.tool_deps, []) ELSE coalesce(t.skill_deps, []) END) AS dep

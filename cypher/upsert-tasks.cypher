@@ -8,6 +8,7 @@
 //   tool_pairs: ["a>b"], skill_pairs: ["x>y"], tool_deps, skill_deps,
 //   fingerprint, provenance: json string})
 // Columns: tasks
+// Mode: write
 UNWIND $rows AS row
 MERGE (t:Task {id: row.id})
 SET t.source = row.source, t.category = row.category, t.n_turns = row.n_turns,

@@ -3,6 +3,7 @@
 // Parameters: $skills (list of {id, family, description}),
 //   $tools (list of {name, class, description, skills: [skill id]})
 // Columns: skills, tools
+// Mode: write
 UNWIND $skills AS s
 MERGE (k:Skill {id: s.id})
 SET k.family = s.family, k.description = s.description

@@ -3,11 +3,14 @@
 //   Newcombe lower bound of the fragility is above $min_lift) with enough support.
 //   This separates a weak composition from a skill (or tool) that is weak
 //   everywhere. Strongest evidence first.
-// Parameters: $scope (string), $level ("skill" or "tool"), $min_support (int),
+// Parameters: $scope (string, "experiment/policy/checkpoint"), $level ("skill" or "tool"), $min_support (int),
 //   $min_lift (float, e.g. 0.05: the lower bound must clear it, which guards
 //   against the many edges tested at once), $limit (int)
 // Columns: from, to, n, failures, composition_success, target_success_elsewhere,
 //   fragility, fragility_low
+// Mode: read
+// Required: scope
+// :params {scope: "demo/sim/round-0", level: "skill", min_support: 20, min_lift: 0.05, limit: 20}
 MATCH (sc:Scope {key: $scope})
 MATCH (a)-[c:COMPOSES {scope: $scope, level: $level}]->(b)
 WHERE c.n >= $min_support AND c.failures > 0

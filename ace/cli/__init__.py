@@ -11,6 +11,7 @@ import sys
 
 import typer
 
+from ace import __version__
 from ace_graph.errors import AceError
 
 app = typer.Typer(
@@ -27,7 +28,20 @@ app = typer.Typer(
 )
 
 
-_GROUPS = ("db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd")
+_GROUPS = ("db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd", "scopecmd")
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"ace {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print ACE's version and exit."),
+) -> None:
+    """ACE finds where a tool-using agent breaks when it chains tools, and manufactures verifiable training tasks aimed there."""
 
 
 def _register() -> None:
@@ -64,9 +78,20 @@ def main(argv: list[str] | None = None) -> int:
     """
     _register()
     try:
-        app(args=argv, prog_name="ace", standalone_mode=True)
-    except SystemExit as e:  # normal end, --help, usage errors, typer.Exit
+        rv = app(args=argv, prog_name="ace", standalone_mode=False)
+    except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except typer.Abort:
+        _print_error("aborted")
+        return 1
+    except typer.TyperException as e:  # a usage error (click's, vendored by typer): one line, and where to look
+        if not hasattr(e, "format_message"):
+            raise
+        ctx = getattr(e, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        if e.format_message():  # empty when the help was shown for a bare group
+            _print_error(f"{e.format_message()}{hint}")
+        return getattr(e, "exit_code", 2)
     except AceError as e:
         _print_error(str(e))
         return 1
@@ -77,13 +102,15 @@ def main(argv: list[str] | None = None) -> int:
             raise
         _print_error(f"Neo4j: {getattr(e, 'message', None) or e} ({type(e).__name__})")
         return 1
-    return 0
+    return rv if isinstance(rv, int) else 0
 
 
 def _print_error(message: str) -> None:
+    """One error line on stderr; the message is data (task ids, paths), never Rich markup."""
     from rich.console import Console
+    from rich.markup import escape
 
-    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
 
 
 def entry() -> None:  # pragma: no cover - console script wrapper

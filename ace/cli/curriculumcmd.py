@@ -7,12 +7,10 @@ import json
 import typer
 
 from ace.cli import app
-from ace_graph.config import neo4j_settings
-from ace_graph.db import get_driver
-from ace_graph.errors import ConfigError
-from ace_graph.store import GraphStore
-from train.curriculum.core import CurriculumConfig, step
-from train.curriculum.store import load_state, observations_from_graph, save, scopes_read
+from ace.cli.graphcmd import with_store
+from ace.cli.options import config_options, console, esc, experiment_option, json_option, table
+from ace.stages import curriculum_round
+from train.curriculum.core import CurriculumConfig
 
 curriculum_app = typer.Typer(
     name="curriculum",
@@ -22,30 +20,25 @@ curriculum_app = typer.Typer(
 app.add_typer(curriculum_app, name="curriculum")
 
 
-def _with_store(fn):
-
-    settings = neo4j_settings()
-    driver = get_driver(settings)
-    try:
-        return fn(GraphStore(driver, settings.database))
-    finally:
-        driver.close()
-
-
 def _ema(value) -> str:
     return "" if value is None else f"{value:.3f}"
 
 
 @curriculum_app.command("status")
 def status(
-    experiment: str = typer.Option(..., "--experiment", "-e", help="Experiment name."),
-    as_json: bool = typer.Option(False, "--json", help="Print the units as JSON."),
+    experiment: str = experiment_option(),
+    as_json: bool = json_option("Print the units as JSON."),
 ) -> None:
-    """Show every unit of an experiment's curriculum: kind, key, state, ema, rounds in state, last reason."""
-    from rich.console import Console
-    from rich.table import Table
+    """Show every unit of an experiment's curriculum: kind, key, state, ema, rounds in state, last reason.
 
-    rows = _with_store(lambda store: store.run("curriculum-status", experiment=experiment))
+    An experiment without a stored curriculum is an error (exit 1), with or without --json.
+    """
+    rows = with_store(lambda store: store.run("curriculum-status", experiment=experiment))
+    if not rows:
+        console(stderr=True).print(esc(
+            f"No curriculum stored for experiment {experiment!r}; "
+            f"start one with `ace curriculum step -e {experiment} --scope {experiment}/P/C`."))
+        raise typer.Exit(1)
     units = [
         {
             "kind": r["kind"], "key": r["key"], "state": r["state"], "ema": r["ema"],
@@ -55,68 +48,50 @@ def status(
         for r in rows
         if r["key"] is not None
     ]
-    current = rows[0]["round"] if rows else 0
+    current = rows[0]["round"]
     if as_json:
         print(json.dumps({"experiment": experiment, "round": current,
-                          "last_scope": rows[0]["last_scope"] if rows else None, "units": units}))
+                          "last_scope": rows[0]["last_scope"], "units": units}))
         return
-    if not rows:
-        Console(stderr=True).print(
-            f"No curriculum stored for experiment {experiment!r}; "
-            f"start one with `ace curriculum step -e {experiment} --scope E/P/C`.", highlight=False)
-        raise typer.Exit(1)
-    table = Table(title=f"curriculum {experiment}: round {current}")
-    for col in ("kind", "key", "state", "ema", "rounds", "last reason"):
-        table.add_column(col)
-    for u in units:
-        table.add_row(u["kind"], u["key"], u["state"], _ema(u["ema"]), str(u["rounds_in_state"]), u["last_reason"])
-    Console().print(table)
+    console().print(table(
+        f"curriculum {experiment}: round {current}", ("kind", "key", "state", "ema", "rounds", "last reason"),
+        [(u["kind"], u["key"], u["state"], _ema(u["ema"]), u["rounds_in_state"], u["last_reason"]) for u in units],
+    ))
 
 
 @curriculum_app.command("step")
+@config_options(CurriculumConfig, exclude=("depth_strata", "replay_share", "max_drift"))
 def step_cmd(
-    experiment: str = typer.Option(..., "--experiment", "-e", help="Experiment name."),
-    scope: str = typer.Option(..., "--scope", help="Scope key experiment/policy/checkpoint whose measurements feed this round."),
-    level: str = typer.Option("skill", "--level", help="Unit granularity: skill or tool."),
-    theta: float = typer.Option(0.7, "--theta", help="Unlock/mastery threshold on smoothed success."),
-    phi: float = typer.Option(0.4, "--phi", help="Fallback threshold on smoothed success."),
-    momentum: float = typer.Option(0.5, "--momentum", help="EMA weight of the new observation (1 = no smoothing)."),
-    min_rounds: int = typer.Option(2, "--min-rounds", help="Rounds a unit stays in a state before it may leave it."),
-    min_attempts: int = typer.Option(1, "--min-attempts", help="Ignore units observed fewer times than this."),
+    experiment: str = experiment_option(),
+    scope: str = typer.Option(..., "--scope", "-s",
+                              help="Scope E/P/C of this experiment whose measurements feed this round."),
     allow_repeat: bool = typer.Option(False, "--allow-repeat", help="Allow feeding a scope that an earlier round already read."),
-    as_json: bool = typer.Option(False, "--json", help="Print the decisions as JSON."),
+    details: bool = typer.Option(False, "--details", help="Print every decision, not just the changes."),
+    as_json: bool = json_option("Print the round with every decision as JSON."),
+    config: CurriculumConfig = None,  # type: ignore[assignment]  # built from the flags below
 ) -> None:
-    """Advance the experiment's curriculum one round from a scope's measurements and store the decisions."""
-    from rich.console import Console
-    from rich.table import Table
+    """Advance the experiment's curriculum one round from a scope's measurements and store the decisions.
 
-
-    config = CurriculumConfig(theta=theta, phi=phi, momentum=momentum, min_rounds=min_rounds,
-                              min_attempts=min_attempts, level=level)
-
-    def work(store):
-        if scope in scopes_read(store, experiment) and not allow_repeat:
-            raise ConfigError(
-                f"a round of {experiment!r} already read scope {scope!r}; feeding it again would "
-                "count the same evidence twice in the moving average. Pass the next checkpoint's scope, "
-                "or --allow-repeat."
-            )
-        state = load_state(store, experiment)
-        observations = observations_from_graph(store, scope, level)
-        new_state, decisions = step(state, observations, config)
-        save(store, experiment, new_state, decisions, config, scope=scope, previous_round=state.round)
-        return new_state, decisions
-
-    new_state, decisions = _with_store(work)
-    counts = {s: len(new_state.in_state(s)) for s in ("locked", "active", "mastered")}
+    The scope must exist and belong to the experiment.  Prints a summary (how
+    many units moved between states, and the units that changed state); every
+    decision with --details or --json.
+    """
+    report = with_store(lambda store: curriculum_round(store, experiment, scope, config, allow_repeat))
     if as_json:
-        print(json.dumps({"experiment": experiment, "round": new_state.round, "scope": scope,
-                          "decisions": [d.to_dict() for d in decisions], "states": counts}))
+        print(json.dumps(report.to_dict()))
         return
-    table = Table(title=f"curriculum {experiment}: round {new_state.round} from {scope} "
-                        f"({counts['active']} active, {counts['mastered']} mastered, {counts['locked']} locked)")
-    for col in ("kind", "unit", "from", "to", "reason"):
-        table.add_column(col)
-    for d in decisions:
-        table.add_row(d.kind, d.unit, d.from_state, d.to_state, d.reason)
-    Console().print(table)
+    counts = report.states
+    out = console()
+    out.print(esc(f"curriculum {experiment}: round {report.round} from {scope}: {len(report.decisions)} decisions; "
+                  f"{counts['active']} active, {counts['mastered']} mastered, {counts['locked']} locked"))
+    if report.changes():
+        out.print(esc("  " + ", ".join(f"{k} {v}" for k, v in report.changes().items())))
+    shown = report.decisions if details else [d for d in report.decisions if d.from_state != d.to_state]
+    if shown:
+        out.print(table(
+            f"{'decisions' if details else 'units that changed state'} ({len(shown)})",
+            ("kind", "unit", "from", "to", "reason"),
+            [(d.kind, d.unit, d.from_state, d.to_state, d.reason) for d in shown[: None if details else 30]],
+        ))
+        if not details and len(shown) > 30:
+            out.print(f"  ... {len(shown) - 30} more; all decisions with --details or --json")

@@ -8,6 +8,7 @@ import os
 import typer
 
 from ace.cli import app
+from ace.cli.options import esc
 from ace_graph.config import neo4j_settings
 from ace_graph.db import apply_schema, get_driver
 from ace_graph.server import ManagedNeo4j
@@ -39,7 +40,7 @@ def install(
     """Fetch the pinned Neo4j Community server jars from Maven Central (needs Java 17+ and Maven)."""
 
     console = _console()
-    ManagedNeo4j().install(progress=console.print, force=force)
+    ManagedNeo4j().install(progress=lambda m: console.print(esc(m)), force=force)
 
 
 @db_app.command("start")
@@ -50,7 +51,7 @@ def start(
     console = _console()
     if _external_uri():
         console.print(
-            f"An external Neo4j is configured (NEO4J_URI={_external_uri()}); ACE uses it, so there is "
+            f"An external Neo4j is configured (NEO4J_URI={esc(_external_uri())}); ACE uses it, so there is "
             "nothing to start. Unset NEO4J_URI to use the managed server."
         )
         return
@@ -58,17 +59,17 @@ def start(
     server = ManagedNeo4j()
     if not server.is_installed():
         console.print("Neo4j is not installed in this workspace yet; fetching it first (`ace db install`).")
-        server.install(progress=console.print)
+        server.install(progress=lambda m: console.print(esc(m)))
     with console.status(f"Starting Neo4j on {server.bolt_uri} ..."):
         status = server.start(wait=True, timeout=timeout)
     if status.message.startswith("already running"):
-        console.print(f"Neo4j is already running (pid {status.pid}) on {status.bolt_uri}.")
+        console.print(f"Neo4j is already running (pid {status.pid}) on {esc(status.bolt_uri)}.")
         return
     console.print(f"[green]Neo4j {status.version or ''} is running[/] (pid {status.pid}).")
-    console.print(f"  Bolt:    {status.bolt_uri}")
-    console.print(f"  Browser: {status.http_url}/browser/  (user neo4j)")
+    console.print(f"  Bolt:    {esc(status.bolt_uri)}")
+    console.print(f"  Browser: {esc(status.http_url)}/browser/  (user neo4j)")
     if status.first_start:
-        console.print(f"  First start: the generated password is stored in {status.password_file} (mode 0600).")
+        console.print(f"  First start: the generated password is stored in {esc(status.password_file)} (mode 0600).")
 
 
 @db_app.command("stop")
@@ -80,11 +81,11 @@ def stop(
     """Stop the managed Neo4j server cleanly (SIGTERM; SIGKILL only after --timeout)."""
     console = _console()
     if _external_uri():
-        console.print(f"An external Neo4j is configured (NEO4J_URI={_external_uri()}); ACE does not stop it.")
+        console.print(f"An external Neo4j is configured (NEO4J_URI={esc(_external_uri())}); ACE does not stop it.")
         return
 
     status = ManagedNeo4j().stop(timeout=timeout)
-    console.print(f"Neo4j {status.message}.")
+    console.print(f"Neo4j {esc(status.message)}.")
 
 
 @db_app.command("status")
@@ -101,20 +102,20 @@ def status(
         return
     console = _console()
     if _external_uri():
-        console.print(f"External Neo4j configured: NEO4J_URI={_external_uri()} (ACE uses it).")
+        console.print(f"External Neo4j configured: NEO4J_URI={esc(_external_uri())} (ACE uses it).")
     if st.running:
         console.print(f"[green]running[/] pid {st.pid}, Neo4j {st.version or '?'}")
-        console.print(f"  Bolt:    {st.bolt_uri}")
-        console.print(f"  Browser: {st.http_url}/browser/")
+        console.print(f"  Bolt:    {esc(st.bolt_uri)}")
+        console.print(f"  Browser: {esc(st.http_url)}/browser/")
     else:
-        console.print(f"managed server: not running (would listen on {st.bolt_uri}); start it with `ace db start`.")
+        console.print(f"managed server: not running (would listen on {esc(st.bolt_uri)}); start it with `ace db start`.")
 
 
 @db_app.command("logs")
 def logs(
     n: int = typer.Option(50, "-n", "--lines", min=1, help="How many lines to show."),
     which: str = typer.Option(
-        "neo4j", "--file", "-f", help="Which log: neo4j (server log), console (JVM output) or debug."
+        "neo4j", "--file", help="Which log: neo4j (server log), console (JVM output) or debug."
     ),
 ) -> None:
     """Show the last lines of a managed server log."""
@@ -136,5 +137,5 @@ def init() -> None:
     with get_driver(settings) as driver:
         statements = apply_schema(driver, settings.database)
     _console().print(
-        f"Schema applied to {settings.uri} (database {settings.database}): {len(statements)} statements."
+        f"Schema applied to {esc(settings.uri)} (database {esc(settings.database)}): {len(statements)} statements."
     )

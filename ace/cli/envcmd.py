@@ -5,46 +5,85 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any, Optional
 
 import typer
 
-from ace.cli import app, progress_bar
-from ace_env import bfcl
+from ace.cli import app
+from ace.cli.options import (
+    Progress,
+    console,
+    esc,
+    expand_inputs,
+    json_option,
+    load_tasks,
+    table,
+)
 from ace_env.formats import read_any
-from ace_env.rollouts import load_task_set
 from ace_env.verifier import ground_truth_rollout, replay_oracle, verify, verify_rollout
-from ace_graph.errors import RolloutFormatError
+from ace_graph.errors import ConfigError, RolloutFormatError
 
 env_app = typer.Typer(help="Executable tool environments (BFCL multi-turn).", no_args_is_help=True)
 app.add_typer(env_app, name="env")
+
+SHOW = ("none", "failures", "all")
+
+
+def show_option() -> Any:
+    return typer.Option("failures", "--show", help="Per-task table: none, failures (tasks with a failing rollout) or all.")
+
+
+def check_show(show: str) -> str:
+    if show not in SHOW:
+        raise ConfigError(f"--show {show!r}: use one of {', '.join(SHOW)}")
+    return show
+
+
+def task_table(title: str, per_task: dict[str, dict[str, Any]], show: str):
+    """Rows per task: rollouts, rewarded, mean partial credit, the commonest failure."""
+    rows = []
+    for task_id in sorted(per_task):
+        t = per_task[task_id]
+        failed = t["rollouts"] - t["rewarded"]
+        if show == "failures" and not failed:
+            continue
+        top = ", ".join(f"{k} {v}" for k, v in t["attributions"].most_common(2))
+        rows.append((task_id, t["rollouts"], t["rewarded"], failed, f"{t['partial'] / t['rollouts']:.2f}", top))
+    return table(title, ("task", "rollouts", "rewarded", "failed", "partial credit", "failures"), rows,
+                 right=("rollouts", "rewarded", "failed", "partial credit")), len(rows)
 
 
 @env_app.command("replay")
 def replay(
     environment: str = typer.Argument("bfcl", help="The environment; only `bfcl` for now."),
-    category: str = typer.Option(
-        "all", "--category", "-c", help="base, long_context, miss_func, miss_param, or all."
+    tasks: str = typer.Option(None, "--tasks", "-t", help="bfcl:CATEGORY[,CATEGORY...] (default bfcl:all)."),
+    category: Optional[str] = typer.Option(
+        None, "--category", help="Old name: --category CAT is --tasks bfcl:CAT (kept as an alias)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+    as_json: bool = json_option("Print one JSON object instead of a table."),
 ) -> None:
     """Replay every task's ground truth through the safe executor and the verifier.
 
     Each task's oracle is computed afresh (not from the cache), then the ground
     truth is verified against it.  A task passes when its ground truth executes
-    without an error and the verifier gives it reward 1.
+    without an error and the verifier gives it reward 1.  `--category CAT` is
+    the older spelling of `--tasks bfcl:CAT`.
     """
-
     if environment != "bfcl":
-        raise typer.BadParameter(f"unknown environment {environment!r}; only 'bfcl' is available")
-    tasks = bfcl.load_tasks(category)
+        raise ConfigError(f"unknown environment {environment!r}; only 'bfcl' is available")
+    if tasks and category:
+        raise ConfigError("give --tasks or its old name --category, not both")
+    spec = tasks or f"bfcl:{category or 'all'}"
+    if not spec.startswith("bfcl:"):
+        raise ConfigError(f"`ace env replay bfcl` replays BFCL tasks: --tasks bfcl:CATEGORY, not {spec!r}")
+    task_list = list(load_tasks(spec).values())
     passed = failed = errors = 0
     failures: list[str] = []
     start = time.perf_counter()
-    with progress_bar(disable=as_json) as progress:
-        bar = progress.add_task(f"replaying bfcl:{category}", total=len(tasks))
-        for task in tasks:
+    with Progress(f"replaying {spec}", len(task_list), disable=as_json) as progress:
+        for task in task_list:
             oracle = replay_oracle(task)
             if oracle.errors:
                 errors += 1
@@ -56,26 +95,19 @@ def replay(
                 failed += 1
                 if not oracle.errors:
                     failures.append(f"{task.id}: {verdict.attribution}: {verdict.detail}")
-            progress.advance(bar)
+            progress.advance()
     elapsed = time.perf_counter() - start
     result = {
-        "tasks": len(tasks),
+        "tasks": len(task_list),
         "passed": passed,
         "failed": failed,
         "errors": errors,
-        "tasks_per_s": round(len(tasks) / elapsed, 1) if elapsed > 0 else None,
+        "tasks_per_s": round(len(task_list) / elapsed, 1) if elapsed > 0 else None,
     }
     if as_json:
         print(json.dumps(result))
     else:
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title=f"BFCL multi-turn replay ({category})")
-        for col in result:
-            table.add_column(col, justify="right")
-        table.add_row(*(str(v) for v in result.values()))
-        Console().print(table)
+        console().print(table(f"BFCL multi-turn replay ({spec})", list(result), [list(result.values())], right=result))
         for line in failures[:20]:
             print(f"  {line}", file=sys.stderr)
     if failed:
@@ -84,47 +116,70 @@ def replay(
 
 @app.command("verify")
 def verify_cmd(
-    tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY or a task JSONL file."),
-    rollouts: Path = typer.Option(
-        ..., "--rollouts", help="Rollouts: ACE JSONL {rollout_id, task_id, turns}, OpenAI-style messages, or a BFCL result file."
+    files: list[Path] = typer.Argument(None, help="Rollout files or folders (their *.jsonl files)."),
+    tasks: str = typer.Option(..., "--tasks", "-t", help="bfcl:CATEGORY[,CATEGORY...] or a task JSONL file."),
+    rollouts: list[Path] = typer.Option(
+        [], "--rollouts", "-r",
+        help="A rollout file or folder (repeatable; same as naming it as an argument): ACE JSONL "
+             "{rollout_id, task_id, turns}, OpenAI-style messages, or a BFCL result file.",
     ),
-    as_json: bool = typer.Option(False, "--json", help="One JSON verdict per rollout on stdout."),
+    as_json: bool = json_option("One JSON verdict per rollout on stdout."),
     skip_invalid: bool = typer.Option(
         False, "--skip-invalid", help="Report bad lines on stderr and go on instead of stopping."
     ),
+    show: str = show_option(),
 ) -> None:
     """Verify rollouts against their tasks' oracles.
 
     Each verdict has reward (0/1), partial_credit, the first failing turn and
     step, and an attribution (wrong_tool, wrong_argument, tool_not_offered,
     malformed_call, state_diverged, missing_output, acted_without_need,
-    stopped_early, inference_error).
+    stopped_early, inference_error).  Without --json: a per-task table (--show) and the totals.
     """
-
-    task_set = load_task_set(tasks)
+    check_show(show)
+    paths = expand_inputs(list(files or []) + list(rollouts))
+    task_set = load_tasks(tasks)
     bad: list[str] = []
     n = rewarded = 0
     kinds: Counter[str] = Counter()
-    for r in read_any(rollouts, skip_invalid=skip_invalid, errors=bad):
-        task = task_set.get(r.task_id)
-        try:
-            if task is None:
-                raise RolloutFormatError(f"unknown task_id {r.task_id!r} in {tasks}")
-            verdict = verify_rollout(task, r)
-        except RolloutFormatError as e:
-            message = str(e) if str(e).startswith(str(rollouts)) else f"{rollouts}: line {r.line}: {e}"
-            if not skip_invalid:
-                raise RolloutFormatError(message) from e
-            bad.append(message)
-            continue
-        n += 1
-        rewarded += verdict.reward == 1.0
-        kinds[verdict.attribution or "pass"] += 1
-        if as_json:
-            print(json.dumps(verdict.to_dict()))
+    per_task: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"rollouts": 0, "rewarded": 0, "partial": 0.0, "attributions": Counter()})
+    with Progress("verifying", None, disable=as_json) as progress:
+        for path in paths:
+            for r in read_any(path, skip_invalid=skip_invalid, errors=bad):
+                task = task_set.get(r.task_id)
+                try:
+                    if task is None:
+                        raise RolloutFormatError(f"unknown task_id {r.task_id!r} in {tasks}")
+                    verdict = verify_rollout(task, r)
+                except RolloutFormatError as e:
+                    message = str(e) if str(e).startswith(str(path)) else f"{path}: line {r.line}: {e}"
+                    if not skip_invalid:
+                        raise RolloutFormatError(message) from e
+                    bad.append(message)
+                    continue
+                n += 1
+                rewarded += verdict.reward == 1.0
+                kinds[verdict.attribution or "pass"] += 1
+                t = per_task[r.task_id]
+                t["rollouts"] += 1
+                t["rewarded"] += verdict.reward == 1.0
+                t["partial"] += verdict.partial_credit
+                if verdict.attribution:
+                    t["attributions"][verdict.attribution] += 1
+                progress.advance()
+                if as_json:
+                    print(json.dumps(verdict.to_dict()))
+    err = console(stderr=True)
     for msg in bad:
-        print(f"skipped: {msg}", file=sys.stderr)
+        err.print(f"skipped: {esc(msg)}")
     if not as_json:
-        print(f"{n} rollouts verified, {rewarded} rewarded, {len(bad)} skipped")
+        out = console()
+        if show != "none":
+            t, shown = task_table(f"verdicts per task ({show})", per_task, show)
+            if shown:
+                out.print(t)
+        print(f"{n} rollouts verified ({len(per_task)} tasks, {len(paths)} file{'s' * (len(paths) != 1)}), "
+              f"{rewarded} rewarded, {len(bad)} skipped")
         for kind, count in kinds.most_common():
             print(f"  {kind:20s} {count}")

@@ -8,27 +8,25 @@ from pathlib import Path
 import typer
 
 from ace.cli import app
-from ace_env.rollouts import load_task_set
+from ace.cli.options import check_out, console, esc, json_option, load_tasks, tasks_option
 from train.export import export
 
 
 @app.command("export")
 def export_cmd(
-    tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY or a task JSONL file."),
+    tasks: str = tasks_option(),
     fmt: str = typer.Option(..., "--format", "-f", help="bfcl, trl or openai-sft."),
-    out: Path = typer.Option(..., "--out", "-o", help="Output folder (written atomically)."),
-    force: bool = typer.Option(False, "--force", help="Replace a non-empty output folder."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder (written atomically). Refused if it holds files, unless --force."),
+    force: bool = typer.Option(False, "--force", help="Replace an earlier export in --out."),
+    as_json: bool = json_option("Print the report as JSON."),
 ) -> None:
     """Export tasks as a dataset: BFCL's multi-turn files, a TRL prompt dataset, or oracle chat transcripts.
 
     Tasks a format cannot express are skipped and counted by reason. Example:
     `ace export --tasks bfcl:base --format openai-sft --out runs/sft-base`.
     """
-    from rich.console import Console
-
-
-    task_set = load_task_set(tasks)
+    check_out(out, force=True, directory=True)  # writable, and a folder if it exists; export() checks --force
+    task_set = load_tasks(tasks)
     report = export(task_set.values(), fmt, out, force=force)
     d = report.to_dict()
     if as_json:
@@ -36,7 +34,6 @@ def export_cmd(
     else:
         print(f"{fmt}: {d['written']} tasks written to {d['out']} ({', '.join(d['files'])}); {d['skipped']} skipped")
         for reason, n in d["skipped_by_reason"].items():
-            Console(stderr=True).print(f"  skipped {n}: {reason} (e.g. {', '.join(d['skipped_examples'][reason])})",
-                                       highlight=False)
+            console(stderr=True).print(esc(f"  skipped {n}: {reason} (e.g. {', '.join(d['skipped_examples'][reason])})"))
     if report.written == 0:
         raise typer.Exit(1)

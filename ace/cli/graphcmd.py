@@ -3,159 +3,254 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
+from typing import Any, Optional
 
 import typer
 
-from ace.cli import app, progress_bar
-from ace_env.rollouts import load_task_set
+from ace.cli import app
+from ace.cli.envcmd import check_show, show_option
+from ace.cli.options import (
+    INT_MAX,
+    Progress,
+    checkpoint_option,
+    console,
+    esc,
+    expand_inputs,
+    experiment_option,
+    json_option,
+    load_tasks,
+    policy_option,
+    resolve_scope,
+    scope_option,
+    table,
+)
 from ace_graph import queries
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
-from ace_graph.errors import ConfigError, RolloutFormatError
+from ace_graph.errors import ConfigError
+from ace_graph.frontier import why_empty
 from ace_graph.ingest import ingest_file
+from ace_graph.scopes import check_level, require_experiment, require_scope
 from ace_graph.store import GraphStore
 
-#: Named queries that write; `ace query` runs only the others.
-WRITE_PREFIXES = ("ingest-", "upsert-", "schema", "curriculum-upsert")
+#: Parameters that are counts or limits: whole numbers from 0 (min_support, limit) that fit Neo4j's int64.
+COUNT_PARAMS = ("min_support", "limit", "min_attempts")
+#: Parameters that are shares in [0, 1] (min_lift may go down to -1).
+SHARE_PARAMS = {"min_prereq": (0.0, 1.0), "min_lift": (-1.0, 1.0)}
 
-#: Defaults for parameters the analysis queries share.
-DEFAULTS = {"level": "skill", "min_support": 20, "min_lift": 0.05, "limit": 20, "min_prereq": 0.6}
+
+def with_store(fn):
+    """Run ``fn(store)`` on a fresh driver for the configured Neo4j, closing it afterwards."""
+    settings = neo4j_settings()
+    driver = get_driver(settings)
+    try:
+        return fn(GraphStore(driver, settings.database))
+    finally:
+        driver.close()
 
 
-def _count_lines(path: Path) -> int:
+def _count_lines(path: Path) -> int | None:
+    if not stat.S_ISREG(path.stat().st_mode):  # a pipe or /dev/stdin: reading would consume it
+        return None
     with open(path, "rb") as f:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
 
 
 @app.command("ingest")
 def ingest(
-    file: Path = typer.Argument(..., help="Rollouts: ACE JSONL, OpenAI-style messages JSONL, or a BFCL result file."),
-    experiment: str = typer.Option(..., "--experiment", "-e", help="Experiment name."),
-    policy: str = typer.Option(..., "--policy", "-p", help="Policy (agent) name."),
-    checkpoint: str = typer.Option(..., "--checkpoint", "-c", help="Checkpoint name; its last number is the round."),
-    tasks: str = typer.Option("bfcl:all", "--tasks", help="bfcl:CATEGORY or a task JSONL file."),
-    round_: int = typer.Option(None, "--round", help="Round number for capability history (default: from the checkpoint)."),
-    batch_size: int = typer.Option(1000, "--batch-size", min=1, help="Rollouts per transaction."),
-    workers: int = typer.Option(2, "--workers", min=1, help="Transactions writing batches concurrently."),
+    files: list[Path] = typer.Argument(..., help="Rollout files or folders (their *.jsonl files): ACE JSONL, "
+                                                   "OpenAI-style messages JSONL, or BFCL result files."),
+    experiment: Optional[str] = experiment_option(None),
+    policy: Optional[str] = policy_option(None),
+    checkpoint: Optional[str] = checkpoint_option(None),
+    scope: Optional[str] = scope_option(None, "The scope as E/P/C (instead of -e E -p P -c C)."),
+    tasks: str = typer.Option("bfcl:all", "--tasks", "-t", help="bfcl:CATEGORY[,CATEGORY...] or a task JSONL file."),
+    round_: Optional[int] = typer.Option(None, "--round", min=0, max=INT_MAX,
+                                         help="Round number for capability history (default: from the checkpoint)."),
+    batch_size: int = typer.Option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),
+    workers: int = typer.Option(2, "--workers", min=1, max=64, help="Transactions writing batches concurrently."),
     id_suffix: str = typer.Option("", "--id-suffix", help="Appended to every rollout id (keeps two files with the same ids apart)."),
     near_success: float = typer.Option(0.7, "--near-success", min=0.0, max=1.0,
                                        help="Share of oracle steps matched for a failed rollout to count as near-success."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report bad lines and go on instead of stopping."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    show: str = show_option(),
+    as_json: bool = json_option("Print the report as JSON."),
 ) -> None:
     """Verify, tag and store rollouts in the skill graph, scoped to (experiment, policy, checkpoint).
 
-    Idempotent: a rollout already stored in the scope is skipped. Each batch is
-    one transaction, so an interrupted ingest can simply be run again.
+    Give the scope as `--scope E/P/C` or as `-e E -p P -c C`.  Several files
+    and folders go into the one scope, in order.  Idempotent: a rollout already
+    stored in the scope is skipped. Each batch is one transaction, so an
+    interrupted ingest can simply be run again.  Then a per-task table of what
+    the scope holds (--show).
     """
-    from rich.console import Console
+    check_show(show)
+    e, p, c = resolve_scope(scope, experiment, policy, checkpoint)
+    paths = expand_inputs(files)
+    task_set = load_tasks(tasks)
 
+    def work(store):
+        reports, rows = [], []
+        for i, path in enumerate(paths):
+            with Progress(f"ingesting {path.name}", _count_lines(path), disable=as_json) as progress:
+                reports.append(ingest_file(
+                    store, path, task_set, e, p, c, round_=round_, batch_size=batch_size,
+                    near_success=near_success, skip_invalid=skip_invalid, workers=workers, id_suffix=id_suffix,
+                    on_read=progress.advance, seed_tasks=i == 0,
+                ))
+        if show != "none" and not as_json:
+            rows = store.run("scope-tasks", scope=reports[0].scope, failures_only=show == "failures", limit=INT_MAX)
+        return reports, rows
 
-    if not file.is_file():
-        raise RolloutFormatError(f"rollout file {str(file)!r} does not exist")
-    task_set = load_task_set(tasks)
-    settings = neo4j_settings()
-    driver = get_driver(settings)
-    try:
-        store = GraphStore(driver, settings.database)
-        with progress_bar(disable=as_json) as progress:
-            bar = progress.add_task(f"ingesting {file.name}", total=_count_lines(file))
-            report = ingest_file(
-                store, file, task_set, experiment, policy, checkpoint, round_=round_,
-                batch_size=batch_size, near_success=near_success, skip_invalid=skip_invalid, workers=workers,
-                id_suffix=id_suffix,
-                on_progress=lambda n: progress.advance(bar, n),
-            )
-    finally:
-        driver.close()
-    for msg in report.invalid:
-        Console(stderr=True).print(f"skipped: {msg}", highlight=False)
+    reports, rows = with_store(work)
+    err = console(stderr=True)
+    for r in reports:
+        for msg in r.invalid:
+            err.print(f"skipped: {esc(msg)}")
+    ds = [r.to_dict() for r in reports]
+    total = {k: sum(d[k] for d in ds) for k in ("read", "created", "already_stored", "invalid", "steps")}
+    total["seconds"] = round(sum(d["seconds"] for d in ds), 3)
     if as_json:
-        print(json.dumps(report.to_dict()))
-    else:
-        d = report.to_dict()
-        print(
-            f"{d['scope']}: {d['read']} rollouts read, {d['created']} stored, {d['already_stored']} already stored, "
-            f"{d['invalid']} invalid; {d['steps']} steps in {d['seconds']} s"
-        )
-        if d["already_stored"]:
-            print("  rollouts already stored in this scope (same rollout ids) were skipped; "
+        d = dict(ds[0]) if len(ds) == 1 else {"scope": ds[0]["scope"], **total, "files": ds}
+        print(json.dumps(d))
+        return
+    out = console()
+    if rows:
+        out.print(table(f"{ds[0]['scope']}: rollouts per task ({show})",
+                        ("task", "rollouts", "rewarded", "failed", "partial credit", "failures"),
+                        [(r["task_id"], r["rollouts"], r["rewarded"], r["failed"], f"{r['partial_credit']:.2f}",
+                          ", ".join(r["attributions"])) for r in rows],
+                        right=("rollouts", "rewarded", "failed", "partial credit")))
+    files_note = f" from {len(ds)} files" if len(ds) > 1 else ""
+    out.print(
+        f"{esc(ds[0]['scope'])}: {total['read']} rollouts read{files_note}, {total['created']} stored, "
+        f"{total['already_stored']} already stored, {total['invalid']} invalid; "
+        f"{total['steps']} steps in {total['seconds']} s"
+    )
+    if total["already_stored"]:
+        out.print("  rollouts already stored in this scope (same rollout ids) were skipped; "
                   "if this is a different run, ingest it with --id-suffix or another --checkpoint")
 
 
-def _parse_value(text: str):
+def parse_value(text: str) -> Any:
+    """A --param value: JSON when it parses (numbers, lists, true/null), else the text itself."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return text
+
+
+def check_params(name: str, q: queries.Query, params: dict[str, Any]) -> None:
+    """Numbers and levels checked at the edge, each with a one-line error."""
+    for key, value in params.items():
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int) and not -INT_MAX - 1 <= value <= INT_MAX:
+            raise ConfigError(f"{name}: {key}={value} does not fit a 64-bit integer")
+        if isinstance(value, float) and value != value:
+            raise ConfigError(f"{name}: {key} is NaN")
+    for key in COUNT_PARAMS:
+        if key in params:
+            v = params[key]
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ConfigError(f"{name}: {key} must be a whole number >= 0, got {v!r}")
+    for key, (lo, hi) in SHARE_PARAMS.items():
+        if key in params:
+            v = params[key]
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v <= hi:
+                raise ConfigError(f"{name}: {key} must be a number in [{lo:g}, {hi:g}], got {v!r}")
+    if "level" in params:
+        check_level(params["level"])
+
+
+def _list_queries(as_json: bool) -> None:
+    rows = []
+    for qname in queries.list_queries():
+        q = queries.load(qname)
+        if q.writes:
+            continue
+        rows.append({"name": qname, "parameters": list(q.params), "required": list(q.required),
+                     "defaults": q.defaults, "columns": list(q.columns),
+                     "purpose": q.description.split(". ")[0], "params_line": q.params_line})
+    if as_json:
+        print(json.dumps(rows))
+        return
+    console().print(table(
+        "Named read queries (cypher/); run with `ace query NAME --scope E/P/C -P key=value`",
+        ("name", "required", "defaults", "columns", "purpose"),
+        [(r["name"], ", ".join(r["required"]) or "-",
+          ", ".join(f"{k}={json.dumps(v)}" for k, v in r["defaults"].items()) or "-",
+          ", ".join(r["columns"]), r["purpose"]) for r in rows],
+    ))
 
 
 @app.command("query")
 def query(
-    name: str = typer.Argument(None, help="A named query from cypher/ (see --list)."),
+    name: str = typer.Argument(None, help="A named read query from cypher/ (see --list)."),
     param: list[str] = typer.Option([], "--param", "-P", help="A parameter as key=value (JSON values allowed); repeatable."),
-    as_json: bool = typer.Option(False, "--json", help="Print rows as a JSON list."),
-    list_: bool = typer.Option(False, "--list", help="List the named queries with their parameters and columns."),
+    scope: Optional[str] = scope_option(None, "The scope E/P/C (same as -P scope=E/P/C)."),
+    as_json: bool = json_option("Print rows (or, with --list, the queries) as a JSON list."),
+    list_: bool = typer.Option(False, "--list", help="List the named read queries with their parameters, defaults and columns."),
 ) -> None:
     """Run a named, read-only Cypher query from cypher/ against the skill graph.
 
-    Defaults: level=skill, min_support=20, min_lift=0.05, limit=20, min_prereq=0.6. Example:
-    `ace query weak-compositions -P scope=demo/sim/round-0 -P level=tool`.
+    Each query's defaults come from the `:params` line of its file (shown by
+    `--list`). A scope that does not exist, or an unknown level, is an error
+    listing what exists.  Example:
+    `ace query weak-compositions --scope demo/sim/round-0 -P level=tool`.
     """
-    from rich.console import Console
-    from rich.table import Table
-
-
-    console = Console()
     if list_:
-        table = Table(title="Named queries (cypher/)")
-        for col in ("name", "parameters", "columns", "purpose"):
-            table.add_column(col)
-        for qname in queries.list_queries():
-            if qname.startswith(WRITE_PREFIXES):
-                continue
-            q = queries.load(qname)
-            table.add_row(qname, ", ".join(q.params), ", ".join(q.columns), q.description.split(". ")[0])
-        console.print(table)
+        _list_queries(as_json)
         return
     if not name:
         raise ConfigError("Name a query (see `ace query --list`).")
-    if name.startswith(WRITE_PREFIXES):
-        raise ConfigError(f"{name!r} writes to the graph; `ace query` runs read-only queries only.")
     q = queries.load(name)
-    params = {}
+    if q.writes:
+        raise ConfigError(f"{name!r} writes to the graph (its header says Mode: {q.mode}); "
+                          "`ace query` runs read-only queries only.")
+    params: dict[str, Any] = {}
     for item in param:
         key, sep, value = item.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise ConfigError(f"--param expects key=value, got {item!r}")
-        params[key.strip()] = _parse_value(value)
+        params[key.strip()] = parse_value(value)
+    if scope is not None:
+        if "scope" in params and params["scope"] != scope:
+            raise ConfigError(f"--scope {scope} and -P scope={params['scope']} disagree; pass one")
+        params["scope"] = scope
     unknown = sorted(set(params) - set(q.params))
     if unknown:
         raise ConfigError(f"{name} takes {', '.join(q.params) or 'no parameters'}; unknown: {', '.join(unknown)}")
-    for p in q.params:
-        if p not in params and p in DEFAULTS:
-            params[p] = DEFAULTS[p]
+    for p, v in q.defaults.items():
+        params.setdefault(p, v)
     missing = [p for p in q.params if p not in params]
     if missing:
-        raise ConfigError(f"{name} needs parameter(s) {', '.join(missing)} (pass --param {missing[0]}=...)")
+        flag = "--scope E/P/C" if missing[0] == "scope" else f"--param {missing[0]}=..."
+        raise ConfigError(f"{name} needs parameter(s) {', '.join(missing)} (pass {flag})")
+    check_params(name, q, params)
 
+    def work(store):
+        if "scope" in params:
+            require_scope(store, params["scope"])
+        elif params.get("experiment") is not None:
+            require_experiment(store, params["experiment"])
+        rows = store.run(name, **params)
+        note = None
+        if not rows and "scope" in params and "min_support" in params and "level" in params:
+            note = why_empty(store, params["scope"], params["level"], params["min_support"])
+        return rows, note
 
-    settings = neo4j_settings()
-    driver = get_driver(settings)
-    try:
-        rows = GraphStore(driver, settings.database).run(name, **params)
-    finally:
-        driver.close()
+    rows, note = with_store(work)
+    if note:
+        console(stderr=True).print(esc(note))
     if as_json:
         print(json.dumps(rows, default=str))
         return
-    table = Table(title=f"{name} ({len(rows)} rows)")
-    for col in q.columns:
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*(_fmt(row.get(c)) for c in q.columns))
-    console.print(table)
+    console().print(table(f"{name} ({len(rows)} rows)", q.columns, [[_fmt(row.get(c)) for c in q.columns] for row in rows]))
 
 
 def _fmt(value) -> str:

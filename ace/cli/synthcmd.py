@@ -3,17 +3,33 @@
 from __future__ import annotations
 
 import json
+import os
+from collections import Counter
 from pathlib import Path
+from typing import Optional
+from urllib.parse import urlparse
 
 import typer
 
-from ace.cli import app, progress_bar
-from ace_env.rollouts import load_task_set
+from ace.cli import app
+from ace.cli.graphcmd import with_store
+from ace.cli.options import (
+    Progress,
+    check_input,
+    check_out,
+    config_options,
+    console,
+    esc,
+    experiment_option,
+    force_option,
+    json_option,
+    load_tasks,
+    scope_option,
+)
 from ace_env.sim import load_weakness
-from ace_graph.config import neo4j_settings
-from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
-from ace_graph.store import GraphStore
+from ace_graph.frontier import FrontierConfig, frontier, why_empty
+from ace_graph.scopes import list_scopes, require_scope
 from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
 from synth.rewriter import Rewriter
 from synth.strategies import STRATEGIES
@@ -29,95 +45,97 @@ synth_app = typer.Typer(
 )
 app.add_typer(synth_app, name="synth")
 
+#: The frontier synthesis attacks is tool-level and wider than the query's default.
+SYNTH_FRONTIER = {"level": "tool", "limit": 50}
+
+
+def check_url(url: str) -> str:
+    """An http(s) URL with a host, or a one-line error."""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ConfigError(f"--rewriter-url {url!r} is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)")
+    return url
+
 
 @synth_app.callback()
+@config_options(SynthConfig, include=("n", "seed", "plans", "rounds", "rollouts_per_task"), param="synth_config")
+@config_options(FrontierConfig, include=("min_support", "min_lift", "min_prereq", "limit"),
+                defaults=SYNTH_FRONTIER, param="frontier_config")
 def synth(
     ctx: typer.Context,
-    experiment: str = typer.Option(None, "--experiment", "-e", help="Experiment whose frontier to attack."),
-    n: int = typer.Option(100, "--n", min=1, help="Valid tasks to emit."),
-    seed: int = typer.Option(0, "--seed", help="Seed: the same seed gives the same tasks."),
+    experiment: Optional[str] = experiment_option(None, "Experiment whose frontier to attack."),
     strategy: list[str] = typer.Option(
         [], "--strategy", help="Strategies to use (repeatable): ambiguity, distractor, cascade, depth, random (the untargeted baseline). Default: the four targeted ones."
     ),
-    plans: int = typer.Option(8, "--plans", min=1, help="Plans per round (distinct target/strategy/style)."),
-    rounds: int = typer.Option(2, "--rounds", min=1, help="Rounds of synthesis and reflection."),
-    out: Path = typer.Option(None, "--out", help="Where to write the tasks (JSONL)."),
-    scope: str = typer.Option(None, "--scope", help="Scope to read the frontier from (default: the experiment's newest)."),
-    weakness: Path = typer.Option(None, "--weakness", help="Planted weaknesses of the simulated policy used for trajectory rollouts."),
-    seeds: str = typer.Option("bfcl:all", "--seeds", help="Seed tasks: bfcl:CATEGORY or a task JSONL file."),
-    min_support: int = typer.Option(20, "--min-support", help="Frontier: minimum support of an edge."),
-    rollouts_per_task: int = typer.Option(4, "--rollouts-per-task", min=1, help="Trajectory rollouts per valid task."),
-    rewriter_url: str = typer.Option(
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the tasks (JSONL). Refused if it exists, unless --force."),
+    force: bool = force_option(),
+    scope: Optional[str] = scope_option(None, "Scope E/P/C of the experiment to read the frontier from (default: its newest)."),
+    weakness: Optional[Path] = typer.Option(None, "--weakness", help="Planted weaknesses of the simulated policy used for trajectory rollouts."),
+    seeds: str = typer.Option("bfcl:all", "--seeds", help="Seed tasks: bfcl:CATEGORY[,CATEGORY...] or a task JSONL file."),
+    rewriter_url: Optional[str] = typer.Option(
         None, "--rewriter-url", help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1) to paraphrase user turns; off by default."
     ),
     rewriter_model: str = typer.Option("default", "--rewriter-model", help="Model name sent to the rewriter."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    as_json: bool = json_option("Print the summary as JSON."),
+    synth_config: SynthConfig = None,  # type: ignore[assignment]
+    frontier_config: FrontierConfig = None,  # type: ignore[assignment]
 ) -> None:
-    """Pull the frontier from Neo4j, plan, synthesize, verify, roll out, reflect; write the valid tasks."""
+    """Pull the frontier from Neo4j, plan, synthesize, verify, roll out, reflect; write the valid tasks.
+
+    Everything is checked before any work: --out can be written, the scope
+    exists and is the experiment's, the numbers and the rewriter URL are valid.
+    """
     if ctx.invoked_subcommand is not None:
         return
-
     if not experiment or out is None:
         raise ConfigError("`ace synth` needs --experiment and --out (or use `ace synth check FILE`).")
-    from rich.console import Console
+    check_out(out, force)
+    unknown = [s for s in strategy if s not in STRATEGIES]
+    if unknown:
+        raise ConfigError(f"unknown strategy {unknown[0]!r}; known: {', '.join(sorted(STRATEGIES))}")
+    config = synth_config
+    if strategy:
+        config.strategies = tuple(strategy)
+    if rewriter_url is not None:
+        config.rewriter = Rewriter(check_url(rewriter_url), rewriter_model, api_key=os.environ.get("OPENAI_API_KEY"))
+    policy = sim_policy(load_weakness(weakness))
+    seed_tasks = load_tasks(seeds)
 
-
-    config = SynthConfig(n=n, rounds=rounds, plans=plans, rollouts_per_task=rollouts_per_task,
-                         strategies=tuple(strategy) or SynthConfig().strategies, seed=seed)
-    if rewriter_url:
-        import os
-
-
-        config.rewriter = Rewriter(rewriter_url, rewriter_model, api_key=os.environ.get("OPENAI_API_KEY"))
-    _check_strategies(config.strategies)
-    seed_tasks = load_task_set(seeds)
-    settings = neo4j_settings()
-    driver = get_driver(settings)
-    try:
-        store = GraphStore(driver, settings.database)
-        scope = scope or _newest_scope(store, experiment)
-        frontier = store.run("frontier", scope=scope, level="tool", min_support=min_support, min_lift=0.05,
-                             min_prereq=0.6, limit=50)
-        if not frontier:
+    def work(store):
+        key = scope or _newest_scope(store, experiment)
+        require_scope(store, key, experiment=experiment)
+        edges = frontier(store, key, frontier_config, check=False)
+        if not edges:
             raise ConfigError(
-                f"The frontier of scope {scope!r} is empty: no composition is significantly weaker than its parts. "
-                "Ingest more rollouts, or lower --min-support."
+                f"The frontier of scope {key!r} is empty ({why_empty(store, key, frontier_config.level, frontier_config.min_support)}): "
+                "no composition is significantly weaker than its parts. Ingest more rollouts, or lower --min-support."
             )
-        by_target = seeds_by_target(frontier, seed_tasks)
-        with progress_bar(disable=as_json) as progress:
-            bar = progress.add_task("synthesizing", total=config.n)
-            result = synthesize(frontier, seed_tasks, by_target, sim_policy(load_weakness(weakness)), config,
-                                progress=lambda k: progress.advance(bar, k))
+        with Progress("synthesizing", config.n, disable=as_json) as progress:
+            result = synthesize(edges, seed_tasks, seeds_by_target(edges, seed_tasks), policy, config,
+                                progress=progress.advance)
         write_tasks(out, result.tasks)
         store.upsert_tasks(result.tasks)
         store.upsert_plans(experiment, result.plans)
         store.upsert_lineage(experiment, result.lineage)
-    finally:
-        driver.close()
-    summary = {"scope": scope, "out": str(out), **result.summary()}
+        return key, edges, result
+
+    key, edges, result = with_store(work)
+    summary = {"scope": key, "out": str(out), **result.summary()}
     if config.rewriter is not None:
         summary["paraphrases"] = {"accepted": config.rewriter.accepted, "rejected": config.rewriter.rejected}
     if as_json:
         print(json.dumps(summary))
         return
-    console = Console()
-    console.print(f"Frontier of {scope}: {len(frontier)} edges; {summary['plans']} plans "
-                  f"({summary['retired']} retired by reflection)")
-    console.print(f"Wrote {summary['tasks']} verified tasks to {out} from {summary['attempted']} attempts")
-    for key in ("by_strategy", "by_target", "rejections"):
-        console.print(f"  {key}: {summary[key]}")
-
-
-def _check_strategies(names) -> None:
-
-    unknown = [s for s in names if s not in STRATEGIES]
-    if unknown:
-        raise ConfigError(f"unknown strategy {unknown[0]!r}; known: {', '.join(sorted(STRATEGIES))}")
+    c = console()
+    c.print(esc(f"Frontier of {key}: {len(edges)} edges; {summary['plans']} plans "
+                f"({summary['retired']} retired by reflection)"))
+    c.print(esc(f"Wrote {summary['tasks']} verified tasks to {out} from {summary['attempted']} attempts"))
+    for k in ("by_strategy", "by_target", "rejections"):
+        c.print(esc(f"  {k}: {summary[k]}"))
 
 
 def _newest_scope(store, experiment: str) -> str:
-
-    rows = store.run("scopes", experiment=experiment)
+    rows = list_scopes(store, experiment)
     if not rows:
         raise ConfigError(f"No scope of experiment {experiment!r} in the graph: ingest rollouts first (`ace ingest`).")
     return rows[0]["key"]
@@ -126,13 +144,10 @@ def _newest_scope(store, experiment: str) -> str:
 @synth_app.command("check")
 def check(
     file: Path = typer.Argument(..., help="Synthesized tasks (JSONL)."),
-    as_json: bool = typer.Option(False, "--json", help="Print {tasks, valid, invalid, reasons} as JSON."),
+    as_json: bool = json_option("Print {tasks, valid, invalid, reasons} as JSON."),
 ) -> None:
     """Re-run task verification on every task of a file (execution, verifier, rejection tests, duplicates, text)."""
-    from collections import Counter
-
-
-    tasks = load_task_set(str(file))
+    tasks = load_tasks(str(check_input(file, "task file")))
     seen: set[str] = set()
     reasons: Counter[str] = Counter()
     valid = 0

@@ -298,7 +298,7 @@ def test_cli_round_trip(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "b.jsonl", "w.toml"]
 
     # no weakness file: defaults only
-    assert main(["sim", "rollouts", "--tasks", "bfcl:base", "--n", "5", "--out", str(out2)]) == 0
+    assert main(["sim", "rollouts", "--tasks", "bfcl:base", "--n", "5", "--out", str(out2), "--force"]) == 0
     assert len(out2.read_text().splitlines()) == 5
 
 

@@ -1,0 +1,349 @@
+"""The CLI's shared vocabulary: options, config-derived flags, scopes, output paths, consoles.
+
+Every command builds its options from here, so one word means one thing
+everywhere: ``--tasks SPEC``, ``--experiment/-e``, ``--policy/-p``,
+``--checkpoint/-c``, ``--scope E/P/C``, ``--json``, ``--out`` (refused when it
+exists, unless ``--force``).  Flags that set a config dataclass's fields are
+derived from the dataclass (:func:`config_options`), so each default and help
+text is written once, in the dataclass.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import os
+import sys
+import textwrap
+import time
+from dataclasses import MISSING, fields
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import typer
+
+from ace_env.rollouts import load_task_set
+from ace_env.tasks import Task
+from ace_graph.errors import ConfigError
+
+#: The largest integer Neo4j stores (int64); larger numbers are refused at the edge.
+INT_MAX = 2**63 - 1
+
+TASKS_HELP = "Tasks: bfcl:CATEGORY[,CATEGORY...] (base, long_context, miss_func, miss_param, all) or a task JSONL file."
+SCOPE_HELP = "Scope experiment/policy/checkpoint (see `ace scopes`)."
+
+
+def tasks_option(default: Any = ..., help: str = TASKS_HELP) -> Any:
+    return typer.Option(default, "--tasks", "-t", help=help)
+
+
+def experiment_option(default: Any = ..., help: str = "Experiment name.") -> Any:
+    return typer.Option(default, "--experiment", "-e", help=help)
+
+
+def policy_option(default: Any = ..., help: str = "Policy (agent) name.") -> Any:
+    return typer.Option(default, "--policy", "-p", help=help)
+
+
+def checkpoint_option(default: Any = ..., help: str = "Checkpoint name; its last number is the round.") -> Any:
+    return typer.Option(default, "--checkpoint", "-c", help=help)
+
+
+def scope_option(default: Any = None, help: str = SCOPE_HELP) -> Any:
+    return typer.Option(default, "--scope", "-s", help=help)
+
+
+def json_option(help: str = "Print the result as JSON on stdout.") -> Any:
+    return typer.Option(False, "--json", help=help)
+
+
+def out_option(default: Any = ..., help: str = "File to write.") -> Any:
+    return typer.Option(default, "--out", "-o", help=f"{help} Refused if it exists, unless --force.")
+
+
+def force_option(help: str = "Replace --out if it exists.") -> Any:
+    return typer.Option(False, "--force", help=help)
+
+
+def load_tasks(spec: str) -> dict[str, Task]:
+    """Tasks by id from ``--tasks SPEC``: ``bfcl:base,miss_func``, ``bfcl:all`` or a task file."""
+    if spec.startswith("bfcl:") and "," in spec:
+        tasks: dict[str, Task] = {}
+        for category in (c.strip() for c in spec.partition(":")[2].split(",")):
+            if not category:
+                raise ConfigError(f"--tasks {spec!r}: an empty category between commas")
+            tasks.update(load_task_set(f"bfcl:{category}"))
+        return tasks
+    if not spec.startswith("bfcl") and Path(spec).is_dir():
+        raise ConfigError(f"--tasks {spec!r} is a folder; give a task JSONL file or bfcl:CATEGORY")
+    return load_task_set(spec)
+
+
+# --------------------------------------------------------------------------- scopes
+
+
+def parse_scope(text: str) -> tuple[str, str, str]:
+    """``"E/P/C"`` -> ``(E, P, C)``; anything else is a one-line error."""
+    parts = (text or "").split("/")
+    if len(parts) != 3 or not all(p.strip() for p in parts):
+        raise ConfigError(f"scope {text!r} is not experiment/policy/checkpoint (e.g. demo/sim/round-0); see `ace scopes`")
+    return parts[0], parts[1], parts[2]
+
+
+def resolve_scope(
+    scope: str | None, experiment: str | None = None, policy: str | None = None, checkpoint: str | None = None
+) -> tuple[str, str, str]:
+    """One scope from ``--scope E/P/C`` or from ``-e E -p P -c C`` (not both, unless they agree)."""
+    if scope:
+        e, p, c = parse_scope(scope)
+        for flag, given, got in (("--experiment", experiment, e), ("--policy", policy, p), ("--checkpoint", checkpoint, c)):
+            if given is not None and given != got:
+                raise ConfigError(f"--scope {scope} disagrees with {flag} {given}; pass one or the other")
+        return e, p, c
+    missing = [f for f, v in (("--experiment", experiment), ("--policy", policy), ("--checkpoint", checkpoint)) if not v]
+    if missing:
+        raise ConfigError(f"give --scope E/P/C, or all of --experiment, --policy and --checkpoint (missing {', '.join(missing)})")
+    return experiment, policy, checkpoint  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def check_out(path: Path, force: bool = False, directory: bool = False) -> Path:
+    """Check before any work that ``path`` can be written: a clear one-line error otherwise.
+
+    Refuses an existing path without ``force``, a missing or unwritable parent
+    folder, and a path whose kind is wrong (a folder where a file is wanted).
+    Writability is tested by creating and removing a probe file, so nothing is
+    left behind either way.
+    """
+    path = Path(path)
+    if path.exists() or path.is_symlink():
+        if path.is_dir() and not directory:
+            raise ConfigError(f"--out {str(path)!r} is a folder; give a file name such as {str(path / 'out.jsonl')!r}")
+        if directory and not path.is_dir():
+            raise ConfigError(f"--out {str(path)!r} is a file; give a folder")
+        if not force and not (directory and path.is_dir() and not any(path.iterdir())):
+            raise ConfigError(f"--out {str(path)!r} exists; pass --force to replace it")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ConfigError(f"cannot write --out {str(path)!r}: folder {str(parent)!r} does not exist")
+    probe = parent / f".{path.name}.ace-probe-{os.getpid()}"
+    try:
+        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except OSError as e:
+        raise ConfigError(f"cannot write --out {str(path)!r}: {e.strerror or e}") from e
+    os.close(fd)
+    os.unlink(probe)
+    return path
+
+
+def check_input(path: Path, what: str = "file") -> Path:
+    """An input path that exists and can be read; a folder is not a file (and is said so)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{what} {str(path)!r} is a folder, not a file")
+    if not path.exists():
+        raise ConfigError(f"{what} {str(path)!r} does not exist")
+    if not os.access(path, os.R_OK):
+        raise ConfigError(f"{what} {str(path)!r} cannot be read (permission denied)")
+    return path
+
+
+def expand_inputs(paths: Iterable[Path], pattern: str = "*.jsonl", what: str = "rollout file") -> list[Path]:
+    """Files named, plus the ``pattern`` files inside folders named (sorted); at least one."""
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            found = sorted(x for x in p.glob(pattern) if x.is_file())
+            if not found:
+                raise ConfigError(f"folder {str(p)!r} holds no {pattern} files")
+            out.extend(found)
+        else:
+            out.append(check_input(p, what))
+    if not out:
+        raise ConfigError(f"name at least one {what} or folder")
+    return out
+
+
+# --------------------------------------------------------------------------- output
+
+
+def console(stderr: bool = False):
+    """A Rich console; when not a terminal it is wide, so piped tables are never cut."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    tty = hasattr(stream, "isatty") and stream.isatty()
+    return Console(stderr=stderr, highlight=False, width=None if tty else 1000, soft_wrap=not tty)
+
+
+def esc(value: Any) -> str:
+    """``value`` as text that Rich prints literally (user data is never markup)."""
+    from rich.markup import escape
+
+    return escape("" if value is None else str(value))
+
+
+def table(title: str, columns: Iterable[str], rows: Iterable[Iterable[Any]], right: Iterable[str] = ()):
+    """A Rich table whose cells are plain text (never interpreted as markup)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    right = set(right)
+    t = Table(title=Text(title))
+    for col in columns:
+        t.add_column(Text(col), justify="right" if col in right else "left", overflow="fold")
+    for row in rows:
+        t.add_row(*(Text("" if v is None else str(v)) for v in row))
+    return t
+
+
+class Progress:
+    """Progress on stderr: a live bar on a terminal, a plain line every few seconds otherwise.
+
+    ``advance(n)`` may be called from several threads.
+    """
+
+    def __init__(self, description: str, total: int | None, disable: bool = False, every: float = 5.0):
+        self.description, self.total, self.disable, self.every = description, total, disable, every
+        self.done = 0
+        self._bar = None
+        self._task = None
+        self._last = 0.0
+        self._start = 0.0
+
+    def __enter__(self) -> "Progress":
+        self._start = self._last = time.monotonic()
+        if self.disable:
+            return self
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as RichProgress
+
+            self._bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+            self._bar.__enter__()
+            self._task = self._bar.add_task(self.description, total=self.total)
+        return self
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self.disable:
+            return
+        if self._bar is not None:
+            self._bar.advance(self._task, n)
+            return
+        now = time.monotonic()
+        if now - self._last >= self.every:
+            self._last = now
+            self._line(now)
+
+    def _line(self, now: float) -> None:
+        of = f"/{self.total}" if self.total is not None else ""
+        print(f"{self.description}: {self.done}{of} ({now - self._start:.0f} s)", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+
+# --------------------------------------------------------------------------- config-derived flags
+
+
+def check_int64(value: Any) -> Any:
+    """A typer callback: an integer flag must fit Neo4j's 64-bit integers."""
+    if isinstance(value, int) and not -INT_MAX - 1 <= value <= INT_MAX:
+        raise typer.BadParameter(f"{value} does not fit a 64-bit integer")
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """Docstrings written under dataclass fields (``x: int = 1`` then ``\"\"\"help\"\"\"``)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs: dict[str, str] = {}
+    for node, nxt in zip(body, body[1:]):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def field_help(cls: type) -> dict[str, str]:
+    """Field name -> help text: ``metadata["help"]``, else the docstring under the field."""
+    docs = _attribute_docs(cls)
+    return {f.name: f.metadata.get("help") or docs.get(f.name, "") for f in fields(cls)}
+
+
+def config_options(
+    cls: type,
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] = (),
+    defaults: dict[str, Any] | None = None,
+    names: dict[str, str] | None = None,
+    param: str = "config",
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Add one ``--field-name`` option per field of the dataclass ``cls`` to a command.
+
+    The command receives ``<param>=cls(**values)``; defaults and help texts are
+    the dataclass's (``defaults`` overrides a default for this command only (a field
+    that is not a flag keeps that value),
+    ``names`` renames a flag, or gives it aliases as a tuple).  Integers are bounded to Neo4j's int64; the
+    dataclass's own ``__post_init__`` checks the rest, and its errors are
+    one-line :class:`ConfigError` messages.
+    """
+    wanted = None if include is None else list(include)
+    skip = set(exclude)
+    overrides = dict(defaults or {})
+    renames = dict(names or {})
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        helps = field_help(cls)
+        chosen = [f for f in fields(cls) if f.name not in skip and (wanted is None or f.name in wanted)]
+        sig = inspect.signature(fn, eval_str=True)
+        params = [p for p in sig.parameters.values() if p.name != param]
+        taken = {p.name for p in params}
+        added, keys = [], []
+        fixed = {k: v for k, v in overrides.items() if k not in {f.name for f in chosen}}  # set, not a flag
+        for f in chosen:
+            default = overrides.get(f.name, f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]
+            kind = type(default)
+            if kind not in (int, float, str, bool):
+                raise TypeError(f"{cls.__name__}.{f.name}: only int/float/str/bool fields become flags")
+            flag = renames.get(f.name, "--" + f.name.replace("_", "-"))
+            flags = (flag,) if isinstance(flag, str) else tuple(flag)
+            extra: dict[str, Any] = {}
+            if kind is int:
+                extra["callback"] = check_int64
+            pname = f"{param}__{f.name}" if f.name in taken else f.name
+            keys.append((pname, f.name))
+            added.append(inspect.Parameter(
+                pname, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
+                default=typer.Option(default, *flags, help=helps.get(f.name) or f.name, show_default=True, **extra),
+            ))
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            values = {**fixed, **{name: kwargs.pop(pname) for pname, name in keys}}
+            try:
+                config = cls(**values)
+            except ConfigError:
+                raise
+            except (TypeError, ValueError) as e:
+                raise ConfigError(f"{cls.__name__}: {e}") from e
+            return fn(*args, **{param: config}, **kwargs)
+
+        wrapper.__signature__ = sig.replace(parameters=params + added)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+

@@ -1,0 +1,68 @@
+"""``ace scopes`` and ``ace scope delete``: what the skill graph holds, and removing a scope."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+from ace.cli import app
+from ace.cli.graphcmd import with_store
+from ace.cli.options import console, esc, experiment_option, json_option, parse_scope, table
+from ace_graph.scopes import delete_scope, list_scopes, require_scope
+
+scope_app = typer.Typer(help="One scope (experiment/policy/checkpoint) of the skill graph.", no_args_is_help=True)
+app.add_typer(scope_app, name="scope")
+
+COLUMNS = ("experiment", "key", "round", "rollouts", "rewarded", "near_success", "steps",
+           "compositions_tool", "compositions_skill")
+
+
+@app.command("scopes")
+def scopes(
+    experiment: Optional[str] = experiment_option(None, "Only this experiment's scopes."),
+    as_json: bool = json_option("Print the scopes as a JSON list."),
+) -> None:
+    """List the experiments and their scopes with rollout, step and composition counts."""
+    rows = with_store(lambda store: list_scopes(store, experiment))
+    if as_json:
+        print(json.dumps(rows))
+        return
+    if not rows:
+        where = f" of experiment {experiment!r}" if experiment else ""
+        console(stderr=True).print(esc(f"no scope{where} is stored; ingest rollouts with `ace ingest`"))
+        raise typer.Exit(1 if experiment else 0)
+    experiments = sorted({r["experiment"] for r in rows})
+    console().print(table(
+        f"{len(rows)} scopes in {len(experiments)} experiment{'s' * (len(experiments) != 1)}",
+        COLUMNS, [[r[c] for c in COLUMNS] for r in rows],
+        right=COLUMNS[2:],
+    ))
+
+
+@scope_app.command("delete")
+def delete(
+    scope: str = typer.Argument(..., help="The scope experiment/policy/checkpoint to delete."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    as_json: bool = json_option("Print what was deleted as JSON."),
+) -> None:
+    """Delete a scope with its rollouts, steps and aggregates (tasks and curricula stay)."""
+    parse_scope(scope)
+
+    def work(store):
+        row = require_scope(store, scope)
+        if not yes and not typer.confirm(
+                f"Delete scope {scope} ({row['rollouts']} rollouts, {row['steps']} steps)?", default=False):
+            return None
+        return delete_scope(store, scope)
+
+    result = with_store(work)
+    if result is None:
+        console(stderr=True).print("not deleted")
+        raise typer.Exit(1)
+    if as_json:
+        print(json.dumps({"scope": scope, **result}))
+        return
+    console().print(esc(f"deleted scope {scope}: {result['rollouts']} rollouts, {result['steps']} steps, "
+                        f"{result['compositions']} composition counts"))

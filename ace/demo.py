@@ -1,0 +1,200 @@
+"""ACE's main job end to end, as functions that return data (``ace demo`` prints them).
+
+1. :func:`replay`: every scored BFCL multi-turn task's ground truth through the
+   executor and the verifier;
+2. :func:`simulate_and_ingest`: a simulated agent with planted weaknesses
+   (``ace_env/demo_weakness.toml``), its rollouts ingested into the skill graph;
+3. :func:`weaknesses`: the weakest compositions and the frontier the graph found,
+   against what was planted;
+4. :func:`synthesize_round`: verified adversarial tasks aimed at the frontier;
+   then :func:`ace.stages.curriculum_round` advances the curriculum;
+5. :func:`round_one`: the same simulated policy on the curriculum's mix, ingested
+   as round 1, and :func:`frontier_moved`: how the frontier moved.  No training
+   happens here, so what moves is the evidence, concentrated by the tasks.
+
+Every stage is idempotent: a second run finds the rollouts already stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ace.stages import RoundReport, curriculum_round, simulate_to_file
+from ace_env import bfcl
+from ace_env.sim import DEMO_WEAKNESS, load_weakness
+from ace_env.tasks import Task
+from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
+from ace_graph.config import ace_home
+from ace_graph.errors import ConfigError
+from ace_graph.frontier import FrontierConfig, frontier, weak_compositions
+from ace_graph.ingest import ingest_file
+from ace_graph.store import GraphStore
+from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
+from train.curriculum.core import CurriculumConfig, drift, mix
+from train.curriculum.store import load_state, scopes_read
+from train.export import export
+
+CATEGORIES = ("base", "long_context", "miss_func", "miss_param")
+
+
+@dataclass
+class DemoConfig:
+    """The demo's knobs; the CLI's flags are derived from these fields."""
+
+    n: int = field(default=4000, metadata={"help": "Simulated rollouts per round for the skill graph."})
+    seed: int = field(default=1, metadata={"help": "Seed of the simulated agent and of synthesis."})
+    experiment: str = field(default="demo", metadata={"help": "Experiment name in the graph."})
+    synth: int = field(default=120, metadata={"help": "Adversarial tasks to synthesize from the frontier."})
+    categories: str = field(default=",".join(CATEGORIES), metadata={"help": "Comma-separated BFCL categories to replay."})
+
+    def __post_init__(self) -> None:
+        if self.n < 100:
+            raise ConfigError(f"--n {self.n}: the demo needs at least 100 rollouts")
+        if self.synth < 1:
+            raise ConfigError(f"--synth {self.synth}: synthesize at least 1 task")
+        if not self.experiment or "/" in self.experiment:
+            raise ConfigError(f"--experiment {self.experiment!r} must be a non-empty name without '/'")
+
+
+def replay(categories: list[str] | tuple[str, ...] = CATEGORIES) -> list[dict[str, Any]]:
+    """Per category: tasks, passed, failed, oracle errors and tasks/s of the ground-truth replay."""
+    rows = []
+    for category in categories:
+        tasks = bfcl.load_tasks(category)
+        start = time.perf_counter()
+        passed = errors = 0
+        for task in tasks:
+            oracle = replay_oracle(task)
+            errors += bool(oracle.errors)
+            passed += verify(task, ground_truth_rollout(task), oracle=oracle).reward == 1.0 and not oracle.errors
+        seconds = time.perf_counter() - start
+        rows.append({"category": category, "tasks": len(tasks), "passed": passed, "failed": len(tasks) - passed,
+                     "errors": errors, "tasks_per_s": round(len(tasks) / seconds, 1) if seconds else None})
+    return rows
+
+
+def run_dir(experiment: str) -> Path:
+    """Where the demo keeps its files: ``$ACE_HOME/runs/<experiment>``."""
+    path = ace_home() / "runs" / experiment
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def simulate_and_ingest(
+    store: GraphStore, tasks: list[Task], experiment: str, checkpoint: str, n: int, seed: int,
+    weakness: Path = DEMO_WEAKNESS, prefix: str = "sim", directory: Path | None = None,
+) -> dict[str, Any]:
+    """Simulate ``n`` rollouts of the weak agent on ``tasks`` and ingest them into ``experiment/sim/checkpoint``.
+
+    The file is named by the checkpoint, seed, size and task set, so a rerun
+    reuses it only when it would write the same rollouts.
+    """
+    directory = directory or run_dir(experiment)
+    ids = hashlib.sha256("\n".join(t.id for t in tasks).encode()).hexdigest()[:10]
+    path = directory / f"rollouts-{checkpoint}-seed{seed}-n{n}-tasks{ids}.jsonl"
+    sim = simulate_to_file(tasks, n, load_weakness(weakness), seed, path, prefix=prefix, reuse=True)
+    report = ingest_file(store, path, {t.id: t for t in tasks}, experiment, "sim", checkpoint, batch_size=1000)
+    return {"file": str(path), "simulated": sim.to_dict(), "ingest": report.to_dict(), "scope": report.scope}
+
+
+def planted(weakness: Path = DEMO_WEAKNESS) -> dict[str, Any]:
+    """The compositions and tools a weakness file plants."""
+    spec = tomllib.loads(Path(weakness).read_text(encoding="utf-8"))
+    return {"compositions": sorted((c["from"], c["to"]) for c in spec.get("composition", [])),
+            "tools": sorted(t["name"] for t in spec.get("tool", []))}
+
+
+def weaknesses(store: GraphStore, scope: str, weakness: Path = DEMO_WEAKNESS) -> dict[str, Any]:
+    """Weakest tool compositions (with whether each was planted) and the skill-level frontier."""
+    truth = planted(weakness)
+    planted_pairs = set(map(tuple, truth["compositions"]))
+    weak = weak_compositions(store, scope, FrontierConfig(level="tool", limit=15))
+    for r in weak:
+        r["planted"] = (r["from"], r["to"]) in planted_pairs
+    found = {(r["from"], r["to"]) for r in weak}
+    return {
+        "scope": scope,
+        "weak_compositions": weak,
+        "recovered": sorted(found & planted_pairs),
+        "planted": sorted(planted_pairs),
+        "weak_tools": truth["tools"],
+        "weak_tools_as_compositions": sum(1 for _, b in found if b in truth["tools"]),
+        "frontier": frontier(store, scope, FrontierConfig(level="skill", limit=8)),
+    }
+
+
+def synthesize_round(
+    store: GraphStore, seeds: dict[str, Task], experiment: str, scope: str, seed: int, n: int,
+    weakness: Path = DEMO_WEAKNESS, directory: Path | None = None,
+) -> dict[str, Any]:
+    """Synthesize ``n`` verified tasks from the tool-level frontier of ``scope``; write and store them."""
+    directory = directory or run_dir(experiment)
+    edges = frontier(store, scope, FrontierConfig(level="tool", limit=50))
+    config = SynthConfig(n=n, rounds=2, plans=8, rollouts_per_task=4, seed=seed)
+    start = time.perf_counter()
+    result = synthesize(edges, seeds, seeds_by_target(edges, seeds), sim_policy(load_weakness(weakness)), config)
+    seconds = time.perf_counter() - start
+    path = directory / f"synth-round-1-seed{seed}-n{n}.jsonl"
+    write_tasks(path, result.tasks)
+    store.upsert_tasks(result.tasks)
+    store.upsert_plans(experiment, result.plans)
+    store.upsert_lineage(experiment, result.lineage)
+    groups: dict[tuple[str, str], list[Task]] = {}
+    for t in result.tasks:
+        groups.setdefault((t.provenance["target_edge"], t.provenance["strategy"]), []).append(t)
+    by_group = [
+        {"target": target, "strategy": strategy, "tasks": len(ts),
+         "learnable": sum(bool(t.provenance["learnable"]) for t in ts),
+         "mean_pass_rate": sum(t.provenance["pass_rate"] for t in ts) / len(ts)}
+        for (target, strategy), ts in sorted(groups.items())
+    ]
+    exports = {fmt: export(result.tasks, fmt, directory / "export" / fmt, force=True).to_dict()
+               for fmt in ("bfcl", "trl", "openai-sft")}
+    adjusted = [r for r in result.reflections if r["note"].startswith(("retire", "weaken", "soften", "strengthen"))]
+    return {"scope": scope, "file": str(path), "tasks": result.tasks, "attempted": result.attempted,
+            "seconds": round(seconds, 2), "frontier_edges": len(edges), "groups": by_group,
+            "reflections": len(result.reflections), "plans_adjusted": len(adjusted), "exports": exports, "summary": result.summary()}
+
+
+def round_one(
+    store: GraphStore, seeds: list[Task], synthesized: list[Task], experiment: str, n: int, seed: int,
+    weakness: Path = DEMO_WEAKNESS, directory: Path | None = None,
+) -> dict[str, Any]:
+    """Roll the simulated policy out on the curriculum's mix and ingest it as ``experiment/sim/round-1``."""
+    state = load_state(store, experiment)
+    pool = list(synthesized) + list(seeds)
+    chosen = mix(state, pool, len(synthesized) * 2, random.Random(seed))
+    by_id = {t.id: t for t in pool}
+    tasks = [by_id[i] for i in chosen.task_ids if i in by_id]
+    report = drift(tasks, seeds)
+    result = simulate_and_ingest(store, tasks, experiment, "round-1", n, seed + 1, weakness,
+                                 prefix="sim-r1", directory=directory)
+    result.update({"mix": len(tasks), "focus": len(chosen.focus), "replay": len(chosen.replay),
+                   "drift": report.tvd, "max_drift": report.max_drift})
+    return result
+
+
+def frontier_moved(store: GraphStore, scope0: str, scope1: str) -> list[dict[str, Any]]:
+    """Per tool pair on either round's frontier: (n, success, fragility low) in round 0 and round 1."""
+    config = FrontierConfig(level="tool", limit=20)
+    f0 = {(r["from"], r["to"]): r for r in frontier(store, scope0, config)}
+    f1 = {(r["from"], r["to"]): r for r in frontier(store, scope1, config)}
+
+    def cell(r: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if r is None else {k: r[k] for k in ("n", "composition_success", "fragility_low")}
+
+    pairs = sorted(set(f0) | set(f1), key=lambda p: (-(f1.get(p) or f0[p])["fragility_low"], p))
+    return [{"from": a, "to": b, "round_0": cell(f0.get((a, b))), "round_1": cell(f1.get((a, b)))} for a, b in pairs]
+
+
+def curriculum(store: GraphStore, experiment: str, scope: str) -> RoundReport | None:
+    """One curriculum round from ``scope``; ``None`` when an earlier run already read it (never counted twice)."""
+    if scope in scopes_read(store, experiment):
+        return None
+    return curriculum_round(store, experiment, scope, CurriculumConfig(min_rounds=1))

@@ -1,0 +1,134 @@
+"""Stages the CLI and the demo share, each written once: simulate-and-write, one curriculum round.
+
+They need several layers at once (the simulated agent, the graph, the
+curriculum), so they live in the composition root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ace_env.sim import WeaknessSpec, simulate
+from ace_env.tasks import Task
+from ace_graph.errors import ConfigError
+from ace_graph.scopes import require_scope
+from train.curriculum.core import CurriculumConfig, CurriculumState, Decision, step
+from train.curriculum.store import load_state, observations_from_graph, save, scopes_read
+
+
+@dataclass
+class SimReport:
+    """What :func:`simulate_to_file` wrote."""
+
+    out: str
+    rollouts: int
+    tasks: int
+    seed: int
+    with_slips: int = 0
+    slips: dict[str, int] = field(default_factory=dict)
+    reused: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def simulate_to_file(
+    tasks: Sequence[Task],
+    n: int,
+    spec: WeaknessSpec,
+    seed: int,
+    out: str | Path,
+    prefix: str = "sim",
+    reuse: bool = False,
+    on_row: Callable[[int], None] | None = None,
+) -> SimReport:
+    """Write ``n`` simulated rollouts to ``out`` atomically (a temp file beside it, then a rename).
+
+    With ``reuse`` an existing ``out`` is kept as it is (same name, same
+    content: the simulation is deterministic in its seed).  On any failure
+    nothing is left behind.
+    """
+    out = Path(out)
+    tasks = list(tasks)
+    if not tasks:
+        raise ConfigError("the task set is empty: nothing to simulate")
+    if reuse and out.is_file():
+        return SimReport(str(out), sum(1 for line in open(out, encoding="utf-8") if line.strip()),
+                         len(tasks), seed, reused=True)
+    slips: Counter[str] = Counter()
+    failing = 0
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for r in simulate(tasks, n, spec, seed, prefix=prefix):
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+                planted = r["meta"]["slips"]
+                failing += bool(planted)
+                slips.update(s["kind"] for s in planted)
+                if on_row:
+                    on_row(1)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_name, 0o666 & ~umask)
+        os.replace(tmp_name, out)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+    return SimReport(str(out), n, len(tasks), seed, failing, dict(sorted(slips.items())))
+
+
+@dataclass
+class RoundReport:
+    """One stored curriculum round."""
+
+    experiment: str
+    round: int
+    scope: str
+    decisions: list[Decision]
+    state: CurriculumState
+    states: dict[str, int]
+
+    def to_dict(self, decisions: bool = True) -> dict[str, Any]:
+        d: dict[str, Any] = {"experiment": self.experiment, "round": self.round, "scope": self.scope,
+                             "states": self.states, "changes": self.changes()}
+        if decisions:
+            d["decisions"] = [x.to_dict() for x in self.decisions]
+        return d
+
+    def changes(self) -> dict[str, int]:
+        """How many units moved ``from→to`` (``active→active`` counts units that stayed)."""
+        return dict(sorted(Counter(f"{d.from_state}→{d.to_state}" for d in self.decisions).items()))
+
+
+def curriculum_round(
+    store: Any, experiment: str, scope: str, config: CurriculumConfig | None = None, allow_repeat: bool = False
+) -> RoundReport:
+    """Advance ``experiment``'s curriculum one round from ``scope``'s evidence and store it.
+
+    The scope must exist and belong to the experiment; a scope an earlier
+    round already read is refused unless ``allow_repeat`` (it would count the
+    same evidence twice in the moving average).
+    """
+    config = config or CurriculumConfig()
+    require_scope(store, scope, experiment=experiment)
+    if scope in scopes_read(store, experiment) and not allow_repeat:
+        raise ConfigError(
+            f"a round of {experiment!r} already read scope {scope!r}; feeding it again would "
+            "count the same evidence twice in the moving average. Pass the next checkpoint's scope, "
+            "or --allow-repeat."
+        )
+    state = load_state(store, experiment)
+    observations = observations_from_graph(store, scope, config.level)
+    new_state, decisions = step(state, observations, config)
+    save(store, experiment, new_state, decisions, config, scope=scope, previous_round=state.round)
+    states = {s: len(new_state.in_state(s)) for s in ("locked", "active", "mastered")}
+    return RoundReport(experiment, new_state.round, scope, list(decisions), new_state, states)
