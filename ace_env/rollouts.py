@@ -10,6 +10,11 @@ A rollout file is JSONL, one rollout per line::
      "turns": [["cd(folder='document')", {"name": "ls", "arguments": {}}], []]}
 
 `ace_env.formats.read_any` streams such files line by line, in flat memory.
+
+Rollout ids are strings.  A line without one (absent or ``null``) is named
+by its file and line (``rollouts.jsonl:line-7``); any other non-string id
+(``1``, ``true``, a list) is refused with an error that names the line, so
+``1`` and ``"1"`` can never be coerced into one id and silently collide.
 """
 
 from __future__ import annotations
@@ -87,5 +92,20 @@ def parse_rollout(obj: Any, line: int) -> Rollout:
                 raise RolloutFormatError(
                     f"line {line}: turn {t}: a call must be a string or a {{name, arguments}} object"
                 )
-    rollout_id = obj.get("rollout_id", f"line-{line}")
-    return Rollout(str(rollout_id), task_id, turns, line, obj.get("meta"))
+    return Rollout(rollout_id_of(obj, line, "rollout_id"), task_id, turns, line, obj.get("meta"))
+
+
+def rollout_id_of(obj: dict[str, Any], line: int, *keys: str) -> str:
+    """The first of ``keys`` that is present and not null; ``line-N`` when none is.
+
+    Ids must be non-empty strings: ``1`` is refused rather than coerced to ``"1"``.
+    """
+    for key in keys:
+        value = obj.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value:
+            shown = json.dumps(value, default=str)[:40]
+            raise RolloutFormatError(f"line {line}: {key!r} must be a non-empty string, not {shown}")
+        return value
+    return f"line-{line}"

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ace_env.calls import Call, parse_call
-from ace_env.errors import RolloutFormatError
+from ace_env.errors import BudgetExceeded, RolloutFormatError
 from ace_env.executor import (
     DISTRACTOR,
     ERROR,
@@ -53,6 +53,9 @@ STATE_DIVERGED = "state_diverged"
 MISSING_OUTPUT = "missing_output"
 ACTED_WITHOUT_NEED = "acted_without_need"
 STOPPED_EARLY = "stopped_early"
+# A tool call went over its budget (ace_env.sandbox): the rollout ends there, reward 0.
+TIMEOUT = "timeout"
+RESOURCE_LIMIT = "resource_limit"
 ATTRIBUTIONS = (
     WRONG_TOOL,
     WRONG_ARGUMENT,
@@ -62,6 +65,8 @@ ATTRIBUTIONS = (
     MISSING_OUTPUT,
     ACTED_WITHOUT_NEED,
     STOPPED_EARLY,
+    TIMEOUT,
+    RESOURCE_LIMIT,
 )
 
 
@@ -179,6 +184,11 @@ def oracle_for(task: Task) -> Oracle:
     if oracle is None:
         oracle = _CACHE[key] = replay_oracle(task)
     return oracle
+
+
+def has_oracle(task: Task) -> bool:
+    """Whether the task's oracle is cached already."""
+    return (task.source, task.id) in _CACHE
 
 
 def clear_oracle_cache() -> None:
@@ -348,7 +358,11 @@ def verify(
         raise RolloutFormatError(
             f"rollout {rollout_id!r} has {len(turns)} turns but task {task.id} has {len(task.turns)}"
         )
-    oracle = oracle or oracle_for(task)
+    if oracle is None:
+        try:
+            oracle = oracle_for(task)
+        except BudgetExceeded as e:
+            return over_budget(task, rollout_id, e.kind, f"the oracle of task {task.id}: {e}", 0, 0)
     env: Environment | None = None
     seen: Counter[str] = Counter()
     verdict = Verdict(rollout_id, task.id, 0.0, 0.0, 0, len(task.turns), oracle_steps=oracle.n_steps)
@@ -370,7 +384,12 @@ def verify(
                 continue
         if env is None:
             env = Environment(task, oracle.turns[t - 1].checkpoint if t else oracle.initial or None)
-        steps = [env.call(c, t) for c in calls]
+        steps = []
+        try:
+            for c in calls:
+                steps.append(env.call(c, t))
+        except BudgetExceeded as e:
+            return over_budget(task, rollout_id, e.kind, str(e), t, len(steps), verdict)
         for s in steps:
             if s.executed:
                 seen[s.output or ""] += 1
@@ -400,6 +419,24 @@ def verify(
     verdict.partial_credit = verdict.turns_satisfied / max(len(task.turns), 1)
     verdict.reward = 1.0 if verdict.failing_turn is None and clean else 0.0
     return verdict
+
+
+def over_budget(
+    task: Task,
+    rollout_id: str | None,
+    kind: str,
+    detail: str,
+    turn: int,
+    step: int,
+    so_far: Verdict | None = None,
+) -> Verdict:
+    """The verdict of a rollout a tool call of which went over budget: it ends there, reward 0."""
+    v = so_far or Verdict(rollout_id, task.id, 0.0, 0.0, 0, len(task.turns), oracle_steps=task.n_steps)
+    v.reward = 0.0
+    v.partial_credit = v.turns_satisfied / max(len(task.turns), 1)
+    v.failing_turn, v.failing_step, v.failing_oracle_step = turn, step, 0
+    v.attribution, v.detail = kind, detail
+    return v
 
 
 def _follows_oracle(calls: Sequence[Any], oracle_turn: OracleTurn, task: Task, t: int) -> list[StepResult] | None:
@@ -435,6 +472,7 @@ __all__ = [
     "fingerprint",
     "ground_truth_rollout",
     "oracle_for",
+    "over_budget",
     "replay_oracle",
     "verify",
 ]

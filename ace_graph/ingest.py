@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ace_env.formats import read_any
+from ace_env.sandbox import Budget, LineError, verify_one
+from ace_env.scaleout import verifier_for
 from ace_env.tasks import Task
-from ace_env.verifier import verify
 from ace_graph.db import apply_schema
 from ace_graph.errors import ConfigError, RolloutFormatError
 from ace_graph.outcomes import RolloutRecord, record
@@ -63,20 +64,26 @@ def prepare(
     skip_invalid: bool,
     errors: list[str],
     source: str,
+    verifier: Any = None,
 ) -> Iterator[tuple[RolloutRecord, tuple[Any, ...]]]:
-    """Verify and tag each rollout; yield its record with the task's oracle tags."""
+    """Verify and tag each rollout; yield its record with the task's oracle tags.
 
-    for r in rollouts:
-        task = tasks.get(r.task_id)
-        try:
-            if task is None:
-                raise RolloutFormatError(f"{source}: line {r.line}: unknown task_id {r.task_id!r}")
-            verdict = verify(task, r.turns, rollout_id=r.rollout_id)
-        except RolloutFormatError as e:
+    ``verifier`` (an ``ace_env.sandbox.BoundedVerifier`` or a Ray one) runs
+    every tool call under its budget; without one, rollouts are verified in
+    this process with no budget (for trusted input: benchmarks, tests).
+    """
+    results = (
+        verifier.verify_stream(rollouts) if verifier is not None
+        else ((r, verify_one(tasks, r.task_id, r.turns, r.rollout_id)) for r in rollouts)
+    )
+    for r, verdict in results:
+        if isinstance(verdict, LineError):
+            message = f"{source}: line {r.line}: {verdict.message}"
             if not skip_invalid:
-                raise RolloutFormatError(f"{source}: line {r.line}: {e}") from e
-            errors.append(str(e))
+                raise RolloutFormatError(message)
+            errors.append(message)
             continue
+        task = tasks[r.task_id]
         tags = tag_task(task)
         yield record(task, tags, verdict, scope, r.rollout_id, r.turns, near_success), tags
 
@@ -96,11 +103,15 @@ def ingest_file(
     on_progress: Callable[[int], None] | None = None,
     workers: int = 2,
     id_suffix: str = "",
+    budget: Budget | None = None,
+    ray: str | None = None,
 ) -> IngestReport:
     """Ingest one rollout file into the scope (experiment, policy, checkpoint).
 
     ``workers`` transactions write batches concurrently while this thread
-    verifies and tags the next ones.
+    verifies and tags the next ones.  Every tool call runs under ``budget``
+    (see :mod:`ace_env.sandbox`); with ``ray`` (a cluster address or
+    ``auto``) verification is spread over that Ray cluster.
     """
     if workers < 1:
 
@@ -144,13 +155,15 @@ def ingest_file(
             if on_progress:
                 on_progress(result.received)
 
+    # The verifying worker is forked before the writer threads start.
+    verifier = verifier_for(tasks, budget, ray).start()
     threads = [threading.Thread(target=writer, name=f"ace-ingest-{i}", daemon=True) for i in range(workers)]
     for t in threads:
         t.start()
     batch: list[tuple[RolloutRecord, tuple[Any, ...]]] = []
     try:
         for item in prepare(tasks, _rollouts(path, skip_invalid, report.invalid, id_suffix), key, near_success,
-                            skip_invalid, report.invalid, str(path)):
+                            skip_invalid, report.invalid, str(path), verifier):
             batch.append(item)
             if len(batch) >= batch_size:
                 pending.put(batch)
@@ -160,6 +173,7 @@ def ingest_file(
         if batch and not failures:
             pending.put(batch)
     finally:
+        verifier.close()
         for _ in threads:
             pending.put(None)
         for t in threads:

@@ -14,6 +14,8 @@ from ace.cli import app, progress_bar
 from ace_env import bfcl
 from ace_env.formats import read_any
 from ace_env.rollouts import load_task_set
+from ace_env.sandbox import Budget, LineError
+from ace_env.scaleout import verifier_for
 from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
 from ace_graph.errors import RolloutFormatError
 
@@ -92,36 +94,44 @@ def verify_cmd(
     skip_invalid: bool = typer.Option(
         False, "--skip-invalid", help="Report bad lines on stderr and go on instead of stopping."
     ),
+    call_timeout: float = typer.Option(
+        None, "--call-timeout", help="Seconds one tool call may run before its rollout ends as `timeout` "
+        "(default 10, env ACE_CALL_TIMEOUT)."),
+    memory_limit: int = typer.Option(
+        None, "--memory-limit", help="MiB the verifying worker may grow by before a call ends its rollout as "
+        "`resource_limit` (default 2048, env ACE_MEMORY_LIMIT_MB)."),
+    ray: str = typer.Option(
+        None, "--ray", help="Spread verification over a Ray cluster: its address (host:port), or `auto`.",
+        metavar="ADDRESS"),
 ) -> None:
     """Verify rollouts against their tasks' oracles.
 
     Each verdict has reward (0/1), partial_credit, the first failing turn and
     step, and an attribution (wrong_tool, wrong_argument, tool_not_offered,
     malformed_call, state_diverged, missing_output, acted_without_need,
-    stopped_early).
+    stopped_early; timeout and resource_limit when a tool call goes over its
+    budget).  Every tool call runs in a watched worker process under a
+    wall-clock and a memory budget; a call over budget ends only its rollout.
     """
 
     task_set = load_task_set(tasks)
+    budget = Budget.from_env(call_timeout, memory_limit)
     bad: list[str] = []
     n = rewarded = 0
     kinds: Counter[str] = Counter()
-    for r in read_any(rollouts, skip_invalid=skip_invalid, errors=bad):
-        task = task_set.get(r.task_id)
-        try:
-            if task is None:
-                raise RolloutFormatError(f"unknown task_id {r.task_id!r} in {tasks}")
-            verdict = verify(task, r.turns, rollout_id=r.rollout_id)
-        except RolloutFormatError as e:
-            message = str(e) if str(e).startswith(str(rollouts)) else f"{rollouts}: line {r.line}: {e}"
-            if not skip_invalid:
-                raise RolloutFormatError(message) from e
-            bad.append(message)
-            continue
-        n += 1
-        rewarded += verdict.reward == 1.0
-        kinds[verdict.attribution or "pass"] += 1
-        if as_json:
-            print(json.dumps(verdict.to_dict()))
+    with verifier_for(task_set, budget, ray) as bv:
+        for r, verdict in bv.verify_stream(read_any(rollouts, skip_invalid=skip_invalid, errors=bad)):
+            if isinstance(verdict, LineError):
+                message = f"{rollouts}: line {r.line}: {verdict.message}"
+                if not skip_invalid:
+                    raise RolloutFormatError(message)
+                bad.append(message)
+                continue
+            n += 1
+            rewarded += verdict.reward == 1.0
+            kinds[verdict.attribution or "pass"] += 1
+            if as_json:
+                print(json.dumps(verdict.to_dict()))
     for msg in bad:
         print(f"skipped: {msg}", file=sys.stderr)
     if not as_json:

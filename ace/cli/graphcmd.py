@@ -9,6 +9,7 @@ import typer
 
 from ace.cli import app, progress_bar
 from ace_env.rollouts import load_task_set
+from ace_env.sandbox import Budget
 from ace_graph import queries
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
@@ -43,6 +44,12 @@ def ingest(
                                        help="Share of oracle steps matched for a failed rollout to count as near-success."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report bad lines and go on instead of stopping."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    call_timeout: float = typer.Option(None, "--call-timeout", help="Seconds one tool call may run before its "
+                                       "rollout ends as `timeout` (default 10, env ACE_CALL_TIMEOUT)."),
+    memory_limit: int = typer.Option(None, "--memory-limit", help="MiB the verifying worker may grow by before a "
+                                     "call ends its rollout as `resource_limit` (default 2048, env ACE_MEMORY_LIMIT_MB)."),
+    ray: str = typer.Option(None, "--ray", metavar="ADDRESS",
+                            help="Spread verification over a Ray cluster: its address (host:port), or `auto`."),
 ) -> None:
     """Verify, tag and store rollouts in the skill graph, scoped to (experiment, policy, checkpoint).
 
@@ -64,7 +71,7 @@ def ingest(
             report = ingest_file(
                 store, file, task_set, experiment, policy, checkpoint, round_=round_,
                 batch_size=batch_size, near_success=near_success, skip_invalid=skip_invalid, workers=workers,
-                id_suffix=id_suffix,
+                id_suffix=id_suffix, budget=Budget.from_env(call_timeout, memory_limit), ray=ray,
                 on_progress=lambda n: progress.advance(bar, n),
             )
     finally:
