@@ -26,6 +26,7 @@ from typing import Any
 
 from ace_env import bfcl
 from ace_env.errors import RolloutFormatError, TaskLoadError
+from ace_env.executor import Environment
 from ace_env.tasks import Task
 
 
@@ -50,7 +51,12 @@ def load_task_set(spec: str) -> dict[str, Task]:
                     continue
                 try:
                     task = Task.from_dict(json.loads(line))
-                except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
+                    check_against_bfcl(task)
+                except TaskLoadError as e:
+                    raise TaskLoadError(f"{path}:{n}: {e}") from e
+                except (json.JSONDecodeError, RecursionError) as e:
+                    raise TaskLoadError(f"{path}:{n}: not valid JSON ({type(e).__name__})") from e
+                except (KeyError, TypeError, ValueError, AttributeError) as e:
                     raise TaskLoadError(f"{path}:{n}: not an ACE task ({type(e).__name__}: {e})") from e
                 if task.id in tasks:
                     raise TaskLoadError(
@@ -63,6 +69,35 @@ def load_task_set(spec: str) -> dict[str, Task]:
     if not tasks:
         raise TaskLoadError(f"{path} holds no tasks")
     return tasks
+
+
+def check_against_bfcl(task: Task) -> None:
+    """Raise TaskLoadError when a task names classes or functions BFCL does not have, or its state won't load."""
+    unknown = [c for c in task.involved_classes if c not in bfcl.CLASSES]
+    if unknown:
+        raise TaskLoadError(f"field 'involved_classes' names unknown class(es) {', '.join(map(repr, unknown))}; "
+                            f"BFCL has {', '.join(bfcl.CLASSES)}")
+    functions = bfcl.functions()
+    classes = set(task.involved_classes)
+    for name, values in (("tools", task.tools), ("distractors", task.distractors)):
+        bad = [t for t in values if t not in functions]
+        if bad:
+            raise TaskLoadError(f"field {name!r} names unknown function(s) {', '.join(map(repr, bad[:5]))}")
+        outside = [t for t in values if functions[t].class_name not in classes]
+        if outside:
+            raise TaskLoadError(f"field {name!r}: {outside[0]!r} belongs to {functions[outside[0]].class_name}, "
+                                "which is not in involved_classes")
+    for i, turn in enumerate(task.turns):
+        bad = [t for t in turn.tools_added if t not in task.tools]
+        if bad:
+            raise TaskLoadError(f"field 'turns[{i}].tools_added' names {bad[0]!r}, which is not in 'tools'")
+    for cls in task.initial_config:
+        if cls not in classes:
+            raise TaskLoadError(f"field 'initial_config' configures {cls!r}, which is not in involved_classes")
+    try:
+        Environment(task)
+    except Exception as e:  # BFCL's own loader rejected the state: say which field, in one line
+        raise TaskLoadError(f"field 'initial_config' cannot be loaded by BFCL ({type(e).__name__}: {str(e)[:120]})") from e
 
 
 @dataclass
