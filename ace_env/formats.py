@@ -283,8 +283,9 @@ def read_any(
             try:
                 try:
                     obj = json.loads(line)
-                except (json.JSONDecodeError, RecursionError) as e:
-                    msg = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply"
+                except (ValueError, RecursionError) as e:  # ValueError: also an int over 4,300 digits
+                    msg = e.msg if isinstance(e, json.JSONDecodeError) else (
+                        "nested too deeply" if isinstance(e, RecursionError) else str(e)[:100])
                     raise RolloutFormatError(f"line {n}: not valid JSON ({msg})") from e
                 if line.count("[") + line.count("{") > MAX_LINE_DEPTH and \
                         nesting_depth(obj, MAX_LINE_DEPTH) > MAX_LINE_DEPTH:

@@ -73,6 +73,14 @@ def load_task_set(spec: str) -> dict[str, Task]:
 
 def check_against_bfcl(task: Task) -> None:
     """Raise TaskLoadError when a task names classes or functions BFCL does not have, or its state won't load."""
+    if task.source == "bfcl":
+        # Task ids are scoped by source: only BFCL's own tasks may claim it.
+        theirs = next((t for t in bfcl.load_tasks("all") if t.id == task.id), None)
+        if theirs is None or theirs.to_dict() != task.to_dict():
+            raise TaskLoadError(
+                f"field 'source': 'bfcl' is reserved for BFCL's own tasks and {task.id!r} is not one of them "
+                "unchanged; give your task another source (e.g. \"user\")"
+            )
     unknown = [c for c in task.involved_classes if c not in bfcl.CLASSES]
     if unknown:
         raise TaskLoadError(f"field 'involved_classes' names unknown class(es) {', '.join(map(repr, unknown))}; "

@@ -39,6 +39,11 @@ def scope_key(experiment: str, policy: str, checkpoint: str) -> str:
     return f"{experiment}/{policy}/{checkpoint}"
 
 
+def task_key(task: Task) -> str:
+    """The graph key of a task: its id scoped by its source (``bfcl:multi_turn_base_0``)."""
+    return f"{task.source}:{task.id}"
+
+
 def composition_pairs(tags: Sequence[Any]) -> tuple[list[str], list[str]]:
     """Adjacent call pairs of an oracle ("a>b"), at tool and at skill level."""
     tool_pairs: list[str] = []
@@ -114,6 +119,7 @@ class GraphStore:
             tool_pairs, skill_pairs = composition_pairs(tags)
             rows.append(
                 {
+                    "key": task_key(task),
                     "id": task.id,
                     "source": task.source,
                     "category": task.category,
@@ -188,6 +194,7 @@ class GraphStore:
             {
                 "id": rid,
                 "task_id": rec.task_id,
+                "task_key": rec.task_key,
                 "props": rec.props(),
                 "steps": [
                     {"flat": s.flat, "turn": s.turn, "index": s.index, "tool": s.tool,
