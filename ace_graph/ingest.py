@@ -21,7 +21,7 @@ from ace_env.sandbox import Budget, LineError, verify_one
 from ace_env.scaleout import verifier_for
 from ace_env.tasks import Task
 from ace_graph.db import apply_schema
-from ace_graph.errors import ConfigError, RolloutFormatError
+from ace_graph.errors import ConfigError, IngestIncomplete, RolloutFormatError
 from ace_graph.outcomes import RolloutRecord, record
 from ace_graph.store import GraphStore, scope_key
 from ace_graph.tagger import tag_task
@@ -155,13 +155,16 @@ def ingest_file(
             if on_progress:
                 on_progress(result.received)
 
+    # Marked incomplete until the ingest ends without error (a rerun clears it).
+    store.mark_scope(scope, incomplete=True)
     # The verifying worker is forked before the writer threads start.
     verifier = verifier_for(tasks, budget, ray).start()
+    stopped: BaseException | None = None
     threads = [threading.Thread(target=writer, name=f"ace-ingest-{i}", daemon=True) for i in range(workers)]
     for t in threads:
         t.start()
-    batch: list[tuple[RolloutRecord, tuple[Any, ...]]] = []
-    try:
+    def feed() -> None:
+        batch: list[tuple[RolloutRecord, tuple[Any, ...]]] = []
         for item in prepare(tasks, _rollouts(path, skip_invalid, report.invalid, id_suffix), key, near_success,
                             skip_invalid, report.invalid, str(path), verifier):
             batch.append(item)
@@ -169,17 +172,30 @@ def ingest_file(
                 pending.put(batch)
                 batch = []
                 if failures:
-                    break
+                    return
         if batch and not failures:
             pending.put(batch)
-    finally:
-        verifier.close()
-        for _ in threads:
-            pending.put(None)
-        for t in threads:
-            t.join()
-    if failures:
-        raise failures[0]
+
+    try:
+        try:
+            feed()
+        finally:
+            verifier.close()
+            for _ in threads:
+                pending.put(None)
+            for t in threads:
+                t.join()
+    except Exception as e:  # reported below with what was committed
+        stopped = e
+    if failures and stopped is None:
+        stopped = failures[0]
+    if stopped is not None:
+        raise IngestIncomplete(
+            f"{str(stopped).rstrip('.')}. The ingest stopped: {report.created} rollout(s) were committed to "
+            f"scope {key}, which is marked incomplete; rerun the same command to complete it "
+            "(rollouts already stored are skipped)."
+        ) from stopped
+    store.mark_scope(scope, incomplete=False)
     report.seconds = time.perf_counter() - start
     return report
 
