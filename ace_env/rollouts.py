@@ -27,7 +27,9 @@ from typing import Any
 from ace_env import bfcl
 from ace_env.errors import RolloutFormatError, TaskLoadError
 from ace_env.executor import Environment
+from ace_env.sandbox import BoundedVerifier, Budget
 from ace_env.tasks import Task
+from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
 
 
 def load_task_set(spec: str) -> dict[str, Task]:
@@ -68,7 +70,23 @@ def load_task_set(spec: str) -> dict[str, Task]:
         raise TaskLoadError(f"{path} is not a UTF-8 text file of ACE tasks (JSONL): {e}") from e
     if not tasks:
         raise TaskLoadError(f"{path} holds no tasks")
+    _check_oracles_in_budget(tasks, path, first_line)
     return tasks
+
+
+def _check_oracles_in_budget(tasks: dict[str, Task], path: Path, first_line: dict[str, int]) -> None:
+    """Refuse a task file whose ground truth runs a tool call over budget (see ace_env.sandbox).
+
+    Every command that reads a task file (verify, ingest, synth check, sim,
+    export) replays its ground truth somewhere; replaying it here once, in
+    the watched worker, means none of them can hang on it.
+    """
+    with BoundedVerifier(tasks, Budget.from_env(), batch_size=256) as bv:
+        results = bv.verify_many([(tid, [], None) for tid in tasks])
+    for tid, result in zip(tasks, results):
+        if getattr(result, "attribution", None) in (TIMEOUT, RESOURCE_LIMIT) and "oracle" in result.detail:
+            raise TaskLoadError(f"{path}:{first_line[tid]}: field 'turns': the ground truth of {tid!r} "
+                                f"ran over budget ({result.attribution}: {result.detail})")
 
 
 def check_against_bfcl(task: Task) -> None:

@@ -143,7 +143,8 @@ def _address_space() -> int | None:
         return None
 
 
-def _worker(conn: Any, clock: Any, tasks: dict[str, Task], memory_mb: int, fast_forward: bool) -> None:
+def _worker(conn: Any, clock: Any, tasks: dict[str, Task], memory_mb: int, fast_forward: bool,
+            keep_steps: bool) -> None:
     import resource
 
     size = _address_space()
@@ -175,7 +176,10 @@ def _worker(conn: Any, clock: Any, tasks: dict[str, Task], memory_mb: int, fast_
                 except Exception:  # verify() below reports it for this line
                     pass
             clock[_PHASE] = _ROLLOUT
-            out.append(verify_one(tasks, task_id, turns, rollout_id, fast_forward))
+            result = verify_one(tasks, task_id, turns, rollout_id, fast_forward)
+            if not keep_steps and isinstance(result, Verdict):
+                result.steps, result.turn_ok = [], []  # not sent back unless asked for: most of the pickle
+            out.append(result)
         clock[_PHASE] = _SENDING
         conn.send(out)
         clock[_PHASE] = _IDLE
@@ -217,13 +221,16 @@ class BoundedVerifier:
     """
 
     def __init__(self, tasks: dict[str, Task], budget: Budget | None = None, batch_size: int = 64,
-                 fast_forward: bool = True):
+                 fast_forward: bool = True, keep_steps: bool = False):
+        """``keep_steps``: also return each verdict's per-step results (``Verdict.steps``), which cost
+        most of the transfer; the stored record and the printed verdict do not need them."""
         if batch_size < 1:
             raise ConfigError(f"batch size must be at least 1, not {batch_size}")
         self.tasks = tasks
         self.budget = budget or Budget()
         self.batch_size = batch_size
         self.fast_forward = fast_forward
+        self.keep_steps = keep_steps
         self._ctx = multiprocessing.get_context("fork")
         self._clock = self._ctx.RawArray("d", 3)
         self._proc: Any = None
@@ -241,7 +248,7 @@ class BoundedVerifier:
                 self._clock[i] = 0.0
             self._proc = self._ctx.Process(
                 target=_worker, name="ace-verify-worker", daemon=True,
-                args=(child, self._clock, self.tasks, self.budget.memory_mb, self.fast_forward),
+                args=(child, self._clock, self.tasks, self.budget.memory_mb, self.fast_forward, self.keep_steps),
             )
             self._proc.start()
             child.close()

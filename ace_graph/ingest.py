@@ -155,8 +155,8 @@ def ingest_file(
             if on_progress:
                 on_progress(result.received)
 
-    # Marked incomplete until the ingest ends without error (a rerun clears it).
-    store.mark_scope(scope, incomplete=True)
+    # Every committed batch marks the scope incomplete; only an ingest that ends
+    # without error clears the mark, so one that stops leaves it (a rerun clears it).
     # The verifying worker is forked before the writer threads start.
     verifier = verifier_for(tasks, budget, ray).start()
     stopped: BaseException | None = None
@@ -195,7 +195,7 @@ def ingest_file(
             f"scope {key}, which is marked incomplete; rerun the same command to complete it "
             "(rollouts already stored are skipped)."
         ) from stopped
-    store.mark_scope(scope, incomplete=False)
+    store.complete_scope(key)
     report.seconds = time.perf_counter() - start
     return report
 

@@ -166,9 +166,9 @@ class GraphStore:
         """Link synthesized tasks to their plans and seed tasks (after ``upsert_tasks``)."""
         return self._write_one("upsert-lineage", experiment=experiment, rows=rows)["tasks"] if rows else 0
 
-    def mark_scope(self, scope: dict[str, Any], incomplete: bool) -> dict[str, Any]:
-        """Mark a scope incomplete (an ingest runs) or complete (it ended); creates the scope if new."""
-        return self._write_one("ingest-scope-mark", scope=scope, incomplete=incomplete)
+    def complete_scope(self, key: str) -> dict[str, Any]:
+        """Clear a scope's incomplete mark (its ingest ended without error); nothing if it has no rollouts."""
+        return self._write_one("ingest-scope-complete", key=key)
 
     def _write_one(self, name: str, **params: Any) -> dict[str, Any]:
         query = queries.load(name)
