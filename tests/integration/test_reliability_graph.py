@@ -193,3 +193,30 @@ def test_kill_9_of_the_ingesting_process_then_rerun_equals_clean(clean_db, neo4j
     assert killed == clean
     assert killed[2][0]["r"] == 3000
     assert _scope(clean_db, neo4j_database, "k9")[0]["incomplete"] is False
+
+
+# --------------------------------------------------------------------------- scale: routing URIs
+
+
+def test_neo4j_routing_uri_works_against_the_managed_server(clean_db, neo4j_database, tasks, tmp_path, monkeypatch,
+                                                            capsys):
+    from ace_graph.config import neo4j_settings
+    from ace_graph.db import get_driver
+
+    managed = neo4j_settings()
+    assert managed.uri.startswith("bolt://")
+    monkeypatch.setenv("NEO4J_URI", managed.uri.replace("bolt://", "neo4j://"))
+    monkeypatch.setenv("NEO4J_USER", managed.user)
+    monkeypatch.setenv("NEO4J_PASSWORD", managed.password)
+    driver = get_driver()
+    try:
+        assert type(driver).__name__ == "Neo4jDriver"  # the routing driver: reads routed as reads
+    finally:
+        driver.close()
+    path = _write_rollouts(tmp_path / "r.jsonl", tasks, 50, seed=8)
+    assert main(["init"]) == 0
+    assert main(["ingest", str(path), "-e", "route", "-p", "p", "-c", "c", "--tasks", "bfcl:base", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["created"] == 50
+    assert main(["query", "scopes", "-P", "experiment=route", "--json"]) == 0
+    [scope] = json.loads(capsys.readouterr().out)
+    assert (scope["rollouts"], scope["incomplete"]) == (50, False)
