@@ -131,6 +131,12 @@ class TaskCache(Generic[T]):
     def __len__(self) -> int:
         return len(self._memory)
 
+    def in_memory(self, task: Task, fingerprint: str | None = None) -> bool:
+        """Whether the task's entry is held in memory now (no disk look-up, nothing built)."""
+        fp = fingerprint or task.fingerprint()
+        with self._lock:
+            return fp in self._memory
+
     # ------------------------------------------------------------------ disk
 
     def _load(self, fp: str) -> T | None:

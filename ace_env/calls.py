@@ -25,6 +25,35 @@ from typing import Any
 #: Longest call string ACE will parse; longer input is rejected unread.
 MAX_CALL_CHARS = 65_536
 
+#: Deepest nesting of lists/dicts an argument may have (BFCL's need at most 4).
+#: Deeper values are refused as malformed before anything recurses over them.
+MAX_ARGUMENT_DEPTH = 32
+
+
+def nesting_depth(value: Any, limit: int) -> int:
+    """How deeply lists/tuples/dicts nest in ``value``, counted without recursion; stops past ``limit``."""
+    depth = 0
+    stack = [(value, 0)]
+    while stack:
+        item, d = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        d += 1
+        if d > depth:
+            depth = d
+            if depth > limit:
+                return depth
+        stack.extend((c, d) for c in children)
+    return depth
+
+
+def _too_deep(values: Any) -> bool:
+    return nesting_depth(list(values), MAX_ARGUMENT_DEPTH + 1) > MAX_ARGUMENT_DEPTH + 1
+
 
 @dataclass(frozen=True)
 class Call:
@@ -103,6 +132,8 @@ def _parse_string(text: str) -> Call | MalformedCall:
         if isinstance(value, _NotLiteral):
             return MalformedCall(_short(text), f"argument {kw.arg!r} is not a literal")
         kwargs[kw.arg] = value
+    if (args or kwargs) and _too_deep([*args, *kwargs.values()]):
+        return MalformedCall(_short(text), f"arguments nested deeper than {MAX_ARGUMENT_DEPTH} levels")
     return Call(node.func.id, tuple(args), kwargs)
 
 
@@ -121,6 +152,11 @@ def _parse_object(obj: dict[str, Any]) -> Call | MalformedCall:
     if "function" in obj and isinstance(obj["function"], dict):
         obj = obj["function"]
     name = obj.get("name")
+    if nesting_depth(obj, MAX_ARGUMENT_DEPTH + 2) > MAX_ARGUMENT_DEPTH + 2:
+        # Checked before anything recursive (json.dumps, repr, copies) touches it.
+        shown = name if isinstance(name, str) else "?"
+        return MalformedCall(_short(f"{shown}(<nested deeper than {MAX_ARGUMENT_DEPTH} levels>)"),
+                             f"arguments nested deeper than {MAX_ARGUMENT_DEPTH} levels")
     raw = _short(json.dumps(obj, default=str))
     if not isinstance(name, str) or not name.isidentifier():
         return MalformedCall(raw, "the call object needs a 'name' that is an identifier")
@@ -136,4 +172,6 @@ def _parse_object(obj: dict[str, Any]) -> Call | MalformedCall:
         return MalformedCall(raw, "'arguments' must be an object")
     if not all(isinstance(k, str) and k.isidentifier() for k in arguments):
         return MalformedCall(raw, "argument names must be identifiers")
+    if arguments and _too_deep(arguments.values()):
+        return MalformedCall(raw, f"arguments nested deeper than {MAX_ARGUMENT_DEPTH} levels")
     return Call(name, (), dict(arguments))

@@ -20,3 +20,14 @@ class TaskLoadError(AceError):
 
 class RolloutFormatError(AceError):
     """A rollout line is not in a format ACE accepts."""
+
+
+class BudgetExceeded(AceError):
+    """A tool call went over its wall-clock or memory budget; ends the rollout (not the run).
+
+    ``kind`` is the verdict's attribution: ``timeout`` or ``resource_limit``.
+    """
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind

@@ -11,7 +11,13 @@ Guarantees:
   whose shared lists ``mention()`` extends) are replaced by fresh copies on
   every call, so state cannot leak through them either.
 * A failing call is a result, not a crash: its output is the same
-  ``"Error during execution: ..."`` string BFCL's checker records.
+  ``"Error during execution: ..."`` string BFCL's checker records (rendering
+  the result is part of the call, as in BFCL: an int over Python's 4,300-digit
+  string limit is an error output, not a crash).
+* A call that runs out of memory raises :class:`BudgetExceeded`, which ends
+  the rollout with attribution ``resource_limit``; the wall-clock budget is
+  enforced from outside by :mod:`ace_env.sandbox`, which reads the call clock
+  this module keeps (:func:`set_call_clock`).
 """
 
 from __future__ import annotations
@@ -21,11 +27,13 @@ import functools
 import inspect
 import json
 import pickle
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from ace_env import bfcl
 from ace_env.calls import Call, MalformedCall, parse_call
+from ace_env.errors import BudgetExceeded
 from ace_env.tasks import Task
 
 OK = "ok"  # executed and returned
@@ -33,6 +41,17 @@ ERROR = "error"  # executed and raised; output holds the error text
 MALFORMED = "malformed"  # not a call ACE accepts; not executed
 NOT_OFFERED = "not_offered"  # a name that is not offered in this turn; not executed
 DISTRACTOR = "distractor"  # an offered look-alike that points the wrong way; not executed
+
+
+#: Where the executor stamps the start of each tool call (``clock[0]``, time.monotonic())
+#: and clears it (0.0) after; a watchdog in another process reads it.  None: no stamping.
+_CALL_CLOCK: Any = None
+
+
+def set_call_clock(clock: Any) -> None:
+    """Stamp every tool call's start into ``clock[0]`` (a shared double array), or stop with None."""
+    global _CALL_CLOCK
+    _CALL_CLOCK = clock
 
 
 @dataclass
@@ -231,6 +250,9 @@ class Environment:
         kwargs = dict(call.kwargs) if _scalars(call.kwargs.values()) else copy_json(call.kwargs)
         if arguments is None:
             arguments = dict(call.kwargs)
+        clock = _CALL_CLOCK
+        if clock is not None:
+            clock[0] = time.monotonic()
         try:
             if not mutable:
                 # A call that doesn't bind raises its own TypeError, as BFCL's checker records it.
@@ -246,9 +268,17 @@ class Environment:
                             bound.arguments[pname] = copy.deepcopy(default)
                     args, kwargs = bound.args, bound.kwargs
                 result = method(*args, **kwargs)
+            # Rendering is part of the call, as in BFCL: str() of an int over
+            # 4,300 digits raises ValueError, which becomes the call's error output.
+            output = stringify(result)
+        except MemoryError as e:
+            raise BudgetExceeded("resource_limit", f"{call.name} ran out of memory") from e
         except Exception as e:  # a tool's failure is the agent's observation, not ACE's crash
             return StepResult(shown, ERROR, call.name, arguments, f"Error during execution: {e}")
-        return StepResult(shown, OK, call.name, arguments, stringify(result))
+        finally:
+            if clock is not None:
+                clock[0] = 0.0
+        return StepResult(shown, OK, call.name, arguments, output)
 
     def checkpoint(self) -> bytes:
         """The complete state of every instance (private attributes included), as bytes.

@@ -43,11 +43,16 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ace_env.calls import MAX_CALL_CHARS, Call
+from ace_env.calls import MAX_CALL_CHARS, Call, nesting_depth
 from ace_env.errors import RolloutFormatError
-from ace_env.rollouts import Rollout, parse_rollout
+from ace_env.rollouts import Rollout, parse_rollout, rollout_id_of
 
 ACE, OPENAI, BFCL = "ace", "openai", "bfcl"
+
+#: Deepest JSON nesting a rollout line may have (a real one needs about 8): deeper
+#: lines are refused whole, before anything recursive (copies, repr, json.dumps,
+#: pickle) walks them.
+MAX_LINE_DEPTH = 64
 FORMATS = (ACE, OPENAI, BFCL)
 
 
@@ -122,8 +127,8 @@ def parse_openai(obj: dict[str, Any], line: int) -> Rollout:
             continue
         else:
             raise RolloutFormatError(f"{where}: unknown role {role!r}")
-    rollout_id = obj.get("rollout_id", obj.get("id", f"line-{line}"))
-    return Rollout(str(rollout_id), task_id, turns, line, obj.get("meta"))
+    rollout_id = rollout_id_of(obj, line, "rollout_id", "id")
+    return Rollout(rollout_id, task_id, turns, line, obj.get("meta"))
 
 
 # --------------------------------------------------------------------------- BFCL
@@ -305,9 +310,13 @@ def read_any(
             try:
                 try:
                     obj = json.loads(line)
-                except (json.JSONDecodeError, RecursionError) as e:
-                    msg = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply"
+                except (ValueError, RecursionError) as e:  # ValueError: also an int over 4,300 digits
+                    msg = e.msg if isinstance(e, json.JSONDecodeError) else (
+                        "nested too deeply" if isinstance(e, RecursionError) else str(e)[:100])
                     raise RolloutFormatError(f"line {n}: not valid JSON ({msg})") from e
+                if line.count("[") + line.count("{") > MAX_LINE_DEPTH and \
+                        nesting_depth(obj, MAX_LINE_DEPTH) > MAX_LINE_DEPTH:
+                    raise RolloutFormatError(f"line {n}: JSON nested deeper than {MAX_LINE_DEPTH} levels")
                 rollout = parse_any(obj, n)
                 if rollout.rollout_id == f"line-{n}":  # no id in the line: name it by file and line
                     rollout.rollout_id = f"{path.name}:line-{n}"

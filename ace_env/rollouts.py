@@ -10,6 +10,11 @@ A rollout file is JSONL, one rollout per line::
      "turns": [["cd(folder='document')", {"name": "ls", "arguments": {}}], []]}
 
 `ace_env.formats.read_any` streams such files line by line, in flat memory.
+
+Rollout ids are strings.  A line without one (absent or ``null``) is named
+by its file and line (``rollouts.jsonl:line-7``); any other non-string id
+(``1``, ``true``, a list) is refused with an error that names the line, so
+``1`` and ``"1"`` can never be coerced into one id and silently collide.
 """
 
 from __future__ import annotations
@@ -21,7 +26,10 @@ from typing import Any
 
 from ace_env import bfcl
 from ace_env.errors import RolloutFormatError, TaskLoadError
+from ace_env.executor import Environment
+from ace_env.sandbox import BoundedVerifier, Budget
 from ace_env.tasks import Task
+from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
 
 
 def load_task_set(spec: str) -> dict[str, Task]:
@@ -47,7 +55,12 @@ def load_task_set(spec: str) -> dict[str, Task]:
                     continue
                 try:
                     task = Task.from_dict(json.loads(line))
-                except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
+                    check_against_bfcl(task)
+                except TaskLoadError as e:
+                    raise TaskLoadError(f"{path}:{n}: {e}") from e
+                except (json.JSONDecodeError, RecursionError) as e:
+                    raise TaskLoadError(f"{path}:{n}: not valid JSON ({type(e).__name__})") from e
+                except (KeyError, TypeError, ValueError, AttributeError) as e:
                     raise TaskLoadError(f"{path}:{n}: not an ACE task ({type(e).__name__}: {e})") from e
                 if task.id in tasks:
                     raise TaskLoadError(
@@ -59,7 +72,60 @@ def load_task_set(spec: str) -> dict[str, Task]:
         raise TaskLoadError(f"{path} is not a UTF-8 text file of ACE tasks (JSONL): {e}") from e
     if not tasks:
         raise TaskLoadError(f"{path} holds no tasks")
+    _check_oracles_in_budget(tasks, path, first_line)
     return tasks
+
+
+def _check_oracles_in_budget(tasks: dict[str, Task], path: Path, first_line: dict[str, int]) -> None:
+    """Refuse a task file whose ground truth runs a tool call over budget (see ace_env.sandbox).
+
+    Every command that reads a task file (verify, ingest, synth check, sim,
+    export) replays its ground truth somewhere; replaying it here once, in
+    the watched worker, means none of them can hang on it.
+    """
+    with BoundedVerifier(tasks, Budget.from_env(), batch_size=256) as bv:
+        results = bv.verify_many([(tid, [], None) for tid in tasks])
+    for tid, result in zip(tasks, results):
+        if getattr(result, "attribution", None) in (TIMEOUT, RESOURCE_LIMIT) and "oracle" in result.detail:
+            raise TaskLoadError(f"{path}:{first_line[tid]}: field 'turns': the ground truth of {tid!r} "
+                                f"ran over budget ({result.attribution}: {result.detail})")
+
+
+def check_against_bfcl(task: Task) -> None:
+    """Raise TaskLoadError when a task names classes or functions BFCL does not have, or its state won't load."""
+    if task.source == "bfcl":
+        # Task ids are scoped by source: only BFCL's own tasks may claim it.
+        theirs = next((t for t in bfcl.load_tasks("all") if t.id == task.id), None)
+        if theirs is None or theirs.to_dict() != task.to_dict():
+            raise TaskLoadError(
+                f"field 'source': 'bfcl' is reserved for BFCL's own tasks and {task.id!r} is not one of them "
+                "unchanged; give your task another source (e.g. \"user\")"
+            )
+    unknown = [c for c in task.involved_classes if c not in bfcl.CLASSES]
+    if unknown:
+        raise TaskLoadError(f"field 'involved_classes' names unknown class(es) {', '.join(map(repr, unknown))}; "
+                            f"BFCL has {', '.join(bfcl.CLASSES)}")
+    functions = bfcl.functions()
+    classes = set(task.involved_classes)
+    for name, values in (("tools", task.tools), ("distractors", task.distractors)):
+        bad = [t for t in values if t not in functions]
+        if bad:
+            raise TaskLoadError(f"field {name!r} names unknown function(s) {', '.join(map(repr, bad[:5]))}")
+        outside = [t for t in values if functions[t].class_name not in classes]
+        if outside:
+            raise TaskLoadError(f"field {name!r}: {outside[0]!r} belongs to {functions[outside[0]].class_name}, "
+                                "which is not in involved_classes")
+    for i, turn in enumerate(task.turns):
+        bad = [t for t in turn.tools_added if t not in task.tools]
+        if bad:
+            raise TaskLoadError(f"field 'turns[{i}].tools_added' names {bad[0]!r}, which is not in 'tools'")
+    for cls in task.initial_config:
+        if cls not in classes:
+            raise TaskLoadError(f"field 'initial_config' configures {cls!r}, which is not in involved_classes")
+    try:
+        Environment(task)
+    except Exception as e:  # BFCL's own loader rejected the state: say which field, in one line
+        raise TaskLoadError(f"field 'initial_config' cannot be loaded by BFCL ({type(e).__name__}: {str(e)[:120]})") from e
 
 
 @dataclass
@@ -89,5 +155,20 @@ def parse_rollout(obj: Any, line: int) -> Rollout:
                 raise RolloutFormatError(
                     f"line {line}: turn {t}: a call must be a string or a {{name, arguments}} object"
                 )
-    rollout_id = obj.get("rollout_id", f"line-{line}")
-    return Rollout(str(rollout_id), task_id, turns, line, obj.get("meta"))
+    return Rollout(rollout_id_of(obj, line, "rollout_id"), task_id, turns, line, obj.get("meta"))
+
+
+def rollout_id_of(obj: dict[str, Any], line: int, *keys: str) -> str:
+    """The first of ``keys`` that is present and not null; ``line-N`` when none is.
+
+    Ids must be non-empty strings: ``1`` is refused rather than coerced to ``"1"``.
+    """
+    for key in keys:
+        value = obj.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value:
+            shown = json.dumps(value, default=str)[:40]
+            raise RolloutFormatError(f"line {line}: {key!r} must be a non-empty string, not {shown}")
+        return value
+    return f"line-{line}"

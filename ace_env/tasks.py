@@ -14,6 +14,56 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_env.errors import TaskLoadError
+
+
+def _need(ok: bool, name: str, what: str, value: Any) -> None:
+    if not ok:
+        shown = type(value).__name__ if not isinstance(value, (str, int, float, bool)) or value is None else repr(value)
+        raise TaskLoadError(f"field {name!r} must be {what}, not {shown[:60]}")
+
+
+def _string_list(value: Any, name: str) -> list[str]:
+    _need(isinstance(value, list), name, "a list of strings", value)
+    for i, item in enumerate(value):
+        _need(isinstance(item, str), f"{name}[{i}]", "a string", item)
+    return list(value)
+
+
+def check_task_dict(d: Any) -> None:
+    """Raise TaskLoadError naming the first field of ``d`` that is not what a task needs.
+
+    Structure only (types and shapes); names of classes and functions are
+    checked against BFCL by the loader (:func:`ace_env.rollouts.load_task_set`).
+    """
+    _need(isinstance(d, dict), "task", "a JSON object", d)
+    for key in ("id", "source", "category", "turns", "initial_config", "involved_classes", "tools"):
+        if key not in d:
+            raise TaskLoadError(f"field {key!r} is missing")
+    for key in ("id", "source", "category"):
+        _need(isinstance(d[key], str) and bool(d[key]), key, "a non-empty string", d[key])
+    _need(isinstance(d["turns"], list) and bool(d["turns"]), "turns", "a non-empty list of turns", d["turns"])
+    for i, t in enumerate(d["turns"]):
+        where = f"turns[{i}]"
+        _need(isinstance(t, dict), where, "an object {user, ground_truth, tools_added}", t)
+        for key in ("user", "ground_truth"):
+            if key not in t:
+                raise TaskLoadError(f"field '{where}.{key}' is missing")
+        _need(isinstance(t["user"], list), f"{where}.user", "a list of messages", t["user"])
+        for j, m in enumerate(t["user"]):
+            ok = isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+            _need(ok, f"{where}.user[{j}]", "a message {role, content} of strings", m)
+        _string_list(t["ground_truth"], f"{where}.ground_truth")
+        _string_list(t.get("tools_added", []), f"{where}.tools_added")
+    _need(isinstance(d["initial_config"], dict), "initial_config", "an object {Class: {...}}", d["initial_config"])
+    for cls, cfg in d["initial_config"].items():
+        _need(isinstance(cfg, dict), f"initial_config.{cls}", "an object", cfg)
+    _string_list(d["involved_classes"], "involved_classes")
+    _string_list(d["tools"], "tools")
+    _string_list(d.get("distractors", []), "distractors")
+    _need(isinstance(d.get("long_context", False), bool), "long_context", "true or false", d.get("long_context"))
+    _need(isinstance(d.get("provenance", {}), dict), "provenance", "an object", d.get("provenance"))
+
 
 @dataclass
 class Turn:
@@ -100,6 +150,8 @@ class Task:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Task":
+        """A task from :meth:`to_dict` output; TaskLoadError names the first bad field."""
+        check_task_dict(d)
         return cls(
             id=d["id"],
             source=d["source"],

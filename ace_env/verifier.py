@@ -33,7 +33,7 @@ from typing import Any, Sequence
 from ace_env import bfcl
 from ace_env.cache import TaskCache
 from ace_env.calls import Call, parse_call
-from ace_env.errors import RolloutFormatError
+from ace_env.errors import BudgetExceeded, RolloutFormatError
 from ace_env.executor import (
     DISTRACTOR,
     ERROR,
@@ -57,6 +57,9 @@ MISSING_OUTPUT = "missing_output"
 ACTED_WITHOUT_NEED = "acted_without_need"
 STOPPED_EARLY = "stopped_early"
 INFERENCE_ERROR = "inference_error"
+# A tool call went over its budget (ace_env.sandbox): the rollout ends there, reward 0.
+TIMEOUT = "timeout"
+RESOURCE_LIMIT = "resource_limit"
 ATTRIBUTIONS = (
     WRONG_TOOL,
     WRONG_ARGUMENT,
@@ -67,6 +70,8 @@ ATTRIBUTIONS = (
     ACTED_WITHOUT_NEED,
     STOPPED_EARLY,
     INFERENCE_ERROR,
+    TIMEOUT,
+    RESOURCE_LIMIT,
 )
 
 
@@ -192,6 +197,11 @@ ORACLES: TaskCache[Oracle] = TaskCache(
 def oracle_for(task: Task, fingerprint: str | None = None) -> Oracle:
     """The oracle of a task, cached by the task's content fingerprint (pass it if known)."""
     return ORACLES.get(task, fingerprint)
+
+
+def has_oracle(task: Task) -> bool:
+    """Whether the task's oracle is held in memory already."""
+    return ORACLES.in_memory(task)
 
 
 def clear_oracle_cache() -> None:
@@ -382,7 +392,11 @@ def verify(
         raise RolloutFormatError(
             f"rollout {rollout_id!r} has {len(turns)} turns but task {task.id} has {len(task.turns)}"
         )
-    oracle = oracle or oracle_for(task)
+    if oracle is None:
+        try:
+            oracle = oracle_for(task)
+        except BudgetExceeded as e:
+            return over_budget(task, rollout_id, e.kind, f"the oracle of task {task.id}: {e}", 0, 0)
     env: Environment | None = None
     seen: Counter[str] = Counter()
     verdict = Verdict(rollout_id, task.id, 0.0, 0.0, 0, len(task.turns), oracle_steps=oracle.n_steps)
@@ -404,7 +418,12 @@ def verify(
                 continue
         if env is None:
             env = Environment(task, oracle.turns[t - 1].checkpoint if t else oracle.initial or None)
-        steps = [env.call(c, t) for c in calls]
+        steps = []
+        try:
+            for c in calls:
+                steps.append(env.call(c, t))
+        except BudgetExceeded as e:
+            return over_budget(task, rollout_id, e.kind, str(e), t, len(steps), verdict)
         for s in steps:
             if s.executed:
                 seen[s.output or ""] += 1
@@ -444,8 +463,13 @@ def verify_rollout(task: Task, rollout: Any, oracle: Oracle | None = None) -> Ve
     gets reward 0 and the attribution ``inference_error`` with the message,
     rather than looking like an agent that stopped early.
     """
-    verdict = verify(task, rollout.turns, rollout_id=rollout.rollout_id, oracle=oracle)
-    meta = rollout.meta if isinstance(rollout.meta, dict) else {}
+    return with_inference_error(verify(task, rollout.turns, rollout_id=rollout.rollout_id, oracle=oracle), rollout)
+
+
+def with_inference_error(verdict: Verdict, rollout: Any) -> Verdict:
+    """The verdict of a rollout whose generation failed (``meta["inference_error"]``): reward 0,
+    attribution ``inference_error``; any other verdict unchanged."""
+    meta = rollout.meta if isinstance(getattr(rollout, "meta", None), dict) else {}
     error = meta.get("inference_error")
     if error:
         verdict.reward = 0.0
@@ -455,6 +479,24 @@ def verify_rollout(task: Task, rollout: Any, oracle: Oracle | None = None) -> Ve
         verdict.attribution = INFERENCE_ERROR
         verdict.detail = f"generation failed: {str(error)[:300]}"
     return verdict
+
+
+def over_budget(
+    task: Task,
+    rollout_id: str | None,
+    kind: str,
+    detail: str,
+    turn: int,
+    step: int,
+    so_far: Verdict | None = None,
+) -> Verdict:
+    """The verdict of a rollout a tool call of which went over budget: it ends there, reward 0."""
+    v = so_far or Verdict(rollout_id, task.id, 0.0, 0.0, 0, len(task.turns), oracle_steps=task.n_steps)
+    v.reward = 0.0
+    v.partial_credit = v.turns_satisfied / max(len(task.turns), 1)
+    v.failing_turn, v.failing_step, v.failing_oracle_step = turn, step, 0
+    v.attribution, v.detail = kind, detail
+    return v
 
 
 def _follows_oracle(calls: Sequence[Any], oracle_turn: OracleTurn, task: Task, t: int) -> list[StepResult] | None:
@@ -490,7 +532,9 @@ __all__ = [
     "fingerprint",
     "ground_truth_rollout",
     "oracle_for",
+    "over_budget",
     "replay_oracle",
     "verify",
     "verify_rollout",
+    "with_inference_error",
 ]

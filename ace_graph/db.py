@@ -70,12 +70,15 @@ def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) ->
 def apply_schema(driver: "neo4j.Driver", database: str | None = None) -> list[str]:
     """Run ``cypher/schema.cypher`` statement by statement; return the statements run.
 
-    Every statement uses IF NOT EXISTS, so applying it again changes nothing.
+    Every statement is idempotent, so applying it again changes nothing.  Each
+    runs in its own managed write transaction (schema and data statements may
+    not share one), so on a cluster it goes to the leader and transient
+    errors are retried.
     """
 
     database = database or neo4j_settings().database
     statements = queries.statements(SCHEMA_QUERY)
     with driver.session(database=database) as session:
         for statement in statements:
-            session.run(statement).consume()
+            session.execute_write(lambda tx, text=statement: tx.run(text).consume())
     return statements

@@ -6,7 +6,7 @@ they are re-exported here so graph code has one place to import from.
 
 from ace_env.errors import AceError, ConfigError, RolloutFormatError, TaskLoadError
 
-__all__ = ["AceError", "ConfigError", "ConnectionError_", "RolloutFormatError", "ServerError", "TaskLoadError"]
+__all__ = ["AceError", "ConfigError", "ConnectionError_", "RolloutFormatError", "IngestIncomplete", "ServerError", "TaskLoadError"]
 
 
 class ServerError(AceError):
@@ -15,3 +15,7 @@ class ServerError(AceError):
 
 class ConnectionError_(AceError):
     """ACE could not reach or authenticate against Neo4j."""
+
+
+class IngestIncomplete(AceError):
+    """An ingest stopped part-way; its scope is marked incomplete until a rerun completes it."""

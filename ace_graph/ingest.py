@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ace_env.formats import read_any
+from ace_env.sandbox import Budget, LineError, verify_one
+from ace_env.scaleout import verifier_for
 from ace_env.tasks import Task
-from ace_env.verifier import oracle_for, verify_rollout
+from ace_env.verifier import with_inference_error
 from ace_graph.db import apply_schema
-from ace_graph.errors import ConfigError, RolloutFormatError
+from ace_graph.errors import ConfigError, IngestIncomplete, RolloutFormatError
 from ace_graph.outcomes import RolloutRecord, record
 from ace_graph.store import GraphStore, scope_key
 from ace_graph.tagger import tag_task
@@ -63,30 +65,31 @@ def prepare(
     skip_invalid: bool,
     errors: list[str],
     source: str,
+    verifier: Any = None,
 ) -> Iterator[tuple[RolloutRecord, tuple[Any, ...]]]:
     """Verify and tag each rollout; yield its record with the task's oracle tags.
 
-    Each task's oracle and tags are looked up once per call (by its content
-    fingerprint, computed once here): the tasks must not change meanwhile.
-    An error names the file and line once: ``FILE: line N: what is wrong``.
+    ``verifier`` (an ``ace_env.sandbox.BoundedVerifier`` or a Ray one) runs
+    every tool call under its budget; without one, rollouts are verified in
+    this process with no budget (for trusted input: benchmarks, tests).
     """
-    derived: dict[str, tuple[Any, tuple[Any, ...]]] = {}
-    for r in rollouts:
-        task = tasks.get(r.task_id)
-        try:
-            if task is None:
-                raise RolloutFormatError(f"unknown task_id {r.task_id!r}")
-            if r.task_id not in derived:
-                fp = task.fingerprint()
-                derived[r.task_id] = (oracle_for(task, fp), tag_task(task, fp))
-            oracle, tags = derived[r.task_id]
-            verdict = verify_rollout(task, r, oracle=oracle)
-        except RolloutFormatError as e:
-            message = f"{source}: line {r.line}: {e}"
+    results = (
+        verifier.verify_stream(rollouts) if verifier is not None
+        else ((r, verify_one(tasks, r.task_id, r.turns, r.rollout_id)) for r in rollouts)
+    )
+    tags_of: dict[str, tuple[Any, ...]] = {}  # tags once per task in this call (the tasks must not change meanwhile)
+    for r, verdict in results:
+        if isinstance(verdict, LineError):
+            message = f"{source}: line {r.line}: {verdict.message}"
             if not skip_invalid:
-                raise RolloutFormatError(message) from e
+                raise RolloutFormatError(message)
             errors.append(message)
             continue
+        task = tasks[r.task_id]
+        if r.task_id not in tags_of:
+            tags_of[r.task_id] = tag_task(task)
+        tags = tags_of[r.task_id]
+        verdict = with_inference_error(verdict, r)
         yield record(task, tags, verdict, scope, r.rollout_id, r.turns, near_success), tags
 
 
@@ -106,12 +109,17 @@ def ingest_file(
     workers: int = 2,
     id_suffix: str = "",
     on_read: Callable[[int], None] | None = None,
+    budget: Budget | None = None,
+    ray: str | None = None,
 ) -> IngestReport:
     """Ingest one rollout file into the scope (experiment, policy, checkpoint).
 
     ``workers`` transactions write batches concurrently while this thread
     verifies and tags the next ones.  ``on_progress(n)`` is called when a
     batch of ``n`` is written, ``on_read(1)`` for every rollout verified.
+    Every tool call runs under ``budget``
+    (see :mod:`ace_env.sandbox`); with ``ray`` (a cluster address or
+    ``auto``) verification is spread over that Ray cluster.
     """
     if workers < 1:
 
@@ -155,13 +163,18 @@ def ingest_file(
             if on_progress:
                 on_progress(result.received)
 
+    # Every committed batch marks the scope incomplete; only an ingest that ends
+    # without error clears the mark, so one that stops leaves it (a rerun clears it).
+    # The verifying worker is forked before the writer threads start.
+    verifier = verifier_for(tasks, budget, ray).start()
+    stopped: BaseException | None = None
     threads = [threading.Thread(target=writer, name=f"ace-ingest-{i}", daemon=True) for i in range(workers)]
     for t in threads:
         t.start()
-    batch: list[tuple[RolloutRecord, tuple[Any, ...]]] = []
-    try:
+    def feed() -> None:
+        batch: list[tuple[RolloutRecord, tuple[Any, ...]]] = []
         for item in prepare(tasks, _rollouts(path, skip_invalid, report.invalid, id_suffix), key, near_success,
-                            skip_invalid, report.invalid, str(path)):
+                            skip_invalid, report.invalid, str(path), verifier):
             batch.append(item)
             if on_read:
                 on_read(1)
@@ -169,16 +182,30 @@ def ingest_file(
                 pending.put(batch)
                 batch = []
                 if failures:
-                    break
+                    return
         if batch and not failures:
             pending.put(batch)
-    finally:
-        for _ in threads:
-            pending.put(None)
-        for t in threads:
-            t.join()
-    if failures:
-        raise failures[0]
+
+    try:
+        try:
+            feed()
+        finally:
+            verifier.close()
+            for _ in threads:
+                pending.put(None)
+            for t in threads:
+                t.join()
+    except Exception as e:  # reported below with what was committed
+        stopped = e
+    if failures and stopped is None:
+        stopped = failures[0]
+    if stopped is not None:
+        raise IngestIncomplete(
+            f"{str(stopped).rstrip('.')}. The ingest stopped: {report.created} rollout(s) were committed to "
+            f"scope {key}, which is marked incomplete; rerun the same command to complete it "
+            "(rollouts already stored are skipped)."
+        ) from stopped
+    store.complete_scope(key)
     report.seconds = time.perf_counter() - start
     return report
 

@@ -60,6 +60,7 @@ class RolloutRecord:
     pairs: list[tuple[int, int]]  # (pred flat, flat) for every adjacent pair of oracle calls
     calls: str  # the rollout's turns as JSON, for analysts
     detail: str = ""
+    task_key: str = ""  # the Task node's key, "source:id"
 
     def props(self) -> dict[str, Any]:
         """Node properties of the Rollout."""
@@ -123,7 +124,10 @@ def record(
         steps.append(StepRow(tag.flat, tag.turn, tag.index, tag.tool, tuple(tag.skills), outcome, prev))
     fail_tag = tags[failing_flat] if failing_flat is not None else None
     prev_tag = tags[preds[failing_flat]] if failing_flat is not None and preds[failing_flat] is not None else None
-    calls = json.dumps(turns, default=str)
+    try:
+        calls = json.dumps(turns, default=str)
+    except (ValueError, RecursionError):  # e.g. an int over 4,300 digits in an argument
+        calls = '"(not renderable as JSON)"'
     if len(calls) > 20_000:
         calls = calls[:20_000] + "...(truncated)"
     return RolloutRecord(
@@ -146,6 +150,7 @@ def record(
         pairs=[(p, t.flat) for t, p in zip(tags, preds) if p is not None],
         calls=calls,
         detail=verdict.detail,
+        task_key=f"{task.source}:{task.id}",
     )
 
 

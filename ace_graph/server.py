@@ -479,8 +479,19 @@ class ManagedNeo4j:
         with os.fdopen(fd, "w") as f:
             f.write(password + "\n")
         os.chmod(self.password_file, 0o600)
-        cmd = [self.settings.java, "-cp", self._classpath(), ADMIN_TOOL, "dbms", "set-initial-password", password]
-        out = subprocess.run(cmd, capture_output=True, text=True, env=self._env(), cwd=self.workspace, timeout=300)
+        # Never on a command line (visible to every user in `ps`): neo4j-admin is a
+        # picocli program, and picocli reads arguments from an `@file`, so the
+        # password goes into a 0600 file of this workspace for the command's
+        # lifetime only.  token_urlsafe's alphabet needs no quoting there.
+        args_file = self.workspace / ".initial-password.args"
+        fd = os.open(args_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(password + "\n")
+        cmd = [self.settings.java, "-cp", self._classpath(), ADMIN_TOOL, "dbms", "set-initial-password", f"@{args_file}"]
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, env=self._env(), cwd=self.workspace, timeout=300)
+        finally:
+            args_file.unlink(missing_ok=True)
         if out.returncode != 0:
             self.password_file.unlink(missing_ok=True)
             raise ServerError(

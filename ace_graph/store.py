@@ -42,6 +42,11 @@ def scope_key(experiment: str, policy: str, checkpoint: str) -> str:
     return f"{experiment}/{policy}/{checkpoint}"
 
 
+def task_key(task: Task) -> str:
+    """The graph key of a task: its id scoped by its source (``bfcl:multi_turn_base_0``)."""
+    return f"{task.source}:{task.id}"
+
+
 @dataclass
 class BatchResult:
     received: int
@@ -95,12 +100,12 @@ class GraphStore:
         they do not depend on which tasks this call was given.  Returns the
         number of distinct tasks now stored from ``tasks``.
         """
-        by_id = {t.id: t for t in tasks}
+        by_id = {task_key(t): t for t in tasks}  # keyed by source:id, as the Task nodes are
         if not by_id:
             return 0
         content = {tid: t.fingerprint() for tid, t in by_id.items()}
         wanted = {tid: f"{fp}:{TAGS.version}" for tid, fp in content.items()}
-        stored = {r["id"]: r["fingerprint"] for r in self.run("task-fingerprints", ids=list(by_id))}
+        stored = {r["key"]: r["fingerprint"] for r in self.run("task-fingerprints", keys=list(by_id))}
         changed = [tid for tid in by_id if stored.get(tid) != wanted[tid]]
         rows: list[dict[str, Any]] = []
         for tid in changed:
@@ -110,6 +115,7 @@ class GraphStore:
             deps = sorted(task_dependencies(tags))
             rows.append(
                 {
+                    "key": task_key(task),
                     "id": task.id,
                     "source": task.source,
                     "category": task.category,
@@ -145,6 +151,10 @@ class GraphStore:
         """Link synthesized tasks to their plans and seed tasks (after ``upsert_tasks``)."""
         return self._write_one("upsert-lineage", experiment=experiment, rows=rows)["tasks"] if rows else 0
 
+    def complete_scope(self, key: str) -> dict[str, Any]:
+        """Clear a scope's incomplete mark (its ingest ended without error); nothing if it has no rollouts."""
+        return self._write_one("ingest-scope-complete", key=key)
+
     def _write_one(self, name: str, **params: Any) -> dict[str, Any]:
         query = queries.load(name)
 
@@ -173,6 +183,7 @@ class GraphStore:
             {
                 "id": rid,
                 "task_id": rec.task_id,
+                "task_key": rec.task_key,
                 "props": rec.props(),
                 "steps": [
                     {"flat": s.flat, "turn": s.turn, "index": s.index, "tool": s.tool,

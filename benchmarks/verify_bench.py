@@ -6,6 +6,9 @@ act early / call a withheld tool).  "cold" includes building every
 task's oracle once in the timed run; "warm" has the oracles cached already,
 as in a training loop that verifies the same tasks round after round.  BFCL's
 checker re-executes the ground truth for every rollout, as it always does.
+"bounded" is what `ace verify` and `ace ingest` run: the cold verifier in a
+forked, watched worker process with every tool call under the default budget
+(ace_env.sandbox), worker start and result transfer included.
 
     .venv/bin/python benchmarks/verify_bench.py [--category all] [--per-task 3] [--repeat 3]
 """
@@ -20,6 +23,7 @@ import time
 from ace_env import bfcl
 from ace_env.official import official_check
 from ace_env.perturb import perturbed_set
+from ace_env.sandbox import BoundedVerifier
 from ace_env.verifier import clear_oracle_cache, ground_truth_rollout, oracle_for, verify
 
 
@@ -46,13 +50,20 @@ def main() -> None:
             oracle_for(t)
         return [verify(t, r).reward == 1.0 for t, r in work]
 
+    def run_bounded():
+        clear_oracle_cache()
+        with BoundedVerifier(by_id) as bv:
+            verdicts = bv.verify_many([(t.id, r, None) for t, r in work])
+        return [v.reward == 1.0 for v in verdicts]
+
     def run_official():
         return [official_check(t, r)["valid"] for t, r in work]
 
-    times: dict[str, list[float]] = {"ace": [], "bfcl": [], "ace_warm": []}
+    times: dict[str, list[float]] = {"ace": [], "bfcl": [], "ace_warm": [], "ace_bounded": []}
     results: dict[str, list[bool]] = {}
     for _ in range(args.repeat):
-        for name, fn in (("bfcl", run_official), ("ace", run_ace), ("ace_warm", run_ace_warm)):
+        for name, fn in (("bfcl", run_official), ("ace", run_ace), ("ace_bounded", run_bounded),
+                         ("ace_warm", run_ace_warm)):
             if name == "ace_warm":
                 run_ace_warm()  # fill the oracle cache outside the timed region
             gc.collect()
@@ -62,6 +73,9 @@ def main() -> None:
 
     ace_t, off_t = statistics.median(times["ace"]), statistics.median(times["bfcl"])
     warm_t = statistics.median(times["ace_warm"])
+    bounded_t = statistics.median(times["ace_bounded"])
+    if results["ace_bounded"] != results["ace"]:
+        raise SystemExit("bounded verdicts differ from in-process verdicts")
     ace_acc, off_acc = sum(results["ace"]), sum(results["bfcl"])
     looser = sum(1 for a, b in zip(results["ace"], results["bfcl"]) if a and not b)
     stricter = sum(1 for a, b in zip(results["ace"], results["bfcl"]) if b and not a)
@@ -69,9 +83,12 @@ def main() -> None:
     print(f"{'checker':<24}{'rollouts/s':>12}{'median s':>10}{'accepted':>10}{'rejected':>10}")
     print(f"{'BFCL multi_turn_checker':<24}{len(work) / off_t:>12.0f}{off_t:>10.2f}{off_acc:>10}{len(work) - off_acc:>10}")
     print(f"{'ACE verifier (cold)':<24}{len(work) / ace_t:>12.0f}{ace_t:>10.2f}{ace_acc:>10}{len(work) - ace_acc:>10}")
+    print(f"{'ACE verifier (bounded)':<24}{len(work) / bounded_t:>12.0f}{bounded_t:>10.2f}{sum(results['ace_bounded']):>10}{len(work) - sum(results['ace_bounded']):>10}")
     print(f"{'ACE verifier (warm)':<24}{len(work) / warm_t:>12.0f}{warm_t:>10.2f}{sum(results['ace_warm']):>10}{len(work) - sum(results['ace_warm']):>10}")
     print()
-    print(f"speed ratio ACE/BFCL: cold {off_t / ace_t:.2f}x, warm {off_t / warm_t:.2f}x")
+    print(f"speed ratio ACE/BFCL: cold {off_t / ace_t:.2f}x, cold bounded {off_t / bounded_t:.2f}x, "
+          f"warm {off_t / warm_t:.2f}x")
+    print(f"bounded overhead over cold in-process: {bounded_t / ace_t - 1:+.1%}")
     print(f"ACE rejects what BFCL accepts: {stricter}; ACE accepts what BFCL rejects: {looser}")
 
 

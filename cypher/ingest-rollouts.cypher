@@ -3,13 +3,13 @@
 //   Step-[:NEXT]->Step; a step has its tool, skills and outcome "success" or
 //   "fail"). A rollout already stored is left alone (idempotent ingest).
 //   Returns the ids this batch created, whose counts are then added.
-// Parameters: $batch (string, unique per batch), $rows (list of {id, task_id,
+// Parameters: $batch (string, unique per batch), $rows (list of {id, task_id, task_key,
 //   props: map of Rollout properties, steps: [{flat, turn, index, tool,
 //   skills, outcome}]})
 // Columns: id
 // Mode: write
 UNWIND $rows AS row
-OPTIONAL MATCH (t:Task {id: row.task_id})
+OPTIONAL MATCH (t:Task {key: row.task_key})
 MERGE (r:Rollout {id: row.id})
 ON CREATE SET r += row.props, r.batch = $batch
 WITH r, row, t

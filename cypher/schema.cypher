@@ -1,6 +1,7 @@
 // Purpose: the graph schema: one uniqueness constraint per node key, plus
-//   lookup indexes. Every statement is idempotent (IF NOT EXISTS), so
-//   `ace init` can run it any number of times.
+//   lookup indexes. Every statement is idempotent (IF [NOT] EXISTS, and one
+//   migration that gives Task nodes of older graphs their key), so `ace init`
+//   can run it any number of times.
 // Parameters: none
 // Columns: none
 // Mode: write
@@ -11,8 +12,19 @@ FOR (n:Skill) REQUIRE n.id IS UNIQUE;
 CREATE CONSTRAINT tool_name IF NOT EXISTS
 FOR (n:Tool) REQUIRE n.name IS UNIQUE;
 
-CREATE CONSTRAINT task_id IF NOT EXISTS
-FOR (n:Task) REQUIRE n.id IS UNIQUE;
+// Task ids are scoped by their source: the key is "source:id" (BFCL's tasks
+// are "bfcl:multi_turn_base_0"; a user's file cannot overwrite them). The
+// constraint on the bare id, from graphs made before, goes; ids stay indexed.
+DROP CONSTRAINT task_id IF EXISTS;
+
+CREATE CONSTRAINT task_key IF NOT EXISTS
+FOR (n:Task) REQUIRE n.key IS UNIQUE;
+
+CREATE INDEX task_id_lookup IF NOT EXISTS
+FOR (n:Task) ON (n.id);
+
+MATCH (t:Task) WHERE t.key IS NULL
+SET t.key = coalesce(t.source, 'bfcl') + ':' + t.id;
 
 CREATE CONSTRAINT rollout_id IF NOT EXISTS
 FOR (n:Rollout) REQUIRE n.id IS UNIQUE;

@@ -3,19 +3,32 @@
 //   contain A→B": Task-[:CONTAINS]->Composition {key: "tool:a>b" or
 //   "skill:x>y"}), the dependency edges it implies (`tool_deps`,
 //   `skill_deps`: ["from|to|kind"], recounted into PRIOR edges by
-//   upsert-prior-edges) and its content fingerprint. Idempotent.
-// Parameters: $rows (list of {id, source, category, n_turns, n_steps, tools,
-//   tool_pairs: ["a>b"], skill_pairs: ["x>y"], tool_deps, skill_deps,
+//   upsert-prior-edges) and its content fingerprint. A task is keyed by
+//   "source:id", so tasks of different sources never overwrite each other.
+//   Re-seeding a task replaces its USES and CONTAINS edges (stale ones are
+//   deleted). Idempotent.
+// Parameters: $rows (list of {key, id, source, category, n_turns, n_steps,
+//   tools, tool_pairs: ["a>b"], skill_pairs: ["x>y"], tool_deps, skill_deps,
 //   fingerprint, provenance: json string})
 // Columns: tasks
 // Mode: write
 UNWIND $rows AS row
-MERGE (t:Task {id: row.id})
-SET t.source = row.source, t.category = row.category, t.n_turns = row.n_turns,
+MERGE (t:Task {key: row.key})
+SET t.id = row.id, t.source = row.source, t.category = row.category, t.n_turns = row.n_turns,
     t.n_steps = row.n_steps, t.tools = row.tools, t.tool_pairs = row.tool_pairs,
     t.skill_pairs = row.skill_pairs, t.tool_deps = row.tool_deps, t.skill_deps = row.skill_deps,
     t.fingerprint = row.fingerprint, t.provenance = row.provenance
-WITH t, row
+WITH t, row, [p IN row.tool_pairs | 'tool:' + p] + [p IN row.skill_pairs | 'skill:' + p] AS keys
+CALL (t, row) {
+  OPTIONAL MATCH (t)-[u:USES]->(x:Tool) WHERE NOT x.name IN row.tools
+  DELETE u
+  RETURN count(*) AS stale_uses
+}
+CALL (t, keys) {
+  OPTIONAL MATCH (t)-[c:CONTAINS]->(k:Composition) WHERE NOT k.key IN keys
+  DELETE c
+  RETURN count(*) AS stale_contains
+}
 CALL (t, row) {
   UNWIND row.tools AS name
   MATCH (x:Tool {name: name})

@@ -3,7 +3,7 @@
 #
 #   1. checks Java 17+ and Maven (needed to fetch and run the Neo4j server);
 #      as root with CI=true and apt-get available it installs them itself;
-#   2. creates .venv (Python 3.11+) and installs ACE editable with test extras;
+#   2. creates .venv (Python 3.11+) and installs ACE editable with the test and ray extras;
 #   3. installs bfcl-eval without its (huge, pinned) dependencies;
 #   4. `ace db install`: fetches the pinned Neo4j Community jars into
 #      $ACE_HOME/neo4j (default ~/.ace/neo4j).
@@ -80,8 +80,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 py_ok .venv/bin/python || die ".venv uses $(.venv/bin/python -V 2>&1); ACE needs 3.11+. Delete .venv and rerun."
 
-say "installing ACE (editable, with test extras)"
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
+say "installing ACE (editable, with the test and ray extras)"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,ray]"
 
 have_bfcl="$(.venv/bin/python - <<'PY'
 import importlib.metadata as m

@@ -22,7 +22,9 @@ from ace.cli.options import (
     table,
 )
 from ace_env.formats import read_any
-from ace_env.verifier import ground_truth_rollout, replay_oracle, verify, verify_rollout
+from ace_env.sandbox import Budget, LineError
+from ace_env.scaleout import verifier_for
+from ace_env.verifier import ground_truth_rollout, replay_oracle, verify, with_inference_error
 from ace_graph.errors import ConfigError, RolloutFormatError
 
 env_app = typer.Typer(help="Executable tool environments (BFCL multi-turn).", no_args_is_help=True)
@@ -128,36 +130,45 @@ def verify_cmd(
         False, "--skip-invalid", help="Report bad lines on stderr and go on instead of stopping."
     ),
     show: str = show_option(),
+    call_timeout: float = typer.Option(
+        None, "--call-timeout", help="Seconds one tool call may run before its rollout ends as `timeout` "
+        "(default 10, env ACE_CALL_TIMEOUT)."),
+    memory_limit: int = typer.Option(
+        None, "--memory-limit", help="MiB the verifying worker may grow by before a call ends its rollout as "
+        "`resource_limit` (default 2048, env ACE_MEMORY_LIMIT_MB)."),
+    ray: str = typer.Option(
+        None, "--ray", help="Spread verification over a Ray cluster: its address (host:port), or `auto`.",
+        metavar="ADDRESS"),
 ) -> None:
     """Verify rollouts against their tasks' oracles.
 
     Each verdict has reward (0/1), partial_credit, the first failing turn and
     step, and an attribution (wrong_tool, wrong_argument, tool_not_offered,
     malformed_call, state_diverged, missing_output, acted_without_need,
-    stopped_early, inference_error).  Without --json: a per-task table (--show) and the totals.
+    stopped_early, inference_error; timeout and resource_limit when a tool
+    call goes over its budget).  Every tool call runs in a watched worker
+    process under a wall-clock and a memory budget; a call over budget ends
+    only its rollout.  Without --json: a per-task table (--show) and the totals.
     """
     check_show(show)
     paths = expand_inputs(list(files or []) + list(rollouts))
     task_set = load_tasks(tasks)
+    budget = Budget.from_env(call_timeout, memory_limit)
     bad: list[str] = []
     n = rewarded = 0
     kinds: Counter[str] = Counter()
     per_task: dict[str, dict[str, Any]] = defaultdict(
         lambda: {"rollouts": 0, "rewarded": 0, "partial": 0.0, "attributions": Counter()})
-    with Progress("verifying", None, disable=as_json) as progress:
+    with Progress("verifying", None, disable=as_json) as progress, verifier_for(task_set, budget, ray) as bv:
         for path in paths:
-            for r in read_any(path, skip_invalid=skip_invalid, errors=bad):
-                task = task_set.get(r.task_id)
-                try:
-                    if task is None:
-                        raise RolloutFormatError(f"unknown task_id {r.task_id!r} in {tasks}")
-                    verdict = verify_rollout(task, r)
-                except RolloutFormatError as e:
-                    message = str(e) if str(e).startswith(str(path)) else f"{path}: line {r.line}: {e}"
+            for r, verdict in bv.verify_stream(read_any(path, skip_invalid=skip_invalid, errors=bad)):
+                if isinstance(verdict, LineError):
+                    message = f"{path}: line {r.line}: {verdict.message}"
                     if not skip_invalid:
-                        raise RolloutFormatError(message) from e
+                        raise RolloutFormatError(message)
                     bad.append(message)
                     continue
+                verdict = with_inference_error(verdict, r)
                 n += 1
                 rewarded += verdict.reward == 1.0
                 kinds[verdict.attribution or "pass"] += 1

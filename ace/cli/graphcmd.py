@@ -26,6 +26,7 @@ from ace.cli.options import (
     scope_option,
     table,
 )
+from ace_env.sandbox import Budget
 from ace_graph import queries
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
@@ -77,6 +78,12 @@ def ingest(
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report bad lines and go on instead of stopping."),
     show: str = show_option(),
     as_json: bool = json_option("Print the report as JSON."),
+    call_timeout: float = typer.Option(None, "--call-timeout", help="Seconds one tool call may run before its "
+                                       "rollout ends as `timeout` (default 10, env ACE_CALL_TIMEOUT)."),
+    memory_limit: int = typer.Option(None, "--memory-limit", help="MiB the verifying worker may grow by before a "
+                                     "call ends its rollout as `resource_limit` (default 2048, env ACE_MEMORY_LIMIT_MB)."),
+    ray: str = typer.Option(None, "--ray", metavar="ADDRESS",
+                            help="Spread verification over a Ray cluster: its address (host:port), or `auto`."),
 ) -> None:
     """Verify, tag and store rollouts in the skill graph, scoped to (experiment, policy, checkpoint).
 
@@ -99,6 +106,7 @@ def ingest(
                     store, path, task_set, e, p, c, round_=round_, batch_size=batch_size,
                     near_success=near_success, skip_invalid=skip_invalid, workers=workers, id_suffix=id_suffix,
                     on_read=progress.advance, seed_tasks=i == 0,
+                    budget=Budget.from_env(call_timeout, memory_limit), ray=ray,
                 ))
         if show != "none" and not as_json:
             rows = store.run("scope-tasks", scope=reports[0].scope, failures_only=show == "failures", limit=INT_MAX)

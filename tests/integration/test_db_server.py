@@ -21,7 +21,7 @@ from ace_graph.errors import ConnectionError_, ServerError
 from ace_graph.server import ManagedNeo4j, pinned_version
 
 EXPECTED_CONSTRAINTS = {
-    ("Skill", "id"), ("Tool", "name"), ("Task", "id"), ("Rollout", "id"), ("Scope", "key"), ("Plan", "id"),
+    ("Skill", "id"), ("Tool", "name"), ("Task", "key"), ("Rollout", "id"), ("Scope", "key"), ("Plan", "id"),
     ("Composition", "key"), ("CurriculumUnit", "id"),
 }
 
@@ -156,3 +156,34 @@ def test_init_is_idempotent(clean_db, neo4j_database):
     clean_db.execute_query("CREATE (:Skill {id: 'dup'})", database_=neo4j_database)
     with pytest.raises(ConstraintError):
         clean_db.execute_query("CREATE (:Skill {id: 'dup'})", database_=neo4j_database)
+
+
+def test_initial_password_is_never_on_a_command_line(private_server, monkeypatch):
+    """Issue 13, defect 9: neo4j-admin gets the password from a 0600 @file, not argv."""
+    import hashlib
+    import subprocess
+
+    seen: list[list[str]] = []
+    real_run = subprocess.run
+
+    def recording_run(cmd, *args, **kwargs):
+        seen.append(list(cmd))
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", recording_run)
+    server = private_server
+    server.workspace.mkdir(parents=True, exist_ok=True)
+    server.conf_dir.mkdir(parents=True, exist_ok=True)
+    (server.conf_dir / "neo4j.conf").write_text(f"server.directories.data={server.data_dir}\n")
+    assert server._set_initial_password() is True
+    password = server.read_password()
+    assert password and seen
+    assert not any(password in arg for cmd in seen for arg in cmd)
+    assert not (server.workspace / ".initial-password.args").exists()
+    # neo4j-admin stored the hash of exactly this password (SHA-256, salted, 1024 rounds).
+    user, cred = (server.data_dir / "dbms" / "auth.ini").read_text().strip().split(":")[:2]
+    algo, digest, salt, rounds = cred.split(",")
+    h = hashlib.sha256(bytes.fromhex(salt) + password.encode()).digest()
+    for _ in range(int(rounds) - 1):
+        h = hashlib.sha256(h).digest()
+    assert (user, algo, h.hex()) == ("neo4j", "SHA-256", digest)

@@ -155,7 +155,9 @@ def test_failed_batch_leaves_nothing_and_can_be_retried(clean_db, neo4j_database
         return real(records)
 
     monkeypatch.setattr(store_mod, "aggregate", flaky)
-    with pytest.raises(RuntimeError):
+    from ace_graph.errors import IngestIncomplete
+
+    with pytest.raises(IngestIncomplete, match="simulated crash mid-batch.*30 rollout.*exp/sim/crash.*incomplete"):
         ingest_file(store, path, tasks, "exp", "sim", "crash", batch_size=30, workers=1)
     # Batch 1 committed whole; batch 2 left nothing behind (no rollouts, no steps, no counts).
     assert _count(clean_db, neo4j_database, "MATCH (r:Rollout) RETURN count(r)") == 30

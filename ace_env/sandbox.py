@@ -1,0 +1,381 @@
+"""Bounded execution: every tool call under a wall-clock and a memory budget.
+
+A rollout is model output, and model output can ask a tool for
+``power(base=10, exponent=1000000000)`` (one C-level bigint multiplication that
+never returns to the interpreter), ``square_root(number=2,
+precision=100000000)`` (hundreds of MB and growing) or ``logarithm(value=2,
+base=3, precision=1000000)``.  One such line must not stall a verification
+run, an ingest, or a training step.
+
+Why worker processes with a watchdog, not in-thread checks
+----------------------------------------------------------
+An in-thread check (a timer thread, ``signal.alarm``, a tracing hook) only
+acts between bytecodes: a single multiplication of two huge ints runs to the
+end inside C, and a thread cannot be killed.  The only thing that reliably
+stops it is killing the process it runs in.  So verification runs in one
+long-lived *forked* worker process per run (forked, so it inherits the loaded
+tasks, BFCL's classes and the warm caches without pickling them):
+
+* the worker stamps the start of every tool call into a shared double
+  (:func:`ace_env.executor.set_call_clock`; two stores per call, ~0.1 µs);
+* the parent, waiting for the worker's batch of verdicts, sleeps exactly
+  until the running call's deadline and, if it is still running, kills the
+  worker (SIGKILL), gives that rollout the verdict ``timeout`` (reward 0),
+  forks a fresh worker and goes on with the rest of the batch;
+* the worker runs under ``RLIMIT_AS`` = its size at start + the memory
+  budget, so a runaway allocation raises ``MemoryError`` inside the call,
+  which the executor turns into the verdict ``resource_limit``; a worker that
+  dies anyway (a C library that aborts on a failed allocation) gets the same
+  verdict for the rollout it was running.
+
+Rollouts travel in batches (``batch_size``), so the per-rollout cost is one
+share of a pickle round trip, not a process start; a fresh process per call
+or per rollout would cost milliseconds each, more than verifying the rollout.
+The overhead is measured by ``benchmarks/verify_bench.py`` (the "bounded" row).
+
+A task whose *oracle* (its ground truth) goes over budget gives every one of
+its rollouts the same verdict without running them again.
+
+Everything that goes wrong with one line (a rollout that does not fit its
+task, an unknown task id, an unexpected error inside the verifier) comes back
+as a :class:`LineError` for that line, never as a crash of the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import time
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterable, Iterator, Sequence
+
+from ace_env import executor
+from ace_env.errors import BudgetExceeded, ConfigError, RolloutFormatError
+from ace_env.tasks import Task
+from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT, Verdict, has_oracle, oracle_for, over_budget, verify
+
+log = logging.getLogger(__name__)
+
+#: Slots of the shared clock: [0] start of the running call (0.0 when none),
+#: [1] index in the batch of the rollout being verified, [2] phase.
+_CALL, _INDEX, _PHASE = 0, 1, 2
+_IDLE, _ROLLOUT, _ORACLE, _SENDING = 0.0, 1.0, 2.0, 3.0
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one tool call may spend before its rollout is ended (reward 0)."""
+
+    call_seconds: float = field(
+        default=10.0,
+        metadata={"help": "Wall-clock seconds one tool call may run (BFCL's take microseconds). "
+                          "Env: ACE_CALL_TIMEOUT."},
+    )
+    memory_mb: int = field(
+        default=2048,
+        metadata={"help": "Memory (MiB) the verifying worker may grow by (BFCL's calls need a few). "
+                          "Env: ACE_MEMORY_LIMIT_MB."},
+    )
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.call_seconds, (int, float)) and 0 < self.call_seconds <= 86_400):
+            raise ConfigError(f"call timeout must be between 0 and 86400 seconds, not {self.call_seconds!r}")
+        if not (isinstance(self.memory_mb, int) and 16 <= self.memory_mb <= 1 << 24):
+            raise ConfigError(f"memory limit must be between 16 and {1 << 24} MiB, not {self.memory_mb!r}")
+
+    @classmethod
+    def from_env(cls, call_seconds: float | None = None, memory_mb: int | None = None) -> "Budget":
+        """Explicit values, else ``ACE_CALL_TIMEOUT`` / ``ACE_MEMORY_LIMIT_MB``, else the defaults."""
+        defaults = {f.name: f.default for f in fields(cls)}
+
+        def pick(value: Any, env: str, kind: type) -> Any:
+            if value is not None:
+                return value
+            text = os.environ.get(env)
+            if text is None:
+                return None
+            try:
+                return kind(text)
+            except ValueError:
+                raise ConfigError(f"{env}={text!r} is not a number") from None
+
+        seconds = pick(call_seconds, "ACE_CALL_TIMEOUT", float)
+        memory = pick(memory_mb, "ACE_MEMORY_LIMIT_MB", int)
+        return cls(
+            call_seconds=defaults["call_seconds"] if seconds is None else seconds,
+            memory_mb=defaults["memory_mb"] if memory is None else memory,
+        )
+
+
+@dataclass(frozen=True)
+class LineError:
+    """One rollout that could not be verified; ``message`` says why (the line is data, not a crash)."""
+
+    message: str
+
+
+Result = Verdict | LineError
+
+
+def verify_one(tasks: dict[str, Task], task_id: str, turns: Any, rollout_id: str | None,
+               fast_forward: bool = True) -> Result:
+    """Verify one rollout in this process; every failure is a result (no budget enforced here)."""
+    task = tasks.get(task_id)
+    if task is None:
+        return LineError(f"unknown task_id {task_id!r}")
+    try:
+        return verify(task, turns, rollout_id=rollout_id, fast_forward=fast_forward)
+    except RolloutFormatError as e:
+        return LineError(str(e))
+    except MemoryError:
+        return over_budget(task, rollout_id, RESOURCE_LIMIT, "ran out of memory", 0, 0)
+    except Exception as e:  # a line that breaks the verifier is reported as that line's error
+        log.debug("verifier failed on %r", rollout_id, exc_info=True)
+        return LineError(f"cannot be verified ({type(e).__name__}: {str(e)[:200]})")
+
+
+def _address_space() -> int | None:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _worker(conn: Any, clock: Any, tasks: dict[str, Task], memory_mb: int, fast_forward: bool,
+            keep_steps: bool) -> None:
+    import resource
+
+    size = _address_space()
+    if size is not None:
+        limit = size + memory_mb * (1 << 20)
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+        except (ValueError, OSError):  # a hard limit below ours: keep the tighter one
+            pass
+    executor.set_call_clock(clock)
+    while True:
+        try:
+            batch = conn.recv()
+        except (EOFError, OSError):
+            return
+        if batch is None:
+            return
+        out: list[Result] = []
+        for i, (task_id, turns, rollout_id) in enumerate(batch):
+            clock[_INDEX] = i
+            task = tasks.get(task_id)
+            if task is not None and not has_oracle(task):
+                clock[_PHASE] = _ORACLE
+                try:
+                    oracle_for(task)
+                except BudgetExceeded as e:
+                    out.append(over_budget(task, rollout_id, e.kind, f"the oracle of task {task.id}: {e}", 0, 0))
+                    continue
+                except Exception:  # verify() below reports it for this line
+                    pass
+            clock[_PHASE] = _ROLLOUT
+            result = verify_one(tasks, task_id, turns, rollout_id, fast_forward)
+            if not keep_steps and isinstance(result, Verdict):
+                result.steps, result.turn_ok = [], []  # not sent back unless asked for: most of the pickle
+            out.append(result)
+        clock[_PHASE] = _SENDING
+        conn.send(out)
+        clock[_PHASE] = _IDLE
+
+
+FLUSH = object()
+
+
+def read_ahead(rollouts: Iterable[Any], size: int) -> Iterator[Any]:
+    """The rollouts with FLUSH after every ``size`` of them and at the end.
+
+    When reading fails (a bad line without --skip-invalid), FLUSH comes first,
+    so the rollouts read before the bad line are still verified, in order, and
+    then the error is raised.
+    """
+    n = 0
+    it = iter(rollouts)
+    while True:
+        try:
+            r = next(it)
+        except StopIteration:
+            yield FLUSH
+            return
+        except Exception:
+            yield FLUSH
+            raise
+        yield r
+        n += 1
+        if n % size == 0:
+            yield FLUSH
+
+
+class BoundedVerifier:
+    """Verify rollouts in a watched worker process, every tool call under ``budget``.
+
+    >>> with BoundedVerifier(tasks) as bv:                       # doctest: +SKIP
+    ...     for rollout, result in bv.verify_stream(read_any(path)):
+    ...         ...  # result is a Verdict (maybe attribution "timeout") or a LineError
+    """
+
+    def __init__(self, tasks: dict[str, Task], budget: Budget | None = None, batch_size: int = 64,
+                 fast_forward: bool = True, keep_steps: bool = False):
+        """``keep_steps``: also return each verdict's per-step results (``Verdict.steps``), which cost
+        most of the transfer; the stored record and the printed verdict do not need them."""
+        if batch_size < 1:
+            raise ConfigError(f"batch size must be at least 1, not {batch_size}")
+        self.tasks = tasks
+        self.budget = budget or Budget()
+        self.batch_size = batch_size
+        self.fast_forward = fast_forward
+        self.keep_steps = keep_steps
+        self._ctx = multiprocessing.get_context("fork")
+        self._clock = self._ctx.RawArray("d", 3)
+        self._proc: Any = None
+        self._conn: Any = None
+        self._over_budget: dict[str, tuple[str, str]] = {}  # task id -> (kind, detail) of its oracle
+        self.restarts = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> "BoundedVerifier":
+        """Fork the worker now (before starting threads, ideally); later calls do nothing."""
+        if self._proc is None:
+            parent, child = self._ctx.Pipe()
+            for i in range(3):
+                self._clock[i] = 0.0
+            self._proc = self._ctx.Process(
+                target=_worker, name="ace-verify-worker", daemon=True,
+                args=(child, self._clock, self.tasks, self.budget.memory_mb, self.fast_forward, self.keep_steps),
+            )
+            self._proc.start()
+            child.close()
+            self._conn = parent
+        return self
+
+    def close(self) -> None:
+        """Stop the worker."""
+        if self._proc is None:
+            return
+        try:
+            self._conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self._proc.join(timeout=2)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
+        self._conn.close()
+        self._proc = self._conn = None
+
+    def _kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.join()
+            self._conn.close()
+            self._proc = self._conn = None
+            self.restarts += 1
+
+    def __enter__(self) -> "BoundedVerifier":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ verification
+
+    def verify_stream(self, rollouts: Iterable[Any]) -> Iterator[tuple[Any, Result]]:
+        """(rollout, result) for every rollout (``task_id``, ``turns``, ``rollout_id``), in order."""
+        batch: list[Any] = []
+        for r in read_ahead(rollouts, self.batch_size):
+            if r is FLUSH:
+                yield from zip(batch, self.verify_many([(x.task_id, x.turns, x.rollout_id) for x in batch]))
+                batch = []
+            else:
+                batch.append(r)
+
+
+    def verify_many(self, items: Sequence[tuple[str, Any, str | None]]) -> list[Result]:
+        """Results for ``(task_id, turns, rollout_id)`` items, in order; a call over budget ends only its rollout."""
+        results: list[Result | None] = [None] * len(items)
+        todo = list(range(len(items)))
+        single = False  # after a worker died while sending a batch, send one rollout at a time
+        while todo:
+            for i in list(todo):  # rollouts of a task whose oracle is over budget are not run again
+                known = self._over_budget.get(items[i][0])
+                if known is not None:
+                    task = self.tasks[items[i][0]]
+                    results[i] = over_budget(task, items[i][2], known[0], known[1], 0, 0)
+                    todo.remove(i)
+            if not todo:
+                break
+            chunk = todo[:1] if single else todo
+            got, failed_at, kind, phase = self._round(items, chunk)
+            for i, res in zip(chunk, got):
+                results[i] = res
+            done = len(got)
+            if failed_at is None:
+                todo = todo[done:] if single else []
+                continue
+            if phase == _SENDING:
+                if single:  # this rollout's verdict itself does not fit
+                    i = chunk[0]
+                    results[i] = self._budget_verdict(items[i], RESOURCE_LIMIT, "its verdict exceeded the memory budget")
+                    todo = todo[1:]
+                single = True
+                continue
+            i = chunk[failed_at]
+            detail = (
+                f"a tool call ran over the {self.budget.call_seconds:g} s budget"
+                if kind == TIMEOUT else f"the worker died ({kind}) over the {self.budget.memory_mb} MiB budget"
+            )
+            kind = TIMEOUT if kind == TIMEOUT else RESOURCE_LIMIT
+            if phase == _ORACLE and items[i][0] in self.tasks:
+                self._over_budget[items[i][0]] = (kind, f"the oracle of task {items[i][0]}: {detail}")
+                results[i] = self._budget_verdict(items[i], kind, self._over_budget[items[i][0]][1])
+            else:
+                results[i] = self._budget_verdict(items[i], kind, detail)
+            log.info("rollout %r: %s", items[i][2], detail)
+            # Verdicts of the rollouts before it were lost with the worker: redo them (deterministic).
+            todo = [j for j in todo if j != i and results[j] is None]
+        return results  # type: ignore[return-value]
+
+    def _budget_verdict(self, item: tuple[str, Any, str | None], kind: str, detail: str) -> Result:
+        task = self.tasks.get(item[0])
+        if task is None:
+            return LineError(f"unknown task_id {item[0]!r}")
+        return over_budget(task, item[2], kind, detail, 0, 0)
+
+    def _round(self, items: Sequence[Any], chunk: list[int]) -> tuple[list[Result], int | None, str, float]:
+        """Send ``chunk`` to the worker and wait: (results, index that failed or None, why, phase)."""
+        self.start()
+        try:
+            self._conn.send([items[i] for i in chunk])
+        except (OSError, ValueError, BrokenPipeError):
+            self._kill()
+            return [], 0, "it could not be reached", _ROLLOUT
+        limit = self.budget.call_seconds
+        clock = self._clock
+        while True:
+            started = clock[_CALL]
+            wait = limit if not started else started + limit - time.monotonic()
+            if wait <= 0:
+                index, phase = int(clock[_INDEX]), clock[_PHASE]
+                self._kill()
+                return [], index, TIMEOUT, phase
+            try:
+                ready = self._conn.poll(wait)
+            except (OSError, EOFError):
+                ready = True
+            if ready:
+                try:
+                    return self._conn.recv(), None, "", _IDLE
+                except (EOFError, OSError):
+                    index, phase = int(clock[_INDEX]), clock[_PHASE]
+                    self._proc.join()
+                    code = self._proc.exitcode
+                    self._kill()
+                    why = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+                    return [], index, why, phase

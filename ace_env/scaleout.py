@@ -1,0 +1,151 @@
+"""Verification spread over a Ray cluster, with the same results as a local run.
+
+``verifier_for(tasks, budget, address)`` gives the local
+:class:`ace_env.sandbox.BoundedVerifier` when ``address`` is None, else a
+:class:`RayVerifier` connected to the Ray cluster at ``address`` (``auto``
+finds a running local one; ``host:port`` names its head node).  Both have the
+same interface (``verify_stream``, ``verify_many``, a context manager).
+
+The tasks are put into Ray's object store once; rollouts go out in batches
+(``batch_size``), at most ``in_flight`` batches at a time, and come back in
+the order they were read.  On every Ray worker the batch is verified by a
+BoundedVerifier of its own, so the call budget holds on the cluster exactly
+as it does locally, and since verification is deterministic, a verdict is
+the same wherever it was computed (a test compares them).
+
+Ray is an optional dependency (the ``ray`` extra): it is imported only when
+an address is given.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any, Iterable, Iterator, Sequence
+
+from ace_env.errors import ConfigError
+from ace_env.sandbox import FLUSH, BoundedVerifier, Budget, Result, read_ahead
+from ace_env.tasks import Task
+
+log = logging.getLogger(__name__)
+
+#: One BoundedVerifier per Ray worker process and task set (keyed by the object ref's hex id).
+_WORKER_VERIFIERS: dict[str, BoundedVerifier] = {}
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ModuleNotFoundError as e:
+        raise ConfigError("--ray needs the `ray` package: pip install -e '.[ray]' (scripts/setup.sh installs it)") from e
+    return ray
+
+
+def verify_batch(key: str, tasks: dict[str, Task], items: list[tuple[str, Any, str | None]],
+                 budget: Budget, fast_forward: bool) -> list[Result]:
+    """Verify one batch on a Ray worker, in that worker's own watched process."""
+    bv = _WORKER_VERIFIERS.get(key)
+    if bv is None:
+        for old in _WORKER_VERIFIERS.values():  # one task set at a time per worker
+            old.close()
+        _WORKER_VERIFIERS.clear()
+        bv = _WORKER_VERIFIERS[key] = BoundedVerifier(tasks, budget, batch_size=len(items) or 1,
+                                                      fast_forward=fast_forward)
+    return bv.verify_many(items)
+
+
+class RayVerifier:
+    """Verify rollouts on a Ray cluster; same results, in the same order, as :class:`BoundedVerifier`."""
+
+    def __init__(self, tasks: dict[str, Task], budget: Budget | None = None, address: str = "auto",
+                 batch_size: int = 256, in_flight: int | None = None, fast_forward: bool = True):
+        if batch_size < 1:
+            raise ConfigError(f"batch size must be at least 1, not {batch_size}")
+        self.tasks = tasks
+        self.budget = budget or Budget()
+        self.address = address
+        self.batch_size = batch_size
+        self.in_flight = in_flight
+        self.fast_forward = fast_forward
+        self._ray: Any = None
+        self._remote: Any = None
+        self._tasks_ref: Any = None
+        self._owns_connection = False
+
+    def start(self) -> "RayVerifier":
+        if self._ray is not None:
+            return self
+        ray = _ray()
+        if not ray.is_initialized():
+            try:
+                ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
+            except (ConnectionError, RuntimeError, ValueError) as e:
+                raise ConfigError(
+                    f"Cannot connect to a Ray cluster at {self.address!r}: {str(e).splitlines()[0]}. "
+                    "Start one with `ray start --head` or give its address (host:port)."
+                ) from e
+            self._owns_connection = True
+        self._ray = ray
+        self._remote = ray.remote(verify_batch)
+        self._tasks_ref = ray.put(self.tasks)
+        if self.in_flight is None:
+            cpus = int(ray.cluster_resources().get("CPU", 1))
+            self.in_flight = max(2, 2 * cpus)
+        log.info("verifying on Ray at %s (%s batches in flight)", self.address, self.in_flight)
+        return self
+
+    def close(self) -> None:
+        if self._ray is not None and self._owns_connection:
+            self._ray.shutdown()
+        self._ray = None
+
+    def __enter__(self) -> "RayVerifier":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _submit(self, items: list[tuple[str, Any, str | None]]) -> Any:
+        return self._remote.remote(self._tasks_ref.hex(), self._tasks_ref, items, self.budget, self.fast_forward)
+
+    def verify_many(self, items: Sequence[tuple[str, Any, str | None]]) -> list[Result]:
+        self.start()
+        refs = [self._submit(list(items[i:i + self.batch_size])) for i in range(0, len(items), self.batch_size)]
+        return [r for batch in self._ray.get(refs) for r in batch]
+
+    def verify_stream(self, rollouts: Iterable[Any]) -> Iterator[tuple[Any, Result]]:
+        self.start()
+        window: deque[tuple[list[Any], Any]] = deque()
+        batch: list[Any] = []
+
+        def submit(rs: list[Any]) -> None:
+            window.append((rs, self._submit([(r.task_id, r.turns, r.rollout_id) for r in rs])))
+
+        def drain(keep: int) -> Iterator[tuple[Any, Result]]:
+            while len(window) > keep:
+                rs, ref = window.popleft()
+                yield from zip(rs, self._ray.get(ref))
+
+        try:
+            for r in read_ahead(rollouts, self.batch_size):
+                if r is not FLUSH:
+                    batch.append(r)
+                    continue
+                if batch:
+                    submit(batch)
+                    batch = []
+                yield from drain(self.in_flight - 1)
+        except Exception:
+            yield from drain(0)  # what was read before a bad line is still verified, in order
+            raise
+        yield from drain(0)
+
+
+def verifier_for(tasks: dict[str, Task], budget: Budget | None = None, address: str | None = None,
+                 **kwargs: Any) -> BoundedVerifier | RayVerifier:
+    """A local watched verifier, or a Ray one when ``address`` is given."""
+    if address is None:
+        return BoundedVerifier(tasks, budget, **kwargs)
+    if not address.strip():
+        raise ConfigError("--ray needs an address (host:port) or `auto`")
+    return RayVerifier(tasks, budget, address=address, **kwargs)
