@@ -180,3 +180,21 @@ def test_deterministic(seeds, name):
     first = ids(11)
     assert first == ids(11)
     assert any(first)
+
+
+def test_registry_walk_every_oracle_scores_one(seeds):
+    """Every registered strategy's tasks, made by seed + index, verify their own ground truth with 1.0."""
+    for name in strategies.STRATEGIES:
+        made = 0
+        for index, (target, tasks) in enumerate(seeds.items()):
+            for j, seed in enumerate(tasks):
+                task = strategies.generate(name, seed, target, 0.6, seed=100, index=index * 10 + j)
+                if task is None:
+                    continue
+                made += 1
+                assert verify(task, ground_truth_rollout(task)).reward == 1.0, (name, task.id)
+                assert verify(task, [[] for _ in task.turns]).reward == 0.0, (name, task.id)
+                again = strategies.generate(name, seed, target, 0.6, seed=100, index=index * 10 + j)
+                assert again is not None and again.to_dict() == task.to_dict()
+                assert task.provenance["rng"] == {"seed": 100, "index": index * 10 + j}
+        assert made >= 3, f"{name} made only {made} tasks"
