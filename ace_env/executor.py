@@ -27,6 +27,7 @@ from typing import Any
 from ace_env import bfcl
 from ace_env.calls import Call, MalformedCall, parse_call
 from ace_env.tasks import Task
+from ace_env.views import ViewState
 
 OK = "ok"  # executed and returned
 ERROR = "error"  # executed and raised; output holds the error text
@@ -181,8 +182,9 @@ class Environment:
         """Load fresh instances, or restore them from a :meth:`checkpoint`."""
         self.task = task
         self.instances: dict[str, Any] = {}
+        self.views = ViewState(task.output_views)
         if checkpoint is not None:
-            self.instances = pickle.loads(checkpoint)
+            self.instances, self.views.counts = restore(checkpoint)
         self._owner = _owners(tuple(task.tools), tuple(task.involved_classes))
         for class_name in task.involved_classes if checkpoint is None else ():
             instance = bfcl.api_class(class_name)()
@@ -249,7 +251,8 @@ class Environment:
                 result = method(*args, **kwargs)
         except Exception as e:  # a tool's failure is the agent's observation, not ACE's crash
             return StepResult(shown, ERROR, call.name, arguments, f"Error during execution: {e}")
-        return StepResult(shown, OK, call.name, arguments, stringify(result))
+        # The task's output view (if any) decides how the agent reads the result; state is untouched.
+        return StepResult(shown, OK, call.name, arguments, stringify(self.views.show(call.name, result)))
 
     def checkpoint(self) -> bytes:
         """The complete state of every instance (private attributes included), as bytes.
@@ -257,7 +260,7 @@ class Environment:
         Restoring it builds new, independent instances that behave exactly as
         these would from here on (seeded random generators included).
         """
-        return pickle.dumps(self.instances, protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps((self.instances, dict(self.views.counts)), protocol=pickle.HIGHEST_PROTOCOL)
 
     def public_state(self) -> dict[str, dict[str, Any]]:
         """Every instance's public attributes (live objects; copy before keeping)."""
@@ -265,3 +268,9 @@ class Environment:
             cls: {k: v for k, v in vars(inst).items() if not k.startswith("_")}
             for cls, inst in self.instances.items()
         }
+
+
+def restore(checkpoint: bytes) -> tuple[dict[str, Any], dict[str, int]]:
+    """The instances and the output views' call counts stored by :meth:`Environment.checkpoint`."""
+    instances, counts = pickle.loads(checkpoint)
+    return instances, dict(counts)

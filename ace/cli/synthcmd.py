@@ -37,7 +37,7 @@ def synth(
     n: int = typer.Option(100, "--n", min=1, help="Valid tasks to emit."),
     seed: int = typer.Option(0, "--seed", help="Seed: the same seed gives the same tasks."),
     strategy: list[str] = typer.Option(
-        [], "--strategy", help="Strategies to use (repeatable): ambiguity, distractor, cascade, depth, random (the untargeted baseline). Default: the four targeted ones."
+        [], "--strategy", help="Strategies to use (repeatable): ambiguity, lookalike, distractor, cascade, depth, random (the untargeted baseline). Default: the five targeted ones."
     ),
     plans: int = typer.Option(8, "--plans", min=1, help="Plans per round (distinct target/strategy/style)."),
     rounds: int = typer.Option(2, "--rounds", min=1, help="Rounds of synthesis and reflection."),

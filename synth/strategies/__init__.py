@@ -1,36 +1,37 @@
 """Adversarial, oracle-preserving synthesis strategies aimed at one composition.
 
 A strategy turns a seed task into a NEW task aimed at ``target = (from_tool,
-to_tool)``, two calls that are adjacent in the seed's ground truth (adjacency
-is over the flat list of calls, so a pair may span two turns):
+to_tool)``, two calls adjacent in the seed's ground truth (adjacency is over
+the flat list of calls, so a pair may span two turns).  One module each:
 
-``ambiguity``   look-alike entities next to the ones the target steps use
-                (files, stock symbols and orders, users, tweets, tickets,
-                bookings and cards), added to ``initial_config``; the ground
-                truth is unchanged, the right value must be carried from the
-                ``from`` step to the ``to`` step.
-``distractor``  1-3 functions of other BFCL classes whose names and
-                descriptions resemble the target tools, offered as
-                distractors (calling one fails verification).
-``cascade``     an upstream precondition fails (funds too low, logged out,
-                a card declined, a file missing or truncated); the ground
-                truth notices and recovers with calls whose values the user
-                text states.
-``depth``       turns or calls from compatible seeds spliced before the
-                ``from`` step or after the ``to`` step, taking the composition
-                from 2 up to 5 calls.
-``random``      the baseline: one of the edits above applied to a random
-                place of the same seed, not aimed at the target.
+``ambiguity``   (:mod:`.ambiguity`) the ``from`` step's result, which feeds the
+                ``to`` step, is shown re-formatted (units, number and date
+                formats, key names, nesting, wrappers) by a per-task output
+                view; the ground truth's arguments stay canonical.
+``lookalike``   (:mod:`.lookalike`) near-twins of the entity the target uses are
+                added to the state, and the text names it by an attribute only a
+                lookup resolves (the card ending in 4165), not by its id.
+``cascade``     (:mod:`.cascade`) the upstream call returns a partial result
+                (truncated, stale, cut short); the ground truth checks again and
+                recovers; the text states the goal only.
+``depth``       (:mod:`.depth`) 1-3 coherent steps (reads about the same entity,
+                linked by data flow) added before or after the pair.
+``distractor``  (:mod:`.distractor`) same-domain look-alike tools offered at the
+                decision step and declared wrong.
+``random``      (:mod:`.baseline`) one of those edits at a random place of the seed.
 
-Every produced task is re-executed (:func:`ace_env.verifier.replay_oracle`) and
+Strategies are registered by name in :mod:`.registry` (duplicates refused);
+:func:`generate` seeds item ``index`` of a run with ``seed + index``, so any
+task regenerates exactly.  Shared helpers: :mod:`.build` (ids, building and
+replaying a task), :mod:`.fs` (file-system configs), :mod:`.text` (the seeded
+grammar that composes a turn's text).  Every produced task is re-executed and
 returned only when its ground truth runs with no error and no error output.
-Ids are content-addressed, so the same inputs (and rng seed) give the same id.
 """
 
 from __future__ import annotations
 
 # Importing a strategy module registers it; the order is the registry's order.
-from synth.strategies import ambiguity, baseline, cascade, depth, distractor  # noqa: F401
+from synth.strategies import ambiguity, baseline, cascade, depth, distractor, lookalike  # noqa: F401
 from synth.strategies.build import task_id
 from synth.strategies.registry import STRATEGIES, Strategy, generate, get, item_rng, register, synthesize
 

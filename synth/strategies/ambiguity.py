@@ -1,324 +1,143 @@
-"""ambiguity: look-alike entities next to the ones the target steps use, added to the initial state."""
+"""ambiguity: the intermediate result at the composition boundary, formatted differently.
+
+At the target pair ``a → b`` where ``a``'s output feeds an argument of ``b``,
+the task declares an output view (:mod:`ace_env.views`) on ``a``: its result
+is semantically equivalent but formatted differently (a price as ``"$1,234.50"``
+or in cents, an id as ``"#12446"`` or a string, a date as ``"March 05, 2024"``,
+renamed keys, an extra wrapper, nesting, a one-element list).  The ground
+truth's calls and arguments stay canonical, so the agent must still extract the
+exact value; the verifier checks it.  Every choice is drawn from the task's rng.
+"""
 
 from __future__ import annotations
 
 import random
-import re
 from typing import Any
 
-from ace_env.executor import copy_json
 from ace_env.tasks import Task
-from synth.strategies.build import build, class_of, effective, env_before, gt_text, pick_position, step_values
-from synth.strategies.fs import fs_contents, fs_cwd, fs_dir, fs_dirs, fs_files
+from ace_env.views import apply_ops
+from synth.strategies.build import build, env_before, parsed_output, pick_position
 from synth.strategies.registry import register
 from synth.taskcheck import flat_calls
 
-_NAME_CHARS = re.compile(r'[|/\\?%*:"><]')
-
-
-def _name_variants(name: str, rng: random.Random) -> list[str]:
-    stem, dot, ext = name.rpartition(".")
-    if not dot:
-        stem, ext = name, ""
-    ext = f".{ext}" if ext else ""
-    other_ext = {".pdf": ".docx", ".txt": ".md", ".csv": ".xlsx", ".md": ".txt", ".json": ".yaml"}.get(ext, ".txt")
-    cands = [
-        stem.capitalize() + ext if stem.capitalize() != stem else stem.upper() + ext,
-        stem + "_v2" + ext,
-        stem + "_old" + ext,
-        stem + " (1)" + ext,
-        stem + "-copy" + ext,
-        "draft_" + stem + ext,
-        stem + other_ext,
-        stem + ext + ".bak",
-        stem.replace("_", "-") + ext if "_" in stem else stem + "_final" + ext,
-    ]
-    out = []
-    for c in cands:
-        if c != name and c not in out and not _NAME_CHARS.search(c):
-            out.append(c)
-    rng.shuffle(out)
-    return out
-
-
-def _ambiguity_fs(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
-                  config: dict[str, Any]) -> list[str]:
-    contents = fs_contents(config)
-    if contents is None:
-        return []
-    files = fs_files(contents)
-    dirs = fs_dirs(contents)
-    cwd = fs_cwd(env_before(seed, k)) or ()
-    gt = gt_text(seed)
-    names = [v for v in dict.fromkeys(values) if isinstance(v, str) and (v in files or re.fullmatch(r"[\w\- ]+\.\w{1,5}", v))]
-    added = []
-    for name in names:
-        homes = [p for p, _ in files.get(name, [])] or [cwd]
-        content = (files.get(name) or [((), "")])[0][1]
-        for variant in _name_variants(name, rng):
-            if len(added) >= n:
-                break
-            if variant in gt or variant in files:
-                continue
-            where = homes[0] if rng.random() < 0.6 else rng.choice(dirs)
-            d = fs_dir(contents, where)
-            if d is None or variant in d:
-                continue
-            body = content
-            if body:
-                words = body.split()
-                if len(words) > 3:
-                    i = rng.randrange(len(words))
-                    words[i] = words[i] + rng.choice([" (draft)", " v2", " (old)", "s"])
-                    body = " ".join(words)
-                else:
-                    body = body + " (old copy)"
-            d[variant] = {"type": "file", "content": body}
-            files.setdefault(variant, []).append((where, body))
-            added.append("/".join(where + (variant,)))
-    return added
-
-
-def _ticker_variants(sym: str, rng: random.Random) -> list[str]:
-    cands = [sym[:-1], sym + "L", sym + "X", sym[0] + sym, sym[:-1] + chr((ord(sym[-1]) - 64) % 26 + 65)]
-    if len(sym) >= 3:
-        cands.append(sym[0] + sym[2] + sym[1] + sym[3:])
-    out = [c for c in dict.fromkeys(cands) if c != sym and len(c) >= 2 and c.isalpha()]
-    rng.shuffle(out)
-    return out
-
-
-def _ambiguity_trading(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
-                       config: dict[str, Any]) -> list[str]:
-    inst = effective(seed, "TradingBot")
-    cfg = config.setdefault("TradingBot", {})
-    stocks = copy_json(inst.stocks)
-    watch = list(inst.watch_list)
-    gt = gt_text(seed)
-    added = []
-    syms = [v for v in dict.fromkeys(values) if isinstance(v, str) and v in stocks]
-    for sym in syms:
-        for variant in _ticker_variants(sym, rng):
-            if len(added) >= n:
-                break
-            if variant in stocks or variant in gt:
-                continue
-            base = dict(stocks[sym])
-            factor = 1 + rng.choice([-1, 1]) * rng.uniform(0.005, 0.04)
-            for key in ("price", "MA(5)", "MA(20)"):
-                if isinstance(base.get(key), (int, float)):
-                    base[key] = round(base[key] * factor, 2)
-            stocks[variant] = base
-            if rng.random() < 0.7 and variant not in watch:
-                watch.append(variant)
-            added.append(f"stock {variant}")
-    orders = {int(o): v for o, v in copy_json(inst.orders).items() if str(o).isdigit()}
-    ids = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v in orders]
-    counter = int(inst.order_counter)
-    for oid in ids[:1]:
-        for _ in range(max(1, n // 2)):
-            nid = counter - rng.randint(1, 60)
-            if nid <= 0 or nid in orders or str(nid) in gt:
-                continue
-            twin = dict(orders[oid])
-            if isinstance(twin.get("price"), (int, float)):
-                twin["price"] = round(float(twin["price"]) * (1 + rng.uniform(-0.03, 0.03)), 2)
-            twin["id"] = nid
-            orders[nid] = twin
-            added.append(f"order {nid}")
-    if not added:
-        return []
-    cfg["stocks"] = stocks
-    cfg["watch_list"] = watch
-    if ids and any(a.startswith("order") for a in added):
-        cfg["orders"] = {str(o): v for o, v in orders.items()}
-        cfg["order_counter"] = counter
-    return added
-
-
-def _person_variants(name: str, rng: random.Random) -> list[str]:
-    cands = [name.lower(), name + "a", name + " " + rng.choice("BKMRT") + ".", name[:-1] if len(name) > 3 else name + "e",
-             name + "_" + str(rng.randint(1, 9)), name.upper()]
-    out = [c for c in dict.fromkeys(cands) if c != name]
-    rng.shuffle(out)
-    return out
-
-
-def _ambiguity_message(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
-                       config: dict[str, Any]) -> list[str]:
-    inst = effective(seed, "MessageAPI")
-    user_map = dict(inst.user_map)
-    by_id = {v: u for u, v in user_map.items()}
-    gt = gt_text(seed)
-    people = [v for v in dict.fromkeys(values) if isinstance(v, str) and (v in user_map or v in by_id)]
-    people = [by_id.get(p, p) for p in people]
-    added = []
-    used_ids = set(user_map.values())
-    for person in dict.fromkeys(people):
-        for variant in _person_variants(person, rng):
-            if len(added) >= n:
-                break
-            if variant in user_map or variant in gt:
-                continue
-            uid = f"USR{rng.randint(100, 999)}"
-            if uid in used_ids or uid in gt:
-                continue
-            used_ids.add(uid)
-            user_map[variant] = uid
-            added.append(f"user {variant}={uid}")
-    if not added:
-        return []
-    config.setdefault("MessageAPI", {})["user_map"] = user_map
-    return added
-
-
-def _ambiguity_twitter(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
-                       config: dict[str, Any]) -> list[str]:
-    inst = effective(seed, "TwitterAPI")
-    tweets = {int(i): dict(t) for i, t in copy_json(inst.tweets).items()}
-    following = list(inst.following_list)
-    gt = gt_text(seed)
-    added = []
-    next_id = int(inst.tweet_counter) + 100  # far from the ids new posts receive
-    strings = [v for v in dict.fromkeys(values) if isinstance(v, str) and len(v) >= 3]
-    for s in strings:
-        if len(added) >= n:
-            break
-        if s in following or s == inst.username:
-            for variant in _person_variants(s, rng)[:2]:
-                if variant not in following and variant not in gt and len(added) < n:
-                    following.append(variant)
-                    added.append(f"following {variant}")
-        elif " " in s:  # tweet or comment content
-            words = s.split()
-            i = rng.randrange(len(words))
-            words[i] = rng.choice(["soon", "today", "again", words[i].upper(), words[i] + "!"])
-            twin = " ".join(words)
-            if twin != s and twin not in gt:
-                tweets[next_id] = {"id": next_id, "username": rng.choice([inst.username + "_", "the_" + inst.username, inst.username + "2"]),
-                                   "content": twin, "tags": [], "mentions": []}
-                added.append(f"tweet {next_id}")
-                next_id += 1
-    if not added:
-        return []
-    cfg = config.setdefault("TwitterAPI", {})
-    cfg["tweets"] = {str(i): t for i, t in tweets.items()}
-    cfg["following_list"] = following
-    if "tweet_counter" not in cfg:
-        cfg["tweet_counter"] = int(inst.tweet_counter)
-    return added
-
-
-def _ambiguity_ticket(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
-                      config: dict[str, Any]) -> list[str]:
-    inst = effective(seed, "TicketAPI")
-    queue = copy_json(inst.ticket_queue)
-    by_id = {t.get("id"): t for t in queue}
-    counter = int(inst.ticket_counter)
-    gt = gt_text(seed)
-    added = []
-    ids = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v in by_id]
-    for tid in ids[:1]:
-        digits = str(tid)
-        cands = {int(digits[::-1]) if digits[::-1][0] != "0" else tid + 9, tid + 10, tid - 1, tid + 100}
-        if len(digits) >= 2:
-            cands.add(int(digits[:-2] + digits[-1] + digits[-2]) if (digits[:-2] + digits[-1])[0] != "0" else tid + 1)
-        for nid in sorted(cands, key=lambda _: rng.random()):
-            if len(added) >= n:
-                break
-            if nid == tid or nid in by_id or counter <= nid < counter + 30 or str(nid) in gt or nid <= 0:
-                continue
-            twin = dict(by_id[tid])
-            twin["id"] = nid
-            desc = str(twin.get("description", ""))
-            twin["description"] = (desc + " " + rng.choice(["(duplicate?)", "again", "- follow-up"])).strip()
-            queue.append(twin)
-            by_id[nid] = twin
-            added.append(f"ticket {nid}")
-    if not added:
-        return []
-    cfg = config.setdefault("TicketAPI", {})
-    cfg["ticket_queue"] = queue
-    cfg.setdefault("ticket_counter", counter)
-    return added
-
-
-def _ambiguity_travel(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
-                      config: dict[str, Any]) -> list[str]:
-    inst = effective(seed, "TravelAPI")
-    cards = copy_json(inst.credit_card_list)
-    bookings = copy_json(inst.booking_record)
-    gt = gt_text(seed)
-    added = []
-    strings = [v for v in dict.fromkeys(values) if isinstance(v, str)]
-    for card in [s for s in strings if s in cards]:
-        for _ in range(n):
-            if len(added) >= n:
-                break
-            digits = [i for i, ch in enumerate(card) if ch.isdigit()]
-            if len(digits) < 4:
-                break
-            chars = list(card)
-            i = rng.choice(digits[-4:])
-            chars[i] = str((int(chars[i]) + rng.randint(1, 9)) % 10)
-            twin = "".join(chars)
-            if twin in cards or twin in gt:
-                continue
-            cards[twin] = dict(cards[card])
-            added.append(f"card {twin}")
-    airports = [s for s in strings if re.fullmatch(r"[A-Z]{3}", s)]
-    dates = [s for s in strings if re.fullmatch(r"\d{4}-\d{2}-\d{2}", s)]
-    if len(airports) >= 2 and len(added) < n:
-        for _ in range(n - len(added)):
-            bid = str(rng.randint(1000000, 9999999))
-            if bid in bookings or bid in gt:
-                continue
-            date = dates[0] if dates else "2024-12-01"
-            if rng.random() < 0.6:
-                y, m, d = date.split("-")
-                date = f"{y}-{m}-{min(28, max(1, int(d) + rng.choice([-2, -1, 1, 2]))):02d}"
-            bookings[bid] = {
-                "card_id": rng.choice(list(cards)) if cards else "0000",
-                "travel_date": date,
-                "travel_from": airports[0],
-                "travel_to": airports[1],
-                "travel_class": rng.choice(["economy", "business", "first"]),
-                "travel_cost": round(rng.uniform(200, 2000), 2),
-                "transaction_id": str(rng.randint(10000000, 99999999)),
-            }
-            added.append(f"booking {bid}")
-    if not added:
-        return []
-    cfg = config.setdefault("TravelAPI", {})
-    cfg["credit_card_list"] = cards
-    cfg["booking_record"] = bookings
-    return added
-
-
-_AMBIGUITY = {
-    "GorillaFileSystem": _ambiguity_fs,
-    "TradingBot": _ambiguity_trading,
-    "MessageAPI": _ambiguity_message,
-    "TwitterAPI": _ambiguity_twitter,
-    "TicketAPI": _ambiguity_ticket,
-    "TravelAPI": _ambiguity_travel,
+#: Key synonyms a differently written API might use.
+_SYNONYMS = {
+    "price": ["current_price", "last_price", "quote"], "symbol": ["ticker", "stock_symbol"],
+    "zipcode": ["zip", "postal_code"], "order_id": ["orderId", "id"], "booking_id": ["reservation_id", "bookingId"],
+    "transaction_id": ["txn_id", "transactionId"], "id": ["identifier", "ref"], "user_id": ["userId", "uid"],
+    "tweet_id": ["tweetId", "post_id"], "balance": ["available_balance", "funds"], "cost": ["total_cost", "fare"],
+    "travel_cost": ["fare", "total_cost"], "distance": ["distance_km", "dist"], "amount": ["qty", "quantity"],
+    "card_id": ["card", "card_number"], "city": ["city_name"], "symbols": ["tickers"],
+    "current_working_directory": ["cwd", "directory"], "ticket_id": ["ticketId", "ref"],
 }
+_WRAPPERS = ["result", "data", "response", "payload"]
+_NESTS = ["details", "info", "record"]
+_MONEY = ("price", "cost", "balance", "amount", "fare", "total")
+_DATE_FORMATS = ["%B %d, %Y", "%d %b %Y", "%Y/%m/%d", "%b %d %Y"]
 
 
-def ambiguity_at(seed: Task, k: int, strength: float, rng: random.Random) -> tuple[dict[str, Any], list[str]] | None:
+def _trivial(v: Any) -> bool:
+    if v is None or isinstance(v, bool):
+        return True
+    if isinstance(v, (int, float)):
+        return -2 <= v <= 2
+    return not isinstance(v, str) or len(v.strip()) < 2
+
+
+def fed_values(out: Any, args: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(key, value) pairs of ``out`` whose value is an argument value of the next call."""
+    wanted = [v for v in args.values() if not _trivial(v) and not isinstance(v, (list, dict))]
+    found: list[tuple[str, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                vals = v if isinstance(v, list) else [v]
+                for x in vals:
+                    if isinstance(x, (dict, list)):
+                        walk(x)
+                    elif any(type(x) is type(w) and x == w for w in wanted):
+                        found.append((k, x))
+        elif isinstance(node, list):
+            for x in node:
+                walk(x)
+
+    walk(out)
+    return list(dict.fromkeys(found))
+
+
+def _value_ops(key: str, value: Any, rng: random.Random) -> list[dict[str, Any]]:
+    """Ways to write the fed value itself differently (units, number/date formats, types)."""
+    ops: list[dict[str, Any]] = []
+    if isinstance(value, float) or (isinstance(value, int) and any(m in key for m in _MONEY)):
+        if any(m in key for m in _MONEY):
+            ops.append({"op": "number_format", "keys": [key], "format": rng.choice(["${:,.2f}", "{:,.2f} USD", "USD {:,.2f}"])})
+            if round(value * 100, 6) == int(round(value * 100, 6)):
+                ops.append({"op": "scale", "keys": [key], "factor": 100, "suffix": "_cents"})
+        else:
+            ops.append({"op": "number_format", "keys": [key], "format": rng.choice(["{:,.3f}", "{:.4f}", "{:,}"])})
+        ops.append({"op": "to_string", "keys": [key]})
+    elif isinstance(value, int):
+        ops.append({"op": "prefix", "keys": [key], "text": rng.choice(["#", "No. ", "ID-"])})
+        ops.append({"op": "to_string", "keys": [key]})
+        if value >= 1000:
+            ops.append({"op": "number_format", "keys": [key], "format": "{:,}"})
+    elif isinstance(value, str):
+        if len(value) == 10 and value[4] == "-" and value[7] == "-":
+            ops.append({"op": "date_format", "keys": [key], "format": rng.choice(_DATE_FORMATS)})
+        if value.isdigit() and not value.startswith("0"):
+            ops.append({"op": "to_number", "keys": [key]})
+        ops.append({"op": "listify", "keys": [key]})
+    return ops
+
+
+def _shape_ops(out: Any, key: str, rng: random.Random) -> list[dict[str, Any]]:
+    """Ways to change the result's shape around the fed value (key names, wrappers, nesting)."""
+    names = _SYNONYMS.get(key) or [key + "_value", "".join(w.capitalize() if i else w for i, w in enumerate(key.split("_")))]
+    names = [n for n in names if n != key]
+    ops: list[dict[str, Any]] = []
+    if names:
+        ops.append({"op": "rename", "map": {key: rng.choice(names)}})
+    if isinstance(out, dict) and key in out and len(out) >= 1:
+        ops.append({"op": "nest", "key": rng.choice(_NESTS), "fields": [key]})
+    ops.append({"op": "wrap", "key": rng.choice(_WRAPPERS)})
+    return ops
+
+
+def format_view(seed: Task, k: int, strength: float, rng: random.Random) -> tuple[list[dict[str, Any]], list[str]] | None:
+    """Operations that re-format call ``k``'s output where it feeds call ``k + 1``; None without data flow."""
     flat = flat_calls(seed)
-    classes = [c for c in dict.fromkeys([class_of(flat[k][3]), class_of(flat[k + 1][3])]) if c in _AMBIGUITY]
-    if not classes:
+    env = env_before(seed, k)
+    ra = env.call(flat[k][2], flat[k][0])
+    rb = env.call(flat[k + 1][2], flat[k + 1][0])
+    out = parsed_output(ra.output or "")
+    if ra.status != "ok" or not isinstance(out, (dict, list)):
         return None
-    args, outs = step_values(seed, k)
-    n = 1 + round(strength * 4)
-    config = copy_json(seed.initial_config)
-    added: list[str] = []
-    for cls in classes:
-        if cls not in seed.involved_classes:
-            continue
-        added += _AMBIGUITY[cls](seed, k, args + outs, n, rng, config)
-    return (config, added) if added else None
+    fed = fed_values(out, rb.arguments)
+    if not fed:
+        return None
+    key, value = rng.choice(fed)
+    n = 1 + round(strength * 2)
+    value_ops = _value_ops(key, value, rng)
+    shape_ops = _shape_ops(out, key, rng)
+    ops: list[dict[str, Any]] = []
+    if value_ops:
+        ops.append(rng.choice(value_ops))
+    rng.shuffle(shape_ops)
+    renamed = False
+    for op in shape_ops:
+        if len(ops) >= n:
+            break
+        if op["op"] == "nest" and renamed:
+            continue  # nest names the original key; keep it before any rename
+        ops.append(op)
+        renamed = renamed or op["op"] == "rename"
+    # apply in a safe order: value formats, nesting, then renames, then the wrapper
+    order = {"nest": 1, "rename": 2, "wrap": 3}
+    ops.sort(key=lambda o: order.get(o["op"], 0))
+    if apply_ops(out, ops) == out:
+        return None
+    return ops, [f"{o['op']}" for o in ops]
 
 
 @register("ambiguity")
@@ -326,9 +145,12 @@ def ambiguity(seed: Task, target: tuple[str, str], strength: float, rng: random.
     k = pick_position(seed, target, rng)
     if k is None:
         return None
-    made = ambiguity_at(seed, k, strength, rng)
+    made = format_view(seed, k, strength, rng)
     if made is None:
         return None
-    config, added = made
-    return build(seed, "ambiguity", target, strength, f"look-alikes added: {', '.join(added)}",
-                  config=config, extra={"lookalikes": added})
+    ops, names = made
+    tool = target[0]
+    views = list(seed.output_views) + [{"tool": tool, "ops": ops}]
+    return build(seed, "ambiguity", target, strength,
+                 f"{tool}'s result is shown re-formatted ({', '.join(names)}); the ground truth is unchanged",
+                 views=views, extra={"view": {"tool": tool, "ops": ops}})

@@ -11,14 +11,23 @@ from typing import Any
 from ace_env import bfcl
 from ace_env.executor import Environment, copy_json
 from ace_env.tasks import Task, Turn
-from ace_env.verifier import replay_oracle
-from synth.taskcheck import adjacent_positions, canonical_json, execution_problems, flat_calls, leaves
+from ace_env.verifier import oracle_for, replay_oracle
+from synth.taskcheck import (
+    adjacent_positions,
+    canonical_json,
+    execution_problems,
+    flat_calls,
+    leaves,
+    text_order_problems,
+    unobtainable_values,
+)
 
 
 def task_id(strategy: str, turns: list[Turn], config: dict[str, Any], tools: list[str],
-            distractors: list[str]) -> str:
+            distractors: list[str], views: list[dict[str, Any]] | None = None) -> str:
     blob = canonical_json(
         {
+            **({"views": views} if views else {}),
             "turns": [{"user": t.user, "ground_truth": t.ground_truth, "tools_added": t.tools_added}
                       for t in turns],
             "config": config,
@@ -32,13 +41,15 @@ def task_id(strategy: str, turns: list[Turn], config: dict[str, Any], tools: lis
 def build(seed: Task, strategy: str, target: tuple[str, str], strength: float, note: str, *,
            turns: list[Turn] | None = None, config: dict[str, Any] | None = None,
            classes: list[str] | None = None, tools: list[str] | None = None,
-           distractors: list[str] | None = None, extra: dict[str, Any] | None = None) -> Task | None:
+           distractors: list[str] | None = None, extra: dict[str, Any] | None = None,
+           views: list[dict[str, Any]] | None = None) -> Task | None:
     """A new task from the seed with the given parts replaced; None unless it executes cleanly."""
     turns = turns if turns is not None else copy_turns(seed.turns)
     config = config if config is not None else copy_json(seed.initial_config)
     classes = classes if classes is not None else list(seed.involved_classes)
     tools = tools if tools is not None else list(seed.tools)
     distractors = distractors if distractors is not None else list(seed.distractors)
+    views = views if views is not None else list(seed.output_views)
     provenance = {
         "parents": [seed.id],
         "strategy": strategy,
@@ -46,9 +57,10 @@ def build(seed: Task, strategy: str, target: tuple[str, str], strength: float, n
         "strength": round(float(strength), 4),
         "note": note,
         **(extra or {}),
+        **_exemptions(seed),
     }
     task = Task(
-        id=task_id(strategy, turns, config, tools, distractors),
+        id=task_id(strategy, turns, config, tools, distractors, views),
         source="ace",
         category=strategy,
         turns=turns,
@@ -58,10 +70,21 @@ def build(seed: Task, strategy: str, target: tuple[str, str], strength: float, n
         long_context=seed.long_context,
         provenance=provenance,
         distractors=distractors,
+        output_views=views,
     )
     if execution_problems(replay_oracle(task)):
         return None
     return task
+
+
+def _exemptions(seed: Task) -> dict[str, Any]:
+    """What the seed itself does not satisfy of taskcheck's text rules (so the new task is not blamed for it)."""
+    values = list({canonical_json(v): v for _, _, v in unobtainable_values(seed, oracle_for(seed))}.values())
+    turns = sorted({int(p.split()[1].rstrip(":")) for p in text_order_problems(seed)})
+    seen = seed.provenance
+    values += [v for v in seen.get("exempt_values") or [] if v not in values]
+    turns = sorted(set(turns) | set(seen.get("exempt_order_turns") or []))
+    return {"exempt_values": values, "exempt_order_turns": turns}
 
 
 def copy_turns(turns: list[Turn]) -> list[Turn]:

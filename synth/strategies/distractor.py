@@ -1,4 +1,15 @@
-"""distractor: functions whose names and descriptions resemble the target tools, offered as distractors."""
+"""distractor: similar tools that point the wrong way, offered where the choice is made.
+
+At the target pair's decision step (the ``to`` tool), 1-3 functions of the
+same domain (the same class, or a class of a neighbouring domain: files,
+money, travel and driving, social) whose names, descriptions and parameters
+overlap the right tool's (``get_nearest_airport_by_city`` beside
+``get_zipcode_based_on_city``, ``cp`` beside ``mv``, ``withdraw_funds`` beside
+``fund_account``) are offered and declared distractors: calling one fails the
+task (the executor refuses it as ``distractor``; in BFCL's own format, where
+nothing can be declared, the look-alike stays an offered tool whose call
+leaves the wrong state).  Functions the ground truth uses are never chosen.
+"""
 
 from __future__ import annotations
 
@@ -25,20 +36,44 @@ def _tokens(name: str) -> set[str]:
     return {w for w in words + desc if w not in _STOP and len(w) > 2}
 
 
+#: Domains: classes whose tools an agent could mistake for each other.
+DOMAINS = (
+    frozenset({"GorillaFileSystem"}),
+    frozenset({"TradingBot", "TravelAPI"}),  # money: funds, cards, budgets, orders
+    frozenset({"TravelAPI", "VehicleControlAPI"}),  # places, distances, trips
+    frozenset({"MessageAPI", "TwitterAPI", "TicketAPI"}),  # people, posts, messages, tickets
+    frozenset({"MathAPI"}),
+)
+
+
+def same_domain(a: str, b: str) -> bool:
+    """Whether two classes share a domain (a class is always in its own)."""
+    return a == b or any(a in d and b in d for d in DOMAINS)
+
+
+def _params(name: str) -> set[str]:
+    props = (bfcl.functions()[name].doc.get("parameters") or {}).get("properties") or {}
+    return set(props)
+
+
 @functools.cache
 def _similar(name: str) -> tuple[tuple[str, float], ...]:
-    """Functions of other classes by descending token overlap (Jaccard) with ``name``."""
+    """Same-domain functions by descending similarity to ``name``: tokens (Jaccard), shared name words, parameters."""
     mine = _tokens(name)
     cls = bfcl.functions()[name].class_name
+    params = _params(name)
     scored = []
     for other, info in bfcl.functions().items():
-        if info.class_name == cls:
+        if other == name or not same_domain(cls, info.class_name):
             continue
         theirs = _tokens(other)
         union = mine | theirs
         score = len(mine & theirs) / len(union) if union else 0.0
-        name_bonus = 0.2 * len(set(name.lower().split("_")) & set(other.lower().split("_")))
-        scored.append((other, round(score + name_bonus, 4)))
+        name_bonus = 0.2 * len((set(name.lower().split("_")) & set(other.lower().split("_"))) - _STOP)
+        shared = len(params & _params(other))
+        if shared == 0 and name_bonus == 0:
+            continue  # nothing in common an agent could confuse
+        scored.append((other, round(score + name_bonus + 0.15 * shared, 4)))
     scored.sort(key=lambda x: (-x[1], x[0]))
     return tuple(scored)
 
@@ -72,7 +107,10 @@ def _distractor_candidates(seed: Task, names: list[str]) -> list[str]:
     for name in names:
         for other, score in _similar(name)[:8]:
             cls = bfcl.functions()[other].class_name
-            if other in used or other in seed.tools or score <= 0 or not loads_empty(cls):
+            if other in used or other in seed.distractors or score <= 0 or not loads_empty(cls):
+                continue
+            if other not in seed.tools and cls in seed.involved_classes:
+                continue  # a function the seed withholds on purpose stays withheld
                 continue
             pool[other] = max(pool.get(other, 0.0), score)
     return [n for n, _ in sorted(pool.items(), key=lambda x: (-x[1], x[0]))]
@@ -82,7 +120,7 @@ def _distractor_candidates(seed: Task, names: list[str]) -> list[str]:
 def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
     if pick_position(seed, target, rng) is None:
         return None
-    cands = _distractor_candidates(seed, [target[1], target[0]])[:6]
+    cands = _distractor_candidates(seed, [target[1]])[:6]
     if not cands:
         return None
     n = min(len(cands), 1 + round(strength * 2))
