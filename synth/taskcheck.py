@@ -47,6 +47,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_env import bfcl
 from ace_env.calls import Call, parse_call
 from ace_env.executor import OK
 from ace_env.perturb import alter_call
@@ -176,9 +177,10 @@ def canonical_json(value: Any) -> str:
 
 
 def task_fingerprint(task: Task) -> str:
-    """Canonical fingerprint of (initial_config, ground truth, tools, distractors)."""
+    """Canonical fingerprint of (initial_config, ground truth, tools, distractors, output views)."""
     blob = canonical_json(
         {
+            **({"views": task.output_views} if task.output_views else {}),
             "config": task.initial_config,
             "gt": [t.ground_truth for t in task.turns],
             "tools": sorted(task.tools),
@@ -311,6 +313,12 @@ def _canonical_task(task: Task) -> Task:
                 dict(task.provenance), list(task.distractors))
 
 
+def _documented(tool: str, value: Any) -> bool:
+    """A string value the tool's own documentation names (an enum member such as 'Buy')."""
+    info = bfcl.functions().get(tool)
+    return isinstance(value, str) and info is not None and value in json.dumps(info.doc)
+
+
 def unobtainable_values(task: Task, oracle: Oracle | None = None) -> list[tuple[int, int, Any]]:
     """(turn, step, value) of argument values neither in the user text up to the turn nor in an earlier output."""
     oracle = replay_oracle(_canonical_task(task)) if task.output_views or oracle is None else oracle
@@ -322,7 +330,7 @@ def unobtainable_values(task: Task, oracle: Oracle | None = None) -> list[tuple[
         for i, step in enumerate(turn.steps):
             for v in leaves(step.arguments):
                 if _trivial(v) or value_in_text(v, text) or any(str(v) in o for o in outputs) \
-                        or canonical_json(v) in exempt:
+                        or canonical_json(v) in exempt or _documented(step.name, v):
                     continue
                 out.append((t, i, v))
             outputs.append(step.output)
