@@ -38,5 +38,7 @@ def export_cmd(
         for reason, n in d["skipped_by_reason"].items():
             Console(stderr=True).print(f"  skipped {n}: {reason} (e.g. {', '.join(d['skipped_examples'][reason])})",
                                        highlight=False)
+        for note, n in d["notes"].items():
+            Console(stderr=True).print(f"  note, {n} written: {note}", highlight=False)
     if report.written == 0:
         raise typer.Exit(1)
