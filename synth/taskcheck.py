@@ -349,7 +349,8 @@ def text_order_problems(task: Task) -> list[str]:
         for raw in turn.ground_truth:
             parsed = parse_call(raw)
             vals = [v for v in leaves(list(parsed.kwargs.values()) + list(parsed.args))
-                    if isinstance(v, str) and len(v) >= 3] if isinstance(parsed, Call) else []
+                    if isinstance(v, str) and len(v) >= 3 and not _documented(parsed.name, v)] \
+                if isinstance(parsed, Call) else []
             values.append([v.lower() for v in vals])
         counts: dict[str, int] = {}
         for vals in values:

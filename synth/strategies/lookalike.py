@@ -15,6 +15,7 @@ import random
 import re
 from typing import Any
 
+from ace_env.calls import Call, parse_call
 from ace_env.executor import copy_json
 from ace_env.tasks import Task
 from synth.strategies.build import (
@@ -399,6 +400,13 @@ def _describe(seed: Task, k: int, rng: random.Random) -> tuple[Any, str, str, st
     return None
 
 
+def _strings(raw: str) -> list[str]:
+    parsed = parse_call(raw)
+    if not isinstance(parsed, Call):
+        return []
+    return [v for v in list(parsed.kwargs.values()) + list(parsed.args) if isinstance(v, str)]
+
+
 @register("lookalike")
 def lookalike(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
     k = pick_position(seed, target, rng)
@@ -408,6 +416,8 @@ def lookalike(seed: Task, target: tuple[str, str], strength: float, rng: random.
     if described is None:
         return None
     value, pattern, words, lookup = described
+    if any(value in v and v != value for _, _, raw, _ in flat_calls(seed) for v in _strings(raw)):
+        return None  # the id is part of a longer value (a tweet that says $MSFT): renaming it would change that
     made = lookalike_at(seed, k, strength, rng)
     if made is None:
         return None
@@ -415,9 +425,9 @@ def lookalike(seed: Task, target: tuple[str, str], strength: float, rng: random.
     turns = copy_turns(seed.turns)
     for turn in turns:
         for m in turn.user:
-            if m.get("role") == "user" and value in m.get("content", ""):
-                m["content"] = re.sub(pattern, lambda _: words, m["content"])
-    if any(value in m.get("content", "") for turn in turns for m in turn.user):
+            if m.get("role") == "user" and value.lower() in m.get("content", "").lower():
+                m["content"] = re.sub(pattern, lambda _: words, m["content"], flags=re.I)
+    if any(value.lower() in m.get("content", "").lower() for turn in turns for m in turn.user):
         return None
     # the lookup goes right before the first call that uses the id, never inside the target pair
     flat = flat_calls(seed)
