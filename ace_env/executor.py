@@ -35,6 +35,7 @@ from ace_env import bfcl
 from ace_env.calls import Call, MalformedCall, parse_call
 from ace_env.errors import BudgetExceeded
 from ace_env.tasks import Task
+from ace_env.views import ViewState
 
 OK = "ok"  # executed and returned
 ERROR = "error"  # executed and raised; output holds the error text
@@ -199,8 +200,9 @@ class Environment:
         """Load fresh instances, or restore them from a :meth:`checkpoint`."""
         self.task = task
         self.instances: dict[str, Any] = {}
+        self.views = ViewState(task.output_views)
         if checkpoint is not None:
-            self.instances = pickle.loads(checkpoint)
+            self.instances, self.views.counts = restore(checkpoint)
         self._owner = _owners(tuple(task.tools), tuple(task.involved_classes))
         for class_name in task.involved_classes if checkpoint is None else ():
             instance = bfcl.api_class(class_name)()
@@ -270,7 +272,8 @@ class Environment:
                 result = method(*args, **kwargs)
             # Rendering is part of the call, as in BFCL: str() of an int over
             # 4,300 digits raises ValueError, which becomes the call's error output.
-            output = stringify(result)
+            # The task's output view (if any) decides how the agent reads the result; state is untouched.
+            output = stringify(self.views.show(call.name, result))
         except MemoryError as e:
             raise BudgetExceeded("resource_limit", f"{call.name} ran out of memory") from e
         except Exception as e:  # a tool's failure is the agent's observation, not ACE's crash
@@ -286,7 +289,7 @@ class Environment:
         Restoring it builds new, independent instances that behave exactly as
         these would from here on (seeded random generators included).
         """
-        return pickle.dumps(self.instances, protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps((self.instances, dict(self.views.counts)), protocol=pickle.HIGHEST_PROTOCOL)
 
     def public_state(self) -> dict[str, dict[str, Any]]:
         """Every instance's public attributes (live objects; copy before keeping)."""
@@ -294,3 +297,9 @@ class Environment:
             cls: {k: v for k, v in vars(inst).items() if not k.startswith("_")}
             for cls, inst in self.instances.items()
         }
+
+
+def restore(checkpoint: bytes) -> tuple[dict[str, Any], dict[str, int]]:
+    """The instances and the output views' call counts stored by :meth:`Environment.checkpoint`."""
+    instances, counts = pickle.loads(checkpoint)
+    return instances, dict(counts)

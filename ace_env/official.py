@@ -28,21 +28,28 @@ def _as_string(call: Any) -> str:
 
 def official_check(task: Task, turns: Sequence[Sequence[Any]]) -> dict[str, Any]:
     """Run BFCL's ``multi_turn_checker`` on one rollout; returns its result dict."""
+    entry = bfcl.raw_entry(task)
+    if task.long_context and "long_context" not in entry["id"]:
+        entry = {**entry, "id": f"multi_turn_long_context_{entry['id']}"}
+    return official_check_entry(entry, [t.ground_truth for t in task.turns], turns)
+
+
+def official_check_entry(entry: dict[str, Any], ground_truth: Sequence[Sequence[str]],
+                         turns: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """BFCL's checker on a question entry as BFCL's files hold it (``id``, ``initial_config``,
+    ``involved_classes``), its possible answer and one rollout; the category is read from the id."""
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 
     model_name = f"ace_official_{next(_counter)}"
     decoded = []
-    for t in range(len(task.turns)):
+    for t in range(len(ground_truth)):
         calls = [_as_string(c) for c in (turns[t] if t < len(turns) else [])]
         decoded.append([calls] if calls else [])
-    entry = bfcl.raw_entry(task)
-    if task.long_context and "long_context" not in entry["id"]:
-        entry = {**entry, "id": f"multi_turn_long_context_{entry['id']}"}
     try:
         return multi_turn_checker(
             decoded,
-            [t.ground_truth for t in task.turns],
+            [list(g) for g in ground_truth],
             entry,
             entry["id"].rsplit("_", 1)[0],
             model_name,

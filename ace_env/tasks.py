@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ace_env.errors import TaskLoadError
+from ace_env.views import check_views
 
 
 def _need(ok: bool, name: str, what: str, value: Any) -> None:
@@ -100,6 +101,8 @@ class Task:
     provenance: dict[str, Any] = field(default_factory=dict)
     #: Offered tools that look right but point the wrong way; calling one fails.
     distractors: list[str] = field(default_factory=list)
+    #: How tools' results are shown to the agent in this task (see :mod:`ace_env.views`).
+    output_views: list[dict[str, Any]] = field(default_factory=list)
     _offered: dict[int, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
 
     def offered_tools(self, turn_index: int) -> frozenset[str]:
@@ -146,6 +149,7 @@ class Task:
             "long_context": self.long_context,
             "provenance": self.provenance,
             "distractors": self.distractors,
+            **({"output_views": self.output_views} if self.output_views else {}),
         }
 
     @classmethod
@@ -166,4 +170,5 @@ class Task:
             long_context=bool(d.get("long_context", False)),
             provenance=dict(d.get("provenance", {})),
             distractors=list(d.get("distractors", [])),
+            output_views=check_views(d.get("output_views")),
         )

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import pickle
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +43,7 @@ from ace_env.executor import (
     StepResult,
     canonical_arguments,
     parse_with_arguments,
+    restore,
 )
 from ace_env.tasks import Task
 
@@ -103,7 +103,7 @@ class OracleTurn:
         if self._state is None:
             self._state = {
                 cls: {k: v for k, v in vars(inst).items() if not k.startswith("_")}
-                for cls, inst in pickle.loads(self.checkpoint).items()
+                for cls, inst in restore(self.checkpoint)[0].items()
             }
         return self._state
 

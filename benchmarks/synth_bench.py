@@ -10,6 +10,10 @@ agent that has exactly those weaknesses as the policy, and prints in one run:
   JSONL round trip, and, for the BFCL-exportable ones, share whose ground
   truth BFCL's official checker replays cleanly;
 * targeting: share of tasks whose oracle contains the target composition;
+* export coverage: share of the mixed synthesized set each export format
+  writes (skips by reason, notes), and for the BFCL files, the share of
+  exported ground truths BFCL's official checker replays and of empty
+  rollouts it rejects;
 * hitting the weakness: the simulated agent's pass rate on the targeted tasks
   against (a) the oracle-preserving random augmentation of the *same seeds*
   (the CoVERT-style baseline, strategy ``random``) and (b) random augmentation
@@ -30,14 +34,23 @@ import tempfile
 import time
 
 from ace_env import bfcl
-from ace_env.official import official_check
+from ace_env.official import official_check, official_check_entry
 from ace_env.rollouts import load_task_set
 from ace_env.sim import parse_weakness
 from ace_env.verifier import ground_truth_rollout, verify
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.tagger import tag_task
 from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
+from synth.strategies import synthesize as apply_strategy
 from synth.taskcheck import check_task, target_present
+from train.export import (
+    BFCL_ANSWER_FILE,
+    BFCL_LONG_ANSWER_FILE,
+    BFCL_LONG_QUESTION_FILE,
+    BFCL_QUESTION_FILE,
+    FORMATS,
+    export,
+)
 
 TARGETS = [
     ("get_zipcode_based_on_city", "estimate_distance"),
@@ -94,8 +107,23 @@ def main() -> None:
     seen: set[str] = set()
     valid = sum(check_task(t, seen).valid for t in reloaded)
     on_target = sum(target_present(t) for t in reloaded)
-    exportable = [t for t in reloaded if not t.distractors and set(t.involved_classes) <= set(bfcl.CLASSES)]
+    exportable = [t for t in reloaded if set(t.involved_classes) <= set(bfcl.CLASSES)]
     official_ok = sum(official_check(t, ground_truth_rollout(t))["valid"] for t in exportable)
+    coverage = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for fmt in FORMATS:
+            coverage[fmt] = export(reloaded, fmt, os.path.join(tmp, fmt)).to_dict()
+        replayed = rejected_empty = exported = 0
+        for qf, af in ((BFCL_QUESTION_FILE, BFCL_ANSWER_FILE), (BFCL_LONG_QUESTION_FILE, BFCL_LONG_ANSWER_FILE)):
+            qpath = os.path.join(tmp, "bfcl", qf)
+            if not os.path.exists(qpath):
+                continue
+            answers = {a["id"]: a["ground_truth"] for a in map(json.loads, open(os.path.join(tmp, "bfcl", af)))}
+            for q in map(json.loads, open(qpath)):
+                gt = answers[q["id"]]
+                exported += 1
+                replayed += official_check_entry(q, gt, gt)["valid"]
+                rejected_empty += not official_check_entry(q, gt, [[] for _ in gt])["valid"]
 
     same_seed_cfg = SynthConfig(n=args.n, rounds=2, plans=12, rollouts_per_task=1, seed=args.seed,
                                 strategies=("random",))
@@ -103,8 +131,6 @@ def main() -> None:
     rng = random.Random(args.seed)
     all_ids = sorted(seeds)
     random_any = []
-    from synth.strategies import synthesize as apply_strategy
-
     attempts = 0
     while len(random_any) < args.n and attempts < args.n * 6:
         attempts += 1
@@ -124,9 +150,15 @@ def main() -> None:
     print(f"\nsynthesized {len(targeted.tasks)} tasks from {targeted.attempted} attempts in {seconds:.2f} s")
     print(f"{'throughput':<44}{len(targeted.tasks) / seconds:>10.1f} verified tasks/s   (goal >= 100/s)")
     print(f"{'validity (check_task after JSONL round trip)':<44}{valid / len(reloaded):>10.3f}   (goal >= 0.99)")
-    print(f"{'BFCL-exportable, official checker replays':<44}{official_ok:>6}/{len(exportable):<4}")
+    print(f"{'BFCL classes only, official checker replays':<44}{official_ok:>6}/{len(exportable):<4}")
     print(f"{'targeting (oracle contains the target)':<44}{on_target / len(reloaded):>10.3f}   (goal >= 0.90)")
     print(f"rejections: {json.dumps(dict(targeted.rejections))}")
+    print(f"by strategy: {json.dumps(targeted.summary()['by_strategy'])}")
+    for fmt, d in coverage.items():
+        print(f"{'export ' + fmt + ' (share of the set written)':<44}{d['written'] / len(reloaded):>10.3f}   "
+              f"skipped {json.dumps(d['skipped_by_reason'])} notes {json.dumps(d['notes'])}")
+    print(f"{'BFCL files: official checker replays GT':<44}{replayed:>6}/{exported:<4} "
+          f"rejects the empty rollout {rejected_empty}/{exported}")
     print(f"\n{'arm':<46}{'tasks':>6}{'agent pass rate':>17}{'learnable share':>17}")
     print(f"{'targeted synthesis (ACE)':<46}{len(targeted.tasks):>6}{p_t:>17.3f}{l_t:>17.3f}")
     print(f"{'random augmentation, same seeds (CoVERT-style)':<46}{len(random_same):>6}{p_s:>17.3f}{l_s:>17.3f}")

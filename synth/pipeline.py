@@ -30,7 +30,7 @@ from ace_graph.tagger import tag_task
 from synth.planner import Plan, apply_style, make_plans, reflect
 from synth.rewriter import rewrite_task
 from synth.strategies import synthesize as apply_strategy
-from synth.taskcheck import check_task
+from synth.taskcheck import Seen, check_task
 
 #: A policy maps (task, rng) to a rollout: one list of calls per user turn.
 Policy = Callable[[Task, random.Random], list[list[Any]]]
@@ -55,7 +55,7 @@ class SynthConfig:
     """Plans per round (N); each is a distinct (target, strategy, style)."""
     rollouts_per_task: int = 4
     """Trajectory rollouts per valid task, to place it in or out of the learnable zone."""
-    strategies: tuple[str, ...] = ("ambiguity", "distractor", "cascade", "depth")
+    strategies: tuple[str, ...] = ("ambiguity", "lookalike", "distractor", "cascade", "depth")
     """Strategies the planner may use."""
     seed: int = 0
     """Seed of everything random."""
@@ -98,14 +98,14 @@ def _rng(seed: int, *parts: Any) -> random.Random:
     return random.Random(":".join(map(str, (seed,) + parts)))
 
 
-def _styled(task: Task, style: str) -> Task:
+def _styled(task: Task, style: str, rng: random.Random | None = None) -> Task:
     if style == "plain" or not task.turns or not task.turns[0].user:
         return task
     d = task.to_dict()
     first = d["turns"][0]["user"]
     for m in first:
         if m.get("role") == "user":
-            m["content"] = apply_style(m["content"], style)
+            m["content"] = apply_style(m["content"], style, rng)
             break
     d["id"] = f"{task.id}-{style}"
     d["provenance"] = {**d["provenance"], "style": style}
@@ -133,7 +133,7 @@ def synthesize(
                        round_=round_offset)
     result.plans.extend(plans)
     taken = {p.key for p in plans}
-    fingerprints: set[str] = set()
+    fingerprints = Seen()  # exact and near duplicates within the run
     per_round = [config.n // config.rounds + (1 if r < config.n % config.rounds else 0) for r in range(config.rounds)]
     for r, quota in enumerate(per_round):
         round_no = round_offset + r
@@ -164,7 +164,7 @@ def synthesize(
                 result.rejections["synthesis_failed"] += 1
                 plan.stats.rejections["synthesis_failed"] = plan.stats.rejections.get("synthesis_failed", 0) + 1
                 return False
-            task = _styled(task, plan.style)
+            task = _styled(task, plan.style, rng)
             if config.rewriter is not None:
 
                 task = rewrite_task(task, config.rewriter)

@@ -16,15 +16,11 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from synth.strategies.text import voice
+
 #: Phrasing styles applied to a synthesized task's first user message.
 STYLES = ("plain", "terse", "polite", "stepwise")
 
-_STYLE_FRAMES = {
-    "plain": ("", ""),
-    "terse": ("Quick task: ", ""),
-    "polite": ("Hello! Could you help me with something? ", " Thank you so much."),
-    "stepwise": ("Please work through this step by step. ", " Check each result before you use it."),
-}
 
 #: Composition depth each strategy aims for (the depth strategy grows with strength).
 _DEPTH = {"ambiguity": 2, "distractor": 2, "cascade": 3}
@@ -105,10 +101,10 @@ class Plan:
         return d
 
 
-def apply_style(text: str, style: str) -> str:
-    """Frame a user message in a phrasing style; the request itself (and its values) is unchanged."""
-    head, tail = _STYLE_FRAMES.get(style, ("", ""))
-    return f"{head}{text}{tail}"
+def apply_style(text: str, style: str, rng: random.Random | None = None) -> str:
+    """A user message in a phrasing style drawn from the grammar (:func:`synth.strategies.text.voice`);
+    the request itself (and its values) is unchanged."""
+    return voice(text, style, rng or random.Random(f"{style}:{text}"))
 
 
 def make_plans(

@@ -20,7 +20,20 @@
     the user to supply (``provenance["user_values"]``) appears, case-
     insensitively, in the user text up to the turn where the ground truth
     first uses it, and the tagger marks every argument carrying it as coming
-    from the user (``arg_sources == "user"``).
+    from the user (``arg_sources == "user"``);
+(h) it is not a near-duplicate of a task accepted earlier in the run (a
+    :class:`Seen` passed as ``seen_fingerprints``): near means the user texts
+    (word 3-shingles) and the oracles (calls, distractors and output views as
+    tokens) are both at least :data:`NEAR_DUPLICATE` similar (Jaccard);
+(i) within each turn, the text mentions the calls' distinctive values in the
+    order the ground truth makes the calls (turns where the seed itself does
+    not are exempt: ``provenance["exempt_order_turns"]``);
+(j) every non-trivial argument value of the ground truth is in the user text up
+    to its turn or in an output of an earlier call (read canonically, without
+    output views); values the seed task itself took from neither are exempt;
+(k) a lookalike task's text does not contain the target's id;
+(l) a cascade task's text does not describe the failure or the recovery (no
+    "if ... fails / is missing / is declined", "retry", "fall back", ...).
 
 Reason codes are short stable strings (the ``REASONS`` tuple).
 """
@@ -30,13 +43,15 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_env import bfcl
 from ace_env.calls import Call, parse_call
 from ace_env.executor import OK
 from ace_env.perturb import alter_call
-from ace_env.tasks import Task
+from ace_env.tasks import Task, Turn
 from ace_env.values import leaves
 from ace_env.verifier import Oracle, ground_truth_rollout, replay_oracle, verify
 from ace_graph.tagger import tag_task
@@ -49,6 +64,11 @@ TARGET_DROP_ACCEPTED = "target_drop_accepted"
 TARGET_ALTER_ACCEPTED = "target_alter_accepted"
 DUPLICATE = "duplicate"
 VALUE_MISSING = "value_missing_from_text"
+NEAR_DUPLICATE_REASON = "near_duplicate"
+TEXT_ORDER = "text_order_differs"
+VALUE_UNOBTAINABLE = "value_not_obtainable"
+LOOKALIKE_ID_IN_TEXT = "lookalike_id_in_text"
+CASCADE_RECOVERY_IN_TEXT = "cascade_recovery_in_text"
 REASONS = (
     GT_ERROR,
     GT_REJECTED,
@@ -58,7 +78,14 @@ REASONS = (
     TARGET_ALTER_ACCEPTED,
     DUPLICATE,
     VALUE_MISSING,
+    NEAR_DUPLICATE_REASON,
+    TEXT_ORDER,
+    VALUE_UNOBTAINABLE,
+    LOOKALIKE_ID_IN_TEXT,
+    CASCADE_RECOVERY_IN_TEXT,
 )
+#: Text and oracle similarity (both) at or above which two tasks of a run are near-duplicates.
+NEAR_DUPLICATE = 0.85
 #: Notes (not failures).
 TARGET_ALTER_SKIPPED = "target_alter_skipped"
 
@@ -151,9 +178,10 @@ def canonical_json(value: Any) -> str:
 
 
 def task_fingerprint(task: Task) -> str:
-    """Canonical fingerprint of (initial_config, ground truth, tools, distractors)."""
+    """Canonical fingerprint of (initial_config, ground truth, tools, distractors, output views)."""
     blob = canonical_json(
         {
+            **({"views": task.output_views} if task.output_views else {}),
             "config": task.initial_config,
             "gt": [t.ground_truth for t in task.turns],
             "tools": sorted(task.tools),
@@ -223,6 +251,137 @@ def _values_missing(task: Task, oracle: Oracle) -> list[str]:
     return missing
 
 
+class Seen(set):
+    """Fingerprints of the tasks accepted so far in a run, plus what near-duplicate detection needs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.signatures: list[tuple[str, frozenset[str], frozenset[str]]] = []
+
+    def near(self, task: Task) -> str | None:
+        """The id of an accepted task this one nearly duplicates, if any."""
+        text, oracle = _shingles(task), _oracle_tokens(task)
+        for tid, t2, o2 in self.signatures:
+            if _jaccard(text, t2) >= NEAR_DUPLICATE and _jaccard(oracle, o2) >= NEAR_DUPLICATE:
+                return tid
+        return None
+
+    def accept(self, task: Task, fp: str) -> None:
+        self.add(fp)
+        self.signatures.append((task.id, _shingles(task), _oracle_tokens(task)))
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def _shingles(task: Task) -> frozenset[str]:
+    words = re.findall(r"\w+", user_text_upto(task, len(task.turns) - 1).lower())
+    return frozenset(" ".join(words[i:i + 3]) for i in range(max(1, len(words) - 2)))
+
+
+def _oracle_tokens(task: Task) -> frozenset[str]:
+    tokens = {f"call:{c}" for t in task.turns for c in t.ground_truth}
+    tokens |= {f"distractor:{d}" for d in task.distractors}
+    tokens |= {f"view:{v['tool']}:{op['op']}" for v in task.output_views for op in v["ops"]}
+    return frozenset(tokens)
+
+
+def _trivial(v: Any) -> bool:
+    if v is None or isinstance(v, bool):
+        return True
+    if isinstance(v, (int, float)):
+        return -2 <= v <= 2
+    return not isinstance(v, str) or len(v.strip()) < 3
+
+
+def _canonical_task(task: Task) -> Task:
+    """The task without output views (its tools' results as BFCL returns them)."""
+    if not task.output_views:
+        return task
+    return Task(task.id, task.source, task.category,
+                [Turn(list(t.user), list(t.ground_truth), list(t.tools_added)) for t in task.turns],
+                task.initial_config, list(task.involved_classes), list(task.tools), task.long_context,
+                dict(task.provenance), list(task.distractors))
+
+
+def _documented(tool: str, value: Any) -> bool:
+    """A string value the tool's own documentation names (an enum member such as 'Buy')."""
+    info = bfcl.functions().get(tool)
+    return isinstance(value, str) and info is not None and value in json.dumps(info.doc)
+
+
+def unobtainable_values(task: Task, oracle: Oracle | None = None) -> list[tuple[int, int, Any]]:
+    """(turn, step, value) of argument values neither in the user text up to the turn nor in an earlier output."""
+    oracle = replay_oracle(_canonical_task(task)) if task.output_views or oracle is None else oracle
+    outputs: list[str] = []
+    exempt = {canonical_json(v) for v in task.provenance.get("exempt_values") or []}
+    out = []
+    for t, turn in enumerate(oracle.turns):
+        text = user_text_upto(task, t)
+        for i, step in enumerate(turn.steps):
+            for v in leaves(step.arguments):
+                if _trivial(v) or value_in_text(v, text) or any(str(v) in o for o in outputs) \
+                        or canonical_json(v) in exempt or _documented(step.name, v):
+                    continue
+                out.append((t, i, v))
+            outputs.append(step.output)
+    return out
+
+
+def text_order_problems(task: Task) -> list[str]:
+    """Turns whose text mentions the calls' distinctive values out of the ground truth's order."""
+    problems = []
+    exempt = set(task.provenance.get("exempt_order_turns") or [])
+    for t, turn in enumerate(task.turns):
+        if t in exempt:
+            continue
+        text = " ".join(m.get("content", "") or "" for m in turn.user if m.get("role") == "user").lower()
+        values: list[list[str]] = []
+        for raw in turn.ground_truth:
+            parsed = parse_call(raw)
+            vals = [v for v in leaves(list(parsed.kwargs.values()) + list(parsed.args))
+                    if isinstance(v, str) and len(v) >= 3 and not _documented(parsed.name, v)] \
+                if isinstance(parsed, Call) else []
+            values.append([v.lower() for v in vals])
+        counts: dict[str, int] = {}
+        for vals in values:
+            for v in set(vals):
+                counts[v] = counts.get(v, 0) + 1
+        last, last_call = -1, None
+        for raw, vals in zip(turn.ground_truth, values):
+            own = [text.find(v) for v in vals if counts[v] == 1 and v in text]
+            if not own:
+                continue
+            pos = min(own)
+            if pos < last:
+                problems.append(f"turn {t}: the text asks for {raw} before {last_call}")
+                break
+            last, last_call = pos, raw
+    return problems
+
+
+_RECOVERY_CUES = re.compile(
+    r"\bif\b[^.?!]{0,80}\b(fail|declin|reject|missing|not there|doesn't work|isn't|not enough|logged out|expired|"
+    r"incomplete|cut off|truncat|stale|out of date|partial)\w*|\b(fall back|fallback|backup card|try again|retry|"
+    r"re-?query|ask again|call it again|recreate)\b", re.I)
+
+
+def strategy_text_problems(task: Task) -> list[tuple[str, str]]:
+    """(reason, detail) for a lookalike text naming the id, or a cascade text describing the recovery."""
+    text = user_text_upto(task, len(task.turns) - 1)
+    strategy = task.provenance.get("strategy")
+    out = []
+    target_id = task.provenance.get("target_id")
+    if strategy == "lookalike" and target_id is not None and str(target_id).lower() in text.lower():
+        out.append((LOOKALIKE_ID_IN_TEXT, f"the text names the target's id {target_id!r}"))
+    if strategy == "cascade":
+        m = _RECOVERY_CUES.search(text)
+        if m:
+            out.append((CASCADE_RECOVERY_IN_TEXT, f"the text describes the recovery: {m.group(0)!r}"))
+    return out
+
+
 # --------------------------------------------------------------------------- the check
 
 
@@ -274,21 +433,42 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
     fp = task_fingerprint(task)
     if seen_fingerprints is not None and fp in seen_fingerprints:
         reasons.append(DUPLICATE)
+    elif isinstance(seen_fingerprints, Seen):
+        twin = seen_fingerprints.near(task)
+        if twin is not None:
+            reasons.append(NEAR_DUPLICATE_REASON)
+            notes.append(f"near-duplicate of {twin}")
+
+    order = text_order_problems(task)
+    if order:
+        reasons.append(TEXT_ORDER)
+        notes.extend(order[:2])
+    for reason, detail in strategy_text_problems(task):
+        reasons.append(reason)
+        notes.append(detail)
 
     if not problems:
         missing = _values_missing(task, oracle)
         if missing:
             reasons.append(VALUE_MISSING)
             notes.extend(missing[:3])
+        lacking = unobtainable_values(task, oracle)
+        if lacking:
+            reasons.append(VALUE_UNOBTAINABLE)
+            notes.extend(f"turn {t} step {i}: {v!r} is neither in the text nor in an earlier output"
+                         for t, i, v in lacking[:3])
 
     valid = not reasons
-    if valid and seen_fingerprints is not None:
+    if valid and isinstance(seen_fingerprints, Seen):
+        seen_fingerprints.accept(task, fp)
+    elif valid and seen_fingerprints is not None:
         seen_fingerprints.add(fp)
     return TaskCheck(valid, reasons, notes, fp)
 
 
 __all__ = [
     "REASONS",
+    "Seen",
     "TaskCheck",
     "adjacent_positions",
     "check_task",

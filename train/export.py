@@ -9,8 +9,17 @@ Three formats:
     apply, ``missed_function`` and ``excluded_function``) and
     ``possible_answer/BFCL_v4_multi_turn_ace_possible_answer.json``
     (``id, ground_truth``).  A turn whose only news is new tools gets an empty
-    question list, as in BFCL.  Only tasks built purely from BFCL's functions
-    and without distractors can be expressed; others are skipped with a reason.
+    question list, as in BFCL.  Long-context tasks go to their own pair of
+    files, ``BFCL_v4_multi_turn_ace_long_context_question.json`` (and its
+    possible answer), with ids ``multi_turn_ace_long_context_<id>``: BFCL loads
+    the long context when the category name says ``long_context``.
+    Distractors are written as offered function docs (a distractor of another
+    class brings its class, with the class's other functions excluded); BFCL
+    cannot declare them wrong, so there calling one fails only through the
+    state it leaves.  Output views (ambiguity, cascade) cannot be expressed:
+    such tasks are written with their canonical ground truth and counted in
+    the report's ``notes``.  Tasks that are not built purely from BFCL's
+    functions are skipped with a reason.
 ``trl``
     ``train.jsonl`` for a GRPO trainer: per task the prompt (system message
     and the first turn's user messages), the OpenAI tool schemas offered in
@@ -48,6 +57,10 @@ FORMATS = ("bfcl", "trl", "openai-sft")
 
 BFCL_QUESTION_FILE = "BFCL_v4_multi_turn_ace_question.json"
 BFCL_ANSWER_FILE = "possible_answer/BFCL_v4_multi_turn_ace_possible_answer.json"
+BFCL_LONG_QUESTION_FILE = "BFCL_v4_multi_turn_ace_long_context_question.json"
+BFCL_LONG_ANSWER_FILE = "possible_answer/BFCL_v4_multi_turn_ace_long_context_possible_answer.json"
+#: Note of a task written without its output views (BFCL shows tools' results as they are).
+VIEWS_DROPPED = "written without its output views: BFCL's executor shows tools' results unformatted"
 JSONL_FILE = "train.jsonl"
 INFO_FILE = "dataset_info.json"
 
@@ -80,9 +93,14 @@ class ExportReport:
     written: int = 0
     skipped: dict[str, list[str]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    #: Written, but with something the format cannot carry (note -> task ids).
+    notes: dict[str, list[str]] = field(default_factory=dict)
 
     def skip(self, task_id: str, reason: str) -> None:
         self.skipped.setdefault(reason, []).append(task_id)
+
+    def note(self, task_id: str, note: str) -> None:
+        self.notes.setdefault(note, []).append(task_id)
 
     @property
     def n_skipped(self) -> int:
@@ -96,6 +114,7 @@ class ExportReport:
             "skipped": self.n_skipped,
             "skipped_by_reason": {r: len(ids) for r, ids in sorted(self.skipped.items())},
             "skipped_examples": {r: ids[:5] for r, ids in sorted(self.skipped.items())},
+            "notes": {r: len(ids) for r, ids in sorted(self.notes.items())},
             "files": self.files,
         }
 
@@ -106,16 +125,12 @@ class ExportReport:
 def bfcl_problem(task: Task) -> str | None:
     """Why the task cannot be written in BFCL's format, or None when it can."""
     functions = bfcl.functions()
-    if task.distractors:
-        return "has distractor tools, which BFCL cannot mark"
     unknown_classes = [c for c in task.involved_classes if c not in bfcl.CLASSES]
     if unknown_classes:
         return "involves classes BFCL does not have"
     foreign = [t for t in task.tools if t not in functions or functions[t].class_name not in task.involved_classes]
     if foreign:
         return "offers tools that are not functions of its BFCL classes"
-    if task.long_context and task.source != "bfcl":
-        return "long-context tasks need BFCL's long_context category id"
     for turn in task.turns:
         if any(t not in task.tools for t in turn.tools_added):
             return "adds tools it does not offer"
@@ -126,13 +141,21 @@ def bfcl_problem(task: Task) -> str | None:
     return None
 
 
+def bfcl_id(task: Task) -> str:
+    """The task's id in the exported files (long-context ACE tasks name their category, as BFCL needs)."""
+    entry_id = bfcl.raw_entry(task)["id"]
+    if task.long_context and "long_context" not in entry_id:
+        entry_id = entry_id.replace("multi_turn_ace_", "multi_turn_ace_long_context_", 1)
+    return entry_id
+
+
 def _added_only(turn: Any) -> bool:
     return bool(turn.tools_added) and turn.user == [{"role": "user", "content": bfcl.ADDED_TOOLS_PROMPT}]
 
 
 def to_bfcl(task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
     """The task's BFCL question entry and possible-answer entry (check :func:`bfcl_problem` first)."""
-    entry_id = bfcl.raw_entry(task)["id"]
+    entry_id = bfcl_id(task)
     offered = set(task.tools)
     excluded = [f for c in task.involved_classes for f in bfcl.class_functions(c) if f not in offered]
     question: dict[str, Any] = {
@@ -308,20 +331,35 @@ def export(tasks: Iterable[Task], fmt: str, out: str | Path, force: bool = False
 def _write_bfcl(tasks: Iterable[Task], tmp: Path, report: ExportReport) -> None:
     (tmp / "possible_answer").mkdir()
     seen: set[str] = set()
-    with open(tmp / BFCL_QUESTION_FILE, "w", encoding="utf-8") as fq, \
-            open(tmp / BFCL_ANSWER_FILE, "w", encoding="utf-8") as fa:
+    files: dict[bool, tuple[Any, Any]] = {}
+    try:
         for task in tasks:
             problem = bfcl_problem(task)
-            if problem is None and bfcl.raw_entry(task)["id"] in seen:
+            if problem is None and bfcl_id(task) in seen:
                 problem = "duplicate id"
             if problem:
                 report.skip(task.id, problem)
                 continue
+            long = task.long_context and task.source != "bfcl"
+            if long not in files:
+                q_name, a_name = (BFCL_LONG_QUESTION_FILE, BFCL_LONG_ANSWER_FILE) if long else \
+                    (BFCL_QUESTION_FILE, BFCL_ANSWER_FILE)
+                files[long] = (open(tmp / q_name, "w", encoding="utf-8"), open(tmp / a_name, "w", encoding="utf-8"))
+            fq, fa = files[long]
             q, a = to_bfcl(task)
             seen.add(q["id"])
             fq.write(json.dumps(q) + "\n")
             fa.write(json.dumps(a) + "\n")
             report.written += 1
+            if task.output_views:
+                report.note(task.id, VIEWS_DROPPED)
+    finally:
+        for fq, fa in files.values():
+            fq.close()
+            fa.close()
+    if False not in files:  # the main pair always exists, even when empty
+        (tmp / BFCL_QUESTION_FILE).touch()
+        (tmp / BFCL_ANSWER_FILE).touch()
 
 
 def _write_jsonl(tasks: Iterable[Task], fmt: str, tmp: Path, report: ExportReport) -> None:

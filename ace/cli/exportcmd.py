@@ -35,5 +35,7 @@ def export_cmd(
         print(f"{fmt}: {d['written']} tasks written to {d['out']} ({', '.join(d['files'])}); {d['skipped']} skipped")
         for reason, n in d["skipped_by_reason"].items():
             console(stderr=True).print(esc(f"  skipped {n}: {reason} (e.g. {', '.join(d['skipped_examples'][reason])})"))
+        for note, n in d["notes"].items():
+            console(stderr=True).print(esc(f"  note, {n} written: {note}"))
     if report.written == 0:
         raise typer.Exit(1)

@@ -10,10 +10,15 @@ import pytest
 from ace.cli import main
 from ace_env import bfcl
 from ace_env.formats import parse_openai
+from ace_env.official import official_check_entry
 from ace_env.tasks import Task
 from ace_env.verifier import verify
+from synth import strategies
+from synth.taskcheck import adjacent_positions
 from train.export import (
     BFCL_ANSWER_FILE,
+    BFCL_LONG_ANSWER_FILE,
+    BFCL_LONG_QUESTION_FILE,
     BFCL_QUESTION_FILE,
     INFO_FILE,
     JSONL_FILE,
@@ -68,11 +73,54 @@ def test_bfcl_export_skips_what_bfcl_cannot_express(tmp_path, base_tasks):
     foreign = Task.from_dict({**t0.to_dict(), "id": "f1", "source": "ace", "tools": t0.tools + ["launch_rocket"]})
     fine = Task.from_dict({**t0.to_dict(), "id": "ok1", "source": "ace"})
     report = export([with_distractor, foreign, fine], "bfcl", tmp_path / "out")
-    assert report.written == 1 and report.n_skipped == 2
-    assert report.skipped["has distractor tools, which BFCL cannot mark"] == ["d1"]
+    assert report.written == 2 and report.n_skipped == 1
     assert report.skipped["offers tools that are not functions of its BFCL classes"] == ["f1"]
-    (q,) = _jsonl(tmp_path / "out" / BFCL_QUESTION_FILE)
-    assert q["id"] == "multi_turn_ace_ok1"  # BFCL's harness reads the category from the id
+    qs = _jsonl(tmp_path / "out" / BFCL_QUESTION_FILE)
+    assert [q["id"] for q in qs] == ["multi_turn_ace_d1", "multi_turn_ace_ok1"]  # BFCL reads the category from the id
+    # the distractor is an offered function doc: not excluded
+    assert t0.tools[0] not in qs[0].get("excluded_function", [])
+
+
+def _mixed_set():
+    """Tasks of every targeted strategy and the baseline, from base and long-context seeds."""
+    targets = [("get_stock_info", "place_order"), ("book_flight", "retrieve_invoice"), ("cd", "mv"),
+               ("get_zipcode_based_on_city", "estimate_distance"), ("place_order", "get_order_details"),
+               ("get_flight_cost", "book_flight"), ("touch", "echo")]
+    seeds = bfcl.load_tasks("base") + bfcl.load_tasks("long_context")
+    out = []
+    for name in strategies.STRATEGIES:
+        for target in targets:
+            found = [t for t in seeds if adjacent_positions(t, target)]
+            picks = found[:2] + [t for t in found if t.long_context][:1]
+            for i, seed in enumerate(picks):
+                task = strategies.generate(name, seed, target, 0.6, seed=5, index=i)
+                if task is not None:
+                    out.append(task)
+    return out
+
+
+def test_mixed_synthesized_set_exports_to_bfcl_and_bfcls_checker_replays_it(tmp_path):
+    tasks = _mixed_set()
+    by = {t.id: t for t in tasks}
+    assert {t.provenance["strategy"] for t in tasks} >= {"ambiguity", "lookalike", "distractor", "cascade", "depth"}
+    assert any(t.distractors for t in tasks) and any(t.long_context for t in tasks)
+    report = export(tasks, "bfcl", tmp_path / "out")
+    assert report.written >= 0.9 * len(tasks), report.to_dict()
+    assert report.to_dict()["notes"]  # tasks with output views are written and counted
+    checked = 0
+    for qf, af in ((BFCL_QUESTION_FILE, BFCL_ANSWER_FILE), (BFCL_LONG_QUESTION_FILE, BFCL_LONG_ANSWER_FILE)):
+        questions = _jsonl(tmp_path / "out" / qf)
+        answers = {a["id"]: a["ground_truth"] for a in _jsonl(tmp_path / "out" / af)}
+        for q in questions:
+            gt = answers[q["id"]]
+            assert ("long_context" in q["id"]) == (qf == BFCL_LONG_QUESTION_FILE)
+            assert official_check_entry(q, gt, gt)["valid"], q["id"]
+            assert not official_check_entry(q, gt, [[] for _ in gt])["valid"], q["id"]
+            task = by[q["id"].rsplit("_", 1)[-1]]
+            for name in task.distractors:  # offered as docs
+                assert name not in q.get("excluded_function", [])
+            checked += 1
+    assert checked == report.written
 
 
 def test_openai_sft_transcripts_replay_with_reward_one(tmp_path):

@@ -8,21 +8,29 @@ import random
 import pytest
 
 from ace_env import bfcl
+from ace_env.calls import parse_call
 from ace_env.tasks import Task, Turn
 from synth import strategies
 from synth.taskcheck import (
+    CASCADE_RECOVERY_IN_TEXT,
     DUPLICATE,
     EMPTY_ACCEPTED,
     GT_ERROR,
     GT_REJECTED,
+    LOOKALIKE_ID_IN_TEXT,
+    NEAR_DUPLICATE_REASON,
     NO_TARGET,
     TARGET_ALTER_ACCEPTED,
     TARGET_ALTER_SKIPPED,
     TARGET_DROP_ACCEPTED,
+    TEXT_ORDER,
     VALUE_MISSING,
+    VALUE_UNOBTAINABLE,
+    Seen,
     adjacent_positions,
     check_task,
     error_output,
+    flat_calls,
     target_present,
     task_fingerprint,
 )
@@ -122,22 +130,92 @@ def test_target_alter_accepted_and_skipped(seed):
 
 
 def test_value_missing_from_text(seed):
-    target = ("get_stock_info", "place_order")
-    made = None
-    for i in range(20):
-        made = strategies.synthesize("cascade", seed, target, 0.5, random.Random(i))
-        if made is not None and made.provenance["pattern"] == "insufficient_funds":
-            break
-    assert made is not None and made.provenance["pattern"] == "insufficient_funds"
-    assert check_task(made).valid
-    broken = Task.from_dict(copy.deepcopy(made.to_dict()))
-    broken.id = made.id + "-broken"
-    amount = made.provenance["user_values"][0]
-    for turn in broken.turns:
+    task = _as_ace(seed)
+    k = adjacent_positions(task, TARGET)[0]
+    t, i, raw, _ = flat_calls(task)[k + 1]
+    amount = next(v for v in parse_call(raw).kwargs.values() if isinstance(v, int) and v > 2)
+    task.provenance["user_values"] = [amount]
+    assert check_task(task).valid
+    for turn in task.turns:
         for m in turn.user:
-            m["content"] = m["content"].replace(f"{amount:,}", "some money")
-    check = check_task(broken)
-    assert check.reasons == [VALUE_MISSING], (check.reasons, check.notes)
+            m["content"] = m["content"].replace(str(amount), "some")
+    check = check_task(task)
+    assert VALUE_MISSING in check.reasons, (check.reasons, check.notes)
+
+
+def _fs_task(calls, text, target):
+    fs_seed = next(t for t in bfcl.load_tasks("base") if t.involved_classes == ["GorillaFileSystem"])
+    t = _as_ace(fs_seed, target=target)
+    t.turns = [Turn([{"role": "user", "content": text}], calls)]
+    return t
+
+
+def test_text_order_must_match_the_oracle():
+    text = "Create a file called alpha_notes.txt, and after that make a folder called beta_dir."
+    good = _fs_task(["touch(file_name='alpha_notes.txt')", "mkdir(dir_name='beta_dir')"], text, ("touch", "mkdir"))
+    assert TEXT_ORDER not in check_task(good).reasons
+    bad = _fs_task(["mkdir(dir_name='beta_dir')", "touch(file_name='alpha_notes.txt')"], text, ("mkdir", "touch"))
+    check = check_task(bad)
+    assert TEXT_ORDER in check.reasons, check.reasons
+
+
+def test_value_not_obtainable():
+    text = "Create a file called alpha_notes.txt."
+    ok = _fs_task(["touch(file_name='alpha_notes.txt')", "ls()"], text, ("touch", "ls"))
+    assert VALUE_UNOBTAINABLE not in check_task(ok).reasons
+    bad = _fs_task(["touch(file_name='alpha_notes.txt')", "mkdir(dir_name='gamma_dir')"], text, ("touch", "mkdir"))
+    check = check_task(bad)
+    assert VALUE_UNOBTAINABLE in check.reasons and any("gamma_dir" in n for n in check.notes)
+
+
+def test_near_duplicates_within_a_run_are_rejected(seed):
+    seen = Seen()
+    first = _as_ace(seed)
+    assert check_task(first, seen).valid
+    # same request and calls, another fingerprint (an output view of a tool it never calls)
+    twin = _as_ace(seed)
+    twin.output_views = [{"tool": "get_watchlist", "ops": [{"op": "wrap", "key": "data"}]}]
+    for m in twin.turns[0].user:
+        m["content"] = m["content"].replace(".", "!", 1)
+    check = check_task(twin, seen)
+    assert check.reasons == [NEAR_DUPLICATE_REASON], check.reasons
+    other = next(t for t in bfcl.load_tasks("base") if adjacent_positions(t, TARGET) and t.id != seed.id)
+    assert NEAR_DUPLICATE_REASON not in check_task(_as_ace(other), seen).reasons
+
+
+def _made(name, target, strength=0.7):
+    for s in bfcl.load_tasks("base"):
+        if not adjacent_positions(s, target):
+            continue
+        for i in range(4):
+            task = strategies.synthesize(name, s, target, strength, random.Random(i))
+            if task is not None:
+                return task
+    raise AssertionError(f"no {name} task for {target}")
+
+
+def test_lookalike_text_with_the_id_is_rejected():
+    task = _made("lookalike", ("book_flight", "retrieve_invoice"))
+    assert check_task(task).valid
+    leaked = Task.from_dict(copy.deepcopy(task.to_dict()))
+    leaked.turns[0].user[-1]["content"] += f" (card id {task.provenance['target_id']})"
+    assert LOOKALIKE_ID_IN_TEXT in check_task(leaked).reasons
+    # without the lookup the id is nowhere the agent could read it
+    blind = Task.from_dict(copy.deepcopy(task.to_dict()))
+    for turn in blind.turns:
+        turn.ground_truth = [c for c in turn.ground_truth if c != task.provenance["lookup"]]
+    assert VALUE_UNOBTAINABLE in check_task(blind).reasons
+
+
+def test_cascade_text_that_states_the_recovery_is_rejected():
+    task = _made("cascade", ("get_stock_info", "place_order"))
+    assert check_task(task).valid
+    told = Task.from_dict(copy.deepcopy(task.to_dict()))
+    told.turns[0].user[-1]["content"] += " If the quote looks stale, ask again for a fresh one."
+    assert CASCADE_RECOVERY_IN_TEXT in check_task(told).reasons
+    # the old cascade's wording, too
+    told.turns[0].user[-1]["content"] = "Book it with card 1234; if it's declined, use my backup card 5678."
+    assert CASCADE_RECOVERY_IN_TEXT in check_task(told).reasons
 
 
 def test_error_output():

@@ -1,0 +1,87 @@
+"""A demo-like synthesis run written out for a blind review of the strategies.
+
+Runs the pipeline as ``ace demo`` does (all BFCL seeds, the demo's planted weak
+compositions as the frontier, 8 plans, 2 rounds, the simulated agent of
+``ace_env/demo_weakness.toml``), and writes
+
+* ``benchmarks/out/review_sample.jsonl``: one line per task with only what a
+  reviewer needs (an opaque number, the strategy, the target, the user turns,
+  the tools offered and the distractors, the ground truth and each call's
+  output as the agent sees it, the output views), sampled evenly across
+  strategies;
+* ``benchmarks/out/review_tasks.jsonl``: the same tasks as ACE task files;
+* ``benchmarks/out/strategy_definitions.md``: the one-page definitions a
+  reviewer judges against (copied from ``benchmarks/strategy_definitions.md``).
+
+    .venv/bin/python benchmarks/review_sample.py [--n 120] [--sample 60] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import tomllib
+from pathlib import Path
+
+from ace_env import bfcl
+from ace_env.sim import DEMO_WEAKNESS, load_weakness
+from ace_env.verifier import replay_oracle
+from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=120, help="tasks the run synthesizes (the demo's default)")
+    ap.add_argument("--sample", type=int, default=60, help="tasks written for the review")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=HERE / "out")
+    args = ap.parse_args()
+    planted = tomllib.loads(Path(DEMO_WEAKNESS).read_text())
+    frontier = [{"from": c["from"], "to": c["to"], "n": 100, "fragility": c["error"], "fragility_low": c["error"] - 0.1}
+                for c in planted["composition"]]
+    seeds = {t.id: t for t in bfcl.load_tasks("all")}
+    by_target = seeds_by_target(frontier, seeds)
+    config = SynthConfig(n=args.n, rounds=2, plans=8, rollouts_per_task=4, seed=args.seed)
+    result = synthesize(frontier, seeds, by_target, sim_policy(load_weakness(DEMO_WEAKNESS)), config)
+    by_strategy: dict[str, list] = {}
+    for t in result.tasks:
+        by_strategy.setdefault(t.provenance["strategy"], []).append(t)
+    rng = random.Random(args.seed)
+    picked = []
+    pools = {k: rng.sample(v, len(v)) for k, v in sorted(by_strategy.items())}
+    while len(picked) < min(args.sample, len(result.tasks)):
+        for k in sorted(pools):
+            if pools[k] and len(picked) < args.sample:
+                picked.append(pools[k].pop())
+    rng.shuffle(picked)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with open(args.out / "review_sample.jsonl", "w", encoding="utf-8") as f:
+        for n, task in enumerate(picked, 1):
+            oracle = replay_oracle(task)
+            f.write(json.dumps({
+                "n": n,
+                "strategy": task.provenance["strategy"],
+                "target": task.provenance["target_edge"].replace(">", " -> "),
+                "turns": [{
+                    "user": [m["content"] for m in turn.user if m.get("role") == "user"],
+                    "ground_truth": [{"call": s.call, "output_seen_by_agent": s.output[:600]} for s in oturn.steps],
+                } for turn, oturn in zip(task.turns, oracle.turns)],
+                "tools_offered": task.tools,
+                "distractors": task.distractors,
+                "output_views": task.output_views,
+                "long_context": task.long_context,
+            }, ensure_ascii=False) + "\n")
+    write_tasks(args.out / "review_tasks.jsonl", picked)
+    shutil.copy(HERE / "strategy_definitions.md", args.out / "strategy_definitions.md")
+    print(json.dumps({"run": result.summary(), "sampled": len(picked),
+                      "sampled_by_strategy": {k: sum(t.provenance["strategy"] == k for t in picked)
+                                              for k in sorted(by_strategy)},
+                      "out": str(args.out)}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

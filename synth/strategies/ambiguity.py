@@ -1,0 +1,156 @@
+"""ambiguity: the intermediate result at the composition boundary, formatted differently.
+
+At the target pair ``a → b`` where ``a``'s output feeds an argument of ``b``,
+the task declares an output view (:mod:`ace_env.views`) on ``a``: its result
+is semantically equivalent but formatted differently (a price as ``"$1,234.50"``
+or in cents, an id as ``"#12446"`` or a string, a date as ``"March 05, 2024"``,
+renamed keys, an extra wrapper, nesting, a one-element list).  The ground
+truth's calls and arguments stay canonical, so the agent must still extract the
+exact value; the verifier checks it.  Every choice is drawn from the task's rng.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from ace_env.tasks import Task
+from ace_env.views import apply_ops
+from synth.strategies.build import build, env_before, parsed_output, pick_position
+from synth.strategies.registry import register
+from synth.taskcheck import flat_calls
+
+#: Key synonyms a differently written API might use.
+_SYNONYMS = {
+    "price": ["current_price", "last_price", "quote"], "symbol": ["ticker", "stock_symbol"],
+    "zipcode": ["zip", "postal_code"], "order_id": ["orderId", "id"], "booking_id": ["reservation_id", "bookingId"],
+    "transaction_id": ["txn_id", "transactionId"], "id": ["identifier", "ref"], "user_id": ["userId", "uid"],
+    "tweet_id": ["tweetId", "post_id"], "balance": ["available_balance", "funds"], "cost": ["total_cost", "fare"],
+    "travel_cost": ["fare", "total_cost"], "distance": ["distance_km", "dist"], "amount": ["qty", "quantity"],
+    "card_id": ["card", "card_number"], "city": ["city_name"], "symbols": ["tickers"],
+    "current_working_directory": ["cwd", "directory"], "ticket_id": ["ticketId", "ref"],
+}
+_WRAPPERS = ["result", "data", "response", "payload"]
+_NESTS = ["details", "info", "record"]
+_MONEY = ("price", "cost", "balance", "amount", "fare", "total")
+_DATE_FORMATS = ["%B %d, %Y", "%d %b %Y", "%Y/%m/%d", "%b %d %Y"]
+
+
+def _trivial(v: Any) -> bool:
+    if v is None or isinstance(v, bool):
+        return True
+    if isinstance(v, (int, float)):
+        return -2 <= v <= 2
+    return not isinstance(v, str) or len(v.strip()) < 2
+
+
+def fed_values(out: Any, args: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(key, value) pairs of ``out`` whose value is an argument value of the next call."""
+    wanted = [v for v in args.values() if not _trivial(v) and not isinstance(v, (list, dict))]
+    found: list[tuple[str, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                vals = v if isinstance(v, list) else [v]
+                for x in vals:
+                    if isinstance(x, (dict, list)):
+                        walk(x)
+                    elif any(type(x) is type(w) and x == w for w in wanted):
+                        found.append((k, x))
+        elif isinstance(node, list):
+            for x in node:
+                walk(x)
+
+    walk(out)
+    return list(dict.fromkeys(found))
+
+
+def _value_ops(key: str, value: Any, rng: random.Random) -> list[dict[str, Any]]:
+    """Ways to write the fed value itself differently (units, number/date formats, types)."""
+    ops: list[dict[str, Any]] = []
+    if isinstance(value, float) or (isinstance(value, int) and any(m in key for m in _MONEY)):
+        if any(m in key for m in _MONEY):
+            ops.append({"op": "number_format", "keys": [key], "format": rng.choice(["${:,.2f}", "{:,.2f} USD", "USD {:,.2f}"])})
+            if round(value * 100, 6) == int(round(value * 100, 6)):
+                ops.append({"op": "scale", "keys": [key], "factor": 100, "suffix": "_cents"})
+        else:
+            ops.append({"op": "number_format", "keys": [key], "format": rng.choice(["{:,.3f}", "{:.4f}", "{:,}"])})
+        ops.append({"op": "to_string", "keys": [key]})
+    elif isinstance(value, int):
+        ops.append({"op": "prefix", "keys": [key], "text": rng.choice(["#", "No. ", "ID-"])})
+        ops.append({"op": "to_string", "keys": [key]})
+        if value >= 1000:
+            ops.append({"op": "number_format", "keys": [key], "format": "{:,}"})
+    elif isinstance(value, str):
+        if len(value) == 10 and value[4] == "-" and value[7] == "-":
+            ops.append({"op": "date_format", "keys": [key], "format": rng.choice(_DATE_FORMATS)})
+        if value.isdigit() and not value.startswith("0"):
+            ops.append({"op": "to_number", "keys": [key]})
+        ops.append({"op": "listify", "keys": [key]})
+    return ops
+
+
+def _shape_ops(out: Any, key: str, rng: random.Random) -> list[dict[str, Any]]:
+    """Ways to change the result's shape around the fed value (key names, wrappers, nesting)."""
+    names = _SYNONYMS.get(key) or [key + "_value", "".join(w.capitalize() if i else w for i, w in enumerate(key.split("_")))]
+    names = [n for n in names if n != key]
+    ops: list[dict[str, Any]] = []
+    if names:
+        ops.append({"op": "rename", "map": {key: rng.choice(names)}})
+    if isinstance(out, dict) and key in out and len(out) >= 1:
+        ops.append({"op": "nest", "key": rng.choice(_NESTS), "fields": [key]})
+    ops.append({"op": "wrap", "key": rng.choice(_WRAPPERS)})
+    return ops
+
+
+def format_view(seed: Task, k: int, strength: float, rng: random.Random) -> tuple[list[dict[str, Any]], list[str]] | None:
+    """Operations that re-format call ``k``'s output where it feeds call ``k + 1``; None without data flow."""
+    flat = flat_calls(seed)
+    env = env_before(seed, k)
+    ra = env.call(flat[k][2], flat[k][0])
+    rb = env.call(flat[k + 1][2], flat[k + 1][0])
+    out = parsed_output(ra.output or "")
+    if ra.status != "ok" or not isinstance(out, (dict, list)):
+        return None
+    fed = fed_values(out, rb.arguments)
+    if not fed:
+        return None
+    key, value = rng.choice(fed)
+    n = 1 + round(strength * 2)
+    value_ops = _value_ops(key, value, rng)
+    shape_ops = _shape_ops(out, key, rng)
+    ops: list[dict[str, Any]] = []
+    if value_ops:
+        ops.append(rng.choice(value_ops))
+    rng.shuffle(shape_ops)
+    renamed = False
+    for op in shape_ops:
+        if len(ops) >= n:
+            break
+        if op["op"] == "nest" and renamed:
+            continue  # nest names the original key; keep it before any rename
+        ops.append(op)
+        renamed = renamed or op["op"] == "rename"
+    # apply in a safe order: value formats, nesting, then renames, then the wrapper
+    order = {"nest": 1, "rename": 2, "wrap": 3}
+    ops.sort(key=lambda o: order.get(o["op"], 0))
+    if apply_ops(out, ops) == out:
+        return None
+    return ops, [f"{o['op']}" for o in ops]
+
+
+@register("ambiguity")
+def ambiguity(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
+    k = pick_position(seed, target, rng)
+    if k is None:
+        return None
+    made = format_view(seed, k, strength, rng)
+    if made is None:
+        return None
+    ops, names = made
+    tool = target[0]
+    views = list(seed.output_views) + [{"tool": tool, "ops": ops}]
+    return build(seed, "ambiguity", target, strength,
+                 f"{tool}'s result is shown re-formatted ({', '.join(names)}); the ground truth is unchanged",
+                 views=views, extra={"view": {"tool": tool, "ops": ops}})

@@ -1,0 +1,128 @@
+"""cascade: an upstream call returns a partly wrong or incomplete result; the oracle notices and recovers.
+
+At the target pair ``a → b`` where ``a``'s output feeds ``b`` and ``a`` only
+reads (calling it twice leaves the state as calling it once), the task declares
+an output view on the one call of ``a`` that feeds the target: its result is
+partial and says so —
+
+``truncated_listing``  the list holding the fed value is cut before it
+                       (``"truncated": true`` and the total count are added);
+``stale_value``        the fed number is off by a few percent and the result is
+                       flagged as cached / stale;
+``incomplete_value``   the fed string is cut short (``"4165…"``) and the result
+                       is flagged incomplete.
+
+The ground truth notices it (a **check**: ``a`` is called again, and this time
+the result is complete) and **recovers** (``b`` with the complete value).  The
+user text states the goal only; it never mentions the failure or the recovery.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from ace_env.tasks import Task
+from ace_env.verifier import fingerprint
+from synth.strategies.ambiguity import fed_values
+from synth.strategies.build import build, copy_turns, env_before, parsed_output, pick_position
+from synth.strategies.registry import register
+from synth.taskcheck import flat_calls
+
+_STALE_FLAGS = [
+    {"status": "stale", "note": "cached result; it may be out of date"},
+    {"cached": True, "as_of": "yesterday's close"},
+    {"data_freshness": "delayed", "live": False},
+]
+_TRUNCATED_FLAGS = [{"truncated": True}, {"partial": True, "more_available": True}, {"complete": False}]
+_INCOMPLETE_FLAGS = [{"complete": False}, {"status": "partial"}, {"warning": "result cut short"}]
+
+
+def _reads_only(seed: Task, k: int) -> bool:
+    """Whether calling flat call ``k`` a second time leaves every instance as the first call did."""
+    flat = flat_calls(seed)
+    env = env_before(seed, k)
+    t, _, raw, _ = flat[k]
+    env.call(raw, t)
+    once = fingerprint(env.public_state())
+    env.call(raw, t)
+    return fingerprint(env.public_state()) == once
+
+
+def _list_with(out: Any, key: str, value: Any) -> tuple[str, int, int] | None:
+    """(list key, index of ``value``, length) of a top-level list that holds the fed value."""
+    if not isinstance(out, dict):
+        return None
+    for k, v in out.items():
+        if isinstance(v, list) and value in v:
+            return k, v.index(value), len(v)
+        if isinstance(v, list) and any(isinstance(x, dict) and x.get(key) == value for x in v):
+            i = next(j for j, x in enumerate(v) if isinstance(x, dict) and x.get(key) == value)
+            return k, i, len(v)
+    return None
+
+
+def partial_view(seed: Task, k: int, strength: float, rng: random.Random) -> tuple[list[dict[str, Any]], str] | None:
+    """Operations that make call ``k``'s result partial where it feeds call ``k + 1``, and the pattern."""
+    flat = flat_calls(seed)
+    env = env_before(seed, k)
+    ra = env.call(flat[k][2], flat[k][0])
+    rb = env.call(flat[k + 1][2], flat[k + 1][0])
+    out = parsed_output(ra.output or "")
+    if ra.status != "ok" or not isinstance(out, dict):
+        return None
+    fed = fed_values(out, rb.arguments)
+    if not fed:
+        return None
+    key, value = rng.choice(fed)
+    listed = _list_with(out, key, value)
+    if listed is not None:
+        lkey, idx, total = listed
+        flags = dict(rng.choice(_TRUNCATED_FLAGS))
+        if strength < 0.5:
+            flags["total"] = total
+        return [{"op": "truncate", "keys": [lkey], "keep": idx}, {"op": "add", "fields": flags}], "truncated_listing"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        delta = rng.uniform(0.02, 0.12) * rng.choice([-1, 1])
+        factor = round(1 + delta, 4)
+        if round(value * factor, 2) == value:
+            return None
+        return ([{"op": "perturb", "keys": [key], "factor": factor},
+                 {"op": "add", "fields": dict(rng.choice(_STALE_FLAGS))}], "stale_value")
+    if isinstance(value, str) and len(value) >= 4:
+        keep = max(1, len(value) // 2)
+        return ([{"op": "mask", "keys": [key], "keep": keep},
+                 {"op": "add", "fields": dict(rng.choice(_INCOMPLETE_FLAGS))}], "incomplete_value")
+    return None
+
+
+def cascade_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: random.Random,
+               strategy: str = "cascade") -> Task | None:
+    flat = flat_calls(seed)
+    if not _reads_only(seed, k):
+        return None
+    made = partial_view(seed, k, strength, rng)
+    if made is None:
+        return None
+    ops, pattern = made
+    tool = flat[k][3]
+    occurrence = sum(1 for j in range(k) if flat[j][3] == tool)
+    view = {"tool": tool, "calls": [occurrence], "ops": ops}
+    turns = copy_turns(seed.turns)
+    t, i, raw, _ = flat[k]
+    turns[t].ground_truth.insert(i + 1, raw)  # the check: ask again, get the complete result
+    check = raw
+    recovery = flat[k + 1][2]
+    return build(seed, strategy, target, strength,
+                 f"{pattern}: the call {raw} returns a partial result; the ground truth checks it again "
+                 f"and continues with the complete value",
+                 turns=turns, views=list(seed.output_views) + [view],
+                 extra={"pattern": pattern, "check": [check], "recovery": [recovery], "partial_view": view})
+
+
+@register("cascade")
+def cascade(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
+    k = pick_position(seed, target, rng)
+    if k is None:
+        return None
+    return cascade_at(seed, target, k, strength, rng)
