@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch  # noqa: E402  (the train extra is part of setup: without it these tests fail, never skip)
 
 from ace.cli import main
 from ace_graph.store import GraphStore
-
-torch = pytest.importorskip("torch", reason="the train extra is part of ACE's setup")
 
 
 @pytest.fixture(scope="module")

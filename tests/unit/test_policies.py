@@ -6,6 +6,7 @@ import json
 import socket
 
 import pytest
+import torch  # noqa: E402  (the train extra is part of setup: without it these tests fail, never skip)
 
 from ace.cli import main
 from ace_env.bfcl import load_tasks
@@ -17,8 +18,6 @@ from train.policies.base import Conversation
 from train.policies.openai import OpenAIPolicy, parse_spec
 from train.policies.sim import SimPolicy
 from train.rollouts import RolloutConfig, RolloutEngine, offered_schemas
-
-torch = pytest.importorskip("torch", reason="the train extra is part of ACE's setup")
 
 
 @pytest.fixture(scope="session")

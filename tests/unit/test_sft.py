@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch  # noqa: E402  (the train extra is part of setup: without it these tests fail, never skip)
 
 from ace.cli import main
 from ace_env.bfcl import load_tasks
@@ -12,8 +13,6 @@ from train.policies import GenerationConfig, load_policy
 from train.policies.base import Conversation
 from train.policies.hf import load_model
 from train.sft import oracle_transcripts, tokenize
-
-torch = pytest.importorskip("torch", reason="the train extra is part of ACE's setup")
 
 
 @pytest.fixture(scope="module")
