@@ -28,7 +28,10 @@ app = typer.Typer(
 )
 
 
-_GROUPS = ("db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd", "scopecmd")
+_GROUPS = (
+    "db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd", "scopecmd", "rolloutcmd",
+    "modelcmd", "traincmd", "servecmd",
+)
 
 
 def _version(value: bool) -> None:
