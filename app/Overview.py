@@ -68,7 +68,7 @@ with right:
     fam = data.frame(ui.call("families", key, level),
                      ["family", "members", "attempts", "successes", "success_rate", "ci_low", "ci_high"])
     st.dataframe(
-        fam, hide_index=True, width="stretch",
+        fam.drop(columns=["members", "successes"]), hide_index=True, width="stretch",
         column_config={
             "success_rate": st.column_config.ProgressColumn("success", min_value=0.0, max_value=1.0, format="%.3f"),
             "ci_low": st.column_config.NumberColumn("95% low", format="%.3f"),

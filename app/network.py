@@ -27,11 +27,15 @@ UNMEASURED = "#d0d0d0"
 _EXTERNAL = re.compile(r"<(link|script)\b[^>]*(href|src)=\"https?://[^\"]*\"[^>]*>(\s*</script>)?", re.IGNORECASE)
 
 
+#: Success rates at or below LOW are drawn red, HIGH green, amber half way (agents are mostly above 0.6).
+LOW, HIGH = 0.6, 1.0
+
+
 def success_colour(rate: float | None) -> str:
-    """Hex colour for a success rate: red at 0, amber at 0.5, green at 1; grey for None."""
+    """Hex colour for a success rate: red at LOW or below, amber half way, green at HIGH; grey for None."""
     if rate is None:
         return UNMEASURED
-    r = max(0.0, min(1.0, float(rate)))
+    r = max(0.0, min(1.0, (float(rate) - LOW) / (HIGH - LOW)))
     if r < 0.5:  # red (214, 39, 40) → amber (255, 191, 0)
         t = r / 0.5
         rgb = (214 + (255 - 214) * t, 39 + (191 - 39) * t, 40 - 40 * t)
@@ -58,7 +62,7 @@ def build_html(
         )
         net.add_node(
             nd["key"], label=nd["key"], title=title, color=success_colour(rate), shape="dot",
-            size=12 + min(18, (nd.get("attempts") or 0) ** 0.5 / 3), font={"size": 16, "face": "sans-serif"},
+            size=12 + min(18, (nd.get("attempts") or 0) ** 0.5 / 3), font={"size": 18, "face": "sans-serif", "strokeWidth": 4, "strokeColor": "#ffffff"},
         )
     keys = {nd["key"] for nd in nodes}
     for e in edges:
@@ -83,7 +87,7 @@ def build_html(
     net.set_options(json.dumps({
         "physics": {
             "solver": "forceAtlas2Based",
-            "forceAtlas2Based": {"gravitationalConstant": -80, "springLength": 160, "avoidOverlap": 0.6},
+            "forceAtlas2Based": {"gravitationalConstant": -140, "springLength": 220, "avoidOverlap": 0.8},
             "stabilization": {"iterations": 400, "fit": True},
         },
         "interaction": {"hover": True, "tooltipDelay": 100, "navigationButtons": False},
@@ -103,9 +107,9 @@ def build_html(
 def legend_html() -> str:
     """A one-line legend under the graph."""
     items = [
-        (f"<span style='color:{success_colour(0.0)}'>●</span> low success", ""),
-        (f"<span style='color:{success_colour(0.5)}'>●</span> medium", ""),
-        (f"<span style='color:{success_colour(1.0)}'>●</span> high", ""),
+        (f"<span style='color:{success_colour(LOW)}'>●</span> success ≤ {LOW:.0%}", ""),
+        (f"<span style='color:{success_colour((LOW + HIGH) / 2)}'>●</span> {(LOW + HIGH) / 2:.0%}", ""),
+        (f"<span style='color:{success_colour(HIGH)}'>●</span> {HIGH:.0%}", ""),
         (f"<span style='color:{UNMEASURED}'>●</span> not reached", ""),
         (f"<span style='color:{FRAGILE}'>━</span> fragile composition", ""),
         (f"<span style='color:{OBSERVED}'>━</span> observed composition (width = support)", ""),

@@ -11,8 +11,8 @@ from typing import Any, Sequence
 
 import streamlit as st
 
-from app import data
 from ace_graph.errors import AceError
+from app import data
 
 START_HINT = """\
 ```

@@ -49,7 +49,7 @@ c[3].metric("Prior edges", sum(e["edge_kind"] != "composes" for e in shown_edges
 if not shown_nodes:
     st.info("No node passes these filters.")
     st.stop()
-st.iframe(network.build_html(shown_nodes, shown_edges, min_lift=min_lift, height=700), height=720)
+st.iframe(network.build_html(shown_nodes, shown_edges, min_lift=min_lift, height=700), height=745)
 st.markdown(network.legend_html(), unsafe_allow_html=True)
 
 st.subheader("Fragile edges in view")

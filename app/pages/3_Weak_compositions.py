@@ -41,23 +41,20 @@ if df.empty:
             f"(support ≥ {min_support}, lower bound > {min_lift}). Lower the filters or pick another scope.")
     st.stop()
 
-left, right = st.columns([3, 2])
-with left:
-    st.markdown(f"**{len(df)} compositions** ({labels[show].lower()}), strongest evidence first. Click a row to open it.")
-    event = st.dataframe(
-        df.drop(columns=["from", "to"]), hide_index=True, width="stretch", height=min(420, 38 + 35 * len(df)),
-        on_select="rerun", selection_mode="single-row", key="edge_table",
-        column_config={
-            "edge": st.column_config.TextColumn("from → to", width="large"),
-            "p_fail_after": st.column_config.NumberColumn("P(fail | after a)", format="%.3f"),
-            "p_fail_otherwise": st.column_config.NumberColumn("P(fail | otherwise)", format="%.3f"),
-            "fragility": st.column_config.NumberColumn(format="%+.3f"),
-            "fragility_low": st.column_config.NumberColumn("95% low", format="%+.3f"),
-            "fragility_high": st.column_config.NumberColumn("95% high", format="%+.3f"),
-            "pmi": st.column_config.NumberColumn("PMI", format="%.2f"),
-        },
-    )
-with right:
+st.markdown(f"**{len(df)} compositions** ({labels[show].lower()}), strongest evidence first. Click a row to open it.")
+event = st.dataframe(
+    df.drop(columns=["from", "to", "pmi"]), hide_index=True, width="stretch", height=min(420, 38 + 35 * len(df)),
+    on_select="rerun", selection_mode="single-row", key="edge_table",
+    column_config={
+        "edge": st.column_config.TextColumn("from → to", width="large"),
+        "p_fail_after": st.column_config.NumberColumn("P(fail | after a)", format="%.3f"),
+        "p_fail_otherwise": st.column_config.NumberColumn("P(fail | otherwise)", format="%.3f"),
+        "fragility": st.column_config.NumberColumn(format="%+.3f"),
+        "fragility_low": st.column_config.NumberColumn("95% low", format="%+.3f"),
+        "fragility_high": st.column_config.NumberColumn("95% high", format="%+.3f"),
+    },
+)
+with st.expander("Fragility with 95% intervals (error bars), top 25", expanded=True):
     top = df.head(25)
     base = alt.Chart(top).encode(y=alt.Y("edge:N", sort=top["edge"].tolist(), title=None,
                                          axis=alt.Axis(labelLimit=260)))
@@ -90,8 +87,8 @@ st.header(f"{src} → {dst}")
 m = st.columns(5)
 m[0].metric("Reached after a (n)", row["n"])
 m[1].metric("Failed there", row["failures"])
-m[2].metric(f"{dst} success after {src}", ui.pct(1 - row["p_fail_after"]))
-m[3].metric(f"{dst} success elsewhere", ui.pct(1 - row["p_fail_otherwise"]))
+m[2].metric("Success of b right after a", ui.pct(1 - row["p_fail_after"]))
+m[3].metric("Success of b elsewhere", ui.pct(1 - row["p_fail_otherwise"]))
 m[4].metric("Fragility (95% low)", f"{row['fragility']:+.2f}", f"≥ {row['fragility_low']:+.2f}", delta_color="off")
 
 tab_ns, tab_seed, tab_syn = st.tabs(["Near-success rollouts", "Seed tasks containing it", "Synthesized tasks aimed at it"])

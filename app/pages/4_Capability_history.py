@@ -6,8 +6,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from app import data, ui
 from ace_graph.stats import wilson
+from app import data, ui
 
 ui.page("Capability history", "Success across the checkpoints (rounds) of one experiment and policy, with 95% Wilson "
         "intervals, and what the curriculum decided in each round.")

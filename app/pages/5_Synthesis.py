@@ -43,10 +43,11 @@ long = figs.melt(id_vars=["round"], value_vars=["validity", "pass_rate", "learna
 left, right = st.columns(2)
 with left:
     st.altair_chart(alt.Chart(long).mark_bar().encode(
-        x=alt.X("figure:N", title=None), y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]), title="share"),
-        column=alt.Column("round:O", title="round"), color="figure:N",
+        x=alt.X("round:O", title="round"), xOffset="figure:N",
+        y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]), title="share"),
+        color=alt.Color("figure:N", title=None, legend=alt.Legend(orient="bottom")),
         tooltip=["round", "figure", alt.Tooltip("value:Q", format=".3f")]).properties(
-        width=120, height=260, title="Per round (valid-weighted)"))
+        height=260, title="Validity, pass rate, learnable share per round (valid-weighted)"), width="stretch")
 with right:
     by_strategy = plans.groupby("strategy", as_index=False).agg(plans=("plan", "count"), valid=("valid", "sum"),
                                                                attempted=("attempted", "sum"), tasks=("tasks", "sum"))
@@ -56,8 +57,9 @@ with right:
                  column_config={"validity": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")})
 
 st.subheader("Plans")
-st.dataframe(plans, hide_index=True, width="stretch", column_config={
-    "target": st.column_config.TextColumn(width="large"),
+st.dataframe(plans[["plan", "round", "target", "strategy", "status", "attempted", "valid", "validity", "pass_rate",
+                    "learnable_share", "tasks"]], hide_index=True, width="stretch", column_config={
+    "plan": st.column_config.TextColumn(width="medium"),
     "validity": st.column_config.NumberColumn(format="%.2f"),
     "pass_rate": st.column_config.NumberColumn(format="%.2f"),
     "learnable_share": st.column_config.NumberColumn("learnable", format="%.2f")})
@@ -76,5 +78,9 @@ if target != "(all)":
     view = view[view["target_edge"] == target]
 view = view.head(50).copy()
 view["parents"] = [", ".join(p) for p in view["parents"]]
+view["target_edge"] = view["target_edge"].str.replace(">", " → ", regex=False)
 view["text"] = [data.task_text(t)[:400] or "(task file not found under ACE_HOME/runs)" for t in view["task_id"]]
-st.dataframe(view, hide_index=True, width="stretch", column_config={"text": st.column_config.TextColumn(width="large")})
+st.dataframe(view[["task_id", "strategy", "target_edge", "round", "parents", "text"]], hide_index=True,
+             width="stretch", column_config={"task_id": st.column_config.TextColumn(width="small"),
+                                             "parents": st.column_config.TextColumn(width="small"),
+                                             "text": st.column_config.TextColumn(width="large")})

@@ -5,9 +5,9 @@ from __future__ import annotations
 import altair as alt
 import streamlit as st
 
-from app import data, ui
 from ace_graph.config import ace_home
 from ace_graph.stats import wilson
+from app import data, ui
 
 ui.page("Training", "Reward curves and the share of GRPO groups kept by dynamic filtering, read from the trainer's "
         "metrics files; evaluation of each checkpoint, read from the graph.")

@@ -6,9 +6,9 @@ import json
 
 import streamlit as st
 
-from app import data, ui
 from ace_graph import queries, views
 from ace_graph.errors import AceError
+from app import data, ui
 
 ui.page("Query console", "Every named query whose header says it only reads (`Mode: read`), run in a read-access "
         "session: Neo4j refuses writes there. The Cypher below is the file's text, ready for Neo4j Browser.")
