@@ -18,6 +18,7 @@ import json
 import re
 from typing import Any
 
+import streamlit as st
 from pyvis.network import Network
 
 FRAGILE = "#d62728"
@@ -102,6 +103,12 @@ def build_html(
         "                  return network;",
         1,
     )
+
+
+@st.cache_data(ttl=600, show_spinner=False, max_entries=32)
+def html_cached(nodes: list[dict[str, Any]], edges: list[dict[str, Any]], min_lift: float, height: int) -> str:
+    """``build_html``, cached on its inputs (the page reruns on every widget change)."""
+    return build_html(nodes, edges, min_lift=min_lift, height=height)
 
 
 def legend_html() -> str:

@@ -49,7 +49,8 @@ c[3].metric("Prior edges", sum(e["edge_kind"] != "composes" for e in shown_edges
 if not shown_nodes:
     st.info("No node passes these filters.")
     st.stop()
-st.iframe(network.build_html(shown_nodes, shown_edges, min_lift=min_lift, height=700), height=745)
+height = 700 if len(shown_nodes) <= 40 else 1100  # room for the labels of a large graph
+st.iframe(network.html_cached(shown_nodes, shown_edges, min_lift, height), height=height + 45)
 st.markdown(network.legend_html(), unsafe_allow_html=True)
 
 st.subheader("Fragile edges in view")

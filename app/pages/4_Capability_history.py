@@ -75,7 +75,7 @@ decisions = data.frame(ui.call("curriculum_decisions", exp), ["round", "unit", "
 status = data.frame(ui.call("curriculum", exp), ["kind", "key", "state", "ema", "rounds_in_state", "round",
                                                    "last_round", "last_from", "last_to", "last_reason"])
 if decisions.empty and status.dropna(subset=["key"]).empty:
-    st.info(f"The curriculum of {exp!r} has not run yet (`ace curriculum step -e {exp} --scope SCOPE`).")
+    st.info(f"The curriculum of {exp!r} has not run yet (`ace curriculum step --experiment {exp} --scope SCOPE`).")
 else:
     left, right = st.columns([2, 3])
     with left:

@@ -17,7 +17,7 @@ plans = data.frame(ui.call("plans", exp), ["plan", "round", "target", "strategy"
                                            "learnable_share", "tasks"])
 if plans.empty:
     st.info(f"Experiment {exp!r} has no synthesis plans yet. Synthesize tasks aimed at its frontier with "
-            f"`ace synth run --scope {scope['key']} ...` (or run `ace demo`).")
+            f"`ace synth --experiment {exp} --n 200 --out tasks.jsonl` (or run `ace demo`).")
     st.stop()
 plans["target"] = plans["target"].str.replace(">", " → ", regex=False)
 c = st.columns(5)

@@ -313,8 +313,10 @@ def _settle(pg, text: str, timeout: float = 90_000) -> None:
     """Wait for the script run to finish and `text` to show."""
     pg.wait_for_selector("[data-testid='stApp']", timeout=timeout)
     pg.get_by_text(text, exact=False).first.wait_for(timeout=timeout)
-    pg.wait_for_function("() => document.querySelector('[data-testid=\"stApp\"]')"
-                         "?.getAttribute('data-test-script-state') !== 'running'", timeout=timeout)
+    pg.wait_for_function(
+        "() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
+        " return app && app.getAttribute('data-test-script-state') === 'notRunning'"
+        " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }", timeout=timeout)
 
 
 def test_every_page_in_chromium(served, graph, tmp_path):
