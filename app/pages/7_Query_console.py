@@ -52,4 +52,4 @@ if not errors:
 
 st.markdown("**Cypher** (paste into Neo4j Browser after the `:params` line)")
 st.code(f":params {json.dumps(params, default=str)}", language="text")
-st.code(query.text, language="cypher")
+st.code(query.text, language="cypher", wrap_lines=True)
