@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from ace.cli import app
+from app import ENTRY
 
 
 @app.command("app")
@@ -22,8 +23,6 @@ def app_cmd(
     import os
     import subprocess
     import sys
-
-    from app import ENTRY
 
     env = {**os.environ, "ACE_APP_TTL": str(ttl)}
     cmd = [
