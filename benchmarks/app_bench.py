@@ -1,0 +1,161 @@
+"""Render time of every dashboard page in a real browser: cold, p50 and p95 per page.
+
+Starts ``ace app`` on a free port against the configured Neo4j (whatever the
+graph holds: build a large one first with ``benchmarks/query_bench.py``, which
+stores 1,000,000 rollouts over 10 scopes by default), then drives Debian's
+Chromium through Playwright.  Each sample is a full page load: from
+``page.goto`` until Streamlit's script run has finished, no placeholder
+(skeleton) is left, the page's key text is visible and, on the skill graph,
+the network canvas is drawn.  The first load of each page after the server
+starts is reported separately (``cold``: the query cache is empty); the
+``--runs`` loads after it hit the cached queries (``--ttl`` seconds, default
+300 so the whole run stays inside it; ``--ttl 0`` measures every load
+uncached).  The goal printed beside each page is p95 ≤ 1000 ms.
+
+    export ACE_HOME=/tmp/ace-bench ACE_NEO4J_BOLT_PORT=17687 ACE_NEO4J_HTTP_PORT=17474
+    .venv/bin/python benchmarks/query_bench.py               # load 1M rollouts (long), or --keep
+    flock /tmp/ace-bench.lock .venv/bin/python benchmarks/app_bench.py --runs 20
+
+Nothing is written to the graph (the app reads only) or into the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._common import machine_facts  # noqa: E402
+
+GOAL_P95_MS = 1000.0
+PAGES = {  # URL path -> text the page must show once rendered
+    "": "Five weakest compositions",
+    "Skill_graph": "Fragile edges in view",
+    "Weak_compositions": "Near-success rollouts",
+    "Capability_history": "Compositions across checkpoints",
+    "Synthesis": "Synthesis",
+    "Training": "Evaluation per checkpoint",
+    "Query_console": "Cypher",
+}
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_rendered(pg, path: str, text: str, timeout_ms: float = 120_000) -> None:
+    """Until the script run is over, no skeleton is left and the key text shows (and the graph is drawn)."""
+    pg.get_by_text(text, exact=False).first.wait_for(timeout=timeout_ms)
+    pg.wait_for_function(
+        "() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
+        " return app && app.getAttribute('data-test-script-state') === 'notRunning'"
+        " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }",
+        timeout=timeout_ms,
+    )
+    if path == "Skill_graph":
+        pg.frame_locator("iframe").first.locator("#mynetwork canvas").wait_for(timeout=timeout_ms)
+
+
+def start_app(port: int, ttl: int) -> subprocess.Popen:
+    ace = Path(sys.executable).parent / "ace"
+    log = tempfile.NamedTemporaryFile(prefix="ace-app-bench-", suffix=".log", delete=False)
+    proc = subprocess.Popen([str(ace), "app", "--port", str(port), "--ttl", str(ttl)], stdout=log,
+                            stderr=subprocess.STDOUT)
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            time.sleep(0.5)
+        if proc.poll() is not None:
+            break
+    proc.kill()
+    sys.exit(f"`ace app` did not start; see {log.name}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=20, help="timed (cached) loads per page after the cold one")
+    ap.add_argument("--ttl", type=int, default=300, help="query cache TTL of the app under test, seconds")
+    ap.add_argument("--scope", default=None, help="scope key to show (default: the newest, as the app picks)")
+    ap.add_argument("--level", default="tool", choices=["skill", "tool"])
+    ap.add_argument("--chromium", default=os.environ.get("ACE_CHROMIUM", "/usr/bin/chromium"))
+    args = ap.parse_args(argv)
+
+    from playwright.sync_api import sync_playwright
+
+    from ace_graph.config import neo4j_settings
+    from ace_graph.db import get_driver
+    from ace_graph.views import GraphViews
+
+    settings = neo4j_settings()
+    driver = get_driver(settings)
+    print(machine_facts(driver, settings.database))
+    v = GraphViews(driver, settings.database)
+    scopes = v.scopes()
+    if not scopes:
+        sys.exit("The graph holds no scope; load one first (benchmarks/query_bench.py or `ace demo`).")
+    scope = args.scope or scopes[0]["key"]
+    with driver.session(database=settings.database) as s:
+        rollouts = s.run("MATCH (r:Rollout) RETURN count(r) AS n").single()["n"]
+    driver.close()
+    print(f"graph: {rollouts:,} rollouts stored in {len(scopes)} scopes; pages show {scope} at {args.level} level; "
+          f"query cache TTL {args.ttl} s", flush=True)
+
+    port = free_port()
+    proc = start_app(port, args.ttl)
+    base = f"http://127.0.0.1:{port}"
+    results = []
+    try:
+        with sync_playwright() as p:
+            ctx = p.chromium.launch_persistent_context(
+                tempfile.mkdtemp(prefix="ace-bench-chromium-"), executable_path=args.chromium, headless=True,
+                args=CHROMIUM_ARGS, viewport={"width": 1500, "height": 1000})
+            try:
+                pg = ctx.new_page()
+                for path, text in PAGES.items():
+                    url = f"{base}/{path}?scope={scope}&level={args.level}"
+                    times = []
+                    for i in range(args.runs + 1):
+                        t0 = time.perf_counter()
+                        pg.goto(url)
+                        wait_rendered(pg, path, text)
+                        times.append((time.perf_counter() - t0) * 1000)
+                        if pg.locator("[data-testid='stException']").count():
+                            sys.exit(f"page {path or 'Overview'} raised an exception")
+                    cold, warm = times[0], sorted(times[1:])
+                    p95 = warm[min(len(warm) - 1, max(0, round(0.95 * len(warm)) - 1))]
+                    results.append((path or "Overview", cold, statistics.median(warm), p95, warm[-1]))
+                    print(f"  {path or 'Overview'}: cold {cold:.0f} ms, p95 {p95:.0f} ms", flush=True)
+            finally:
+                ctx.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+    print(f"\n== page render in Chromium (full page load), {args.runs} cached loads per page after 1 cold ==")
+    print(f"{'page':<22}{'cold ms':>9}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}   goal p95 <= {GOAL_P95_MS:.0f} ms")
+    for name, cold, p50, p95, mx in results:
+        print(f"{name:<22}{cold:>9.0f}{p50:>9.0f}{p95:>9.0f}{mx:>9.0f}   {'MET' if p95 <= GOAL_P95_MS else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,20 @@
+// Purpose: how the success of each observed composition a→b (b reached right
+//   after a) moved across the checkpoints of one experiment and policy, at
+//   skill or tool level, for compositions with at least $min_support reached
+//   steps in some checkpoint.
+// Mode: read
+// Parameters: $experiment (string), $policy (string), $level ("skill" or
+//   "tool"), $min_support (int)
+// Columns: round, checkpoint, from, to, n, failures, success_rate
+MATCH (sc:Scope {experiment: $experiment, policy: $policy})
+MATCH (a)-[c:COMPOSES {scope: sc.key, level: $level}]->(b)
+WHERE c.n > 0
+WITH sc, a, b, c
+WITH coalesce(a.id, a.name) AS from, coalesce(b.id, b.name) AS to,
+     collect({round: sc.round, checkpoint: sc.checkpoint, n: c.n, failures: c.failures}) AS points,
+     max(c.n) AS most
+WHERE most >= $min_support
+UNWIND points AS pt
+RETURN pt.round AS round, pt.checkpoint AS checkpoint, from, to, pt.n AS n, pt.failures AS failures,
+       1 - toFloat(pt.failures) / pt.n AS success_rate
+ORDER BY from, to, round, checkpoint

@@ -1,0 +1,394 @@
+"""The dashboard against a real Neo4j: every page through Streamlit's AppTest, then in a real browser.
+
+Fixture data: the simulated agent of `ace demo` with its planted weaknesses
+(ace_env/demo_weakness.toml) — 1,500 rollouts ingested as round 0, tasks
+synthesized from its frontier, a curriculum step, and 1,500 rollouts on the
+curriculum's mix as round 1 — built with the demo's own functions.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import urllib.request
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from neo4j import READ_ACCESS
+from neo4j.exceptions import ClientError
+from rich.console import Console
+from streamlit.testing.v1 import AppTest
+
+from ace.cli import democmd
+from ace_env.sim import DEMO_WEAKNESS
+from ace_graph import queries, views
+from ace_graph.config import ace_home
+from ace_graph.errors import ConfigError
+from ace_graph.store import GraphStore
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "app"
+EXPERIMENT = "apptest"
+SCOPE0 = f"{EXPERIMENT}/sim/round-0"
+SCOPE1 = f"{EXPERIMENT}/sim/round-1"
+PLANTED = [(c["from"], c["to"]) for c in tomllib.loads(DEMO_WEAKNESS.read_text())["composition"]]
+CHROMIUM = os.environ.get("ACE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+PAGES = {  # URL path -> text the page must show
+    "": "Five weakest compositions",
+    "Skill_graph": "Fragile edges in view",
+    "Weak_compositions": "Near-success rollouts",
+    "Capability_history": "Compositions across checkpoints",
+    "Synthesis": "Example tasks",
+    "Training": "Evaluation per checkpoint",
+    "Query_console": "Cypher",
+}
+
+
+def _wipe(driver, database):
+    with driver.session(database=database) as session:
+        session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
+
+
+def _clear_app_caches():
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+@pytest.fixture(scope="module")
+def graph(neo4j_driver, neo4j_database):
+    """The fixture graph (two scopes of one experiment); returns the views over it."""
+    _wipe(neo4j_driver, neo4j_database)
+    store = GraphStore(neo4j_driver, neo4j_database)
+    run_dir = ace_home() / "runs" / EXPERIMENT
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for old in run_dir.glob("*.jsonl"):
+        old.unlink()
+    console = Console(file=io.StringIO())
+    scope = democmd._simulate_and_ingest(console, store, run_dir, EXPERIMENT, 1500, 1, DEMO_WEAKNESS)
+    synthesized = democmd._synthesize(console, store, run_dir, EXPERIMENT, scope, 1, DEMO_WEAKNESS, 30)
+    democmd._curriculum_step(console, store, EXPERIMENT, scope)
+    scope1 = democmd._round_one(console, store, run_dir, EXPERIMENT, synthesized, 1500, 1, DEMO_WEAKNESS)
+    democmd._curriculum_step(console, store, EXPERIMENT, scope1)
+    assert (scope, scope1) == (SCOPE0, SCOPE1)
+    _clear_app_caches()
+    yield views.GraphViews(neo4j_driver, neo4j_database)
+    _clear_app_caches()
+
+
+def page(name: str, **params: str) -> AppTest:
+    at = AppTest.from_file(str(APP / name), default_timeout=120)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [e.value for e in at.error] + [e.value for e in at.info]
+    parts += [h.value for h in at.header] + [h.value for h in at.subheader]
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- pure helpers (no server)
+
+
+def test_read_queries_exclude_every_write():
+    names = views.read_queries()
+    assert "weak-compositions" in names and "view-rollout" in names
+    for n in names:
+        assert not n.startswith(("ingest-", "upsert-", "curriculum-upsert", "schema")), n
+    # a header's Mode line wins over the name
+    assert views.query_mode("view-scopes") == "read"
+    assert views.query_mode("upsert-tasks") == "write"
+
+
+def test_param_hints_and_coercion():
+    q = queries.load("frontier")
+    hints = views.param_hints(q)
+    assert views.param_kind(hints["limit"]) == "int"
+    assert views.param_kind(hints["min_lift"]) == "float"
+    assert views.param_kind(hints["scope"]) == "string"
+    assert views.coerce_param("0.25", "float") == 0.25
+    assert views.coerce_param('["a"]', "list") == ["a"]
+    with pytest.raises(ConfigError):
+        views.coerce_param("twenty", "int")
+
+
+# --------------------------------------------------------------------------- views against Neo4j
+
+
+def test_views_refuse_writes(graph, neo4j_driver, neo4j_database):
+    with pytest.raises(ConfigError, match="writes"):
+        graph.run("upsert-tasks", rows=[])
+    # and the session the views use is read-only on the server's side too
+    with neo4j_driver.session(database=neo4j_database, default_access_mode=READ_ACCESS) as session:
+        with pytest.raises(ClientError):
+            session.execute_read(lambda tx: tx.run("CREATE (:AppTestProbe)").consume())
+    assert graph.run("view-graph-counts")[0]["skills"] == 26
+
+
+def test_transcript_marks_the_first_failing_step(graph):
+    near = graph.near_success(SCOPE0, "tool", "place_order", "get_order_details", 5)
+    assert near
+    row = graph.rollout(SCOPE0, near[0]["rollout"])
+    t = views.transcript(row, views.TaskLibrary().get(row["task_id"]))
+    failing_r = [s for s in t.rollout_steps if s.failing]
+    failing_o = [s for s in t.oracle_steps if s.failing]
+    assert len(failing_r) == 1 and len(failing_o) == 1
+    assert failing_o[0].call.startswith("get_order_details(")
+    assert t.failing_turn == row["failing_turn"] and t.attribution == row["attribution"]
+    assert t.expected["name"] == "get_order_details" and t.differing
+
+
+# --------------------------------------------------------------------------- AppTest, page by page
+
+
+def test_overview_shows_planted_weak_compositions_and_level_selector(graph):
+    at = ok(page("Overview.py", scope=SCOPE0, level="tool"))
+    links = [p.proto.label for p in at.get("page_link")]
+    assert len(links) == 5
+    assert {tuple(lbl.split(". ", 1)[1].split(" → ")) for lbl in links} == set(PLANTED)
+    assert at.metric[0].value == "1,500"
+    at.sidebar.radio[0].set_value("skill").run()
+    ok(at)
+    skill_links = [p.proto.label for p in at.get("page_link")]
+    assert skill_links and not any("get_order_details" in s for s in skill_links)
+    assert at.query_params["level"] == "skill"
+
+
+def test_overview_scope_selector_changes_the_scope(graph):
+    at = ok(page("Overview.py", scope=SCOPE0, level="tool"))
+    checkpoint = next(s for s in at.sidebar.selectbox if s.label == "Checkpoint")
+    checkpoint.set_value("round-1").run()
+    ok(at)
+    assert at.query_params["scope"] == SCOPE1
+    rewarded1 = next(s for s in graph.scopes() if s["key"] == SCOPE1)["rewarded"]
+    assert at.metric[1].value == f"{rewarded1:,}"
+
+
+def test_skill_graph_filters(graph):
+    at = ok(page("pages/2_Skill_graph.py", scope=SCOPE0, level="tool"))
+    table = at.dataframe[0].value
+    assert set(zip(table["from"], table["to"])) == set(PLANTED)
+    assert next(m for m in at.metric if m.label == "Fragile (red)").value == "5"
+    at2 = ok(page("pages/2_Skill_graph.py", scope=SCOPE0, level="tool", families="TravelAPI"))
+    table2 = at2.dataframe[0].value
+    assert set(zip(table2["from"], table2["to"])) == {("book_flight", "retrieve_invoice")}  # the one in TravelAPI
+    at3 = ok(page("pages/2_Skill_graph.py", scope=SCOPE0, level="skill"))
+    assert next(m for m in at3.metric if m.label == "Nodes shown").value == "26 / 26"
+
+
+def test_weak_compositions_table_edge_and_transcript(graph):
+    at = ok(page("pages/3_Weak_compositions.py", scope=SCOPE0, level="tool"))
+    table = at.dataframe[0].value
+    assert {tuple(e.split(" → ")) for e in table["edge"]} == set(PLANTED)
+    first = table["edge"].iloc[0]
+    assert at.header[0].value == first
+    at2 = ok(page("pages/3_Weak_compositions.py", scope=SCOPE0, level="tool", edge="place_order>get_order_details"))
+    assert at2.header[0].value == "place_order → get_order_details"
+    body = texts(at2)
+    assert "First failing step" in body and "get_order_details" in body
+    assert "✗ first failing step" in body  # the transcript table marks it
+    edge_box = next(s for s in at2.selectbox if s.label == "Edge")
+    edge_box.set_value("cd>mv").run()
+    ok(at2)
+    assert at2.header[0].value == "cd → mv"
+    assert at2.query_params["edge"] == "cd>mv"
+    # the synthesized tasks aimed at an edge come from the plans' lineage
+    aimed = graph.synthesized_for(EXPERIMENT, "cd", "mv", 100)
+    ids = {r for df in (d.value for d in at2.dataframe) if "task_id" in df.columns and "plan" in df.columns
+           for r in df["task_id"]}
+    assert ids == {r["task_id"] for r in aimed}
+    at3 = ok(page("pages/3_Weak_compositions.py", scope=SCOPE0, level="tool", show="all"))
+    assert len(at3.dataframe[0].value) > len(table)
+
+
+def test_capability_history(graph):
+    at = ok(page("pages/4_Capability_history.py", scope=SCOPE1, level="tool"))
+    assert "Curriculum of apptest" in texts(at)
+    comps = next(m for m in at.multiselect if m.label.startswith("Compositions"))
+    assert comps.value  # the weakest of the scope, present in both rounds
+    before = len(at.get("vega_lite_chart"))
+    assert before >= 3
+    rnd = next(s for s in at.selectbox if s.label == "Decisions of round")
+    assert rnd.value == 2
+    rnd.set_value(1).run()
+    ok(at)
+    decisions = graph.curriculum_decisions(EXPERIMENT)
+    shown = next(d.value for d in at.dataframe if "unit" in d.value.columns)
+    assert len(shown) == sum(1 for d in decisions if d["round"] == 1)
+
+
+def test_synthesis(graph):
+    at = ok(page("pages/5_Synthesis.py", scope=SCOPE0))
+    plans = graph.plans(EXPERIMENT)
+    assert next(m for m in at.metric if m.label == "Plans").value == str(len(plans))
+    tasks = at.dataframe[-1].value
+    assert len(tasks) == 30 and all(t for t in tasks["text"])
+    next(s for s in at.selectbox if s.label == "Strategy").set_value("depth").run()
+    ok(at)
+    depth = at.dataframe[-1].value
+    assert 0 < len(depth) < 30 and set(depth["strategy"]) == {"depth"}
+
+
+def test_training_empty_state_then_metrics(graph, tmp_path):
+    at = ok(page("pages/6_Training.py", scope=SCOPE0))
+    assert any("--metrics-out" in i.value for i in at.info)
+    metrics = tmp_path / "run-metrics.jsonl"
+    metrics.write_text("\n".join(json.dumps({"step": i, "reward_mean": 0.1 * i, "reward_std": 0.05, "groups_sampled": 8,
+                                             "groups_kept": 8 - i, "loss": 1.0 / (i + 1)}) for i in range(4)) + "\n")
+    at2 = ok(page("pages/6_Training.py", scope=SCOPE0, metrics=str(metrics)))
+    assert not any("--metrics-out" in i.value for i in at2.info)
+    table = next(d.value for d in at2.dataframe if "kept_group_fraction" in d.value.columns)
+    assert list(table["kept_group_fraction"]) == [1.0, 7 / 8, 6 / 8, 5 / 8]
+
+
+def test_query_console(graph):
+    at = ok(page("pages/7_Query_console.py", scope=SCOPE0))
+    q = next(s for s in at.selectbox if s.label == "Named query")
+    assert not any(o.startswith(("ingest-", "upsert-", "schema", "curriculum-upsert")) for o in q.options)
+    level = next(t for t in at.text_input if t.label == "$level")
+    level.set_value("tool").run()
+    ok(at)
+    result = at.dataframe[0].value
+    assert set(PLANTED) <= set(zip(result["from"], result["to"]))
+    assert any("MATCH (sc:Scope {key: $scope})" in c.value for c in at.code)
+    limit = next(t for t in at.text_input if t.label == "$limit")
+    limit.set_value("lots").run()
+    assert any("not a valid int" in e.value for e in at.error)
+
+
+# --------------------------------------------------------------------------- a real browser
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(graph):
+    port = _free_port()
+    log = tempfile.NamedTemporaryFile(prefix="ace-app-", suffix=".log", delete=False)
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "ace"), "app", "--port", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            out = Path(log.name).read_text(errors="replace")
+            pytest.fail(f"`ace app` did not come up on {url}: {out[-2000:]}")
+        time.sleep(0.5)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def _settle(pg, text: str, timeout: float = 90_000) -> None:
+    """Wait for the script run to finish and `text` to show."""
+    pg.wait_for_selector("[data-testid='stApp']", timeout=timeout)
+    pg.get_by_text(text, exact=False).first.wait_for(timeout=timeout)
+    pg.wait_for_function(
+        "() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
+        " return app && app.getAttribute('data-test-script-state') === 'notRunning'"
+        " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }", timeout=timeout)
+
+
+def test_every_page_in_chromium(served, graph, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    shots = []
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(
+            tempfile.mkdtemp(prefix="ace-chromium-"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1500, "height": 2000},
+        )
+        try:
+            pg = ctx.new_page()
+            for path, text in PAGES.items():
+                pg.goto(f"{served}/{path}?scope={SCOPE0}&level=tool")
+                _settle(pg, text)
+                assert pg.locator("[data-testid='stException']").count() == 0, path
+                if path == "Skill_graph":  # the pyvis canvas is drawn inside its iframe
+                    frame = pg.frame_locator("iframe").first
+                    frame.locator("#mynetwork canvas").wait_for(timeout=60_000)
+                    pg.wait_for_timeout(6000)  # the layout settles, then physics stops
+                shot = tmp_path / f"{path or 'Overview'}.png"
+                pg.screenshot(path=str(shot))
+                shots.append(shot)
+
+            # click an edge in the weak-compositions table and see its transcript
+            pg.goto(f"{served}/Weak_compositions?scope={SCOPE0}&level=tool")
+            _settle(pg, "Near-success rollouts")
+            order = [f"{r['from']} → {r['to']}" for r in graph.fragile(SCOPE0, "tool", 20, 0.05) if r["significant"]]
+            target = order.index("place_order → get_order_details")
+            assert target != 0  # the default edge is another one
+            grid = pg.locator("[data-testid='stDataFrame']").first
+            box = grid.bounding_box()
+            pg.mouse.click(box["x"] + 18, box["y"] + 35 * (target + 1) + 17)
+            pg.get_by_role("heading", name="place_order → get_order_details").wait_for(timeout=60_000)
+            _settle(pg, "First failing step")
+            assert "edge=place_order%3Eget_order_details" in pg.url or "edge=place_order>get_order_details" in pg.url
+            assert pg.get_by_text("✗ first failing step").count() >= 1
+            assert pg.locator("table.ace-tx").inner_text().count("get_order_details(") >= 2
+            assert pg.locator("[data-testid='stException']").count() == 0
+            shot = tmp_path / "Weak_compositions-clicked.png"
+            pg.screenshot(path=str(shot), full_page=True)
+            shots.append(shot)
+        finally:
+            ctx.close()
+    assert all(s.stat().st_size > 20_000 for s in shots)
+    keep = os.environ.get("ACE_APP_SCREENSHOTS")
+    if keep:  # to look at them (or refresh docs/): ACE_APP_SCREENSHOTS=/some/dir
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        for s in shots:
+            (Path(keep) / s.name).write_bytes(s.read_bytes())
+
+
+# --------------------------------------------------------------------------- no server, empty graph (run last)
+
+
+def test_missing_server_says_what_to_run(graph, monkeypatch):
+    monkeypatch.setenv("NEO4J_URI", f"bolt://127.0.0.1:{_free_port()}")
+    monkeypatch.setenv("NEO4J_PASSWORD", "x")
+    _clear_app_caches()
+    try:
+        at = ok(page("Overview.py"))
+        assert any("Cannot read the skill graph" in e.value for e in at.error)
+        assert "ace db start" in texts(at)
+    finally:
+        monkeypatch.undo()
+        _clear_app_caches()
+
+
+def test_empty_graph_says_what_to_run(graph, neo4j_driver, neo4j_database):
+    _wipe(neo4j_driver, neo4j_database)
+    _clear_app_caches()
+    for name in ["Overview.py"] + sorted(str(p.relative_to(APP)) for p in (APP / "pages").glob("*.py")):
+        at = ok(page(name))
+        assert any("holds no rollouts yet" in i.value and "ace demo" in i.value for i in at.info), name
