@@ -21,6 +21,7 @@ from ace_env.tasks import Task
 from ace_env.verifier import verify
 from ace_graph.db import apply_schema
 from ace_graph.errors import ConfigError, RolloutFormatError
+from ace_graph.estimate import estimate_scope
 from ace_graph.outcomes import RolloutRecord, record
 from ace_graph.store import GraphStore, scope_key
 from ace_graph.tagger import tag_task
@@ -96,11 +97,14 @@ def ingest_file(
     on_progress: Callable[[int], None] | None = None,
     workers: int = 2,
     id_suffix: str = "",
+    estimate: bool = True,
 ) -> IngestReport:
     """Ingest one rollout file into the scope (experiment, policy, checkpoint).
 
     ``workers`` transactions write batches concurrently while this thread
-    verifies and tags the next ones.
+    verifies and tags the next ones.  With ``estimate`` (the default) the
+    composition estimator is refitted on the scope afterwards (both levels) and
+    its verdicts stored on the scope's edges (:func:`ace_graph.estimate.estimate_scope`).
     """
     if workers < 1:
 
@@ -166,6 +170,9 @@ def ingest_file(
             t.join()
     if failures:
         raise failures[0]
+    if estimate and report.created:
+        for level in ("tool", "skill"):
+            estimate_scope(store, key, level)
     report.seconds = time.perf_counter() - start
     return report
 

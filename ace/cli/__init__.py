@@ -27,7 +27,8 @@ app = typer.Typer(
 )
 
 
-_GROUPS = ("db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd")
+_GROUPS = ("db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd",
+           "diagnosecmd")
 
 
 def _register() -> None:
