@@ -116,6 +116,24 @@ def _split(budget: int, parts: int) -> list[int]:
     return [budget // parts + (1 if i < budget % parts else 0) for i in range(parts)] if parts else []
 
 
+def allocate(probing: list[EdgeProbes], n_after: dict[tuple[str, str], int], budget: int) -> list[Task]:
+    """The probe tasks to roll out, one entry per rollout: the budget split evenly over the edges,
+    a quarter of an edge's share on ``with`` probes (half when a then b was seen < 20 times), the
+    rest on ``without`` probes, round-robin over each kind's tasks."""
+    jobs: list[Task] = []
+    for ep, share in zip(probing, _split(budget, len(probing))):
+        with_share = 0.5 if n_after.get(ep.edge, 0) < 20 else 0.25
+        n_with = round(share * with_share) if ep.tasks[WITHOUT] else share
+        if not ep.tasks[WITH]:
+            n_with = 0
+        for kind, count in ((WITH, n_with), (WITHOUT, share - n_with)):
+            pool = ep.tasks[kind]
+            for j in range(count if pool else 0):
+                jobs.append(pool[j % len(pool)])
+                ep.rollouts[kind] += 1
+    return jobs
+
+
 def diagnose(
     store: GraphStore,
     scope: str,
@@ -154,18 +172,7 @@ def diagnose(
         plans.append(ep)
         report.edges.append(ep)
     probing = [ep for ep in plans if ep.tasks[WITHOUT] or ep.tasks[WITH]]
-    jobs: list[Task] = []
-    for ep, share in zip(probing, _split(budget, len(probing))):
-        n1 = before.by_edge()[ep.edge].n
-        with_share = 0.5 if n1 < 20 else 0.25
-        n_with = round(share * with_share) if ep.tasks[WITHOUT] else share
-        if not ep.tasks[WITH]:
-            n_with = 0
-        for kind, count in ((WITH, n_with), (WITHOUT, share - n_with)):
-            pool = ep.tasks[kind]
-            for j in range(count if pool else 0):
-                jobs.append(pool[j % len(pool)])
-                ep.rollouts[kind] += 1
+    jobs = allocate(probing, {e: est.n for e, est in before.by_edge().items()}, budget)
     probe_tasks = {t.id: t for ep in probing for kind in (WITHOUT, WITH) for t in ep.tasks[kind]}
     store.upsert_tasks(probe_tasks.values())
     offset = next((int(r["probe_rollouts"] or 0) for r in view if r["probe"] == probe_key), 0)
@@ -191,5 +198,5 @@ def diagnose(
     return report
 
 
-__all__ = ["DiagnoseReport", "EdgeProbes", "RolloutPolicy", "diagnose", "make_probes", "seeds_with_pair",
+__all__ = ["allocate", "DiagnoseReport", "EdgeProbes", "RolloutPolicy", "diagnose", "make_probes", "seeds_with_pair",
            "sim_policy"]
