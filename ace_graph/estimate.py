@@ -23,8 +23,10 @@ penalty gives each group its own prior variance):
 Uncertainty comes from the Laplace approximation (the inverse Hessian of the
 penalised log-likelihood at the fit).  Each edge ``a > b`` then gets a verdict:
 
-``composition``  the pair effect's lower bound clears ``margin``: b fails more
-                 right after a than its own effect and the task explain;
+``composition``  the pair effect's lower bound clears ``margin`` and b's own
+                 effect (what b does away from a) is shown to be lower than the
+                 edge's: b fails more right after a than its own effect and the
+                 task explain;
 ``ambiguous``    the edge is weak (its combined tool + pair effect clears
                  ``margin``) but the data cannot say why: b's record away from
                  a is compatible both with b being fine and with b's own weakness
@@ -305,7 +307,9 @@ def edge_estimates(model: Fit, cells: Sequence[Cell]) -> list[EdgeEstimate]:
         clo = comb - z * csd
         n0, f0 = n_unit[b][0] - n1, n_unit[b][1] - f1
         missing = ""
-        if lo > m:
+        if lo > m and thi < comb - m:
+            # the pair effect clears the margin AND b away from a is shown to do better than right
+            # after a (the tool's upper bound stays under the edge's combined effect): identified
             verdict = COMPOSITION
         elif clo <= m:
             verdict = OK
