@@ -368,6 +368,13 @@ def estimate_scope(store: Any, scope: str, level: str = "tool", config: Estimato
     t0 = time.perf_counter()
     view = scope_view(store, scope)
     raw = store.run("estimate-cells", scopes=view, level=level)
+    legacy = sum(int(r["n"]) for r in raw if r["legacy"])
+    if legacy:
+        # steps stored before ingest kept each step's previous call: their pairs are unknown, and a
+        # fit without them would call every edge `ok`; the interval statistic stays in charge
+        log.warning("scope %s: %d steps have no stored previous call (ingested by an older ACE); "
+                    "not estimating; re-ingest the rollouts to get estimates", scope, legacy)
+        return ScopeEstimate(scope, level, view, 0, 0, 0, {"legacy_steps": legacy}, time.perf_counter() - t0)
     cells = merge_cells(Cell(r["unit"], tuple(r["prevs"]), r["task"], int(r["n"]), int(r["failures"])) for r in raw)
     if not cells:
         return ScopeEstimate(scope, level, view, 0, 0, 0, {}, time.perf_counter() - t0)

@@ -41,9 +41,9 @@ RolloutPolicy = Callable[[Task], list[list[Any]]]
 PROBE_SUFFIX = "~probe"
 
 
-def sim_policy(spec: WeaknessSpec, seed: int = 0) -> RolloutPolicy:
-    """The simulated agent as a rollout policy; rollout k draws from ``rollout_rng(seed, k)``."""
-    counter = itertools.count()
+def sim_policy(spec: WeaknessSpec, seed: int = 0, start: int = 0) -> RolloutPolicy:
+    """The simulated agent as a rollout policy; its k-th rollout draws from ``rollout_rng(seed, start + k)``."""
+    counter = itertools.count(start)
 
     def policy(task: Task) -> list[list[Any]]:
         return simulate_one(task, spec, rollout_rng(seed, next(counter)))[0]

@@ -18,11 +18,11 @@ from ace_graph.store import GraphStore
 from synth.diagnose import diagnose, sim_policy
 
 
-def _policy(spec: Optional[str], scope_policy: str | None, seed: int):
+def _policy(spec: Optional[str], scope_policy: str | None, seed: int, start: int):
     """A rollout policy from --policy (sim or sim:FILE.toml), else from the scope's policy name."""
     if spec is None:
         if scope_policy == "sim":
-            return sim_policy(load_weakness(DEMO_WEAKNESS), seed), f"sim:{DEMO_WEAKNESS.name} (the scope's policy)"
+            return sim_policy(load_weakness(DEMO_WEAKNESS), seed, start), f"sim:{DEMO_WEAKNESS.name} (the scope's policy)"
         raise ConfigError(
             f"the scope's policy {scope_policy!r} cannot be run from here yet; pass --policy sim:WEAKNESS.toml "
             "(the simulated agent) until the real-model policies (train/policies) are wired in")
@@ -30,7 +30,7 @@ def _policy(spec: Optional[str], scope_policy: str | None, seed: int):
     if kind != "sim":
         raise ConfigError(f"--policy {spec!r}: unknown policy; use sim or sim:WEAKNESS.toml")
     path = Path(arg) if arg else DEMO_WEAKNESS
-    return sim_policy(load_weakness(path), seed), f"sim:{path}"
+    return sim_policy(load_weakness(path), seed, start), f"sim:{path}"
 
 
 @app.command("diagnose")
@@ -67,7 +67,8 @@ def diagnose_cmd(
         view = store.run("scope-view", scope=scope)
         if not view:
             raise ConfigError(f"scope {scope!r} is not in the graph; ingest rollouts into it first (`ace ingest`)")
-        run, described = _policy(policy, view[0]["policy"], seed)
+        done = sum(int(r["probe_rollouts"] or 0) for r in view)  # a rerun draws new rollouts, not the same ones
+        run, described = _policy(policy, view[0]["policy"], seed, done)
         task_set = load_task_set(tasks)
         report = diagnose(store, scope, task_set, run, probe_budget, seed=seed)
     finally:
