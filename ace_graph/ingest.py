@@ -23,6 +23,7 @@ from ace_env.tasks import Task
 from ace_env.verifier import with_inference_error
 from ace_graph.db import apply_schema
 from ace_graph.errors import ConfigError, IngestIncomplete, RolloutFormatError
+from ace_graph.estimate import estimate_scope
 from ace_graph.outcomes import RolloutRecord, record
 from ace_graph.store import GraphStore, scope_key
 from ace_graph.tagger import tag_task
@@ -111,6 +112,7 @@ def ingest_file(
     on_read: Callable[[int], None] | None = None,
     budget: Budget | None = None,
     ray: str | None = None,
+    estimate: bool = True,
 ) -> IngestReport:
     """Ingest one rollout file into the scope (experiment, policy, checkpoint).
 
@@ -119,7 +121,9 @@ def ingest_file(
     batch of ``n`` is written, ``on_read(1)`` for every rollout verified.
     Every tool call runs under ``budget``
     (see :mod:`ace_env.sandbox`); with ``ray`` (a cluster address or
-    ``auto``) verification is spread over that Ray cluster.
+    ``auto``) verification is spread over that Ray cluster.  With ``estimate`` (the default) the
+    composition estimator is refitted on the scope afterwards (both levels) and
+    its verdicts stored on the scope's edges (:func:`ace_graph.estimate.estimate_scope`).
     """
     if workers < 1:
 
@@ -205,6 +209,9 @@ def ingest_file(
             f"scope {key}, which is marked incomplete; rerun the same command to complete it "
             "(rollouts already stored are skipped)."
         ) from stopped
+    if estimate and report.created:
+        for level in ("tool", "skill"):
+            estimate_scope(store, key, level)
     store.complete_scope(key)
     report.seconds = time.perf_counter() - start
     return report

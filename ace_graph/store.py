@@ -154,6 +154,9 @@ class GraphStore:
     def complete_scope(self, key: str) -> dict[str, Any]:
         """Clear a scope's incomplete mark (its ingest ended without error); nothing if it has no rollouts."""
         return self._write_one("ingest-scope-complete", key=key)
+    def write(self, name: str, **params: Any) -> dict[str, Any]:
+        """Run a named write query in one write transaction; its single row (or {})."""
+        return self._write_one(name, **params)
 
     def _write_one(self, name: str, **params: Any) -> dict[str, Any]:
         query = queries.load(name)
@@ -187,11 +190,13 @@ class GraphStore:
                 "props": rec.props(),
                 "steps": [
                     {"flat": s.flat, "turn": s.turn, "index": s.index, "tool": s.tool,
-                     "skills": list(s.skills), "outcome": s.outcome}
+                     "skills": list(s.skills), "outcome": s.outcome,
+                     "prev_tool": tags[s.prev].tool if s.prev is not None else None,
+                     "prev_skills": list(tags[s.prev].skills) if s.prev is not None else []}
                     for s in rec.steps
                 ],
             }
-            for rid, (rec, _) in unique.items()
+            for rid, (rec, tags) in unique.items()
         ]
 
         def work(tx: Any) -> BatchResult:

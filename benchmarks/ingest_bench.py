@@ -243,7 +243,8 @@ def rss_child(path: str, checkpoint: str, batch_size: int) -> None:
     driver = get_driver()
     store = GraphStore(driver, neo4j_settings().database)
     before = rss_mb()
-    report = ingest_file(store, path, tasks, EXPERIMENT, "rss", checkpoint, batch_size=batch_size, seed_tasks=False)
+    report = ingest_file(store, path, tasks, EXPERIMENT, "rss", checkpoint, batch_size=batch_size, seed_tasks=False,
+                         estimate=False)
     after = rss_mb()
     driver.close()
     print(json.dumps({"rss_before_mb": before, "rss_peak_mb": after, "report": report.to_dict()}))

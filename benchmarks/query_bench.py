@@ -243,6 +243,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"graph: {counts[0]:,} nodes, {counts[1]:,} relationships")
 
     scope_key = scope_of(args.scopes - 1)["key"]
+    # The composition estimator runs on demand (ace diagnose) or after ace ingest, not on the
+    # read path: fit it once on the measured scope so the queries below read stored verdicts.
+    from ace_graph.estimate import estimate_scope
+
+    for level in ("tool", "skill"):
+        est = estimate_scope(store, scope_key, level)
+        print(f"estimate {level} (on demand, stored on the edges): {est.steps:,} steps, {est.cells:,} cells, "
+              f"{est.edges} edges, {est.seconds:.1f} s; verdicts {est.verdicts}", flush=True)
     rows_out = []
     for label, name, params in CASES:
         q = queries.load(name)

@@ -18,8 +18,11 @@ FOREACH (_ IN CASE WHEN t IS NULL THEN [] ELSE [1] END | CREATE (r)-[:OF_TASK]->
 WITH r, row
 CALL (r, row) {
   UNWIND row.steps AS s
+  // each step also carries prev_tool / prev_skills: the previous oracle call's tool and skills
+  // (null / [] for the first call), which the composition estimator reads (estimate-cells)
   CREATE (r)-[:HAS_STEP]->(st:Step {flat: s.flat, turn: s.turn, index: s.index, tool: s.tool,
-                                    skills: s.skills, outcome: s.outcome})
+                                    skills: s.skills, outcome: s.outcome,
+                                    prev_tool: s.prev_tool, prev_skills: s.prev_skills})
   RETURN collect(st) AS chain
 }
 FOREACH (i IN range(0, size(chain) - 2) |

@@ -4,6 +4,7 @@
 //   and rerunning it (stored rollouts are skipped) clears it.
 // Parameters: $key (string)
 // Columns: key, rollouts
+// Mode: write
 MATCH (sc:Scope {key: $key})
 SET sc.incomplete = false
 RETURN sc.key AS key, sc.rollouts AS rollouts

@@ -8,23 +8,37 @@
 //   against the many edges tested at once), $limit (int)
 // Columns: from, to, n, failures, composition_success, target_success_elsewhere,
 //   fragility, fragility_low
+//   , verdict, method, effect, effect_low, tool_effect, missing, view
 // Mode: read
 // Required: scope
 // :params {scope: "demo/sim/round-0", level: "skill", min_support: 20, min_lift: 0.05, limit: 20}
+
+// Where the composition estimator has run (ace_graph.estimate: on ingest, and by
+// `ace diagnose`), its stored verdict decides instead of the interval: rows are the
+// edges it calls `composition` and those it calls `ambiguous` (the evidence cannot
+// tell the composition from b's own weakness; `missing` says what is lacking), with
+// the effects in log-odds; `view` lists the scopes the estimate was fitted on (the
+// scope and its linked probe scopes) and `method` says which rule chose the row.
 MATCH (sc:Scope {key: $scope})
 MATCH (a)-[c:COMPOSES {scope: $scope, level: $level}]->(b)
-WHERE c.n >= $min_support AND c.failures > 0
+WHERE coalesce(c.est_n, c.n) >= $min_support AND coalesce(c.est_failures, c.failures) > 0
 MATCH (sc)-[mb:MEASURED]->(b)
 WITH a, b, c, 1.959964 AS z, c.n AS n1, c.failures AS f1,
      mb.attempts - c.n AS n0, mb.failures - c.failures AS f0
-WITH a, b, z, n1, f1, n0, toFloat(f1) / n1 AS p1, CASE WHEN n0 > 0 THEN toFloat(f0) / n0 ELSE 0.0 END AS p0
-WITH a, b, n1, f1, p1, p0,
-     (p1 + z * z / (2 * n1) - z * sqrt(p1 * (1 - p1) / n1 + z * z / (4.0 * n1 * n1))) / (1 + z * z / n1) AS l1,
+WITH a, b, c, z, n1, f1, n0, CASE WHEN n1 > 0 THEN toFloat(f1) / n1 ELSE 0.0 END AS p1,
+     CASE WHEN n0 > 0 THEN toFloat(f0) / n0 ELSE 0.0 END AS p0
+WITH a, b, c, n1, f1, p1, p0,
+     CASE WHEN n1 > 0 THEN (p1 + z * z / (2 * n1) - z * sqrt(p1 * (1 - p1) / n1 + z * z / (4.0 * n1 * n1))) / (1 + z * z / n1) ELSE 0.0 END AS l1,
      CASE WHEN n0 > 0 THEN (p0 + z * z / (2 * n0) + z * sqrt(p0 * (1 - p0) / n0 + z * z / (4.0 * n0 * n0))) / (1 + z * z / n0) ELSE 1.0 END AS u0
-WITH a, b, n1, f1, p1, p0, p1 - p0 - sqrt((p1 - l1) ^ 2 + (u0 - p0) ^ 2) AS low
-WHERE low > $min_lift
+WITH a, b, c, n1, f1, p1, p0, p1 - p0 - sqrt((p1 - l1) ^ 2 + (u0 - p0) ^ 2) AS low
+WHERE CASE WHEN c.verdict IS NULL THEN n1 > 0 AND low > $min_lift
+           ELSE c.verdict IN ['composition', 'ambiguous'] END
 RETURN coalesce(a.id, a.name) AS from, coalesce(b.id, b.name) AS to, n1 AS n, f1 AS failures,
        1 - p1 AS composition_success, 1 - p0 AS target_success_elsewhere,
-       p1 - p0 AS fragility, low AS fragility_low
-ORDER BY fragility_low DESC, n DESC, from, to
+       p1 - p0 AS fragility, low AS fragility_low,
+       coalesce(c.verdict, 'composition') AS verdict,
+       CASE WHEN c.verdict IS NULL THEN 'interval' ELSE 'estimate' END AS method,
+       c.est_effect AS effect, c.est_effect_low AS effect_low, c.est_tool_effect AS tool_effect,
+       coalesce(c.est_missing, '') AS missing, coalesce(c.est_view, [$scope]) AS view
+ORDER BY verdict = 'ambiguous', coalesce(effect_low, fragility_low) DESC, n DESC, from, to
 LIMIT $limit

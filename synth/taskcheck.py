@@ -8,7 +8,8 @@
 (b) the verifier gives the ground truth reward 1.0;
 (c) the verifier rejects the empty rollout;
 (d) it rejects the ground truth with the target step removed (the ``to`` step
-    of the first adjacent occurrence of ``provenance["target_edge"]``);
+    of the first adjacent occurrence of ``provenance["target_edge"]``, or the
+    step ``provenance["target_step"]`` names, as probes do);
 (e) it rejects the ground truth with the target step's arguments altered
     (:func:`ace_env.perturb.alter_call`; a few deterministic draws, the check
     passes when one of them is rejected; skipped, with a note, when the step
@@ -135,6 +136,21 @@ def parse_edge(edge: Any) -> tuple[str, str] | None:
 
 def target_of(task: Task) -> tuple[str, str] | None:
     return parse_edge(task.provenance.get("target_edge"))
+
+
+def target_step(task: Task) -> int | None:
+    """Flat index of the task's target step: the ``to`` call of the first adjacent occurrence of
+    ``provenance["target_edge"]``, or ``provenance["target_step"]`` when given (a probe, whose
+    ``to`` call may on purpose not follow ``from``; it must be a ``to`` call)."""
+    target = target_of(task)
+    if target is None:
+        return None
+    explicit = task.provenance.get("target_step")
+    if isinstance(explicit, int) and not isinstance(explicit, bool):
+        flat = flat_calls(task)
+        return explicit if 0 <= explicit < len(flat) and flat[explicit][3] == target[1] else None
+    positions = adjacent_positions(task, target)
+    return positions[0] + 1 if positions else None
 
 
 def target_present(task: Task) -> bool:
@@ -401,13 +417,12 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
     if verify(task, [[] for _ in range(n)], oracle=oracle).reward != 0.0:
         reasons.append(EMPTY_ACCEPTED)
 
-    target = target_of(task)
-    positions = adjacent_positions(task, target) if target else []
-    if not positions:
+    step = target_step(task)
+    if step is None:
         reasons.append(NO_TARGET)
     else:
         flat = flat_calls(task)
-        t, i, raw, _ = flat[positions[0] + 1]
+        t, i, raw, _ = flat[step]
         dropped = [list(c) for c in gt]
         del dropped[t][i]
         if verify(task, dropped, oracle=oracle, fast_forward=False).reward != 0.0:
@@ -477,5 +492,6 @@ __all__ = [
     "executes_cleanly",
     "flat_calls",
     "target_present",
+    "target_step",
     "task_fingerprint",
 ]

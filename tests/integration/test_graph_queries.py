@@ -61,7 +61,7 @@ def _synthesize_a_few(store, tasks, spec):
 PARAMS = {
     "scope": SCOPE, "level": "tool", "min_support": 20, "min_lift": 0.05, "limit": 50, "min_prereq": 0.6,
     "experiment": "q", "policy": "sim", "from": PLANTED[0][0], "to": PLANTED[0][1],
-    "after": "result_extraction", "skill": "param_from_output", "failures_only": False,
+    "after": "result_extraction", "skill": "param_from_output", "failures_only": False, "scopes": [SCOPE],
 }
 
 
@@ -80,9 +80,11 @@ def test_every_read_query_runs_and_returns_its_declared_columns(graph):
 def test_weak_compositions_find_planted_pairs_not_the_weak_tool(graph):
     rows = graph.run("weak-compositions", scope=SCOPE, level="tool", min_support=20, min_lift=0.05, limit=50)
     found = {(r["from"], r["to"]) for r in rows}
+    called = {(r["from"], r["to"]) for r in rows if r["verdict"] == "composition"}
+    assert all(r["method"] == "estimate" for r in rows)  # ingest_file ran the estimator
     assert set(PLANTED) <= found
-    assert not [pair for pair in found if pair[1] == WEAK_TOOL], found
-    assert found == set(PLANTED), found  # nothing else is that weak
+    assert not [pair for pair in called if pair[1] == WEAK_TOOL], called
+    assert called <= set(PLANTED) and called, called  # nothing else is called a weak composition
 
 
 def test_cypher_fragility_equals_python(graph, neo4j_driver, neo4j_database):
@@ -157,7 +159,8 @@ def test_ace_query_cli(graph, capsys):
 
     assert main(["query", "weak-compositions", "-P", f"scope={SCOPE}", "-P", "level=tool", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert {(r["from"], r["to"]) for r in rows} == set(PLANTED)
+    assert set(PLANTED) <= {(r["from"], r["to"]) for r in rows}
+    assert {(r["from"], r["to"]) for r in rows if r["verdict"] == "composition"} <= set(PLANTED)
     assert main(["query", "--list"]) == 0
     listed = capsys.readouterr().out
     assert "frontier" in listed and "ingest-rollouts" not in listed

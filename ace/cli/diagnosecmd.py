@@ -1,0 +1,92 @@
+"""``ace diagnose``: tell weak compositions from weak tools, probing where the data cannot tell."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ace.cli import app
+from ace_env.rollouts import load_task_set
+from ace_env.sim import DEMO_WEAKNESS, load_weakness
+from ace_graph.config import neo4j_settings
+from ace_graph.db import get_driver
+from ace_graph.errors import ConfigError
+from ace_graph.store import GraphStore
+from synth.diagnose import diagnose, sim_policy
+
+
+def _policy(spec: Optional[str], scope_policy: str | None, seed: int, start: int):
+    """A rollout policy from --policy (sim or sim:FILE.toml), else from the scope's policy name."""
+    if spec is None:
+        if scope_policy == "sim":
+            return sim_policy(load_weakness(DEMO_WEAKNESS), seed, start), f"sim:{DEMO_WEAKNESS.name} (the scope's policy)"
+        raise ConfigError(
+            f"the scope's policy {scope_policy!r} cannot be run from here yet; pass --policy sim:WEAKNESS.toml "
+            "(the simulated agent) until the real-model policies (train/policies) are wired in")
+    kind, _, arg = spec.partition(":")
+    if kind != "sim":
+        raise ConfigError(f"--policy {spec!r}: unknown policy; use sim or sim:WEAKNESS.toml")
+    path = Path(arg) if arg else DEMO_WEAKNESS
+    return sim_policy(load_weakness(path), seed, start), f"sim:{path}"
+
+
+@app.command("diagnose")
+def diagnose_cmd(
+    scope: str = typer.Option(..., "--scope", "-s", help="Scope key (experiment/policy/checkpoint) to diagnose."),
+    probe_budget: int = typer.Option(200, "--probe-budget", "-n", min=0,
+                                     help="Probe rollouts to spend in all, split over the ambiguous edges."),
+    policy: Optional[str] = typer.Option(
+        None, "--policy", "-p",
+        help="Who rolls the probes out: sim (the simulated agent, demo weaknesses) or sim:WEAKNESS.toml. "
+             "Default: the scope's own policy, when it is the simulated agent."),
+    tasks: str = typer.Option("bfcl:all", "--tasks", help="Seed tasks for the probes: bfcl:CATEGORY or a task JSONL."),
+    seed: int = typer.Option(0, "--seed", help="Seed of probe synthesis and of the simulated rollouts."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Estimate which weak edges of a scope are weak compositions and which are weak tools; probe the rest.
+
+    The estimator (ace_graph.estimate) fits every step's failure with separate
+    effects for its tool, the pair it completes and its task.  Edges whose
+    evidence cannot separate composition from tool are `ambiguous`; for those
+    ACE synthesizes probe tasks (b reached without a; a then b with the link
+    kept), rolls them out with the policy, ingests them into the probe scope
+    SCOPE~probe linked to SCOPE, and estimates again.  Afterwards
+    `ace query weak-compositions -P scope=SCOPE` reports the new verdicts (its
+    `view` column lists the probe scope).
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    settings = neo4j_settings()
+    driver = get_driver(settings)
+    try:
+        store = GraphStore(driver, settings.database)
+        view = store.run("scope-view", scope=scope)
+        if not view:
+            raise ConfigError(f"scope {scope!r} is not in the graph; ingest rollouts into it first (`ace ingest`)")
+        done = sum(int(r["probe_rollouts"] or 0) for r in view)  # a rerun draws new rollouts, not the same ones
+        run, described = _policy(policy, view[0]["policy"], seed, done)
+        task_set = load_task_set(tasks)
+        report = diagnose(store, scope, task_set, run, probe_budget, seed=seed)
+    finally:
+        driver.close()
+    if as_json:
+        print(json.dumps(dict(report.to_dict(), policy=described)))
+        return
+    console = Console()
+    d = report.to_dict()
+    console.print(f"{scope}: {len(report.edges)} ambiguous edge(s); {report.rollouts} probe rollouts by {described}"
+                  + (f" into {report.probe_scope}" if report.probe_scope else ""), highlight=False)
+    if report.edges:
+        table = Table(title="ambiguous edges, before and after probing")
+        for col in ("from", "to", "before", "after", "probe tasks (without/with)", "probe rollouts", "missing before"):
+            table.add_column(col)
+        for e in d["edges"]:
+            table.add_row(e["from"], e["to"], e["before"], e["after"],
+                          f"{e['probe_tasks']['without']}/{e['probe_tasks']['with']}",
+                          f"{e['probe_rollouts']['without']}/{e['probe_rollouts']['with']}", e["missing"])
+        console.print(table)
+    console.print(f"verdicts now (view {', '.join(d['view'])}): {d['verdicts_after']}", highlight=False)
