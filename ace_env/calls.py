@@ -122,6 +122,9 @@ def _parse_object(obj: dict[str, Any]) -> Call | MalformedCall:
         obj = obj["function"]
     name = obj.get("name")
     raw = _short(json.dumps(obj, default=str))
+    if name is None and isinstance(obj.get("malformed"), str):
+        # A marker left by ace_env.modelout for model output that is not a call.
+        return MalformedCall(_short(str(obj.get("raw", ""))), obj["malformed"])
     if not isinstance(name, str) or not name.isidentifier():
         return MalformedCall(raw, "the call object needs a 'name' that is an identifier")
     arguments = obj.get("arguments", {})

@@ -10,8 +10,10 @@ line on its own, so files may even mix formats:
     ``{"rollout_id"?, "task_id", "messages": [...]}``: every ``user`` message
     starts a new turn (the first one is turn 0); the ``tool_calls`` of the
     ``assistant`` messages that follow are that turn's calls, as
-    ``{"name", "arguments"}`` objects.  ``system`` and ``tool`` messages
-    are ignored.
+    ``{"name", "arguments"}`` objects, followed by the calls written in
+    its raw text (Hermes ``<tool_call>`` blocks or a BFCL python list, read by
+    :mod:`ace_env.modelout`; unreadable ones are malformed calls).  ``system``
+    and ``tool`` messages are ignored.
 ``bfcl``
     One entry of a BFCL result file as written by ``bfcl generate``
     (``BFCL_v4_multi_turn_base_result.json``): ``{"id", "result": [turn][step]}``
@@ -37,6 +39,7 @@ from typing import Any, Iterator
 
 from ace_env.calls import MAX_CALL_CHARS, Call
 from ace_env.errors import RolloutFormatError
+from ace_env.modelout import parse_output
 from ace_env.rollouts import Rollout, parse_rollout
 
 ACE, OPENAI, BFCL = "ace", "openai", "bfcl"
@@ -106,10 +109,15 @@ def parse_openai(obj: dict[str, Any], line: int) -> Rollout:
                 calls = [*calls, {"function": legacy}]
             if not isinstance(calls, list):
                 raise RolloutFormatError(f"{where}: 'tool_calls' must be a list")
-            if calls and not turns:
+            # Raw text (Hermes <tool_call> blocks, a BFCL python list) goes through the
+            # one model-output parser; what it cannot read is a malformed call.
+            text_calls = parse_output(msg.get("content")).calls if isinstance(msg.get("content"), str) else []
+            if (calls or text_calls) and not turns:
                 raise RolloutFormatError(f"{where}: an assistant calls tools before the first user message")
             for c, call in enumerate(calls):
                 turns[-1].append(_openai_call(call, f"{where}: tool call {c}"))
+            if text_calls:
+                turns[-1].extend(text_calls)
         elif role in ("system", "developer", "tool", "function"):
             continue
         else:

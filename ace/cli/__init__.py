@@ -27,7 +27,10 @@ app = typer.Typer(
 )
 
 
-_GROUPS = ("db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd")
+_GROUPS = (
+    "db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd", "rolloutcmd", "modelcmd",
+    "traincmd",
+)
 
 
 def _register() -> None:

@@ -1,0 +1,211 @@
+"""``ace rollout`` and ``ace eval``: a policy on ACE's tasks, and its scores written back to the graph."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ace.cli import app, progress_bar
+from ace_env.rollouts import load_task_set
+from ace_env.tasks import Task
+from ace_env.workspace import ace_home
+from ace_graph.config import neo4j_settings
+from ace_graph.db import get_driver
+from ace_graph.errors import ConfigError
+from ace_graph.ingest import ingest_file
+from ace_graph.store import GraphStore
+from train.policies import DEFAULT_POLICY, GenerationConfig, load_policy, policy_name
+from train.rollouts import RolloutConfig, RolloutEngine, write_rollouts
+
+POLICY_HELP = (
+    "hf:<model folder or name> (default hf:smollm2-135m, prepared by `ace model prepare`), "
+    "openai:<model>@<base_url> (an OpenAI-compatible server) or sim:<weakness.toml> (the simulated agent)."
+)
+
+
+def _tasks(spec: str, limit: int | None) -> list[Task]:
+    tasks = list(load_task_set(spec).values())
+    if limit is not None:
+        tasks = tasks[:limit]
+    if not tasks:
+        raise ConfigError(f"task set {spec!r} holds no tasks (with --limit {limit})")
+    return tasks
+
+
+def _check_out(out: Path, force: bool) -> None:
+    if out.is_dir():
+        raise ConfigError(f"--out {str(out)!r} is a folder; give a file name such as rollouts.jsonl")
+    if out.exists() and not force:
+        raise ConfigError(f"{out} exists; pick another --out or pass --force to replace it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+
+def run_rollouts(policy_spec: str, tasks: list[Task], config: RolloutConfig, out: Path,
+                 compact_tools: bool = True, quiet: bool = False) -> dict[str, Any]:
+    """Roll a policy out on tasks into ``out`` (written to a temporary file, then renamed)."""
+    policy = load_policy(policy_spec, compact_tools=compact_tools)
+    engine = RolloutEngine(policy, config)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    start = time.perf_counter()
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f, progress_bar(disable=quiet) as progress:
+            bar = progress.add_task(f"rolling out {policy_spec}", total=len(tasks) * config.n_per_task)
+            totals = write_rollouts(engine.run(tasks, on_done=lambda _row: progress.advance(bar)), f)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    finally:
+        policy.close()
+    seconds = time.perf_counter() - start
+    totals["seconds"] = round(seconds, 3)
+    totals["rollouts_per_s"] = round(totals["rollouts"] / seconds, 3) if seconds else None
+    totals["tokens_per_s"] = round(totals["completion_tokens"] / seconds, 2) if seconds else None
+    totals["out"] = str(out)
+    return totals
+
+
+def _config(n_per_task: int, temperature: float, max_tokens: int, step_cap: int, seed: int, batch_size: int) -> RolloutConfig:
+    return RolloutConfig(
+        n_per_task=n_per_task, step_cap=step_cap, batch_size=batch_size,
+        generation=GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed),
+    )
+
+
+@app.command("rollout")
+def rollout_cmd(
+    policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help=POLICY_HELP),
+    tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY or a task JSONL file."),
+    out: Path = typer.Option(..., "--out", "-o", help="Rollout JSONL to write (ACE rollouts with full messages)."),
+    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
+    n_per_task: int = typer.Option(1, "--n-per-task", "-G", min=1, help="Rollouts (samples) per task."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N tasks of --tasks."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0: greedy."),
+    max_tokens: int = typer.Option(256, "--max-tokens", min=1, help="Longest answer, in tokens."),
+    step_cap: int = typer.Option(8, "--step-cap", min=1, help="Most agent answers in one user turn."),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed."),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Conversations generated together."),
+    full_schemas: bool = typer.Option(False, "--full-schemas", help="List tools as full JSON schemas (default: compact signatures)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the totals as JSON."),
+) -> None:
+    """Roll a policy out on tasks: per user turn the agent answers, its calls run in the
+    rollout's own environment, results go back as tool messages, until it answers without
+    calls or hits --step-cap.  Conversations advance together in batches.
+
+    The output is accepted unchanged by `ace verify` and `ace ingest`. Example:
+    `ace rollout -p hf:smollm2-135m --tasks bfcl:base --limit 5 --out runs/r.jsonl`.
+    """
+    out = Path(out)
+    _check_out(out, force)
+    task_list = _tasks(tasks, limit)
+    config = _config(n_per_task, temperature, max_tokens, step_cap, seed, batch_size)
+    totals = run_rollouts(policy, task_list, config, out, compact_tools=not full_schemas, quiet=as_json)
+    if as_json:
+        print(json.dumps(totals))
+    else:
+        print(
+            f"wrote {totals['rollouts']} rollouts to {out} ({len(task_list)} tasks x {n_per_task}); "
+            f"{totals['calls']} calls, {totals['completion_tokens']} tokens generated in {totals['seconds']} s "
+            f"({totals['tokens_per_s']} tokens/s); {totals['errors']} rollouts ended by a policy error"
+        )
+
+
+def _table(title: str, rows: list[dict[str, Any]], cols: list[str]):
+    from rich.table import Table
+
+    table = Table(title=title)
+    for c in cols:
+        table.add_column(c)
+    for r in rows:
+        table.add_row(*(f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in cols))
+    return table
+
+
+@app.command("eval")
+def eval_cmd(
+    policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help=POLICY_HELP),
+    tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY or a task JSONL file."),
+    experiment: str = typer.Option(..., "--experiment", "-e", help="Experiment name (scope)."),
+    checkpoint: str = typer.Option(..., "--checkpoint", "-c", help="Checkpoint name; its last number is the round."),
+    name: Optional[str] = typer.Option(
+        None, "--name", help="The policy's name in the graph (default: from --policy, e.g. hf-smollm2-135m). "
+        "Give two checkpoints of one model the same name to see them in capability-history."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N tasks of --tasks."),
+    n_per_task: int = typer.Option(1, "--n-per-task", "-G", min=1, help="Rollouts per task."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep the rollouts here (default: under $ACE_HOME/runs/eval)."),
+    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0: greedy."),
+    max_tokens: int = typer.Option(256, "--max-tokens", min=1, help="Longest answer, in tokens."),
+    step_cap: int = typer.Option(8, "--step-cap", min=1, help="Most agent answers in one user turn."),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed."),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Conversations generated together."),
+    min_support: int = typer.Option(5, "--min-support", min=1, help="Least attempts for a weak composition."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Evaluate a policy: roll out, verify, ingest into the scope EXPERIMENT/NAME/CHECKPOINT,
+    and print the per-skill and per-tool success table and the weakest compositions.
+
+    Each checkpoint is its own scope, so `ace query capability-history -P experiment=E -P policy=NAME`
+    shows one row per checkpoint and skill. Example:
+    `ace eval -p hf:runs/sft -e smoke -c sft-1 --name smollm2 --tasks bfcl:base --limit 5`.
+    """
+    from rich.console import Console
+
+    graph_name = name or policy_name(policy)
+    if out is None:
+        out = ace_home() / "runs" / "eval" / experiment / graph_name / f"{checkpoint}.jsonl"
+        force = True
+    out = Path(out)
+    _check_out(out, force)
+    task_list = _tasks(tasks, limit)
+    task_set = {t.id: t for t in task_list}
+    config = _config(n_per_task, temperature, max_tokens, step_cap, seed, batch_size)
+    totals = run_rollouts(policy, task_list, config, out, quiet=as_json)
+    settings = neo4j_settings()
+    driver = get_driver(settings)
+    try:
+        store = GraphStore(driver, settings.database)
+        report = ingest_file(store, out, task_set, experiment, graph_name, checkpoint)
+        scope = report.scope
+        skills = store.run("capability-profile", scope=scope, level="skill")
+        tools = store.run("capability-profile", scope=scope, level="tool")
+        weak = store.run("weak-compositions", scope=scope, level="tool", min_support=min_support,
+                         min_lift=0.0, limit=10)
+        scopes = [s for s in store.run("scopes", experiment=experiment) if s["key"] == scope]
+    finally:
+        driver.close()
+    totals_row = scopes[0] if scopes else {"rollouts": report.read, "rewarded": 0}
+    result = {
+        "scope": scope,
+        "rollouts": totals_row["rollouts"],
+        "rewarded": totals_row["rewarded"],
+        "pass_rate": round(totals_row["rewarded"] / totals_row["rollouts"], 4) if totals_row["rollouts"] else 0.0,
+        "rollout": totals,
+        "ingest": report.to_dict(),
+        "skills": skills,
+        "tools": tools,
+        "weak_compositions": weak,
+    }
+    if as_json:
+        print(json.dumps(result, default=str))
+        return
+    console = Console()
+    console.print(
+        f"{scope}: {result['rewarded']}/{result['rollouts']} rollouts rewarded (pass rate {result['pass_rate']:.3f}); "
+        f"rollouts in {out}", highlight=False,
+    )
+    cols = ["key", "attempts", "successes", "success_rate", "ci_low", "ci_high"]
+    console.print(_table("per skill (weakest first)", skills, cols))
+    console.print(_table("per tool (weakest first)", tools, cols))
+    if weak:
+        console.print(_table("weakest compositions (tool level)", weak,
+                             ["from", "to", "n", "failures", "composition_success", "fragility"]))
+    else:
+        console.print(f"no composition with at least {min_support} attempts fails more often than elsewhere")

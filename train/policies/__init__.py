@@ -1,0 +1,66 @@
+"""Policies: what answers a conversation.  One interface, three kinds.
+
+``hf:<path-or-name>``
+    a local transformers model (default ``hf:smollm2-135m``, prepared by
+    ``ace model prepare``), see :mod:`train.policies.hf`;
+``openai:<model>@<base_url>``
+    an OpenAI-compatible endpoint (vLLM, SGLang, a hosted API), see
+    :mod:`train.policies.openai`;
+``sim:<weakness.toml>``
+    the simulated agent with planted weaknesses (``sim:`` alone: the default
+    slip rate), see :mod:`train.policies.sim`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError, Reply
+from train.policies.hf import HFPolicy  # imports torch only when a model is loaded
+from train.policies.openai import OpenAIPolicy
+from train.policies.sim import SimPolicy
+
+DEFAULT_POLICY = "hf:smollm2-135m"
+KINDS = ("hf", "openai", "sim")
+
+
+def load_policy(spec: str, compact_tools: bool = True) -> Policy:
+    """The policy a spec names (loading a model can take seconds)."""
+    kind, sep, rest = spec.partition(":")
+    if not sep or kind not in KINDS:
+        raise PolicyError(
+            f"policy {spec!r}: expected hf:<path-or-name>, openai:<model>@<base_url> or sim:<weakness.toml>"
+        )
+    if kind == "hf":
+        if not rest:
+            raise PolicyError("hf: needs a model folder or name, e.g. hf:smollm2-135m")
+        return HFPolicy(spec, rest, compact_tools=compact_tools)
+    if kind == "openai":
+        return OpenAIPolicy.from_spec(spec)
+    return SimPolicy.from_spec(spec)
+
+
+def policy_name(spec: str) -> str:
+    """A short name of a policy for graph scopes (no '/'): ``hf:/runs/sft`` -> ``hf-sft``."""
+    kind, _, rest = spec.partition(":")
+    if kind == "openai":
+        rest = rest.rpartition("@")[0] or rest
+    elif rest:
+        rest = Path(rest.rstrip("/")).name
+        if kind == "sim":
+            rest = Path(rest).stem
+    name = f"{kind}-{rest}" if rest else kind
+    return re.sub(r"[^A-Za-z0-9_.:-]+", "_", name)
+
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "Conversation",
+    "GenerationConfig",
+    "Policy",
+    "PolicyError",
+    "Reply",
+    "load_policy",
+    "policy_name",
+]

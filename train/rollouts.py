@@ -1,0 +1,230 @@
+"""The rollout engine: many conversations advanced together, tool calls run per rollout.
+
+For each task and each of ``n_per_task`` samples, a conversation runs turn by
+turn: the user (by default the task's own scripted turns) says something; the
+policy answers; the calls in its answer (read by :mod:`ace_env.modelout`, never
+evaluated) run in that rollout's own :class:`ace_env.executor.Environment`;
+their results go back as tool messages; the turn ends when the policy answers
+without calls or after ``step_cap`` answers; then the user speaks again.
+
+All live conversations advance together: each engine step sends up to
+``batch_size`` of them to the policy in one call, so a model generates for a
+whole batch at once (the benchmark in ``benchmarks/`` measures the gain over one
+conversation at a time).
+
+Output rows are ACE rollouts (``rollout_id, task_id, turns, messages, meta``):
+``turns`` holds the calls per user turn (malformed ones as markers the verifier
+records as ``malformed_call``), so ``ace verify`` and ``ace ingest`` take the
+file unchanged; ``messages`` is the full OpenAI-style transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Protocol
+
+from ace_env import bfcl
+from ace_env.executor import Environment
+from ace_env.modelout import parse_message
+from ace_env.tasks import Task
+from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError
+
+log = logging.getLogger(__name__)
+
+#: The system message of every rollout (the same one the exports use).
+SYSTEM_PROMPT = (
+    "You are an assistant that completes the user's requests by calling the tools provided. "
+    "Call tools only when they are needed and only with arguments you know from the user or "
+    "from earlier tool results. If a request lacks information or no tool can do it, say so "
+    "instead of guessing."
+)
+
+
+@dataclass
+class RolloutConfig:
+    """How the engine runs conversations."""
+
+    n_per_task: int = field(default=1, metadata={"help": "Samples (rollouts) per task."})
+    step_cap: int = field(default=8, metadata={"help": "Most answers of the agent in one user turn."})
+    batch_size: int = field(default=8, metadata={"help": "Conversations sent to the policy in one call."})
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    system_prompt: str = field(default=SYSTEM_PROMPT, metadata={"help": "The system message."})
+
+    def __post_init__(self) -> None:
+        for name in ("n_per_task", "step_cap", "batch_size"):
+            if getattr(self, name) < 1:
+                raise PolicyError(f"{name} must be at least 1, not {getattr(self, name)}")
+
+
+class User(Protocol):
+    """Who speaks the user's turns (the seam for an LLM user simulator)."""
+
+    def message(self, task: Task, turn: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The user's message that opens turn ``turn`` of ``task``."""
+        ...
+
+
+class ScriptedUser:
+    """The task's own user turns, one message per turn (BFCL's sentence for tools-only turns)."""
+
+    def message(self, task: Task, turn: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        texts = [m.get("content", "") for m in task.turns[turn].user if m.get("role", "user") == "user"]
+        text = "\n\n".join(t for t in texts if t)
+        return {"role": "user", "content": text or bfcl.ADDED_TOOLS_PROMPT}
+
+
+def offered_schemas(task: Task, turn: int) -> list[dict[str, Any]]:
+    """OpenAI tool schemas of the tools offered in a turn, in the task's order."""
+    offered = task.offered_tools(turn)
+    known = bfcl.functions()
+    return [bfcl.tool_schema(n) for n in task.tools if n in offered and n in known]
+
+
+@dataclass
+class _Live:
+    """One conversation in flight."""
+
+    task: Task
+    sample: int
+    rollout_id: str
+    env: Environment
+    conv: Conversation
+    turns: list[list[Any]] = field(default_factory=list)
+    steps_in_turn: int = 0
+    capped_turns: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    errors: list[str] = field(default_factory=list)
+    done: bool = False
+
+
+def _tool_message(call_id: str, name: str | None, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "name": name or "", "content": content}
+
+
+class RolloutEngine:
+    """Runs rollouts of one policy on tasks, in batches."""
+
+    def __init__(self, policy: Policy, config: RolloutConfig | None = None, user: User | None = None):
+        self.policy = policy
+        self.config = config or RolloutConfig()
+        self.user = user or ScriptedUser()
+
+    def _start(self, task: Task, sample: int) -> _Live:
+        rid = f"{task.id}#{sample}"
+        messages = [{"role": "system", "content": self.config.system_prompt}]
+        live = _Live(task, sample, rid, Environment(task), Conversation(messages, [], rid, task, 0))
+        self._open_turn(live, 0)
+        return live
+
+    def _open_turn(self, live: _Live, turn: int) -> None:
+        live.conv.turn = turn
+        live.conv.tools = offered_schemas(live.task, turn)
+        live.conv.messages.append(self.user.message(live.task, turn, live.conv.messages))
+        live.turns.append([])
+        live.steps_in_turn = 0
+
+    def _close_turn(self, live: _Live) -> None:
+        nxt = live.conv.turn + 1
+        if nxt >= len(live.task.turns):
+            live.done = True
+        else:
+            self._open_turn(live, nxt)
+
+    def _step(self, live: _Live, reply: Any) -> None:
+        message = dict(reply.message)
+        message["role"] = "assistant"
+        live.conv.messages.append(message)
+        live.prompt_tokens += reply.prompt_tokens
+        live.completion_tokens += reply.completion_tokens
+        live.steps_in_turn += 1
+        if reply.finish_reason == "error":
+            # The policy could not answer (endpoint down, context full): the rollout ends here.
+            live.errors.append(f"turn {live.conv.turn}: {reply.error}")
+            live.done = True
+            return
+        calls = parse_message(message).calls
+        if not calls:
+            self._close_turn(live)
+            return
+        ids = [tc.get("id") for tc in message.get("tool_calls") or [] if isinstance(tc, dict)]
+        for k, call in enumerate(calls):
+            live.turns[-1].append(call)
+            result = live.env.call(call, live.conv.turn)
+            call_id = ids[k] if k < len(ids) and ids[k] else f"call_{live.conv.turn}_{live.steps_in_turn}_{k}"
+            if result.executed:
+                content = result.output or ""
+            else:
+                content = f"Error: {result.detail}"
+            live.conv.messages.append(_tool_message(call_id, result.name, content))
+        if live.steps_in_turn >= self.config.step_cap:
+            live.capped_turns += 1
+            self._close_turn(live)
+
+    def _row(self, live: _Live) -> dict[str, Any]:
+        meta = {
+            "policy": self.policy.spec,
+            "sample": live.sample,
+            "seed": self.config.generation.seed,
+            "temperature": self.config.generation.temperature,
+            "step_cap": self.config.step_cap,
+            "capped_turns": live.capped_turns,
+            "prompt_tokens": live.prompt_tokens,
+            "completion_tokens": live.completion_tokens,
+        }
+        if live.errors:
+            meta["errors"] = live.errors
+        if "slips" in live.conv.state:
+            meta["slips"] = live.conv.state["slips"]
+        return {
+            "rollout_id": live.rollout_id,
+            "task_id": live.task.id,
+            "turns": live.turns,
+            "messages": live.conv.messages,
+            "meta": meta,
+        }
+
+    def run(self, tasks: Iterable[Task], on_done: Callable[[dict[str, Any]], None] | None = None) -> Iterator[dict[str, Any]]:
+        """Roll out every task ``n_per_task`` times; rows are yielded as rollouts finish."""
+        pending = [(t, g) for t in tasks for g in range(self.config.n_per_task)]
+        pending.reverse()
+        live: list[_Live] = []
+        size = self.config.batch_size
+        while pending or live:
+            # Keep the pool full: finished conversations are replaced by new ones.
+            while pending and len(live) < size:
+                live.append(self._start(*pending.pop()))
+            batch = live[:size]
+            replies = self.policy.generate([x.conv for x in batch], self.config.generation)
+            if len(replies) != len(batch):
+                raise PolicyError(f"policy {self.policy.spec} answered {len(replies)} of {len(batch)} conversations")
+            for x, reply in zip(batch, replies):
+                self._step(x, reply)
+            still = []
+            for x in live:
+                if x.done:
+                    row = self._row(x)
+                    if on_done:
+                        on_done(row)
+                    yield row
+                else:
+                    still.append(x)
+            live = still
+
+
+def write_rollouts(rows: Iterable[dict[str, Any]], f: Any) -> dict[str, Any]:
+    """Write rows as JSONL to an open file; returns totals for the report."""
+    start = time.perf_counter()
+    totals = {"rollouts": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0}
+    for row in rows:
+        f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        totals["rollouts"] += 1
+        totals["calls"] += sum(len(t) for t in row["turns"])
+        totals["prompt_tokens"] += row["meta"]["prompt_tokens"]
+        totals["completion_tokens"] += row["meta"]["completion_tokens"]
+        totals["errors"] += bool(row["meta"].get("errors"))
+    totals["seconds"] = round(time.perf_counter() - start, 3)
+    return totals
