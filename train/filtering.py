@@ -13,9 +13,9 @@ and reports what it did (:class:`FillStats`, one line of the metrics file).
 
 >>> rewards = {0: [1, 1], 1: [0, 1], 2: [0, 0], 3: [1, 0]}
 >>> sample = lambda ps: [Group(p, rewards[p]) for p in ps]
->>> kept, stats = fill_batch(sample, iter(range(4)), groups_needed=2, max_groups=4)
->>> [g.prompt for g in kept], stats.groups_sampled, stats.groups_kept
-([1, 3], 4, 2)
+>>> filled = fill_batch(sample, iter(range(4)), groups_needed=2, max_groups=4)
+>>> [g.prompt for g in filled.kept], [g.prompt for g in filled.dropped], filled.stats.groups_sampled
+([1, 3], [0, 2], 4)
 """
 
 from __future__ import annotations
@@ -73,6 +73,15 @@ class FillStats:
         }
 
 
+@dataclass
+class Filled:
+    """The outcome of :func:`fill_batch`: the groups kept (in sampling order), the ones dropped, and the stats."""
+
+    kept: list[Group]
+    dropped: list[Group]
+    stats: FillStats
+
+
 def _outcome(group: Group) -> str:
     if group.has_signal:
         return "mixed"
@@ -85,7 +94,7 @@ def fill_batch(
     groups_needed: int,
     max_groups: int,
     enabled: bool = True,
-) -> tuple[list[Group], FillStats]:
+) -> Filled:
     """Sample groups until ``groups_needed`` have signal, or ``max_groups`` were sampled.
 
     ``sample(prompts)`` returns one :class:`Group` per prompt (it runs the G
@@ -138,4 +147,5 @@ def fill_batch(
         exhausted=exhausted and len(kept) < groups_needed,
         by_outcome=outcomes,
     )
-    return kept[:groups_needed], stats
+    dropped = [g for g in sampled if not any(g is k for k in kept)]
+    return Filled(kept[:groups_needed], dropped, stats)
