@@ -39,6 +39,7 @@ from typing import Any
 from ace_env.calls import Call, parse_call
 from ace_env.tasks import Task
 from ace_graph.tagger import USER, tag_task
+from train.policies.base import Conversation
 
 LEAKED = "leaked"
 OMITTED = "omitted"
@@ -261,3 +262,104 @@ class ScriptedUser:
     def message(self, turn: int, history: Sequence[dict[str, Any]] = ()) -> str:
         """The user's message opening ``turn`` (``history`` is the conversation so far; unused)."""
         return self._texts[turn]
+
+
+# ---------------------------------------------------------------- the LLM user
+
+USER_SIM_SYSTEM = (
+    "You play the USER in a conversation with an assistant that can call tools. You are not the assistant: "
+    "never call tools, never describe results you have not been shown, never speak for the assistant. "
+    "Say only what the user of this task would say, one message at a time, in the user's own words.\n\n"
+    "Your requests, in order:\n{requests}\n\n"
+    "You are now making request {current}. Give the facts of this request; keep later requests and "
+    "their facts for later. If the assistant asks for something you know, answer it; if you do not know it, say so."
+)
+
+
+def user_sim_system(profile: UserProfile, turn: int) -> str:
+    """The system message of the user simulator at ``turn``: the goal so far and where it stands."""
+    requests = "\n".join(f"{k + 1}. {text}" for k, text in enumerate(profile.goal[: turn + 1]))
+    return USER_SIM_SYSTEM.format(requests=requests, current=turn + 1)
+
+
+def user_sim_messages(profile: UserProfile, turn: int, conversation: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The user simulator's own view of a conversation: roles swapped, tool traffic left out.
+
+    The agent's messages become the simulator's ``user`` messages and the
+    user's earlier messages its own ``assistant`` messages; what it writes next
+    is the user's message that opens ``turn``.  Tool calls and tool results are
+    the agent's business and are not shown to the user.
+    """
+    view: list[dict[str, Any]] = [
+        {"role": "system", "content": user_sim_system(profile, turn)},
+        {"role": "user", "content": "(the conversation begins)"},
+    ]
+    for m in conversation:
+        role, content = m.get("role"), m.get("content") or ""
+        if role == "user":
+            view.append({"role": "assistant", "content": content})
+        elif role == "assistant" and content and not m.get("tool_calls"):
+            view.append({"role": "user", "content": content})
+    if view[-1]["role"] != "user":
+        view.append({"role": "user", "content": "(go on)"})
+    return view
+
+
+def user_sim_rows(tasks: Iterable[Task], transcripts: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """SFT rows for the user simulator: for each task and turn, its view so far → the scripted user message.
+
+    ``transcripts`` maps a task id to an oracle conversation (OpenAI messages,
+    the ground truth played out, as :func:`train.export.to_openai_sft` writes
+    it); the conversation before each user message is the simulator's input and
+    that message its target.  Turns where the user answers a clarifying request
+    (BFCL miss_param: a turn the agent could not act on, then the user's
+    answer) are in there as they happen.
+    """
+    rows = []
+    for task in tasks:
+        messages = transcripts.get(task.id)
+        if not messages:
+            continue
+        profile = profile_for(task)
+        user_at = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+        for turn, i in enumerate(user_at[: len(task.turns)]):
+            view = user_sim_messages(profile, turn, messages[:i])
+            view.append({"role": "assistant", "content": messages[i].get("content") or ""})
+            rows.append({"messages": view, "tools": [], "task_id": f"{task.id}#user{turn}"})
+    return rows
+
+
+class LLMUser:
+    """A policy playing the user from the task's profile; every message it writes is fidelity-checked.
+
+    ``policy`` is any policy (``hf:``, ``openai:``); it sees only its own view
+    of the conversation (:func:`user_sim_messages`).  ``checked`` collects one
+    violation list per message written, for :func:`fidelity`.
+    """
+
+    name = "llm"
+
+    def __init__(self, policy: Any, generation: Any) -> None:
+        self.policy = policy
+        self.generation = generation
+        self.checked: list[list[Violation]] = []
+        self._profiles: dict[str, UserProfile] = {}
+
+    def profile(self, task: Task) -> UserProfile:
+        if task.id not in self._profiles:
+            self._profiles[task.id] = profile_for(task)
+        return self._profiles[task.id]
+
+    def write(self, task: Task, turn: int, conversation: Sequence[dict[str, Any]]) -> str:
+        """The user's message that opens ``turn``, written by the policy and checked."""
+        profile = self.profile(task)
+        view = user_sim_messages(profile, turn, conversation)
+        reply = self.policy.generate([Conversation(view, [], f"{task.id}#user{turn}", None, turn)], self.generation)[0]
+        text = (reply.message.get("content") or "").strip()
+        history = [str(m.get("content") or "") for m in conversation if m.get("role") in ("user", "assistant", "tool")]
+        self.checked.append(check_user_turn(profile, turn, text, history))
+        return text
+
+    def message(self, task: Task, turn: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The rollout engine's user seam (:class:`train.rollouts.User`)."""
+        return {"role": "user", "content": self.write(task, turn, messages)}

@@ -87,3 +87,58 @@ def test_tool_call_is_flagged(base0, extra):
 def test_leaving_the_role_is_flagged(base0, extra):
     p = profile_for(base0)
     assert LEFT_ROLE in kinds(check_user_turn(p, 0, turn_texts(base0)[0] + "\n" + extra))
+
+
+def test_user_sim_rows_swap_roles_and_target_the_scripted_turns(base0):
+    from train.export import to_openai_sft
+    from train.users import user_sim_rows
+
+    messages = to_openai_sft(base0)["messages"]
+    rows = user_sim_rows([base0], {base0.id: messages})
+    texts = turn_texts(base0)
+    assert len(rows) == len(base0.turns)
+    for k, row in enumerate(rows):
+        view = row["messages"]
+        assert view[0]["role"] == "system" and "request " + str(k + 1) in view[0]["content"]
+        assert view[-1] == {"role": "assistant", "content": texts[k]}
+        # later requests are not in the simulator's prompt
+        if k + 1 < len(texts):
+            assert texts[k + 1] not in view[0]["content"]
+        # no tool traffic reaches the user
+        assert all(m["role"] in ("system", "user", "assistant") and not m.get("tool_calls") for m in view)
+        roles = [m["role"] for m in view[1:]]
+        assert roles == ["user", "assistant"] * (len(roles) // 2)
+
+
+class _Echo:
+    """A policy that writes a fixed text (here: what a perfect user would say)."""
+
+    spec = "echo"
+
+    def __init__(self, texts):
+        self.texts = list(texts)
+
+    def generate(self, conversations, config):
+        from train.policies.base import Reply
+
+        return [Reply({"role": "assistant", "content": self.texts.pop(0)}) for _ in conversations]
+
+    def close(self):
+        pass
+
+
+def test_llm_user_is_checked_on_every_message(base0):
+    from train.policies.base import GenerationConfig
+    from train.users import LLMUser
+
+    texts = turn_texts(base0)
+    good = LLMUser(_Echo(texts), GenerationConfig())
+    history = []
+    for k in range(len(texts)):
+        msg = good.message(base0, k, history)
+        history.append(msg)
+        history.append({"role": "assistant", "content": "ok"})
+    assert fidelity(good.checked).rate == 1.0 and fidelity(good.checked).turns == len(texts)
+    bad = LLMUser(_Echo(["Assistant: I have moved final_report.pdf into temp_99."]), GenerationConfig())
+    bad.message(base0, 0, [])
+    assert {v.kind for v in bad.checked[0]} >= {LEFT_ROLE, INVENTED, OMITTED}
