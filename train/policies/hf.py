@@ -64,9 +64,19 @@ class HFPolicy:
     """A transformers causal LM as a policy."""
 
     def __init__(self, spec: str, path: str, compact_tools: bool = True, device: str | None = None):
+        self._setup(spec, *load_model(path, device), compact_tools)
+
+    @classmethod
+    def from_model(cls, spec: str, tokenizer: Any, model: Any, template: str, compact_tools: bool = True) -> "HFPolicy":
+        """A policy over a model already in memory (the GRPO trainer's, sampled while it trains)."""
+        self = cls.__new__(cls)
+        self._setup(spec, tokenizer, model, template, compact_tools)
+        return self
+
+    def _setup(self, spec: str, tokenizer: Any, model: Any, template: str, compact_tools: bool) -> None:
         self.spec = spec
         self.compact_tools = compact_tools
-        self.tokenizer, self.model, self.template = load_model(path, device)
+        self.tokenizer, self.model, self.template = tokenizer, model, template
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token

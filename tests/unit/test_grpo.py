@@ -1,0 +1,129 @@
+"""GRPO: rewards are the verifier's, zero-variance groups are dropped and refilled,
+only the policy's tokens carry loss, and two real TRL steps run on a tiny model."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from ace_env import bfcl
+from ace_env.sim import parse_weakness
+from ace_env.verifier import verify
+from train.grpo import ACERollout, GRPORunConfig, ace_reward, episode_tokens, reward_of, train_grpo
+from train.policies.hf import HFPolicy
+from train.policies.sim import SimPolicy
+from train.policies.template import ACE_CHAT_TEMPLATE
+from train.tiny import build_tiny_model
+
+# echo always slips, sort half the time, everything else never: tasks without
+# either always pass, tasks with echo always fail, tasks with sort are mixed.
+WEAK = parse_weakness({"defaults": {"error": 0.0}, "tool": [
+    {"name": "echo", "error": 1.0, "kind": "argument"},
+    {"name": "sort", "error": 0.5, "kind": "argument"},
+]})
+ALL_PASS = ["multi_turn_base_1", "multi_turn_base_3"]
+ALL_FAIL = ["multi_turn_base_2", "multi_turn_base_6"]
+MIXED = ["multi_turn_base_0", "multi_turn_base_5"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    folder = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+    return folder, AutoTokenizer.from_pretrained(str(folder))
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    wanted = set(ALL_PASS + ALL_FAIL + MIXED)
+    return {t.id: t for t in bfcl.load_tasks("base") if t.id in wanted}
+
+
+def _rollout(tasks, tiny, filtering=True, G=4, cap=8):
+    config = GRPORunConfig(prompts_per_step=2, generations=G, dynamic_filtering=filtering, max_groups_sampled=cap)
+    rollout = ACERollout(tasks, config, ACE_CHAT_TEMPLATE, policy_factory=lambda trainer: SimPolicy("sim:test", WEAK))
+    rollout._refill = iter(MIXED + ALL_PASS)  # the prompts a refill draws, in order
+    trainer = SimpleNamespace(processing_class=tiny[1])
+    return rollout, trainer
+
+
+def test_zero_variance_groups_are_replaced_by_groups_with_signal(tasks, tiny):
+    rollout, trainer = _rollout(tasks, tiny)
+    G = 4
+    prompts = [ALL_PASS[0]] * G + [ALL_FAIL[0]] * G
+    out = rollout(prompts, trainer)
+    fill = rollout.records[-1].fill
+    assert fill.by_outcome["all_pass"] >= 1 and fill.by_outcome["all_fail"] >= 1
+    assert fill.groups_kept == 2 and fill.groups_sampled > 2
+    kept_tasks = out["ace_task_id"][::G]
+    assert all(t in MIXED for t in kept_tasks), kept_tasks
+    for k in range(2):  # every kept group has signal
+        rewards = out["ace_reward"][k * G : (k + 1) * G]
+        assert max(rewards) > min(rewards)
+    assert len(out["prompt_ids"]) == len(out["completion_ids"]) == len(out["env_mask"]) == 2 * G
+
+
+def test_rewards_equal_the_verifiers_verdicts(tasks, tiny):
+    rollout, trainer = _rollout(tasks, tiny, filtering=False)
+    prompts = [ALL_PASS[0]] * 4 + [ALL_FAIL[0]] * 4
+    out = rollout(prompts, trainer)
+    assert len(rollout.last_rows) == len(out["ace_reward"]) == 8
+    for row, reward in zip(rollout.last_rows, out["ace_reward"]):
+        verdict = verify(tasks[row["task_id"]], row["turns"])
+        assert reward == reward_of(verdict, 0.0) == verdict.reward
+    assert ace_reward(prompts, ["x"] * 8, ace_reward=out["ace_reward"]) == out["ace_reward"]
+    assert out["ace_reward"] == [1.0] * 4 + [0.0] * 4  # no filtering: both zero-variance groups stay
+
+
+def test_partial_credit_and_timeouts_shape_the_reward(tasks):
+    task = tasks[MIXED[0]]
+    empty = verify(task, [[] for _ in task.turns])
+    assert reward_of(empty, 0.5) == 0.5 * empty.partial_credit
+    timed_out = SimpleNamespace(reward=0.0, partial_credit=0.9, attribution="timeout")
+    assert reward_of(timed_out, 1.0) == 0.0
+
+
+def test_a_capped_step_pads_with_masked_groups(tasks, tiny):
+    rollout, trainer = _rollout(tasks, tiny, cap=2)  # no room to refill
+    out = rollout([ALL_PASS[0]] * 4 + [ALL_FAIL[0]] * 4, trainer)
+    assert rollout.records[-1].fill.capped
+    assert all(sum(m) == 0 for m in out["env_mask"]) and set(out["ace_reward"]) == {0.0}
+
+
+def test_only_the_policys_tokens_are_unmasked(tasks, tiny):
+    tokenizer = tiny[1]
+    messages = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "list files"},
+        {"role": "assistant", "content": "[ls()]"},
+        {"role": "tool", "tool_call_id": "c", "name": "ls", "content": "{'current_directory_content': ['a']}"},
+        {"role": "assistant", "content": "Done."},
+    ]
+    prompt, completion, mask = episode_tokens(tokenizer, ACE_CHAT_TEMPLATE, messages, [bfcl.tool_schema("ls")])
+    text = tokenizer.decode(prompt)
+    assert text.endswith("<|im_start|>assistant\n") and "list files" in text
+    policy_text = tokenizer.decode([t for t, m in zip(completion, mask) if m])
+    other_text = tokenizer.decode([t for t, m in zip(completion, mask) if not m])
+    assert "[ls()]" in policy_text and "Done." in policy_text
+    assert "current_directory_content" in other_text and "current_directory_content" not in policy_text
+
+
+def test_two_grpo_steps_on_a_tiny_model(tasks, tiny, tmp_path):
+    metrics = tmp_path / "metrics.jsonl"
+    out = tmp_path / "ckpt"
+    seen = []
+    config = GRPORunConfig(steps=2, prompts_per_step=2, generations=2, max_tokens=8, step_cap=1)
+    lines = train_grpo(tiny[0], dict(list(tasks.items())[:3]), out, config, metrics_out=metrics,
+                       on_checkpoint=lambda step, folder: seen.append(step))
+    written = [json.loads(x) for x in metrics.read_text().splitlines()]
+    assert written == lines and [x["step"] for x in written] == [1, 2]
+    for key in ("reward_mean", "reward_std", "groups_sampled", "groups_kept", "loss",
+                "seconds_generate", "seconds_verify", "seconds_train"):
+        assert all(key in x for x in written), key
+    assert all(x["groups_sampled"] >= 2 for x in written)
+    assert seen == [2]
+    policy = HFPolicy("hf:" + str(out), str(out))  # the result loads as a policy
+    assert policy.model.config.num_hidden_layers == 2

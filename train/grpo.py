@@ -1,0 +1,405 @@
+"""GRPO with ACE's verifier as the reward, multi-turn, with dynamic filtering.
+
+TRL's :class:`trl.GRPOTrainer` does the optimisation; ACE owns the rollout.
+
+Why ``rollout_func`` and not ``environment_factory``: an ACE episode is a
+whole multi-turn conversation — scripted (or simulated) user turns between
+assistant turns, tools offered per turn, tool results fed back, a step cap per
+turn — and its reward is the verifier's verdict over all of it.  TRL's
+environment mode runs a tool loop inside one assistant turn and cannot put a
+user turn between two assistant turns; nor could it resample prompts, which
+dynamic filtering needs.  With ``rollout_func`` ACE runs its own rollout engine
+(:mod:`train.rollouts`, the same engine ``ace rollout`` and ``ace eval`` use),
+verifies every episode, drops zero-variance groups and refills the batch from
+further prompts (:mod:`train.filtering`), and hands TRL token ids with a mask.
+
+Token layout: each episode is re-rendered with the policy's chat template
+(``return_assistant_tokens_mask``); the prompt is everything before the first
+assistant token, the completion everything after, and ``env_mask`` is 1 on the
+assistant's tokens and 0 on the user's and the tools' tokens, so only what the
+policy wrote carries loss.  Re-rendering can tokenise the policy's text
+slightly differently from how it was sampled; TRL recomputes log-probabilities
+from the ids it is given, so the update is exact for those ids.  Tools offered
+only from a later turn (BFCL miss_func) are listed with the first turn's tools
+in the rendered prompt — a small mismatch with what the policy saw.
+
+The dataset's ``prompt`` column holds task ids: the engine builds each
+conversation from its task.  Rewards reach TRL through the ``ace_reward``
+field of the rollout output and :func:`ace_reward` (a TRL-native reward
+function).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ace_env.errors import ConfigError
+from ace_env.tasks import Task
+from ace_env.verifier import verify
+from train.filtering import FillStats, Group, fill_batch
+from train.policies.base import GenerationConfig, Policy
+from train.policies.hf import HFPolicy, set_torch_threads
+from train.policies.template import ACE_CHAT_TEMPLATE, has_tool_support
+from train.rollouts import RolloutConfig, RolloutEngine, offered_schemas
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GRPORunConfig:
+    """One GRPO run; the CLI's flags are these fields."""
+
+    steps: int = field(default=2, metadata={"help": "Optimizer steps (each on prompts-per-step × generations rollouts)."})
+    prompts_per_step: int = field(default=2, metadata={"help": "Groups (prompts) per step, after filtering."})
+    generations: int = field(default=4, metadata={"help": "Rollouts per prompt (the group size G)."})
+    learning_rate: float = field(default=1e-6, metadata={"help": "AdamW learning rate."})
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of the rollouts."})
+    max_tokens: int = field(default=96, metadata={"help": "Longest assistant answer, in tokens."})
+    step_cap: int = field(default=4, metadata={"help": "Most assistant answers in one user turn."})
+    partial_credit: float = field(
+        default=0.0, metadata={"help": "Weight W of partial credit in the reward: 1 for a pass, else W × share of turns."}
+    )
+    dynamic_filtering: bool = field(default=True, metadata={"help": "Drop zero-variance groups and refill the batch."})
+    max_groups_sampled: int = field(
+        default=0, metadata={"help": "Cap on groups sampled per step when filtering (0: 4 × prompts-per-step)."}
+    )
+    beta: float = field(default=0.0, metadata={"help": "KL coefficient against the reference model (0: none)."})
+    seed: int = field(default=0, metadata={"help": "Seed of prompt order and sampling."})
+    use_vllm: bool = field(default=False, metadata={"help": "Generate through TRL's vLLM integration (GPU)."})
+    compact_tools: bool = field(default=True, metadata={"help": "List tools as compact signatures."})
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "prompts_per_step", "generations", "max_tokens", "step_cap"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}.")
+        if self.generations < 2:
+            raise ConfigError("generations must be at least 2: GRPO compares samples within a group.")
+        if not 0.0 <= self.partial_credit <= 1.0:
+            raise ConfigError(f"partial-credit must be in [0, 1], got {self.partial_credit}.")
+        if self.max_groups_sampled == 0:
+            self.max_groups_sampled = 4 * self.prompts_per_step
+        if self.max_groups_sampled < self.prompts_per_step:
+            raise ConfigError(
+                f"max-groups-sampled ({self.max_groups_sampled}) is below prompts-per-step ({self.prompts_per_step})."
+            )
+        if self.learning_rate <= 0:
+            raise ConfigError(f"learning-rate must be positive, got {self.learning_rate}.")
+
+
+def reward_of(verdict: Any, partial_credit: float) -> float:
+    """The scalar reward of a verdict: 1 for a pass, else ``W × partial_credit``; 0 for a timeout."""
+    if verdict.reward >= 1.0:
+        return 1.0
+    if getattr(verdict, "attribution", None) in ("timeout", "resource_limit"):
+        return 0.0
+    return partial_credit * float(verdict.partial_credit)
+
+
+def ace_reward(prompts: Sequence[Any], completions: Sequence[Any], ace_reward: Sequence[float] | None = None, **kwargs: Any) -> list[float]:
+    """TRL-native reward: the verifier's reward that ACE's rollout computed for each completion.
+
+    >>> ace_reward(["t1", "t1"], ["...", "..."], ace_reward=[1.0, 0.0])
+    [1.0, 0.0]
+    """
+    if ace_reward is None:
+        raise ConfigError("ace_reward needs the rollout's `ace_reward` field: use it with ACE's rollout_func.")
+    return [float(r) for r in ace_reward]
+
+
+def episode_tokens(tokenizer: Any, template: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                   compact_tools: bool = True) -> tuple[list[int], list[int], list[int]]:
+    """(prompt_ids, completion_ids, env_mask) of one finished conversation."""
+    enc = tokenizer.apply_chat_template(
+        messages,
+        tools=tools or None,
+        chat_template=template,
+        tokenize=True,
+        return_dict=True,
+        return_assistant_tokens_mask=True,
+        compact_tools=compact_tools,
+    )
+    ids = list(enc["input_ids"])
+    mask = list(enc["assistant_masks"])
+    if 1 not in mask:
+        raise ConfigError("the chat template marks no assistant tokens: it needs {% generation %} blocks.")
+    first = mask.index(1)
+    return ids[:first], ids[first:], mask[first:]
+
+
+@dataclass
+class StepRecord:
+    """What one optimizer step cost and found; one line of the metrics file."""
+
+    step: int
+    fill: FillStats
+    seconds_generate: float
+    seconds_verify: float
+
+
+class ACERollout:
+    """The ``rollout_func`` for :class:`trl.GRPOTrainer`: ACE episodes, verified and filtered."""
+
+    def __init__(
+        self,
+        tasks: dict[str, Task],
+        config: GRPORunConfig,
+        template: str,
+        policy_factory: Callable[[Any], Policy] | None = None,
+    ):
+        self.tasks = tasks
+        self.config = config
+        self.template = template
+        #: Builds the sampling policy from the trainer (default: its model, as it is now).
+        self.policy_factory = policy_factory or self._hf_policy
+        #: The rollouts behind the last step's completions (with their verdicts), in order.
+        self.last_rows: list[dict[str, Any]] = []
+        order = sorted(tasks)
+        random.Random(config.seed + 1).shuffle(order)
+        self._refill: Iterator[str] = itertools.cycle(order)
+        self.records: list[StepRecord] = []
+        self._calls = 0
+
+    def _hf_policy(self, trainer: Any) -> HFPolicy:
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        return HFPolicy.from_model(
+            "hf:training", trainer.processing_class, model, self.template, compact_tools=self.config.compact_tools
+        )
+
+    def _sample(self, policy: Policy, timing: dict[str, float]) -> Callable[[list[str]], list[Group]]:
+        G = self.config.generations
+
+        def sample(task_ids: list[str]) -> list[Group]:
+            engine = RolloutEngine(
+                policy,
+                RolloutConfig(
+                    n_per_task=G,
+                    step_cap=self.config.step_cap,
+                    batch_size=len(task_ids) * G,
+                    generation=GenerationConfig(
+                        temperature=self.config.temperature,
+                        max_tokens=self.config.max_tokens,
+                        seed=self.config.seed + self._calls,
+                    ),
+                ),
+            )
+            self._calls += 1
+            start = time.perf_counter()
+            rows = list(engine.run([self.tasks[t] for t in task_ids]))
+            timing["generate"] += time.perf_counter() - start
+            start = time.perf_counter()
+            by_task: dict[str, list[tuple[dict[str, Any], float]]] = {t: [] for t in task_ids}
+            for row in rows:
+                task = self.tasks[row["task_id"]]
+                verdict = verify(task, row["turns"], rollout_id=row["rollout_id"])
+                row["verdict"] = verdict.to_dict()
+                by_task[row["task_id"]].append((row, reward_of(verdict, self.config.partial_credit)))
+            timing["verify"] += time.perf_counter() - start
+            return [Group(t, [r for _, r in by_task[t]], [row for row, _ in by_task[t]]) for t in task_ids]
+
+        return sample
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        import torch
+
+        G = self.config.generations
+        if len(prompts) % G:
+            raise ConfigError(f"{len(prompts)} prompts are not whole groups of {G}.")
+        wanted = [str(p) for p in prompts[::G]]
+        unknown = [t for t in wanted if t not in self.tasks]
+        if unknown:
+            raise ConfigError(f"prompts must be task ids of the run's task set; unknown: {unknown[:3]}")
+        timing = {"generate": 0.0, "verify": 0.0}
+        policy = self.policy_factory(trainer)
+        model = getattr(policy, "model", None)
+        was_training = bool(model is not None and model.training)
+        if model is not None:
+            model.eval()
+        try:
+            with torch.no_grad():
+                filled = fill_batch(
+                    self._sample(policy, timing),
+                    itertools.chain(wanted, self._refill),
+                    groups_needed=len(wanted),
+                    max_groups=max(self.config.max_groups_sampled, len(wanted)),
+                    enabled=self.config.dynamic_filtering,
+                )
+        finally:
+            if model is not None:
+                model.train(was_training)
+        kept, fill = filled.kept, filled.stats
+        # Capped before the batch was full: fill the rest with groups that carry no loss
+        # (their tokens are masked out), so the step still has TRL's shape.
+        padding: list[Group] = []
+        if len(kept) < len(wanted):
+            log.info("step %d: only %d of %d groups had signal; padding with masked groups",
+                     len(self.records), len(kept), len(wanted))
+            pool = filled.dropped or kept
+            padding = [pool[i % len(pool)] for i in range(len(wanted) - len(kept))]
+        self.last_rows = []
+        out: dict[str, list[Any]] = {k: [] for k in ("prompt_ids", "completion_ids", "env_mask", "ace_reward", "ace_task_id")}
+        for group, live in [(g, True) for g in kept] + [(g, False) for g in padding]:
+            for row, reward in zip(group.samples, group.rewards):
+                task = self.tasks[row["task_id"]]
+                p, c, m = episode_tokens(trainer.processing_class, self.template, row["messages"],
+                                         offered_schemas(task, 0), self.config.compact_tools)
+                out["prompt_ids"].append(p)
+                out["completion_ids"].append(c)
+                out["env_mask"].append(m if live else [0] * len(m))
+                out["ace_reward"].append(reward if live else 0.0)
+                out["ace_task_id"].append(row["task_id"])
+                self.last_rows.append(row)
+        self.records.append(StepRecord(len(self.records) + 1, fill, timing["generate"], timing["verify"]))
+        return {"logprobs": None, **out}
+
+
+class MetricsWriter:
+    """Writes one JSON line per optimizer step (a TRL callback): the metrics file of ``--metrics-out``."""
+
+    def __init__(self, path: Path | None, rollout: ACERollout):
+        self.path = path
+        self.rollout = rollout
+        self._step_start = 0.0
+        self.lines: list[dict[str, Any]] = []
+
+    def callback(self) -> Any:
+        from transformers import TrainerCallback
+
+        writer = self
+
+        class _Callback(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kwargs):
+                writer._step_start = time.perf_counter()
+
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                if not logs or "loss" not in logs or not writer.rollout.records:
+                    return
+                writer.write(state.global_step, logs, time.perf_counter() - writer._step_start)
+
+        return _Callback()
+
+    def write(self, step: int, logs: dict[str, Any], seconds_step: float) -> None:
+        rec = self.rollout.records[-1]
+        fill = rec.fill.as_dict()
+        line = {
+            "step": step,
+            "reward_mean": fill["reward_mean"],
+            "reward_std": fill["reward_std"],
+            "groups_sampled": fill["groups_sampled"],
+            "groups_kept": fill["groups_kept"],
+            "kept_fraction": fill["kept_fraction"],
+            "capped": fill["capped"],
+            "loss": float(logs["loss"]),
+            "seconds_generate": round(rec.seconds_generate, 3),
+            "seconds_verify": round(rec.seconds_verify, 3),
+            "seconds_train": round(max(0.0, seconds_step - rec.seconds_generate - rec.seconds_verify), 3),
+            **{k: fill[k] for k in ("groups_all_pass", "groups_all_fail", "groups_mixed") if k in fill},
+        }
+        self.lines.append(line)
+        if self.path is not None:
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(line) + "\n")
+
+
+def train_grpo(
+    model_dir: Path,
+    tasks: dict[str, Task],
+    out: Path,
+    config: GRPORunConfig,
+    metrics_out: Path | None = None,
+    report_to: Sequence[str] = (),
+    on_checkpoint: Callable[[int, Path], None] | None = None,
+    checkpoint_every: int = 0,
+) -> list[dict[str, Any]]:
+    """Train ``model_dir`` with GRPO on ``tasks``; the result is saved to ``out`` (loadable as ``hf:out``).
+
+    Returns the metrics lines.  ``on_checkpoint(step, folder)`` is called for
+    every ``checkpoint_every`` steps (the CLI evaluates there and writes the
+    result back to the graph).
+    """
+    try:
+        from datasets import Dataset
+        from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+        from trl import GRPOConfig, GRPOTrainer
+    except ModuleNotFoundError as e:
+        raise ConfigError("GRPO needs the train extra: pip install -e '.[train]'") from e
+
+    if not tasks:
+        raise ConfigError("no tasks to train on")
+    set_torch_threads()
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    template = tokenizer.chat_template if has_tool_support(tokenizer.chat_template) else ACE_CHAT_TEMPLATE
+    if "{% generation %}" not in template and "{%- generation -%}" not in template:
+        template = ACE_CHAT_TEMPLATE  # the loss mask needs generation blocks
+    tokenizer.chat_template = template
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir))
+    rollout = ACERollout(tasks, config, template)
+    metrics = MetricsWriter(metrics_out, rollout)
+    if metrics_out is not None:
+        metrics_out.parent.mkdir(parents=True, exist_ok=True)
+        metrics_out.write_text("", encoding="utf-8")
+    ids = sorted(tasks)
+    random.Random(config.seed).shuffle(ids)
+    B, G = config.prompts_per_step, config.generations
+    rows = [{"prompt": t} for t in itertools.islice(itertools.cycle(ids), B * config.steps)]
+    args = GRPOConfig(
+        output_dir=str(out / "trainer"),
+        per_device_train_batch_size=B * G,
+        gradient_accumulation_steps=1,
+        steps_per_generation=1,
+        num_generations=G,
+        max_steps=config.steps,
+        learning_rate=config.learning_rate,
+        beta=config.beta,
+        loss_type="dapo",
+        logging_steps=1,
+        save_strategy="no",
+        report_to=list(report_to),
+        seed=config.seed,
+        use_vllm=config.use_vllm,
+        shuffle_dataset=False,
+        bf16=False,
+        fp16=False,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        gradient_checkpointing=False,
+    )
+    callbacks: list[Any] = [metrics.callback()]
+    if on_checkpoint is not None and checkpoint_every > 0:
+
+        class _Checkpoints(TrainerCallback):
+            def on_step_end(self, args_, state, control, **kwargs):
+                if state.global_step % checkpoint_every == 0 and state.global_step < config.steps:
+                    folder = out / f"checkpoint-{state.global_step}"
+                    trainer.save_model(str(folder))
+                    tokenizer.save_pretrained(str(folder))
+                    on_checkpoint(state.global_step, folder)
+
+        callbacks.append(_Checkpoints())
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[ace_reward],
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        rollout_func=rollout,
+        callbacks=callbacks,
+    )
+    trainer.train()
+    if trainer.accelerator.is_main_process:
+        out.mkdir(parents=True, exist_ok=True)
+        trainer.save_model(str(out))
+        tokenizer.save_pretrained(str(out))
+        (out / "ace_grpo.json").write_text(json.dumps({"config": asdict(config), "tasks": len(tasks)}, indent=2))
+    if on_checkpoint is not None:
+        on_checkpoint(config.steps, out)
+    return metrics.lines
