@@ -1,5 +1,6 @@
 # The two commands of the README.  Both set everything up first and are safe to rerun.
-#   make demo   set up, start the managed Neo4j, run ACE's main job end to end
+#   make demo   set up, start the managed Neo4j, run ACE's main job end to end,
+#               then a short real rollout and evaluation of the default model
 #   make test   set up, start a separate test Neo4j, run the whole test suite
 #
 # Tests wipe the database they run against, so `make test` never touches the
@@ -10,7 +11,8 @@ ACE := .venv/bin/ace
 ACE_TEST_HOME ?= $(CURDIR)/.ace/test
 ACE_TEST_BOLT_PORT ?= 27687
 ACE_TEST_HTTP_PORT ?= 27474
-TEST_ENV = env -u NEO4J_URI ACE_HOME=$(ACE_TEST_HOME) ACE_NEO4J_BOLT_PORT=$(ACE_TEST_BOLT_PORT) \
+# Tests use the default model that setup prepared (in the user's ACE_HOME), not a second copy.
+TEST_ENV = env -u NEO4J_URI ACE_HOME=$(ACE_TEST_HOME) ACE_MODELS=$${ACE_MODELS:-$${ACE_HOME:-$$HOME/.ace}/models} ACE_NEO4J_BOLT_PORT=$(ACE_TEST_BOLT_PORT) \
 	ACE_NEO4J_HTTP_PORT=$(ACE_TEST_HTTP_PORT) ACE_NEO4J_HEAP=$${ACE_NEO4J_HEAP:-1g} \
 	ACE_NEO4J_PAGECACHE=$${ACE_NEO4J_PAGECACHE:-512m}
 
@@ -21,6 +23,9 @@ demo: setup
 	$(ACE) db start
 	$(ACE) init
 	$(ACE) demo
+	@echo "== a real policy: SmolLM2-135M-Instruct, zero-shot, on 2 BFCL tasks (a few minutes on 2 cores)"
+	OMP_NUM_THREADS=1 $(ACE) eval -p hf:smollm2-135m --tasks bfcl:base --limit 2 -e demo -c zero-shot \
+		--name smollm2 --max-tokens 48 --step-cap 2
 
 test: setup
 	$(TEST_ENV) $(ACE) db start

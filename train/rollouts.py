@@ -30,18 +30,10 @@ from ace_env import bfcl
 from ace_env.executor import Environment
 from ace_env.modelout import parse_message
 from ace_env.tasks import Task
+from train.export import SYSTEM_PROMPT  # the system message of rollouts, exports and SFT alike
 from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError
 
 log = logging.getLogger(__name__)
-
-#: The system message of every rollout (the same one the exports use).
-SYSTEM_PROMPT = (
-    "You are an assistant that completes the user's requests by calling the tools provided. "
-    "Call tools only when they are needed and only with arguments you know from the user or "
-    "from earlier tool results. If a request lacks information or no tool can do it, say so "
-    "instead of guessing."
-)
-
 
 @dataclass
 class RolloutConfig:

@@ -29,7 +29,7 @@ app = typer.Typer(
 
 _GROUPS = (
     "db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd", "rolloutcmd", "modelcmd",
-    "traincmd",
+    "traincmd", "servecmd",
 )
 
 

@@ -1,0 +1,134 @@
+"""SFT on oracle transcripts with TRL's ``SFTTrainer``: the warm start that makes tool calls appear.
+
+Each selected task's ground truth is played as a conversation
+(:func:`train.export.to_openai_sft`: the user turns, each oracle call as an
+assistant tool call, its real output as a tool message, a closing answer per
+turn), with the system prompt and the tools listed exactly as the rollout
+engine shows them.  It is rendered with the policy's template (ACE's
+tool-aware ChatML for models without one) and tokenized here, with the
+template's ``{% generation %}`` mask, so the loss falls on assistant tokens only
+(TRL turns ``assistant_masks`` into labels).  The result is a model folder that
+``--policy hf:DIR`` loads, ACE's template included.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ace_env.tasks import Task
+from train.export import ExportError, to_openai_sft
+from train.policies.base import PolicyError
+from train.policies.hf import load_model
+from train.rollouts import offered_schemas
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SFTRunConfig:
+    """One SFT run."""
+
+    model: str = field(default="smollm2-135m", metadata={"help": "Model folder or embedded name to start from."})
+    out: str = field(default="runs/sft", metadata={"help": "Folder of the trained model (loadable as hf:OUT)."})
+    epochs: float = field(default=1.0, metadata={"help": "Passes over the transcripts."})
+    learning_rate: float = field(default=5e-5, metadata={"help": "AdamW learning rate."})
+    batch_size: int = field(default=1, metadata={"help": "Transcripts per optimizer step (per device)."})
+    max_length: int = field(default=1024, metadata={"help": "Tokens kept per transcript (the start is kept)."})
+    seed: int = field(default=0, metadata={"help": "Seed of initialisation order and shuffling."})
+    compact_tools: bool = field(default=True, metadata={"help": "List tools compactly, as rollouts do."})
+
+    def __post_init__(self) -> None:
+        if self.epochs <= 0 or self.learning_rate <= 0 or self.batch_size < 1 or self.max_length < 16:
+            raise PolicyError("epochs and learning rate must be > 0, batch size >= 1 and max length >= 16")
+
+
+def oracle_transcripts(tasks: Iterable[Task]) -> tuple[list[dict[str, Any]], list[str]]:
+    """(rows of {messages, tools, task_id}, reasons of tasks skipped)."""
+    rows, skipped = [], []
+    for task in tasks:
+        try:
+            row = to_openai_sft(task)
+        except ExportError as e:
+            skipped.append(str(e))
+            continue
+        rows.append({"messages": row["messages"], "tools": offered_schemas(task, 0), "task_id": task.id})
+    return rows, skipped
+
+
+def tokenize(tokenizer: Any, template: str, rows: list[dict[str, Any]], max_length: int,
+             compact_tools: bool = True) -> list[dict[str, list[int]]]:
+    """input_ids and assistant_masks (1 = the loss counts) of each transcript, cut at max_length."""
+    out = []
+    for row in rows:
+        enc = tokenizer.apply_chat_template(
+            row["messages"], tools=row["tools"], chat_template=template, tokenize=True, return_dict=True,
+            return_assistant_tokens_mask=True, compact_tools=compact_tools,
+        )
+        ids, mask = list(enc["input_ids"])[:max_length], list(enc["assistant_masks"])[:max_length]
+        if 1 not in mask:
+            raise PolicyError(f"task {row['task_id']}: no assistant token within {max_length} tokens; raise --max-length")
+        out.append({"input_ids": ids, "assistant_masks": mask})
+    return out
+
+
+def train_sft(config: SFTRunConfig, tasks: Iterable[Task]) -> dict[str, Any]:
+    """Train and save; returns a report (examples, tokens, loss, seconds, out)."""
+    try:
+        import torch
+        from datasets import Dataset
+        from trl import SFTConfig, SFTTrainer
+    except ModuleNotFoundError as e:
+        raise PolicyError("SFT needs the train extra: pip install -e '.[train]'") from e
+    rows, skipped = oracle_transcripts(tasks)
+    if not rows:
+        raise PolicyError(f"no task could be played as an oracle transcript ({(skipped or ['no tasks'])[0]})")
+    tokenizer, model, template = load_model(config.model)
+    examples = tokenize(tokenizer, template, rows, config.max_length, config.compact_tools)
+    out = Path(config.out)
+    work = out.parent / f".{out.name}.trainer"
+    args = SFTConfig(
+        output_dir=str(work),
+        num_train_epochs=config.epochs,
+        learning_rate=config.learning_rate,
+        per_device_train_batch_size=config.batch_size,
+        max_length=config.max_length,
+        seed=config.seed,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=not torch.cuda.is_available(),
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(examples), processing_class=tokenizer)
+    start = time.perf_counter()
+    result = trainer.train()
+    seconds = time.perf_counter() - start
+    if out.exists():
+        shutil.rmtree(out)
+    trainer.save_model(str(out))
+    tokenizer.chat_template = template  # the template it was trained with travels with it
+    tokenizer.save_pretrained(str(out))
+    shutil.rmtree(work, ignore_errors=True)
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    report = {
+        "out": str(out),
+        "examples": len(examples),
+        "skipped": len(skipped),
+        "tokens": sum(len(e["input_ids"]) for e in examples),
+        "loss_tokens": sum(sum(e["assistant_masks"]) for e in examples),
+        "steps": trainer.state.global_step,
+        "first_loss": losses[0] if losses else None,
+        "last_loss": losses[-1] if losses else None,
+        "train_loss": result.training_loss,
+        "seconds": round(seconds, 1),
+        "config": asdict(config),
+    }
+    (out / "ace_sft.json").write_text(json.dumps(report, indent=2))
+    return report
