@@ -78,16 +78,27 @@ def tokenize(tokenizer: Any, template: str, rows: list[dict[str, Any]], max_leng
 
 
 def train_sft(config: SFTRunConfig, tasks: Iterable[Task]) -> dict[str, Any]:
-    """Train and save; returns a report (examples, tokens, loss, seconds, out)."""
+    """Train on the tasks' oracle transcripts and save; returns a report (examples, tokens, loss, seconds, out)."""
+    rows, skipped = oracle_transcripts(tasks)
+    if not rows:
+        raise PolicyError(f"no task could be played as an oracle transcript ({(skipped or ['no tasks'])[0]})")
+    return train_sft_rows(config, rows, skipped)
+
+
+def train_sft_rows(config: SFTRunConfig, rows: list[dict[str, Any]], skipped: list[str] = ()) -> dict[str, Any]:
+    """Train on conversations (rows of {messages, tools, task_id}) and save; the loss is on assistant turns.
+
+    The user simulator is trained through here too, on its own role-swapped view
+    (:func:`train.users.user_sim_rows`).
+    """
     try:
         import torch
         from datasets import Dataset
         from trl import SFTConfig, SFTTrainer
     except ModuleNotFoundError as e:
         raise PolicyError("SFT needs the train extra: pip install -e '.[train]'") from e
-    rows, skipped = oracle_transcripts(tasks)
     if not rows:
-        raise PolicyError(f"no task could be played as an oracle transcript ({(skipped or ['no tasks'])[0]})")
+        raise PolicyError("nothing to train on: no conversations")
     tokenizer, model, template = load_model(config.model)
     examples = tokenize(tokenizer, template, rows, config.max_length, config.compact_tools)
     out = Path(config.out)

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -18,10 +15,10 @@ from ace_env.workspace import ace_home
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
-from ace_graph.ingest import ingest_file
 from ace_graph.store import GraphStore
-from train.policies import DEFAULT_POLICY, GenerationConfig, load_policy, policy_name
-from train.rollouts import RolloutConfig, RolloutEngine, write_rollouts
+from train.evaluation import evaluate, rollout_to_file
+from train.policies import DEFAULT_POLICY, GenerationConfig, policy_name
+from train.rollouts import RolloutConfig
 
 POLICY_HELP = (
     "hf:<model folder or name> (default hf:smollm2-135m, prepared by `ace model prepare`), "
@@ -48,28 +45,10 @@ def _check_out(out: Path, force: bool) -> None:
 
 def run_rollouts(policy_spec: str, tasks: list[Task], config: RolloutConfig, out: Path,
                  compact_tools: bool = True, quiet: bool = False) -> dict[str, Any]:
-    """Roll a policy out on tasks into ``out`` (written to a temporary file, then renamed)."""
-    policy = load_policy(policy_spec, compact_tools=compact_tools)
-    engine = RolloutEngine(policy, config)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    start = time.perf_counter()
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f, progress_bar(disable=quiet) as progress:
-            bar = progress.add_task(f"rolling out {policy_spec}", total=len(tasks) * config.n_per_task)
-            totals = write_rollouts(engine.run(tasks, on_done=lambda _row: progress.advance(bar)), f)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    finally:
-        policy.close()
-    seconds = time.perf_counter() - start
-    totals["seconds"] = round(seconds, 3)
-    totals["rollouts_per_s"] = round(totals["rollouts"] / seconds, 3) if seconds else None
-    totals["tokens_per_s"] = round(totals["completion_tokens"] / seconds, 2) if seconds else None
-    totals["out"] = str(out)
-    return totals
+    """Roll a policy out on tasks into ``out``, with a progress bar."""
+    with progress_bar(disable=quiet) as progress:
+        bar = progress.add_task(f"rolling out {policy_spec}", total=len(tasks) * config.n_per_task)
+        return rollout_to_file(policy_spec, tasks, config, out, compact_tools, on_done=lambda _row: progress.advance(bar))
 
 
 def _config(n_per_task: int, temperature: float, max_tokens: int, step_cap: int, seed: int, batch_size: int) -> RolloutConfig:
@@ -165,34 +144,18 @@ def eval_cmd(
     out = Path(out)
     _check_out(out, force)
     task_list = _tasks(tasks, limit)
-    task_set = {t.id: t for t in task_list}
     config = _config(n_per_task, temperature, max_tokens, step_cap, seed, batch_size)
-    totals = run_rollouts(policy, task_list, config, out, quiet=as_json)
     settings = neo4j_settings()
     driver = get_driver(settings)
     try:
-        store = GraphStore(driver, settings.database)
-        report = ingest_file(store, out, task_set, experiment, graph_name, checkpoint)
-        scope = report.scope
-        skills = store.run("capability-profile", scope=scope, level="skill")
-        tools = store.run("capability-profile", scope=scope, level="tool")
-        weak = store.run("weak-compositions", scope=scope, level="tool", min_support=min_support,
-                         min_lift=0.0, limit=10)
-        scopes = [s for s in store.run("scopes", experiment=experiment) if s["key"] == scope]
+        with progress_bar(disable=as_json) as progress:
+            bar = progress.add_task(f"evaluating {policy}", total=len(task_list) * config.n_per_task)
+            result = evaluate(GraphStore(driver, settings.database), policy, task_list, experiment, graph_name,
+                              checkpoint, config, out, min_support, on_done=lambda _row: progress.advance(bar))
     finally:
         driver.close()
-    totals_row = scopes[0] if scopes else {"rollouts": report.read, "rewarded": 0}
-    result = {
-        "scope": scope,
-        "rollouts": totals_row["rollouts"],
-        "rewarded": totals_row["rewarded"],
-        "pass_rate": round(totals_row["rewarded"] / totals_row["rollouts"], 4) if totals_row["rollouts"] else 0.0,
-        "rollout": totals,
-        "ingest": report.to_dict(),
-        "skills": skills,
-        "tools": tools,
-        "weak_compositions": weak,
-    }
+    scope = result["scope"]
+    skills, tools, weak = result["skills"], result["tools"], result["weak_compositions"]
     if as_json:
         print(json.dumps(result, default=str))
         return

@@ -1,0 +1,90 @@
+"""Evaluation written back to the graph: roll a policy out, verify, ingest into its checkpoint's scope.
+
+Each checkpoint of a policy is its own scope ``experiment/name/checkpoint``, so
+``capability-history`` shows one row per checkpoint and per skill: the
+per-node success rates of the product, written back after every round of
+training.  ``ace eval``, the GRPO trainer's periodic evaluation and ``ace loop``
+all come through :func:`evaluate`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ace_env.tasks import Task
+from ace_graph.ingest import ingest_file
+from ace_graph.store import GraphStore
+from train.policies import load_policy
+from train.rollouts import RolloutConfig, RolloutEngine, write_rollouts
+
+
+def rollout_to_file(
+    policy_spec: str,
+    tasks: list[Task],
+    config: RolloutConfig,
+    out: Path,
+    compact_tools: bool = True,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Roll a policy out on tasks into ``out`` (written to a temporary file, then renamed: never half-written)."""
+    policy = load_policy(policy_spec, compact_tools=compact_tools)
+    engine = RolloutEngine(policy, config)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    start = time.perf_counter()
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            totals = write_rollouts(engine.run(tasks, on_done=on_done), f)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    finally:
+        policy.close()
+    seconds = time.perf_counter() - start
+    totals["seconds"] = round(seconds, 3)
+    totals["rollouts_per_s"] = round(totals["rollouts"] / seconds, 3) if seconds else None
+    totals["tokens_per_s"] = round(totals["completion_tokens"] / seconds, 2) if seconds else None
+    totals["out"] = str(out)
+    return totals
+
+
+def evaluate(
+    store: GraphStore,
+    policy_spec: str,
+    tasks: list[Task],
+    experiment: str,
+    name: str,
+    checkpoint: str,
+    config: RolloutConfig,
+    out: Path,
+    min_support: int = 5,
+    compact_tools: bool = True,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Roll out, verify and ingest into ``experiment/name/checkpoint``; the scope's tables as data."""
+    totals = rollout_to_file(policy_spec, tasks, config, out, compact_tools, on_done)
+    report = ingest_file(store, out, {t.id: t for t in tasks}, experiment, name, checkpoint)
+    scope = report.scope
+    skills = store.run("capability-profile", scope=scope, level="skill")
+    tools = store.run("capability-profile", scope=scope, level="tool")
+    weak = store.run("weak-compositions", scope=scope, level="tool", min_support=min_support, min_lift=0.0, limit=10)
+    scopes = [s for s in store.run("scopes", experiment=experiment) if s["key"] == scope]
+    row = scopes[0] if scopes else {"rollouts": report.read, "rewarded": 0}
+    return {
+        "scope": scope,
+        "rollouts": row["rollouts"],
+        "rewarded": row["rewarded"],
+        "pass_rate": round(row["rewarded"] / row["rollouts"], 4) if row["rollouts"] else 0.0,
+        "rollout": totals,
+        "ingest": report.to_dict(),
+        "skills": skills,
+        "tools": tools,
+        "weak_compositions": weak,
+    }
