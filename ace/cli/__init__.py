@@ -30,7 +30,7 @@ app = typer.Typer(
 
 _GROUPS = (
     "db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd", "scopecmd", "rolloutcmd",
-    "modelcmd", "traincmd", "servecmd", "appcmd", "diagnosecmd",
+    "modelcmd", "traincmd", "grpocmd", "servecmd", "appcmd", "diagnosecmd", "loopcmd",
 )
 
 

@@ -1,0 +1,171 @@
+"""``ace train grpo`` and ``ace train user-sim``: RL with the verifier as reward, and the user simulator's SFT."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ace.cli.options import check_out, config_options, console, esc, json_option, load_tasks, table
+from ace.cli.traincmd import train_app
+from ace_env.workspace import ace_home
+from ace_graph.config import neo4j_settings
+from ace_graph.db import get_driver
+from ace_graph.errors import ConfigError
+from ace_graph.store import GraphStore
+from train.evaluation import evaluate
+from train.export import ExportError, to_openai_sft
+from train.grpo import GRPORunConfig, train_grpo
+from train.models import resolve_model
+from train.policies import policy_name
+from train.policies.base import GenerationConfig
+from train.rollouts import RolloutConfig
+from train.sft import SFTRunConfig, train_sft_rows
+from train.users import user_sim_rows
+
+log = logging.getLogger(__name__)
+
+
+def _local_model(policy: str) -> Path:
+    kind, _, model = policy.partition(":")
+    if kind != "hf" or not model:
+        raise ConfigError(f"--policy {policy!r}: training needs a local model, give hf:<folder or name>")
+    return resolve_model(model)
+
+
+def _select(spec: str, skip: int, limit: Optional[int]) -> list[Any]:
+    tasks = list(load_tasks(spec).values())[skip:]
+    if limit is not None:
+        tasks = tasks[:limit]
+    if not tasks:
+        raise ConfigError(f"no tasks left in {spec!r} after --skip {skip}" + (f" and --limit {limit}" if limit else ""))
+    return tasks
+
+
+@train_app.command("grpo")
+@config_options(GRPORunConfig, names={"learning_rate": ("--lr", "--learning-rate")})
+def grpo_cmd(
+    config: GRPORunConfig,
+    policy: str = typer.Option("hf:smollm2-135m", "--policy", "-p", help="hf:<model folder or name> to train."),
+    tasks: str = typer.Option(..., "--tasks", help="Prompts: bfcl:CATEGORY or a task file (e.g. from ace synth)."),
+    skip: int = typer.Option(0, "--skip", min=0, help="Leave out the first N tasks (e.g. the ones evaluated)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Train on at most N tasks (after --skip)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder of the trained model; load it with --policy hf:OUT."),
+    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
+    metrics_out: Optional[Path] = typer.Option(
+        None, "--metrics-out", help="Per-step metrics JSONL (default: OUT/metrics.jsonl)."),
+    eval_every: int = typer.Option(0, "--eval-every", min=0, help="Evaluate every N steps and at the end (0: never)."),
+    eval_tasks: Optional[str] = typer.Option(None, "--eval-tasks", help="Tasks of the evaluation (default: --tasks)."),
+    eval_limit: int = typer.Option(5, "--eval-limit", min=1, help="Evaluate on the first N of --eval-tasks."),
+    experiment: str = typer.Option("grpo", "--experiment", "-e", help="Experiment the evaluations are written to."),
+    name: Optional[str] = typer.Option(None, "--name", help="The policy's name in the graph (default: from --policy)."),
+    report_to: str = typer.Option("none", "--report-to", help="Also log to: none, tensorboard or wandb (TRL's report_to)."),
+    as_json: bool = json_option("Print the metrics as JSON lines."),
+) -> None:
+    """Train a local model with GRPO (TRL), the verifier's verdict as the reward.
+
+    Each step samples --generations rollouts for each of --prompts-per-step tasks
+    with ACE's rollout engine (multi-turn: user turns, tool results, step cap),
+    verifies them, drops groups whose rewards are all equal (no signal) and
+    refills the batch from further tasks (--no-dynamic-filtering for plain GRPO),
+    and updates on the policy's own tokens only.  The total batch is
+    prompts-per-step x generations; in the AReaL-SEA paper the total batch mattered
+    more than how it was split, so grow it as far as the machine allows.
+
+    With --eval-every N the checkpoint is evaluated every N steps and at the end
+    (`ace eval`), each as its own scope EXPERIMENT/NAME/step-K, so
+    `ace query capability-history` shows the run's progress per skill.
+    Several GPUs or machines: `accelerate launch --num_processes K -m ace.cli train grpo ...`.
+    """
+    model_dir = _local_model(policy)
+    out = check_out(Path(out), force, directory=True)
+    metrics_path = Path(metrics_out) if metrics_out else out / "metrics.jsonl"
+    task_list = _select(tasks, skip, limit)
+    reporters = [] if report_to == "none" else [report_to]
+    if report_to not in ("none", "tensorboard", "wandb"):
+        raise ConfigError(f"--report-to {report_to!r}: choose none, tensorboard or wandb")
+    graph_name = name or policy_name(policy)
+    eval_list = _select(eval_tasks or tasks, 0, eval_limit) if eval_every else []
+    evaluations: list[dict[str, Any]] = []
+
+    def on_checkpoint(step: int, folder: Path) -> None:
+        if not eval_every:
+            return
+        settings = neo4j_settings()
+        driver = get_driver(settings)
+        try:
+            result = evaluate(
+                GraphStore(driver, settings.database), f"hf:{folder}", eval_list, experiment, graph_name,
+                f"step-{step}", RolloutConfig(generation=GenerationConfig(max_tokens=config.max_tokens),
+                                              step_cap=config.step_cap),
+                ace_home() / "runs" / "grpo-eval" / experiment / graph_name / f"step-{step}.jsonl",
+            )
+        finally:
+            driver.close()
+        evaluations.append({"step": step, "scope": result["scope"], "pass_rate": result["pass_rate"]})
+        console(stderr=True).print(esc(f"step {step}: {result['scope']} pass rate {result['pass_rate']:.3f}"))
+
+    logging.getLogger("train").setLevel(logging.INFO)
+    lines = train_grpo(
+        model_dir, {t.id: t for t in task_list}, out, config, metrics_out=metrics_path, report_to=reporters,
+        on_checkpoint=on_checkpoint, checkpoint_every=eval_every,
+    )
+    if evaluations:
+        (out / "evaluations.json").write_text(json.dumps(evaluations, indent=2))
+    if as_json:
+        for line in lines:
+            print(json.dumps(line))
+        return
+    cols = ("step", "reward_mean", "reward_std", "groups_sampled", "groups_kept", "loss", "seconds_generate",
+            "seconds_train")
+    console().print(table("GRPO steps", cols, [[f"{x[c]:.3f}" if isinstance(x[c], float) else x[c] for c in cols]
+                                              for x in lines]))
+    print(f"saved to {out} (use --policy hf:{out}); metrics in {metrics_path}")
+    for e in evaluations:
+        print(f"  evaluated step {e['step']}: {e['scope']} pass rate {e['pass_rate']:.3f}")
+
+
+@train_app.command("user-sim")
+def user_sim_cmd(
+    policy: str = typer.Option("hf:smollm2-135m", "--policy", "-p", help="hf:<model> to turn into a user simulator."),
+    tasks: str = typer.Option(..., "--tasks", help="Tasks whose dialogs it learns from (bfcl:... or a task file)."),
+    skip: int = typer.Option(0, "--skip", min=0, help="Leave out the first N tasks (held out for fidelity)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most N tasks (after --skip)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder of the user simulator; use it as an `llm` user."),
+    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
+    epochs: float = typer.Option(1.0, "--epochs", min=0.01, help="Passes over the dialogs."),
+    lr: float = typer.Option(5e-5, "--lr", min=0.0, help="AdamW learning rate."),
+    max_length: int = typer.Option(1024, "--max-length", min=16, help="Tokens kept per dialog."),
+    seed: int = typer.Option(0, "--seed", help="Training seed."),
+    as_json: bool = json_option("Print the report as JSON."),
+) -> None:
+    """Fine-tune a model to play the user (SFT): for every task and turn, its view of the
+    conversation so far (its profile: the requests up to this turn; the agent's answers;
+    roles swapped, no tool traffic) -> the task's own user message.  Answers to clarifying
+    questions come from the tasks where the agent must ask (BFCL miss_param).
+    Measure it with benchmarks/user_sim_bench.py (fidelity on held-out tasks).
+    """
+    _local_model(policy)
+    out = check_out(Path(out), force, directory=True)
+    task_list = _select(tasks, skip, limit)
+    transcripts, skipped = {}, []
+    for t in task_list:
+        try:
+            transcripts[t.id] = to_openai_sft(t)["messages"]
+        except ExportError as e:  # a ground truth that cannot be played as a conversation
+            skipped.append(str(e))
+    rows = user_sim_rows(task_list, transcripts)
+    if not rows:
+        raise ConfigError(f"no dialog could be built from {tasks!r} ({(skipped or ['no tasks'])[0]})")
+    logging.getLogger("train").setLevel(logging.INFO)
+    report = train_sft_rows(
+        SFTRunConfig(model=policy.partition(":")[2], out=str(out), epochs=epochs, learning_rate=lr,
+                     max_length=max_length, seed=seed), rows)
+    if as_json:
+        print(json.dumps(report))
+    else:
+        print(f"trained the user simulator on {report['examples']} dialog turns of {len(task_list)} tasks in "
+              f"{report['seconds']} s; loss {report['first_loss']} -> {report['last_loss']}; saved to {out}")

@@ -1,0 +1,93 @@
+"""``ace loop``: the closed loop, resumable; ``ace loop status``: where it stands."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from ace.cli import app
+from ace.cli.options import config_options, console, esc, json_option, table
+from ace.loop import STAGES, Loop, LoopConfig, loop_status
+from ace_graph.config import neo4j_settings
+from ace_graph.db import get_driver
+from ace_graph.errors import ConfigError
+from ace_graph.store import GraphStore
+
+loop_app = typer.Typer(
+    help="The closed loop: eval (written back) → frontier → synth → curriculum mix → train, per round.",
+    invoke_without_command=True,
+)
+app.add_typer(loop_app, name="loop")
+
+
+def _store_run(fn):
+    settings = neo4j_settings()
+    driver = get_driver(settings)
+    try:
+        return fn(GraphStore(driver, settings.database))
+    finally:
+        driver.close()
+
+
+@loop_app.callback()
+@config_options(LoopConfig)
+def loop_cmd(
+    ctx: typer.Context,
+    config: LoopConfig,
+    experiment: str = typer.Option(None, "--experiment", "-e", help="Experiment name (its runs: $ACE_HOME/runs/E)."),
+    policy: str = typer.Option("hf:smollm2-135m", "--policy", "-p", help="hf:<model> to start from (checkpoint 0)."),
+    as_json: bool = json_option("Print the round summaries as JSON."),
+) -> None:
+    """Run K rounds of the loop (or resume: finished stages are never run again).
+
+    Round k evaluates checkpoint k on held-out tasks and ingests the verdicts as
+    scope E/NAME/round-k, pulls the frontier from it, synthesizes tasks aimed there
+    (learnability measured with this policy), advances the curriculum and takes its
+    mix, then trains (SFT warm start in round 0 with --sft-warm-start; GRPO) into
+    checkpoint k+1.  Artifacts: $ACE_HOME/runs/E/round-k/.  `ace loop status -e E`
+    shows the rounds.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if not experiment:
+        raise ConfigError("ace loop needs --experiment E (or a subcommand: ace loop status -e E)")
+    err = console(stderr=True)
+
+    def run(store):
+        loop = Loop(store, experiment, policy, config, say=lambda m: err.print(esc(m)))
+        return loop.run()
+
+    summaries = _store_run(run)
+    if as_json:
+        print(json.dumps(summaries, default=str))
+        return
+    _print_rounds(summaries)
+
+
+def _print_rounds(rounds) -> None:
+    out = console()
+    out.print(table("rounds", ("round", "stages done", "scope", "pass rate", "frontier (top 5)"), [
+        (r["round"], ",".join(s for s in STAGES if r["stages"][s]) or "-", r["scope"] or "-",
+         "-" if r["pass_rate"] is None else f"{r['pass_rate']:.3f}",
+         ", ".join(r["frontier"]) or "-")
+        for r in rounds]))
+
+
+@loop_app.command("status")
+def status_cmd(
+    experiment: str = typer.Option(..., "--experiment", "-e", help="Experiment name."),
+    as_json: bool = json_option("Print the status as JSON."),
+) -> None:
+    """The loop's rounds (stages done, scope, pass rate, frontier) and per-skill success per checkpoint."""
+    status = _store_run(lambda store: loop_status(store, experiment))
+    if as_json:
+        print(json.dumps(status, default=str))
+        return
+    _print_rounds(status["rounds"])
+    by_key: dict[str, dict[int, float]] = {}
+    for row in status["skill_history"]:
+        by_key.setdefault(row["key"], {})[row["round"]] = row["success_rate"]
+    rounds = sorted({r for v in by_key.values() for r in v})
+    console().print(table(f"per-skill success per checkpoint ({status['policy']})", ["skill", *map(str, rounds)], [
+        [k, *(f"{v[r]:.2f}" if r in v else "-" for r in rounds)] for k, v in sorted(by_key.items())]))
