@@ -133,9 +133,14 @@ class Loop:
         self._check_run()
 
     def _check_run(self) -> None:
-        """A run folder belongs to one (policy, config): refuse to resume another's."""
+        """A run folder belongs to one (policy, config): refuse to resume another's.
+
+        Only ``--rounds`` (extend a loop) and ``--grpo-steps`` (for rounds not yet
+        trained) may change between runs of one experiment.
+        """
         meta = self.root / "loop.json"
-        mine = {"policy": self.base, "config": {k: v for k, v in asdict(self.config).items() if k != "rounds"}}
+        mine = {"policy": self.base,
+                "config": {k: v for k, v in asdict(self.config).items() if k not in ("rounds", "grpo_steps")}}
         if meta.is_file():
             theirs = json.loads(meta.read_text(encoding="utf-8"))
             if {k: theirs.get(k) for k in mine} != mine:

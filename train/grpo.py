@@ -34,6 +34,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -279,7 +280,7 @@ class MetricsWriter:
                 writer._step_start = time.perf_counter()
 
             def on_log(self, args, state, control, logs=None, **kwargs):
-                if not logs or "loss" not in logs or not writer.rollout.records:
+                if not logs or "loss" not in logs or not writer.rollout.records or not state.is_world_process_zero:
                     return
                 writer.write(state.global_step, logs, time.perf_counter() - writer._step_start)
 
@@ -344,7 +345,7 @@ def train_grpo(
     model = AutoModelForCausalLM.from_pretrained(str(model_dir))
     rollout = ACERollout(tasks, config, template)
     metrics = MetricsWriter(metrics_out, rollout)
-    if metrics_out is not None:
+    if metrics_out is not None and int(os.environ.get("RANK", "0")) == 0:
         metrics_out.parent.mkdir(parents=True, exist_ok=True)
         metrics_out.write_text("", encoding="utf-8")
     ids = sorted(tasks)
@@ -381,8 +382,9 @@ def train_grpo(
                 if state.global_step % checkpoint_every == 0 and state.global_step < config.steps:
                     folder = out / f"checkpoint-{state.global_step}"
                     trainer.save_model(str(folder))
-                    tokenizer.save_pretrained(str(folder))
-                    on_checkpoint(state.global_step, folder)
+                    if state.is_world_process_zero:
+                        tokenizer.save_pretrained(str(folder))
+                        on_checkpoint(state.global_step, folder)
 
         callbacks.append(_Checkpoints())
     trainer = GRPOTrainer(
@@ -399,7 +401,8 @@ def train_grpo(
         out.mkdir(parents=True, exist_ok=True)
         trainer.save_model(str(out))
         tokenizer.save_pretrained(str(out))
-        (out / "ace_grpo.json").write_text(json.dumps({"config": asdict(config), "tasks": len(tasks)}, indent=2))
-    if on_checkpoint is not None:
+        (out / "ace_grpo.json").write_text(json.dumps(
+            {"config": asdict(config), "tasks": len(tasks), "processes": trainer.accelerator.num_processes}, indent=2))
+    if on_checkpoint is not None and trainer.accelerator.is_main_process:
         on_checkpoint(config.steps, out)
     return metrics.lines
