@@ -26,10 +26,11 @@ from typing import Any, Callable
 from ace_env.rollouts import Rollout
 from ace_env.sim import WeaknessSpec, rollout_rng, simulate_one
 from ace_env.tasks import Task
+from ace_graph.compositions import adjacent_pairs
 from ace_graph.errors import ConfigError
 from ace_graph.estimate import AMBIGUOUS, EstimatorConfig, ScopeEstimate, estimate_scope
 from ace_graph.ingest import prepare
-from ace_graph.store import GraphStore, composition_pairs
+from ace_graph.store import GraphStore
 from ace_graph.tagger import tag_task
 from synth.probe import WITH, WITHOUT, probe_with, probe_without
 
@@ -91,7 +92,7 @@ class DiagnoseReport:
 def seeds_with_pair(tasks: dict[str, Task], edge: tuple[str, str]) -> list[Task]:
     """Tasks (sorted by id) whose oracle makes the two calls of ``edge`` adjacently."""
     key = f"{edge[0]}>{edge[1]}"
-    return [tasks[i] for i in sorted(tasks) if key in composition_pairs(tag_task(tasks[i]))[0]]
+    return [tasks[i] for i in sorted(tasks) if key in adjacent_pairs(tag_task(tasks[i]))[0]]
 
 
 def make_probes(edge: tuple[str, str], seeds: list[Task], per_kind: int, seed: int = 0) -> dict[str, list[Task]]:

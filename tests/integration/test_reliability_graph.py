@@ -107,10 +107,10 @@ def test_reseeding_replaces_uses_and_contains(clean_db, neo4j_database, tasks):
 
 
 def _tool_pairs(task):
-    from ace_graph.store import composition_pairs
+    from ace_graph.compositions import adjacent_pairs
     from ace_graph.tagger import tag_task
 
-    return composition_pairs(tag_task(task))[0]
+    return adjacent_pairs(tag_task(task))[0]
 
 
 # --------------------------------------------------------------------------- defect 6: partial states

@@ -64,7 +64,7 @@ def test_all_signal_needs_no_extra_sampling():
     sampler = Sampler()
     mixed = (p for p in itertools.count() if p % 3 == 2)
     filled = fill_batch(sampler, mixed, groups_needed=5, max_groups=5)
-    kept, stats = filled.kept, filled.stats
+    stats = filled.stats
     assert len(sampler.calls) == 1 and stats.kept_fraction == 1.0
 
 
