@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from ace.stages import RoundReport, curriculum_round, simulate_to_file
+from ace.stages import replay as replay_tasks
 from ace_env import bfcl
 from ace_env.sim import DEMO_WEAKNESS, load_weakness
 from ace_env.tasks import Task
-from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
 from ace_graph.config import ace_home
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier, weak_compositions
@@ -66,16 +66,8 @@ def replay(categories: list[str] | tuple[str, ...] = CATEGORIES) -> list[dict[st
     """Per category: tasks, passed, failed, oracle errors and tasks/s of the ground-truth replay."""
     rows = []
     for category in categories:
-        tasks = bfcl.load_tasks(category)
-        start = time.perf_counter()
-        passed = errors = 0
-        for task in tasks:
-            oracle = replay_oracle(task)
-            errors += bool(oracle.errors)
-            passed += verify(task, ground_truth_rollout(task), oracle=oracle).reward == 1.0 and not oracle.errors
-        seconds = time.perf_counter() - start
-        rows.append({"category": category, "tasks": len(tasks), "passed": passed, "failed": len(tasks) - passed,
-                     "errors": errors, "tasks_per_s": round(len(tasks) / seconds, 1) if seconds else None})
+        r = replay_tasks(bfcl.load_tasks(category))
+        rows.append({"category": category, **{k: r[k] for k in ("tasks", "passed", "failed", "errors", "tasks_per_s")}})
     return rows
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,10 +17,38 @@ from typing import Any, Callable, Sequence
 
 from ace_env.sim import WeaknessSpec, simulate
 from ace_env.tasks import Task
+from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
 from ace_graph.errors import ConfigError
 from ace_graph.scopes import require_scope
 from train.curriculum.core import CurriculumConfig, CurriculumState, Decision, step
 from train.curriculum.store import load_state, observations_from_graph, save, scopes_read
+
+
+def replay(tasks: Sequence[Task], on_task: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Every task's ground truth through the executor and the verifier, its oracle computed afresh.
+
+    A task passes when its ground truth executes without an error and the
+    verifier gives it reward 1.  Returns the counts, tasks/s and one line per
+    failing task.
+    """
+    passed = errors = 0
+    failures: list[str] = []
+    start = time.perf_counter()
+    for task in tasks:
+        oracle = replay_oracle(task)
+        verdict = verify(task, ground_truth_rollout(task), oracle=oracle)
+        if oracle.errors:
+            errors += 1
+            failures.append(f"{task.id}: {oracle.errors[0]}")
+        elif verdict.reward == 1.0:
+            passed += 1
+        else:
+            failures.append(f"{task.id}: {verdict.attribution}: {verdict.detail}")
+        if on_task:
+            on_task(1)
+    seconds = time.perf_counter() - start
+    return {"tasks": len(tasks), "passed": passed, "failed": len(tasks) - passed, "errors": errors,
+            "tasks_per_s": round(len(tasks) / seconds, 1) if seconds > 0 else None, "failures": failures}
 
 
 @dataclass

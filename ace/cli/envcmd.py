@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Optional
@@ -21,10 +20,11 @@ from ace.cli.options import (
     load_tasks,
     table,
 )
+from ace.stages import replay as replay_tasks
 from ace_env.formats import read_any
 from ace_env.sandbox import Budget, LineError
 from ace_env.scaleout import verifier_for
-from ace_env.verifier import ground_truth_rollout, replay_oracle, verify, with_inference_error
+from ace_env.verifier import with_inference_error
 from ace_graph.errors import ConfigError, RolloutFormatError
 
 env_app = typer.Typer(help="Executable tool environments (BFCL multi-turn).", no_args_is_help=True)
@@ -81,31 +81,10 @@ def replay(
     if not spec.startswith("bfcl:"):
         raise ConfigError(f"`ace env replay bfcl` replays BFCL tasks: --tasks bfcl:CATEGORY, not {spec!r}")
     task_list = list(load_tasks(spec).values())
-    passed = failed = errors = 0
-    failures: list[str] = []
-    start = time.perf_counter()
     with Progress(f"replaying {spec}", len(task_list), disable=as_json) as progress:
-        for task in task_list:
-            oracle = replay_oracle(task)
-            if oracle.errors:
-                errors += 1
-                failures.append(f"{task.id}: {oracle.errors[0]}")
-            verdict = verify(task, ground_truth_rollout(task), oracle=oracle)
-            if verdict.reward == 1.0 and not oracle.errors:
-                passed += 1
-            else:
-                failed += 1
-                if not oracle.errors:
-                    failures.append(f"{task.id}: {verdict.attribution}: {verdict.detail}")
-            progress.advance()
-    elapsed = time.perf_counter() - start
-    result = {
-        "tasks": len(task_list),
-        "passed": passed,
-        "failed": failed,
-        "errors": errors,
-        "tasks_per_s": round(len(task_list) / elapsed, 1) if elapsed > 0 else None,
-    }
+        result = replay_tasks(task_list, on_task=progress.advance)
+    failures = result.pop("failures")
+    failed = result["failed"]
     if as_json:
         print(json.dumps(result))
     else:

@@ -51,6 +51,22 @@ def test_ingest_takes_a_folder_and_a_scope_and_prints_a_task_table(graph, capsys
     assert json.loads(capsys.readouterr().out)["created"] == 300
 
 
+def test_ingest_prints_markup_in_data_literally(graph, tmp_path, capsys):
+    task = bfcl.load_tasks("base")[0]
+    from ace_env.verifier import ground_truth_rollout
+
+    f = tmp_path / "m.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in (
+        {"rollout_id": "ok", "task_id": task.id, "turns": ground_truth_rollout(task)},
+        {"rollout_id": "bad", "task_id": "[/red]", "turns": []},
+        {"rollout_id": "bad2", "task_id": "[link=http://x]y[/link]", "turns": []},
+    )) + "\n")
+    assert main(["ingest", str(f), "--scope", "mk/sim/c", "--tasks", "bfcl:base", "--skip-invalid"]) == 0
+    captured = capsys.readouterr()
+    assert "'[/red]'" in captured.err and "[link=http://x]y[/link]" in captured.err
+    assert "1 rollouts read, 1 stored" in captured.out
+
+
 def test_ingest_reports_progress_per_rollout(graph, tmp_path):
     tasks = {t.id: t for t in bfcl.load_tasks("base")}
     f = simulate_to_file(list(tasks.values()), 40, parse_weakness({}), 9, tmp_path / "p.jsonl", prefix="p")
