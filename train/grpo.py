@@ -326,6 +326,7 @@ def train_grpo(
     result back to the graph).
     """
     try:
+        import torch
         from datasets import Dataset
         from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
         from trl import GRPOConfig, GRPOTrainer
@@ -373,6 +374,9 @@ def train_grpo(
         dataloader_num_workers=0,
         disable_tqdm=True,
         gradient_checkpointing=False,
+        # On CPU (also under `accelerate launch --multi_gpu --num_processes K` without GPUs) this makes
+        # accelerate run K processes with the gloo backend.
+        use_cpu=not torch.cuda.is_available(),
     )
     callbacks: list[Any] = [metrics.callback()]
     if on_checkpoint is not None and checkpoint_every > 0:

@@ -52,7 +52,7 @@ def test_accelerate_launch_runs_two_processes(tiny, tmp_path):
     assert accelerate, "accelerate is part of the train extra"
     out = tmp_path / "dist"
     proc = subprocess.run(
-        [accelerate, "launch", "--cpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+        [accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
          "--dynamo_backend", "no", "-m", "ace.cli", "train", "grpo", "-p", f"hf:{tiny}", *BASE, "--steps", "2",
          "--out", str(out)],
         capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"},
