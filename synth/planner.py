@@ -23,7 +23,7 @@ STYLES = ("plain", "terse", "polite", "stepwise")
 
 
 #: Composition depth each strategy aims for (the depth strategy grows with strength).
-_DEPTH = {"ambiguity": 2, "distractor": 2, "cascade": 3}
+_DEPTH = {"ambiguity": 2, "lookalike": 3, "distractor": 2, "cascade": 3}  # cascade: partial call, check, recovery
 
 
 @dataclass

@@ -402,9 +402,19 @@ def strategy_text_problems(task: Task) -> list[tuple[str, str]]:
 
 
 def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskCheck:
-    """Verify a synthesized task (see the module docstring for the rules)."""
+    """Verify a synthesized task (see the module docstring for the rules).
+
+    A duplicate or near-duplicate is reported alone, without running the other checks.
+    """
     reasons: list[str] = []
     notes: list[str] = []
+    fp = task_fingerprint(task)
+    if seen_fingerprints is not None and fp in seen_fingerprints:
+        return TaskCheck(False, [DUPLICATE], [], fp)
+    if isinstance(seen_fingerprints, Seen):
+        twin = seen_fingerprints.near(task)
+        if twin is not None:
+            return TaskCheck(False, [NEAR_DUPLICATE_REASON], [f"near-duplicate of {twin}"], fp)
     oracle = replay_oracle(task)
     problems = execution_problems(oracle)
     if problems:
@@ -445,14 +455,6 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
             if not rejected:
                 reasons.append(TARGET_ALTER_ACCEPTED)
 
-    fp = task_fingerprint(task)
-    if seen_fingerprints is not None and fp in seen_fingerprints:
-        reasons.append(DUPLICATE)
-    elif isinstance(seen_fingerprints, Seen):
-        twin = seen_fingerprints.near(task)
-        if twin is not None:
-            reasons.append(NEAR_DUPLICATE_REASON)
-            notes.append(f"near-duplicate of {twin}")
 
     order = text_order_problems(task)
     if order:

@@ -18,6 +18,7 @@ from synth.taskcheck import (
     execution_problems,
     flat_calls,
     leaves,
+    task_fingerprint,
     text_order_problems,
     unobtainable_values,
 )
@@ -79,6 +80,19 @@ def build(seed: Task, strategy: str, target: tuple[str, str], strength: float, n
 
 def _exemptions(seed: Task) -> dict[str, Any]:
     """What the seed itself does not satisfy of taskcheck's text rules (so the new task is not blamed for it)."""
+    key = (seed.source, seed.id, task_fingerprint(seed), canonical_json([t.user for t in seed.turns]))
+    if key not in _EXEMPT:
+        if len(_EXEMPT) >= 4096:
+            _EXEMPT.pop(next(iter(_EXEMPT)))
+        _EXEMPT[key] = _compute_exemptions(seed)
+    return copy_json(_EXEMPT[key])
+
+
+#: Exemptions by seed content (bounded; a seed edited in place gets a new key).
+_EXEMPT: dict[tuple[str, ...], dict[str, Any]] = {}
+
+
+def _compute_exemptions(seed: Task) -> dict[str, Any]:
     values = list({canonical_json(v): v for _, _, v in unobtainable_values(seed, oracle_for(seed))}.values())
     turns = sorted({int(p.split()[1].rstrip(":")) for p in text_order_problems(seed)})
     seen = seed.provenance
