@@ -74,7 +74,6 @@ class GRPORunConfig:
     )
     beta: float = field(default=0.0, metadata={"help": "KL coefficient against the reference model (0: none)."})
     seed: int = field(default=0, metadata={"help": "Seed of prompt order and sampling."})
-    use_vllm: bool = field(default=False, metadata={"help": "Generate through TRL's vLLM integration (GPU)."})
     compact_tools: bool = field(default=True, metadata={"help": "List tools as compact signatures."})
 
     def __post_init__(self) -> None:
@@ -367,7 +366,6 @@ def train_grpo(
         save_strategy="no",
         report_to=list(report_to),
         seed=config.seed,
-        use_vllm=config.use_vllm,
         shuffle_dataset=False,
         bf16=False,
         fp16=False,
