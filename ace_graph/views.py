@@ -217,7 +217,7 @@ class GraphViews:
         return self.run("curriculum-status", experiment=experiment)
 
     def curriculum_decisions(self, experiment: str):
-        return self.run("view-curriculum-decisions", experiment=experiment)
+        return self.run("curriculum-decisions", experiment=experiment)
 
     def plans(self, experiment: str):
         return self.run("view-plans", experiment=experiment)
