@@ -22,6 +22,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -55,6 +56,11 @@ PARAM_DEFAULTS: dict[str, Any] = {
 
 def query_mode(name: str, directory: Path | None = None) -> str:
     """``read`` or ``write``: the file's ``Mode:`` header line, else inferred from its name."""
+    return _query_mode(name, directory)
+
+
+@lru_cache(maxsize=None)
+def _query_mode(name: str, directory: Path | None) -> str:
     query = queries.load(name, directory)
     for line in query.path.read_text(encoding="utf-8").splitlines():
         if not line.lstrip().startswith("//"):
@@ -211,7 +217,7 @@ class GraphViews:
         return self.run("curriculum-status", experiment=experiment)
 
     def curriculum_decisions(self, experiment: str):
-        return self.run("view-curriculum-decisions", experiment=experiment)
+        return self.run("curriculum-decisions", experiment=experiment)
 
     def plans(self, experiment: str):
         return self.run("view-plans", experiment=experiment)

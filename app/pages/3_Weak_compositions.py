@@ -73,7 +73,7 @@ with st.expander("Fragility with 95% intervals (error bars), top 25", expanded=T
 edges = [f"{a}>{b}" for a, b in zip(df["from"], df["to"])]
 picked = None
 selected_rows = event.selection.rows if event is not None else []
-if selected_rows:
+if selected_rows and selected_rows[0] < len(edges):  # (a selection can outlive a filter change)
     picked = edges[selected_rows[0]]
     if picked != st.session_state.get("ace_table_pick"):
         st.session_state["ace_table_pick"] = picked

@@ -70,9 +70,11 @@ def test_every_read_query_runs_and_returns_its_declared_columns(graph):
     names = [n for n in queries.list_queries() if not queries.load(n).writes and n != "curriculum-status"]
     assert {"weak-compositions", "fragile-edges", "frontier", "capability-profile", "near-success",
             "skill-graph", "capability-history"} <= set(names)
+    near = graph.run("near-success", scope=SCOPE, level="tool", **{"from": PLANTED[0][0], "to": PLANTED[0][1]}, limit=1)
+    params = {**PARAMS, "rollout": near[0]["rollout"]}  # a stored rollout, for view-rollout
     for name in names:
         q = queries.load(name)
-        rows = graph.run(name, **{p: PARAMS[p] for p in q.params})
+        rows = graph.run(name, **{p: params[p] for p in q.params})
         assert rows, f"{name} returned no rows"
         assert list(rows[0].keys()) == list(q.columns), name
 
