@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 from ace_env.formats import read_any
 from ace_env.tasks import Task
 from ace_env.verifier import oracle_for, verify_rollout
-from ace_graph.db import apply_schema
+from ace_graph.db import ensure_schema
 from ace_graph.errors import ConfigError, RolloutFormatError
 from ace_graph.outcomes import RolloutRecord, record
 from ace_graph.store import GraphStore, scope_key
@@ -123,7 +123,7 @@ def ingest_file(
     if seed_tasks:
         # Idempotence and concurrent writers rely on the uniqueness constraints.
 
-        apply_schema(store.driver, store.database)
+        ensure_schema(store.driver, store.database)
         store.ensure_taxonomy()
         store.upsert_tasks(tasks.values())
     # Verification and tagging (Python) overlap with writing (Neo4j): this

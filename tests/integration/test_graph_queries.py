@@ -61,7 +61,7 @@ def _synthesize_a_few(store, tasks, spec):
 PARAMS = {
     "scope": SCOPE, "level": "tool", "min_support": 20, "min_lift": 0.05, "limit": 50, "min_prereq": 0.6,
     "experiment": "q", "policy": "sim", "from": PLANTED[0][0], "to": PLANTED[0][1],
-    "after": "result_extraction", "skill": "param_from_output",
+    "after": "result_extraction", "skill": "param_from_output", "ids": ["multi_turn_base_0"],
 }
 
 
