@@ -3,7 +3,9 @@
 //   contain A→B": Task-[:CONTAINS]->Composition {key: "tool:a>b" or
 //   "skill:x>y"}), the dependency edges it implies (`tool_deps`,
 //   `skill_deps`: ["from|to|kind"], recounted into PRIOR edges by
-//   upsert-prior-edges) and its content fingerprint. Idempotent.
+//   upsert-prior-edges) and its content fingerprint. A task stored before
+//   loses the USES and CONTAINS links its new content no longer has.
+//   Idempotent.
 // Parameters: $rows (list of {id, source, category, n_turns, n_steps, tools,
 //   tool_pairs: ["a>b"], skill_pairs: ["x>y"], tool_deps, skill_deps,
 //   fingerprint, provenance: json string})
@@ -15,6 +17,18 @@ SET t.source = row.source, t.category = row.category, t.n_turns = row.n_turns,
     t.skill_pairs = row.skill_pairs, t.tool_deps = row.tool_deps, t.skill_deps = row.skill_deps,
     t.fingerprint = row.fingerprint, t.provenance = row.provenance
 WITH t, row
+// a task stored before with other content: drop the links it no longer has
+CALL (t, row) {
+  OPTIONAL MATCH (t)-[u:USES]->(x:Tool) WHERE NOT x.name IN row.tools
+  DELETE u
+  RETURN count(*) AS unused
+}
+CALL (t, row) {
+  WITH t, [p IN row.tool_pairs | 'tool:' + p] + [p IN row.skill_pairs | 'skill:' + p] AS keys
+  OPTIONAL MATCH (t)-[k:CONTAINS]->(c:Composition) WHERE NOT c.key IN keys
+  DELETE k
+  RETURN count(*) AS dropped
+}
 CALL (t, row) {
   UNWIND row.tools AS name
   MATCH (x:Tool {name: name})
