@@ -101,15 +101,11 @@ def stringify(result: Any) -> str:
 @functools.cache
 def _signature(class_name: str, method: str) -> tuple[inspect.Signature, tuple[tuple[str, Any], ...]]:
     """The method's signature without ``self``, and its mutable defaults as declared."""
-    fn = getattr(bfcl.api_class(class_name), method)
-    sig = inspect.signature(fn)
-    declared = _declared_defaults(fn)
-    mutable = tuple(
-        (p.name, declared.get(p.name, p.default))
-        for p in sig.parameters.values()
-        if isinstance(p.default, (list, dict, set, bytearray))
-    )
-    return bfcl.method_signature(class_name, method), mutable
+    sig = bfcl.method_signature(class_name, method)
+    shared = [p for p in sig.parameters.values() if isinstance(p.default, (list, dict, set, bytearray))]
+    # Reading the source is slow: only for the few methods that have a mutable default.
+    declared = _declared_defaults(getattr(bfcl.api_class(class_name), method)) if shared else {}
+    return sig, tuple((p.name, declared.get(p.name, p.default)) for p in shared)
 
 
 def _declared_defaults(fn: Any) -> dict[str, Any]:

@@ -7,6 +7,7 @@ receive the driver it returns.  Nothing connects at import time.
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING
 
 from ace_graph import queries
@@ -65,6 +66,24 @@ def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) ->
         reason = str(e).rstrip(".")
         raise ConnectionError_(f"Cannot reach Neo4j at {settings.uri}: {reason}. {_how_to_fix(settings)}") from e
     return driver
+
+
+_SCHEMA_NAME = re.compile(r"^\s*CREATE\s+(?:CONSTRAINT|(?:RANGE\s+|TEXT\s+)?INDEX)\s+(\w+)\s+IF\s+NOT\s+EXISTS", re.I)
+
+
+def ensure_schema(driver: "neo4j.Driver", database: str | None = None) -> bool:
+    """Apply the schema unless every constraint and index it names exists; True when it ran.
+
+    One round trip instead of one per statement (each constraint is backed by
+    an index of the same name, so ``SHOW INDEXES`` lists both).
+    """
+    database = database or neo4j_settings().database
+    names = {m.group(1) for st in queries.statements(SCHEMA_QUERY) if (m := _SCHEMA_NAME.match(st))}
+    records, _, _ = driver.execute_query("SHOW INDEXES YIELD name", database_=database, routing_="r")
+    if names and names <= {r["name"] for r in records}:
+        return False
+    apply_schema(driver, database)
+    return True
 
 
 def apply_schema(driver: "neo4j.Driver", database: str | None = None) -> list[str]:

@@ -21,7 +21,7 @@ from ace_env.sandbox import Budget, LineError, verify_one
 from ace_env.scaleout import verifier_for
 from ace_env.tasks import Task
 from ace_env.verifier import with_inference_error
-from ace_graph.db import apply_schema
+from ace_graph.db import ensure_schema
 from ace_graph.errors import ConfigError, IngestIncomplete, RolloutFormatError
 from ace_graph.estimate import estimate_scope
 from ace_graph.outcomes import RolloutRecord, record
@@ -137,7 +137,7 @@ def ingest_file(
     if seed_tasks:
         # Idempotence and concurrent writers rely on the uniqueness constraints.
 
-        apply_schema(store.driver, store.database)
+        ensure_schema(store.driver, store.database)
         store.ensure_taxonomy()
         store.upsert_tasks(tasks.values())
     # Verification and tagging (Python) overlap with writing (Neo4j): this

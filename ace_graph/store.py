@@ -105,7 +105,8 @@ class GraphStore:
             return 0
         content = {tid: t.fingerprint() for tid, t in by_id.items()}
         wanted = {tid: f"{fp}:{TAGS.version}" for tid, fp in content.items()}
-        stored = {r["key"]: r["fingerprint"] for r in self.run("task-fingerprints", keys=list(by_id))}
+        (found,) = self.run("task-fingerprints", keys=list(by_id))
+        stored = dict(zip(found["keys"], found["fingerprints"]))
         changed = [tid for tid in by_id if stored.get(tid) != wanted[tid]]
         rows: list[dict[str, Any]] = []
         for tid in changed:

@@ -1,9 +1,12 @@
 // Purpose: the stored content fingerprint of each given task (null when the
 //   task is not stored or was stored without one), so an upsert can skip the
-//   tasks that are already up to date. Tasks are keyed by "source:id".
+//   tasks that are already up to date. Tasks are keyed by "source:id". One row
+//   of two parallel lists (one record to decode, not one per task).
 // Parameters: $keys (list of task keys, "source:id")
-// Columns: key, fingerprint
+// Columns: keys, fingerprints
 // Mode: read
+// Required: keys
+// :params {keys: ["bfcl:multi_turn_base_0"]}
 UNWIND $keys AS key
 MATCH (t:Task {key: key})
-RETURN t.key AS key, t.fingerprint AS fingerprint
+RETURN collect(t.key) AS keys, collect(t.fingerprint) AS fingerprints

@@ -58,6 +58,12 @@ def test_counts_do_not_depend_on_which_subset_was_upserted_last(clean_db, neo4j_
     store.upsert_tasks([edited])
     after = _prior(clean_db, neo4j_database, "Tool")
     assert after[("touch", "echo", "precondition")][0] == tool_all[("touch", "echo", "precondition")][0] - 1
+    rows, _, _ = clean_db.execute_query(
+        "MATCH (t:Task {id: $id}) RETURN [(t)-[:USES]->(x) | x.name] AS tools, "
+        "[(t)-[:CONTAINS]->(c) WHERE c.level = 'tool' | c.key] AS pairs",
+        id=edited.id, database_=neo4j_database,
+    )
+    assert "echo" not in rows[0]["tools"] and not [k for k in rows[0]["pairs"] if "echo" in k]
 
 
 def test_reupserting_unchanged_tasks_writes_nothing(clean_db, neo4j_database, tasks):
