@@ -181,8 +181,16 @@ def test_kill_9_of_the_ingesting_process_then_rerun_equals_clean(clean_db, neo4j
         if rows and (rows[0]["r"] or 0) >= 300:
             break
         time.sleep(0.2)
+    children = [int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+    assert children, "the ingest runs its verifying worker as a child process"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    # Its forked worker dies with it: an orphan would keep the killed client's connection, and its
+    # open transaction's locks, alive (the rerun below would then wait on them).
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{c}").exists() for c in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{c}").exists() for c in children), "the verifying worker outlived its parent"
     [mid] = _rows(clean_db, neo4j_database, "MATCH (sc:Scope {key: 'k9/p/killed'}) RETURN sc.rollouts AS r, "
                   "sc.incomplete AS inc")
     assert 300 <= mid["r"] < 1500 and mid["inc"] is True
