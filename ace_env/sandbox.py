@@ -46,6 +46,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
 import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Iterator, Sequence
@@ -143,9 +144,30 @@ def _address_space() -> int | None:
         return None
 
 
-def _worker(conn: Any, clock: Any, tasks: dict[str, Task], memory_mb: int, fast_forward: bool,
-            keep_steps: bool) -> None:
+def _die_with_parent() -> None:
+    """Linux: have the kernel SIGKILL this worker when its parent dies (even by kill -9).
+
+    A forked worker holds copies of the parent's descriptors, the database
+    connection's socket among them; an orphan would keep that connection, and
+    the killed parent's open transaction with its locks, alive.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict[str, Task], memory_mb: int,
+            fast_forward: bool, keep_steps: bool) -> None:
     import resource
+
+    _die_with_parent()
+    if os.getppid() != parent_pid:  # the parent died before the death signal was armed
+        os._exit(0)
+    parent_end.close()  # our copy of the parent's end: without it, recv() sees EOF when the parent is gone
 
     size = _address_space()
     if size is not None:
@@ -248,7 +270,8 @@ class BoundedVerifier:
                 self._clock[i] = 0.0
             self._proc = self._ctx.Process(
                 target=_worker, name="ace-verify-worker", daemon=True,
-                args=(child, self._clock, self.tasks, self.budget.memory_mb, self.fast_forward, self.keep_steps),
+                args=(child, parent, os.getpid(), self._clock, self.tasks, self.budget.memory_mb, self.fast_forward,
+                      self.keep_steps),
             )
             self._proc.start()
             child.close()

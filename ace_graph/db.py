@@ -6,6 +6,7 @@ receive the driver it returns.  Nothing connects at import time.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from typing import TYPE_CHECKING
@@ -18,6 +19,11 @@ if TYPE_CHECKING:  # pragma: no cover
     import neo4j
 
 SCHEMA_QUERY = "schema"
+
+# The driver logs its retries (with tracebacks) as warnings; with no logging set
+# up, Python would print them on stderr.  ACE reports the outcome in one line
+# instead; an application that configures logging still sees them.
+logging.getLogger("neo4j").addHandler(logging.NullHandler())
 
 
 def _how_to_fix(settings: Neo4jSettings) -> str:

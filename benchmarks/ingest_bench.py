@@ -63,6 +63,38 @@ if str(ROOT) not in sys.path:
 
 GOAL_RATIO = 30.0
 GOAL_STEPS_PER_S = 20_000.0
+#: Ratios to the write path's limit on the same machine, in the same run (issue 13).
+GOAL_OF_LIMIT = 0.60  # ACE's ingest_batch, aggregates and idempotency included
+GOAL_CLI_OF_LIMIT = 0.50  # `ace ingest` from the CLI on --cli-rollouts (process start, tasks, verification included)
+
+#: The write path's limit: the same Rollout and Step nodes and HAS_STEP / NEXT /
+#: OF_TASK relationships, created bare: no aggregates, no MERGE, no idempotency check.
+LIMIT_QUERY = """
+UNWIND $rows AS row
+OPTIONAL MATCH (t:Task {key: row.task_key})
+CREATE (r:Rollout {id: row.id})
+SET r += row.props, r.batch = $batch
+FOREACH (_ IN CASE WHEN t IS NULL THEN [] ELSE [1] END | CREATE (r)-[:OF_TASK]->(t))
+WITH r, row
+CALL (r, row) {
+  UNWIND row.steps AS s
+  CREATE (r)-[:HAS_STEP]->(st:Step {flat: s.flat, turn: s.turn, index: s.index, tool: s.tool,
+                                    skills: s.skills, outcome: s.outcome})
+  RETURN collect(st) AS chain
+}
+FOREACH (i IN range(0, size(chain) - 2) |
+  FOREACH (a IN [chain[i]] | FOREACH (b IN [chain[i + 1]] | CREATE (a)-[:NEXT]->(b))))
+RETURN count(r) AS n
+"""
+
+
+def limit_rows(records: list[tuple[Any, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"id": rec.id, "task_key": rec.task_key, "props": rec.props(),
+         "steps": [{"flat": s.flat, "turn": s.turn, "index": s.index, "tool": s.tool, "skills": list(s.skills),
+                    "outcome": s.outcome} for s in rec.steps]}
+        for rec, _ in records
+    ]
 
 #: Planted weaknesses, so rollouts fail at various steps as real ones do.
 WEAKNESS = {
@@ -274,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 2,000 rollouts, baseline 300, RSS sizes 500,1000,2000")
+    ap.add_argument("--cli-rollouts", type=int, default=4000,
+                    help="rollouts for the timed `ace ingest` run from the CLI (0 skips it)")
     ap.add_argument("--rss-child", nargs=2, metavar=("PATH", "CHECKPOINT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.rss_child:
@@ -373,6 +407,41 @@ def main(argv: list[str] | None = None) -> int:
     ace_s = time.perf_counter() - t0
     print(f"ACE done: {created:,} rollouts in {ace_s:.1f} s", flush=True)
 
+    # -- the write path's limit: the same nodes and relationships, bare CREATE, same batches and writers
+    limit_key = scope_of("limit")["key"]
+    limit_set = limit_rows(rescope(timed, limit_key))
+    limit_chunks = [limit_set[i: i + args.batch_size] for i in range(0, len(limit_set), args.batch_size)]
+
+    def write_limit(chunk: list[dict[str, Any]]) -> int:
+        with driver.session(database=database) as session:
+            return session.execute_write(
+                lambda tx: tx.run(LIMIT_QUERY, rows=chunk, batch=uuid.uuid4().hex).single()["n"])
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=args.workers) as pool:
+        limit_n = sum(pool.map(write_limit, limit_chunks))
+    limit_s = time.perf_counter() - t0
+    limit_steps = sum(len(r["steps"]) for r in limit_set)
+    print(f"limit done: {limit_n:,} rollouts in {limit_s:.1f} s", flush=True)
+
+    # -- the CLI end to end: a fresh `ace ingest` process on a JSONL file
+    cli = None
+    if args.cli_rollouts:
+        with tempfile.TemporaryDirectory(prefix="ace-ingest-cli-") as tmp:
+            path = Path(tmp) / "cli.jsonl"
+            write_jsonl(path, tasks, args.cli_rollouts, spec, args.seed + 7)
+            ace = str(Path(sys.executable).parent / "ace")
+            t0 = time.perf_counter()
+            proc = subprocess.run([ace, "ingest", str(path), "-e", "bench", "-p", "cli", "-c", "c0", "--tasks",
+                                   "bfcl:all", "--batch-size", str(args.batch_size), "--workers", str(args.workers),
+                                   "--json"], capture_output=True, text=True, cwd=str(ROOT))
+            cli_s = time.perf_counter() - t0
+            if proc.returncode != 0:
+                print(f"CLI ingest failed:\n{proc.stderr[-2000:]}")
+                return 1
+            cli = (json.loads(proc.stdout.strip().splitlines()[-1]), cli_s)
+        print(f"CLI done: {cli[0]['created']:,} rollouts in {cli_s:.1f} s wall", flush=True)
+
     # -- equivalence: ACE on the baseline's rollouts (untimed) vs the baseline
     if args.baseline_rollouts == len(timed):
         check_key = ace_scope["key"]
@@ -397,6 +466,19 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(ace_set) / ace_s:>12,.0f}{ace_rate:>10,.0f}")
     print(f"{'ACE end to end (verify+tag+write)':<44}{len(ace_set):>10,}{ace_steps:>10,}{e2e_s:>9.1f}"
           f"{len(ace_set) / e2e_s:>12,.0f}{ace_steps / e2e_s:>10,.0f}")
+    limit_rate = limit_steps / limit_s
+    print(f"{'limit: bare UNWIND..CREATE, no aggregates':<44}{len(limit_set):>10,}{limit_steps:>10,}{limit_s:>9.1f}"
+          f"{len(limit_set) / limit_s:>12,.0f}{limit_rate:>10,.0f}")
+    if cli is not None:
+        rep, cli_s = cli
+        print(f"{f'ace ingest (CLI, wall, {args.cli_rollouts:,} rollouts)':<44}{rep['read']:>10,}{rep['steps']:>10,}"
+              f"{cli_s:>9.1f}{rep['read'] / cli_s:>12,.0f}{rep['steps'] / cli_s:>10,.0f}")
+    print(f"ACE ingest_batch / limit (steps/s): {ace_rate / limit_rate:.0%}   goal >= {GOAL_OF_LIMIT:.0%}: "
+          f"{'MET' if ace_rate / limit_rate >= GOAL_OF_LIMIT else 'NOT MET'}")
+    if cli is not None:
+        cli_rate = cli[0]["steps"] / cli[1]
+        print(f"ace ingest CLI / limit (steps/s): {cli_rate / limit_rate:.0%}   goal >= {GOAL_CLI_OF_LIMIT:.0%}: "
+              f"{'MET' if cli_rate / limit_rate >= GOAL_CLI_OF_LIMIT else 'NOT MET'}")
     print(f"baseline statements per rollout: {statements / max(len(base_set), 1):.1f}")
     print(f"ratio ACE/baseline (steps/s): {ratio:.1f}x   goal >= {GOAL_RATIO:.0f}x: "
           f"{'MET' if ratio >= GOAL_RATIO else 'NOT MET'}")

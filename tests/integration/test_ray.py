@@ -31,6 +31,20 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def ray_address(tmp_path_factory):
+    # Loopback clusters run without token authentication (.ci/run starts CI's that way too): a token
+    # in the shared ~/.ray/auth_token may have been replaced by any other Ray user of this machine.
+    saved = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    try:
+        yield from _cluster(tmp_path_factory)
+    finally:
+        if saved is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = saved
+
+
+def _cluster(tmp_path_factory):
     address = os.environ.get("ACE_RAY_ADDRESS")
     if address:
         yield address

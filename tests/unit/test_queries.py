@@ -26,12 +26,14 @@ def test_schema_file_parses_into_idempotent_statements():
     assert q.params == () and q.columns == ()
     assert "schema" in q.description.lower()
     stmts = queries.statements("schema")
-    assert len(stmts) == 15
+    assert len(stmts) == 18
     for s in stmts:
-        assert s.startswith("CREATE ") and "IF NOT EXISTS" in s
+        # CREATE ... IF NOT EXISTS; the old bare-id Task constraint dropped IF EXISTS; one keying migration
+        assert (s.startswith("CREATE ") and "IF NOT EXISTS" in s) or (s.startswith("DROP ") and "IF EXISTS" in s) \
+            or s.startswith("MATCH (t:Task) WHERE t.key IS NULL")
         assert ";" not in s and "//" not in s
     joined = "\n".join(stmts)
-    for label, prop in [("Skill", "id"), ("Tool", "name"), ("Task", "id"), ("Rollout", "id"),
+    for label, prop in [("Skill", "id"), ("Tool", "name"), ("Task", "key"), ("Rollout", "id"),
                         ("Scope", "key")]:
         assert f"(n:{label}) REQUIRE n.{prop} IS UNIQUE" in joined
     assert "FOR (n:Rollout) ON (n.scope)" in joined

@@ -188,7 +188,12 @@ def test_first_start_creates_private_password_and_sets_it(tmp_path):
     assert stat.S_IMODE(os.stat(m.password_file).st_mode) == 0o600
     home, args = calls.read_text().strip().split("|")
     assert home == str(m.workspace)
-    assert args.endswith(f"org.neo4j.cli.AdminTool dbms set-initial-password {password}")
+    # The password never appears on the command line (issue 13): neo4j-admin reads it from a 0600 @file,
+    # removed after the command ran.
+    assert password not in args
+    args_file = m.workspace / ".initial-password.args"
+    assert args.endswith(f"org.neo4j.cli.AdminTool dbms set-initial-password @{args_file}")
+    assert not args_file.exists()
     # a second start keeps the password and does not call neo4j-admin again
     assert m._set_initial_password() is False
     assert m.read_password() == password
