@@ -138,9 +138,10 @@ def sft_bench(args: argparse.Namespace) -> None:
     task_file = work / "first-turns.jsonl"
     task_file.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in first_turns(base[: n_eval + n_train])))
     print(f"split: eval on first turns of base tasks 0..{n_eval - 1}, SFT on first turns of {n_eval}..{n_eval + n_train - 1}")
-    start = time.perf_counter()
-    before = _eval(args.policy, task_file, "before-sft", args)
-    _show("before SFT", before, time.perf_counter() - start)
+    if not args.skip_before:
+        start = time.perf_counter()
+        before = _eval(args.policy, task_file, "before-sft", args)
+        _show("before SFT", before, time.perf_counter() - start)
     ckpt = work / "sft"
     start = time.perf_counter()
     code = ace(["train", "sft", "-p", args.policy, "--tasks", str(task_file), "--skip", str(n_eval), "--limit",
@@ -166,6 +167,7 @@ def main() -> None:
     p.add_argument("--epochs", type=float, default=2.0)
     p.add_argument("--lr", type=float, default=5e-5)
     p.add_argument("--experiment", default="bench-sft")
+    p.add_argument("--skip-before", action="store_true", help="sft: the zero-shot eval is already measured")
     p.add_argument("--work", default="/tmp/ace-policy-bench")
     args = p.parse_args()
     print(machine_facts())

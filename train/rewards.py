@@ -34,6 +34,7 @@ def first_turn_task(task_json: str) -> Task:
     """The task cut to its first turn (its oracle is the first turn's ground truth)."""
     d = json.loads(task_json)
     d["turns"] = d["turns"][:1]
+    d["id"] = f"{d['id']}@turn0"  # its own id: oracles are cached by task id
     return Task.from_dict(d)
 
 

@@ -62,8 +62,12 @@ def oracle_transcripts(tasks: Iterable[Task]) -> tuple[list[dict[str, Any]], lis
 
 
 def tokenize(tokenizer: Any, template: str, rows: list[dict[str, Any]], max_length: int,
-             compact_tools: bool = True) -> list[dict[str, list[int]]]:
-    """input_ids and assistant_masks (1 = the loss counts) of each transcript, cut at max_length."""
+             compact_tools: bool = True, skipped: list[str] | None = None) -> list[dict[str, list[int]]]:
+    """input_ids and assistant_masks (1 = the loss counts) of each transcript, cut at max_length.
+
+    A transcript with no assistant token within ``max_length`` is left out (its
+    reason goes to ``skipped``); without ``skipped`` it is an error.
+    """
     out = []
     for row in rows:
         enc = tokenizer.apply_chat_template(
@@ -72,7 +76,11 @@ def tokenize(tokenizer: Any, template: str, rows: list[dict[str, Any]], max_leng
         )
         ids, mask = list(enc["input_ids"])[:max_length], list(enc["assistant_masks"])[:max_length]
         if 1 not in mask:
-            raise PolicyError(f"task {row['task_id']}: no assistant token within {max_length} tokens; raise --max-length")
+            reason = f"task {row['task_id']}: no assistant token within {max_length} tokens; raise --max-length"
+            if skipped is None:
+                raise PolicyError(reason)
+            skipped.append(reason)
+            continue
         out.append({"input_ids": ids, "assistant_masks": mask})
     return out
 
@@ -100,7 +108,9 @@ def train_sft_rows(config: SFTRunConfig, rows: list[dict[str, Any]], skipped: li
     if not rows:
         raise PolicyError("nothing to train on: no conversations")
     tokenizer, model, template = load_model(config.model)
-    examples = tokenize(tokenizer, template, rows, config.max_length, config.compact_tools)
+    examples = tokenize(tokenizer, template, rows, config.max_length, config.compact_tools, skipped)
+    if not examples:
+        raise PolicyError(f"no transcript fits in {config.max_length} tokens ({skipped[0]})")
     out = Path(config.out)
     work = out.parent / f".{out.name}.trainer"
     args = SFTConfig(

@@ -13,7 +13,7 @@ from train.policies.base import Conversation
 from train.rollouts import RolloutConfig, RolloutEngine, offered_schemas
 from train.serve import ServeConfig, VLLMServer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 
 def _free_port() -> int:
