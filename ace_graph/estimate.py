@@ -23,10 +23,11 @@ penalty gives each group its own prior variance):
 Uncertainty comes from the Laplace approximation (the inverse Hessian of the
 penalised log-likelihood at the fit).  Each edge ``a > b`` then gets a verdict:
 
-``composition``  the pair effect's lower bound clears ``margin`` and b's own
-                 effect (what b does away from a) is shown to be lower than the
-                 edge's: b fails more right after a than its own effect and the
-                 task explain;
+``composition``  the pair effect's lower bound clears ``margin``, b's own
+                 effect (what b does away from a) is lower than the edge's, and
+                 the data show it: b's failure rate away from a has a Wilson
+                 upper bound under its rate right after a (a prior alone never
+                 makes a composition);
 ``ambiguous``    the edge is weak (its combined tool + pair effect clears
                  ``margin``) but the data cannot say why: b's record away from
                  a is compatible both with b being fine and with b's own weakness
@@ -54,6 +55,7 @@ from typing import Any, Iterable, Sequence
 
 from ace_graph import queries
 from ace_graph.errors import ConfigError
+from ace_graph.stats import wilson
 
 log = logging.getLogger(__name__)
 
@@ -307,9 +309,10 @@ def edge_estimates(model: Fit, cells: Sequence[Cell]) -> list[EdgeEstimate]:
         clo = comb - z * csd
         n0, f0 = n_unit[b][0] - n1, n_unit[b][1] - f1
         missing = ""
-        if lo > m and thi < comb - m:
-            # the pair effect clears the margin AND b away from a is shown to do better than right
-            # after a (the tool's upper bound stays under the edge's combined effect): identified
+        # identified: b has been seen away from a often enough that its failure rate there is
+        # measurably lower (Wilson upper bound) than right after a -- from the data, not the priors
+        identified = n0 > 0 and n1 > 0 and wilson(f0, n0)[1] < f1 / n1
+        if lo > m and thi < comb - m and identified:
             verdict = COMPOSITION
         elif clo <= m:
             verdict = OK
