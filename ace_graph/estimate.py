@@ -33,7 +33,9 @@ penalised log-likelihood at the fit).  Each edge ``a > b`` then gets a verdict:
                  a is compatible both with b being fine and with b's own weakness
                  explaining the edge; ``missing`` says what evidence is lacking
                  ("estimate_distance seen 12 times without get_zipcode_based_on_city");
-``tool``         the edge is weak and b's own effect explains it;
+``tool``         the edge is weak and b's own effect explains it, and the data
+                 show it: b fails away from a more often than steps do overall
+                 (Wilson lower bound above the overall failure rate);
 ``ok``           the edge is not weaker than the rest.
 
 :func:`fit` and :func:`edge_estimates` are pure (unit-tested on counts);
@@ -299,6 +301,8 @@ def edge_estimates(model: Fit, cells: Sequence[Cell]) -> list[EdgeEstimate]:
         for a in set(c.prevs):
             n_edge[(a, c.unit)][0] += c.n
             n_edge[(a, c.unit)][1] += c.failures
+    total = sum(c.n for c in cells)
+    base = sum(c.failures for c in cells) / total if total else 0.0  # failure rate of all steps
     out = []
     for (a, b), (n1, f1) in sorted(n_edge.items()):
         eff, sd = model.effect("pair", a, b)
@@ -316,8 +320,8 @@ def edge_estimates(model: Fit, cells: Sequence[Cell]) -> list[EdgeEstimate]:
             verdict = COMPOSITION
         elif clo <= m:
             verdict = OK
-        elif tlo > m:
-            verdict = TOOL  # b is weak away from a too: its own effect explains the edge
+        elif tlo > m and n0 > 0 and wilson(f0, n0)[0] > base:
+            verdict = TOOL  # b is weak away from a too (shown by the data): its own effect explains the edge
         else:
             verdict = AMBIGUOUS
         if verdict == AMBIGUOUS:

@@ -133,17 +133,18 @@ def _show_weaknesses(console, store, scope: str, weakness: Path) -> None:
     weak_tools = {t["name"] for t in planted.get("tool", [])}
     rows = store.run("weak-compositions", scope=scope, level="tool", min_support=20, min_lift=0.05, limit=15)
     table = Table(title="Weakest tool compositions found (b fails more often right after a than elsewhere)")
-    for col in ("from → to", "n", "composition success", "to elsewhere", "fragility (95% low)", "planted?"):
+    for col in ("from → to", "n", "composition success", "to elsewhere", "fragility (95% low)", "verdict", "planted?"):
         table.add_column(col)
     for r in rows:
         pair = (r["from"], r["to"])
         table.add_row(
             f"{r['from']} → {r['to']}", str(r["n"]), f"{r['composition_success']:.2f}",
             f"{r['target_success_elsewhere']:.2f}", f"{r['fragility']:.2f} ({r['fragility_low']:.2f})",
+            r.get("verdict", "composition") + (f" ({r['missing']})" if r.get("missing") else ""),
             "yes" if pair in planted_pairs else "no",
         )
     console.print(table)
-    found = {(r["from"], r["to"]) for r in rows}
+    found = {(r["from"], r["to"]) for r in rows if r.get("verdict", "composition") == "composition"}
     console.print(
         f"Planted compositions recovered: {len(found & planted_pairs)}/{len(planted_pairs)}; "
         f"tool-wide weaknesses ({', '.join(sorted(weak_tools))}) reported as compositions: "
@@ -167,6 +168,7 @@ def _synthesize(console, store, run_dir: Path, experiment: str, scope: str, seed
 
     seeds = {t.id: t for t in bfcl.load_tasks("all")}
     frontier = store.run("frontier", scope=scope, level="tool", min_support=20, min_lift=0.05, min_prereq=0.6, limit=50)
+    frontier = [r for r in frontier if r.get("verdict", "composition") == "composition"]  # ambiguous: probe first
     by_target = seeds_by_target(frontier, seeds)
     config = SynthConfig(n=n, rounds=2, plans=8, rollouts_per_task=4, seed=seed)
     start = time.perf_counter()

@@ -78,6 +78,9 @@ def synth(
         scope = scope or _newest_scope(store, experiment)
         frontier = store.run("frontier", scope=scope, level="tool", min_support=min_support, min_lift=0.05,
                              min_prereq=0.6, limit=50)
+        # `ambiguous` edges (composition or weak tool: the data cannot tell) are probed by
+        # `ace diagnose`, not trained on
+        frontier = [r for r in frontier if r.get("verdict", "composition") == "composition"]
         if not frontier:
             raise ConfigError(
                 f"The frontier of scope {scope!r} is empty: no composition is significantly weaker than its parts. "
