@@ -159,7 +159,7 @@ def interval_statistic(records: list[tuple[Any, Any]], min_support: int = 20, mi
 
 
 def score(reported: list[tuple[str, str]], planted: set[tuple[str, str]], tool_wide: list[str]) -> dict[str, float]:
-    rep = set(reported)
+    rep = {tuple(p) for p in reported}  # pairs come back from the JSON state as lists
     tp = len(rep & planted)
     p = tp / len(rep) if rep else 0.0
     r = tp / len(planted)
