@@ -109,7 +109,7 @@ def weaknesses(store: GraphStore, scope: str, weakness: Path = DEMO_WEAKNESS) ->
     weak = weak_compositions(store, scope, FrontierConfig(level="tool", limit=15))
     for r in weak:
         r["planted"] = (r["from"], r["to"]) in planted_pairs
-    found = {(r["from"], r["to"]) for r in weak}
+    found = {(r["from"], r["to"]) for r in weak if r.get("verdict", "composition") == "composition"}
     return {
         "scope": scope,
         "weak_compositions": weak,
@@ -128,6 +128,7 @@ def synthesize_round(
     """Synthesize ``n`` verified tasks from the tool-level frontier of ``scope``; write and store them."""
     directory = directory or run_dir(experiment)
     edges = frontier(store, scope, FrontierConfig(level="tool", limit=50))
+    edges = [r for r in edges if r.get("verdict", "composition") == "composition"]  # ambiguous: probe first
     config = SynthConfig(n=n, rounds=2, plans=8, rollouts_per_task=4, seed=seed)
     start = time.perf_counter()
     result = synthesize(edges, seeds, seeds_by_target(edges, seeds), sim_policy(load_weakness(weakness)), config)

@@ -23,16 +23,19 @@ penalty gives each group its own prior variance):
 Uncertainty comes from the Laplace approximation (the inverse Hessian of the
 penalised log-likelihood at the fit).  Each edge ``a > b`` then gets a verdict:
 
-``composition``  the pair effect's lower bound clears ``margin`` and b's own
-                 effect (what b does away from a) is shown to be lower than the
-                 edge's: b fails more right after a than its own effect and the
-                 task explain;
+``composition``  the pair effect's lower bound clears ``margin``, b's own
+                 effect (what b does away from a) is lower than the edge's, and
+                 the data show it: b's failure rate away from a has a Wilson
+                 upper bound under its rate right after a (a prior alone never
+                 makes a composition);
 ``ambiguous``    the edge is weak (its combined tool + pair effect clears
                  ``margin``) but the data cannot say why: b's record away from
                  a is compatible both with b being fine and with b's own weakness
                  explaining the edge; ``missing`` says what evidence is lacking
                  ("estimate_distance seen 12 times without get_zipcode_based_on_city");
-``tool``         the edge is weak and b's own effect explains it;
+``tool``         the edge is weak and b's own effect explains it, and the data
+                 show it: b fails away from a more often than steps do overall
+                 (Wilson lower bound above the overall failure rate);
 ``ok``           the edge is not weaker than the rest.
 
 :func:`fit` and :func:`edge_estimates` are pure (unit-tested on counts);
@@ -54,6 +57,7 @@ from typing import Any, Iterable, Sequence
 
 from ace_graph import queries
 from ace_graph.errors import ConfigError
+from ace_graph.stats import wilson
 
 log = logging.getLogger(__name__)
 
@@ -297,6 +301,8 @@ def edge_estimates(model: Fit, cells: Sequence[Cell]) -> list[EdgeEstimate]:
         for a in set(c.prevs):
             n_edge[(a, c.unit)][0] += c.n
             n_edge[(a, c.unit)][1] += c.failures
+    total = sum(c.n for c in cells)
+    base = sum(c.failures for c in cells) / total if total else 0.0  # failure rate of all steps
     out = []
     for (a, b), (n1, f1) in sorted(n_edge.items()):
         eff, sd = model.effect("pair", a, b)
@@ -307,14 +313,15 @@ def edge_estimates(model: Fit, cells: Sequence[Cell]) -> list[EdgeEstimate]:
         clo = comb - z * csd
         n0, f0 = n_unit[b][0] - n1, n_unit[b][1] - f1
         missing = ""
-        if lo > m and thi < comb - m:
-            # the pair effect clears the margin AND b away from a is shown to do better than right
-            # after a (the tool's upper bound stays under the edge's combined effect): identified
+        # identified: b has been seen away from a often enough that its failure rate there is
+        # measurably lower (Wilson upper bound) than right after a -- from the data, not the priors
+        identified = n0 > 0 and n1 > 0 and wilson(f0, n0)[1] < f1 / n1
+        if lo > m and thi < comb - m and identified:
             verdict = COMPOSITION
         elif clo <= m:
             verdict = OK
-        elif tlo > m:
-            verdict = TOOL  # b is weak away from a too: its own effect explains the edge
+        elif tlo > m and n0 > 0 and wilson(f0, n0)[0] > base:
+            verdict = TOOL  # b is weak away from a too (shown by the data): its own effect explains the edge
         else:
             verdict = AMBIGUOUS
         if verdict == AMBIGUOUS:

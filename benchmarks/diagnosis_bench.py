@@ -89,6 +89,16 @@ SETS: dict[str, dict[str, list[Any]]] = {
         ],
         "tool": ["contact_customer_support", "get_stock_info", "echo"],  # c_c_s: always after retrieve_invoice
     },
+    "D": {  # written after the first run (see RESULTS.md), never tuned on
+        "composition": [
+            ("get_flight_cost", "compute_exchange_rate"),
+            ("send_message", "view_messages_sent"),  # view_messages_sent: 60 of its 68 calls follow it
+            ("startEngine", "check_tire_pressure"),
+            ("estimate_distance", "estimate_drive_feasibility_by_mileage"),
+            ("cancel_order", "get_account_info"),
+        ],
+        "tool": ["find_nearest_tire_shop", "post_tweet", "cp"],  # find_nearest_tire_shop: only after
+    },                                                            # check_tire_pressure
 }
 
 from _common import machine_facts  # noqa: E402,F401  (benchmarks/ is on sys.path when run as a script)
@@ -145,7 +155,7 @@ def interval_statistic(records: list[tuple[Any, Any]], min_support: int = 20, mi
 
 
 def score(reported: list[tuple[str, str]], planted: set[tuple[str, str]], tool_wide: list[str]) -> dict[str, float]:
-    rep = set(reported)
+    rep = {tuple(p) for p in reported}  # pairs come back from the JSON state as lists
     tp = len(rep & planted)
     p = tp / len(rep) if rep else 0.0
     r = tp / len(planted)
@@ -163,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", default="A,B,C", help="planted weakness sets to run (A tuned on; B, C held out)")
     ap.add_argument("--sizes", default="250,500,1000,2000,4000", help="comma-separated rollout counts N")
     ap.add_argument("--seeds", default="1,2,3,4,5", help="comma-separated simulator seeds; means are reported")
-    ap.add_argument("--min-support", type=int, default=10, help="steps an estimator verdict needs to be reported")
+    ap.add_argument("--min-support", type=int, default=20, help="steps an estimator verdict needs to be reported")
     ap.add_argument("--probe-share", type=float, default=0.2, help="share of N spent on probe rollouts")
     ap.add_argument("--comp-error", type=float, default=0.3, help="slip rate of a planted composition")
     ap.add_argument("--tool-error", type=float, default=0.3, help="slip rate of a tool-wide weak tool")

@@ -105,6 +105,9 @@ def synth(
         key = scope or _newest_scope(store, experiment)
         require_scope(store, key, experiment=experiment)
         edges = frontier(store, key, frontier_config, check=False)
+        # `ambiguous` edges (composition or weak tool: the data cannot tell) are probed by
+        # `ace diagnose`, not trained on
+        edges = [r for r in edges if r.get("verdict", "composition") == "composition"]
         if not edges:
             raise ConfigError(
                 f"The frontier of scope {key!r} is empty ({why_empty(store, key, frontier_config.level, frontier_config.min_support)}): "
