@@ -21,7 +21,7 @@ stream), in the same run:
   how many to report (``ambiguous`` edges are not claims);
 * **estimator + probes**: the first N - P rollouts (P = ``--probe-share`` x N)
   are estimated, probe tasks are synthesized for the ``ambiguous`` edges
-  (``synth.probe``, checked by ``synth.taskcheck``) and P probe rollouts of
+  (``synth.strategies.probe``, checked by ``synth.taskcheck``) and P probe rollouts of
   them are made by the same simulated agent, then everything is re-estimated
   (what ``ace diagnose`` does).  The probe rollouts count in N; when nothing is
   ambiguous the P rollouts are ordinary ones;

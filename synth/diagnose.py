@@ -1,7 +1,7 @@
 """Diagnosis with probes: when the data cannot tell, make the data (``ace diagnose``).
 
 :func:`diagnose` estimates a scope (``ace_graph.estimate``), takes the edges
-called ``ambiguous``, synthesizes probe tasks for them (:mod:`synth.probe`),
+called ``ambiguous``, synthesizes probe tasks for them (:mod:`synth.strategies.probe`),
 rolls them out with a policy, verifies and ingests those rollouts into a
 *probe scope* linked to the scope (``(S)-[:PROBED_BY]->(P)``), and estimates
 again on the scope's view (the scope plus its probe scopes).  The stored
@@ -32,7 +32,7 @@ from ace_graph.estimate import AMBIGUOUS, EstimatorConfig, ScopeEstimate, estima
 from ace_graph.ingest import prepare
 from ace_graph.store import GraphStore
 from ace_graph.tagger import tag_task
-from synth.probe import WITH, WITHOUT, probe_with, probe_without
+from synth.strategies.probe import WITH, WITHOUT, probe_with, probe_without
 
 log = logging.getLogger(__name__)
 

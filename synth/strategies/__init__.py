@@ -19,6 +19,9 @@ the flat list of calls, so a pair may span two turns).  One module each:
 ``distractor``  (:mod:`.distractor`) same-domain look-alike tools offered at the
                 decision step and declared wrong.
 ``random``      (:mod:`.baseline`) one of those edits at a random place of the seed.
+``probe``       (:mod:`.probe`) tasks that separate a weak composition from a weak
+                tool for an ``ambiguous`` edge: ``b`` reached without ``a``, and
+                ``a`` then ``b`` with the link kept (``ace diagnose`` uses them).
 
 Strategies are registered by name in :mod:`.registry` (duplicates refused);
 :func:`generate` seeds item ``index`` of a run with ``seed + index``, so any
@@ -31,7 +34,7 @@ returned only when its ground truth runs with no error and no error output.
 from __future__ import annotations
 
 # Importing a strategy module registers it; the order is the registry's order.
-from synth.strategies import ambiguity, baseline, cascade, depth, distractor, lookalike  # noqa: F401
+from synth.strategies import ambiguity, baseline, cascade, depth, distractor, lookalike, probe  # noqa: F401
 from synth.strategies.build import task_id
 from synth.strategies.registry import STRATEGIES, Strategy, generate, get, item_rng, register, synthesize
 

@@ -9,7 +9,7 @@ import pytest
 from ace_env import bfcl
 from ace_env.sim import parse_weakness, simulate_one
 from synth.diagnose import allocate, make_probes, seeds_with_pair
-from synth.probe import WITH, WITHOUT, probe, probe_with, probe_without
+from synth.strategies.probe import WITH, WITHOUT, probe, probe_with, probe_without
 from synth.taskcheck import NO_TARGET, check_task, flat_calls, target_step
 
 PAIR = ("get_zipcode_based_on_city", "estimate_distance")

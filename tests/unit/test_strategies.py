@@ -70,7 +70,7 @@ def test_every_strategy_produces_valid_tasks(seeds):
                 continue  # the same edit of a seed reached through two targets
             assert check.valid, (name, task.id, check.reasons, check.notes)
             assert verify(task, ground_truth_rollout(task)).reward == 1.0
-            if name != "random":
+            if name not in ("random", "probe"):  # a probe may reach b without a, by design
                 assert target_present(task)
             # round trip through the serialized form
             assert type(task).from_dict(task.to_dict()).to_dict() == task.to_dict()

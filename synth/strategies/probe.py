@@ -40,6 +40,7 @@ from ace_env.executor import copy_json
 from ace_env.tasks import Task, Turn
 from ace_env.verifier import replay_oracle
 from ace_graph.tagger import tag_task
+from synth.strategies.registry import register
 from synth.taskcheck import adjacent_positions, canonical_json, check_task, execution_problems, flat_calls
 
 WITHOUT = "without"
@@ -219,6 +220,7 @@ def probe_with(seed: Task, target: tuple[str, str], strength: float, rng: random
                  f"{target[0]} then {target[1]}, the seed cut after {target[1]}'s turn", {"pattern": "kept"})
 
 
+@register("probe")
 def probe(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
     """Either kind of probe (``without`` with probability ``strength``, else ``with``; the other as fallback)."""
     kinds = [probe_without, probe_with] if rng.random() < strength else [probe_with, probe_without]
