@@ -58,7 +58,7 @@ def build(seed: Task, strategy: str, target: tuple[str, str], strength: float, n
         "strength": round(float(strength), 4),
         "note": note,
         **(extra or {}),
-        **_exemptions(seed),
+        **seed_exemptions(seed),
     }
     task = Task(
         id=task_id(strategy, turns, config, tools, distractors, views),
@@ -78,7 +78,7 @@ def build(seed: Task, strategy: str, target: tuple[str, str], strength: float, n
     return task
 
 
-def _exemptions(seed: Task) -> dict[str, Any]:
+def seed_exemptions(seed: Task) -> dict[str, Any]:
     """What the seed itself does not satisfy of taskcheck's text rules (so the new task is not blamed for it)."""
     key = (seed.source, seed.id, task_fingerprint(seed), canonical_json([t.user for t in seed.turns]))
     if key not in _EXEMPT:

@@ -40,6 +40,7 @@ from ace_env.executor import copy_json
 from ace_env.tasks import Task, Turn
 from ace_env.verifier import replay_oracle
 from ace_graph.tagger import tag_task
+from synth.strategies.build import seed_exemptions
 from synth.strategies.registry import register
 from synth.taskcheck import adjacent_positions, canonical_json, check_task, execution_problems, flat_calls
 
@@ -96,6 +97,7 @@ def _make(seed: Task, target: tuple[str, str], kind: str, strength: float, turns
         "target_step": _flat_index(turns, b_turn, b_index),
         "strength": round(float(strength), 4),
         "note": note,
+        **seed_exemptions(seed),  # what the seed itself breaks of taskcheck's text rules is not the probe's fault
         **(extra or {}),
     }
     task = Task(
