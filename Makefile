@@ -1,6 +1,6 @@
 # The two commands of the README.  Both set everything up first and are safe to rerun.
 #   make demo   set up, start the managed Neo4j, run ACE's main job end to end,
-#               then a short real rollout and evaluation of the default model
+#               then one real round of the closed loop on the default model
 #   make test   set up, start a separate test Neo4j, run the whole test suite
 #
 # Tests wipe the database they run against, so `make test` never touches the
@@ -23,9 +23,10 @@ demo: setup
 	$(ACE) db start
 	$(ACE) init
 	$(ACE) demo
-	@echo "== a real policy: SmolLM2-135M-Instruct, zero-shot, on 2 BFCL tasks (a few minutes on 2 cores)"
-	OMP_NUM_THREADS=1 $(ACE) eval -p hf:smollm2-135m --tasks bfcl:base --limit 2 -e demo -c zero-shot \
-		--name smollm2 --max-tokens 48 --step-cap 2
+	@echo "== one real round of the closed loop on SmolLM2-135M-Instruct (several minutes on 2 cores; a rerun resumes)"
+	OMP_NUM_THREADS=1 $(ACE) loop -e demo-loop -p hf:smollm2-135m --rounds 1 --seeds 6 --eval-limit 3 --synth 4 \
+		--train-tasks 4 --prompts-per-step 2 --generations 2 --max-tokens 48 --step-cap 2 --synth-rollouts 1
+	$(ACE) loop status -e demo-loop
 
 test: setup
 	$(TEST_ENV) $(ACE) db start

@@ -14,7 +14,8 @@ Round ``k`` of experiment ``E``:
 5. **train** — an SFT warm start in round 0 when asked, then GRPO on the mix;
    the result is checkpoint ``k+1``.
 
-Every stage writes its result to ``$ACE_HOME/runs/E/round-k/<stage>.json``
+After the last round the final checkpoint is evaluated as well (round K's
+eval and frontier stages only).  Every stage writes its result to ``$ACE_HOME/runs/E/round-k/<stage>.json``
 (atomically, last), so a killed loop resumes at the first unfinished stage:
 finished stages never run again and their graph counts stay as they were.
 """
@@ -252,6 +253,14 @@ class Loop:
                 result = getattr(self, f"_{stage}")(k)
                 _write_json(self.stage_file(k, stage), result)
             summaries.append(self.summary(k))
+        # The last checkpoint is evaluated too (round K's eval and frontier), so the
+        # graph shows how per-skill success and the frontier moved after training.
+        k = self.config.rounds
+        for stage in ("eval", "frontier"):
+            if self.done(k, stage) is None:
+                self.say(f"checkpoint {k}: {stage} ...")
+                _write_json(self.stage_file(k, stage), getattr(self, f"_{stage}")(k))
+        summaries.append(self.summary(k))
         return summaries
 
     def summary(self, k: int) -> dict[str, Any]:

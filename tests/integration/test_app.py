@@ -8,7 +8,6 @@ curriculum's mix as round 1 — built with the demo's own functions.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import socket
@@ -24,10 +23,10 @@ import pytest
 import streamlit as st
 from neo4j import READ_ACCESS
 from neo4j.exceptions import ClientError
-from rich.console import Console
 from streamlit.testing.v1 import AppTest
 
-from ace.cli import democmd
+from ace import demo
+from ace_env import bfcl
 from ace_env.sim import DEMO_WEAKNESS
 from ace_graph import queries, views
 from ace_graph.config import ace_home
@@ -73,12 +72,12 @@ def graph(neo4j_driver, neo4j_database):
     run_dir.mkdir(parents=True, exist_ok=True)
     for old in run_dir.glob("*.jsonl"):
         old.unlink()
-    console = Console(file=io.StringIO())
-    scope = democmd._simulate_and_ingest(console, store, run_dir, EXPERIMENT, 1500, 1, DEMO_WEAKNESS)
-    synthesized = democmd._synthesize(console, store, run_dir, EXPERIMENT, scope, 1, DEMO_WEAKNESS, 30)
-    democmd._curriculum_step(console, store, EXPERIMENT, scope)
-    scope1 = democmd._round_one(console, store, run_dir, EXPERIMENT, synthesized, 1500, 1, DEMO_WEAKNESS)
-    democmd._curriculum_step(console, store, EXPERIMENT, scope1)
+    seeds = bfcl.load_tasks("all")
+    scope = demo.simulate_and_ingest(store, seeds, EXPERIMENT, "round-0", 1500, 1, DEMO_WEAKNESS)["scope"]
+    synthesized = demo.synthesize_round(store, {t.id: t for t in seeds}, EXPERIMENT, scope, 1, 30, DEMO_WEAKNESS)["tasks"]
+    demo.curriculum(store, EXPERIMENT, scope)
+    scope1 = demo.round_one(store, seeds, synthesized, EXPERIMENT, 1500, 1, DEMO_WEAKNESS)["scope"]
+    demo.curriculum(store, EXPERIMENT, scope1)
     assert (scope, scope1) == (SCOPE0, SCOPE1)
     _clear_app_caches()
     yield views.GraphViews(neo4j_driver, neo4j_database)

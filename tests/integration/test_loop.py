@@ -65,7 +65,9 @@ def test_a_killed_loop_resumes_at_its_first_unfinished_stage(clean_db, neo4j_dat
     assert main(["loop", "-e", EXPERIMENT, "-p", f"hf:{tiny}", "--grpo-steps", "1", *FLAGS]) == 0
     for stage, mtime in finished.items():
         assert (run_dir / "round-0" / f"{stage}.json").stat().st_mtime_ns == mtime, f"{stage} ran again"
-    assert _scope_counts(clean_db, neo4j_database) == before
+    after = _scope_counts(clean_db, neo4j_database)
+    assert [r for r in after if r["key"] == before[0]["key"]] == before  # round 0's counts unchanged
+    assert len(after) == 2  # and the trained checkpoint was evaluated into its own scope
     train = json.loads((run_dir / "round-0" / "train.json").read_text())
     assert Path(train["model"], "config.json").is_file() and train["grpo_steps"] == 1
 
@@ -75,12 +77,13 @@ def test_loop_status_shows_rounds_and_per_skill_history(clean_db, tiny, run_dir,
     capsys.readouterr()
     assert main(["loop", "status", "-e", EXPERIMENT, "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
-    assert [r["round"] for r in status["rounds"]] == [0, 1]
-    assert all(all(r["stages"].values()) for r in status["rounds"])
+    assert [r["round"] for r in status["rounds"]] == [0, 1, 2]
+    assert all(all(r["stages"].values()) for r in status["rounds"][:2])
+    assert [s for s, done in status["rounds"][2]["stages"].items() if done] == ["eval", "frontier"]  # the final checkpoint
     scopes = {r["scope"] for r in status["rounds"]}
-    assert len(scopes) == 2  # each checkpoint its own scope
+    assert len(scopes) == 3  # each checkpoint its own scope
     rounds_in_graph = {row["round"] for row in status["skill_history"]}
-    assert rounds_in_graph == {0, 1}
+    assert rounds_in_graph == {0, 1, 2}
     # round 1 evaluated the model round 0 trained
     ev1 = json.loads((run_dir / "round-1" / "eval-rollouts.jsonl").read_text().splitlines()[0])
     assert str(run_dir / "round-0" / "model") in ev1["meta"]["policy"]
