@@ -76,7 +76,7 @@ def test_one_megabyte_is_fast_and_malformed():
     big = "<tool_call>" + "a" * (1 << 20) + "</tool_call>"
     start = time.perf_counter()
     out = parse_output(big)
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 10.0  # a guard against a hang or quadratic parsing, not a benchmark
     assert len(out.calls) == 1 and is_malformed(out.calls[0])
     assert len(out.calls[0]["raw"]) < 300
     prose = "word " * 200_000

@@ -39,7 +39,7 @@ def tasks() -> dict[str, Task]:
 def all_tags(tasks) -> dict[str, tuple[OracleStepTag, ...]]:
     start = time.perf_counter()
     tags = {tid: tag_task(t) for tid, t in tasks.items()}
-    assert time.perf_counter() - start < 30, "tagging all 800 tasks must stay well under 30 s"
+    assert time.perf_counter() - start < 300, "tagging all 800 tasks took minutes: something is quadratic"
     return tags
 
 
