@@ -74,7 +74,7 @@ def test_managed_server_round_trip(private_server):
     result = cli("db", "start", "--timeout", "180")
     assert result.exit_code == 0, f"{result.output}\n{result.exception}"
     assert server.bolt_uri in result.output
-    # first start says where the password is (the console may wrap a long path)
+    # first start says where the password is (the console may wrap a long path mid-word)
     assert str(server.password_file) in result.output.replace("\n", "")
 
     st = server.status()
