@@ -320,6 +320,8 @@ def config_options(
                 raise TypeError(f"{cls.__name__}.{f.name}: only int/float/str/bool fields become flags")
             flag = renames.get(f.name, "--" + f.name.replace("_", "-"))
             flags = (flag,) if isinstance(flag, str) else tuple(flag)
+            if kind is bool and len(flags) == 1 and "/" not in flags[0]:
+                flags = (f"{flags[0]}/--no-{flags[0][2:]}",)  # a switch that can be turned either way
             extra: dict[str, Any] = {}
             if kind is int:
                 extra["callback"] = check_int64
