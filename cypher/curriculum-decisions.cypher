@@ -4,6 +4,8 @@
 // Mode: read
 // Parameters: $experiment (string)
 // Columns: round, unit, kind, from, to, reason, scope
+// Required: experiment
+// :params {experiment: "demo"}
 MATCH (d:CurriculumDecision {experiment: $experiment})
 RETURN d.round AS round, d.unit AS unit, d.kind AS kind, d.from AS from, d.to AS to,
        d.reason AS reason, d.scope AS scope

@@ -2,7 +2,7 @@
 //   linked to it ((S)-[:PROBED_BY]->(P), made by `ace diagnose`). Estimates of
 //   S are fitted on the rollouts of the whole view. One row per probe scope;
 //   a scope without probes gives one row with probe null; no row: no scope.
-// Parameters: $scope (string)
+// Parameters: $scope (string, "experiment/policy/checkpoint")
 // Columns: scope, experiment, policy, checkpoint, round, rollouts, probe,
 //   probe_rollouts
 // Mode: read

@@ -6,6 +6,8 @@
 // Parameters: $experiment (string), $policy (string), $level ("skill" or
 //   "tool"), $min_support (int)
 // Columns: round, checkpoint, from, to, n, failures, success_rate
+// Required: experiment, policy
+// :params {experiment: "demo", policy: "sim", level: "tool", min_support: 20}
 MATCH (sc:Scope {experiment: $experiment, policy: $policy})
 MATCH (a)-[c:COMPOSES {scope: sc.key, level: $level}]->(b)
 WHERE c.n > 0

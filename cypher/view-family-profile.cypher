@@ -6,6 +6,8 @@
 // Parameters: $scope (string, "experiment/policy/checkpoint"),
 //   $level ("skill" or "tool")
 // Columns: family, members, attempts, successes, success_rate, ci_low, ci_high
+// Required: scope
+// :params {scope: "demo/sim/round-0", level: "tool"}
 MATCH (sc:Scope {key: $scope})-[m:MEASURED]->(k)
 WHERE m.level = $level AND m.attempts > 0
 WITH coalesce(k.family, k.class, '(none)') AS family, count(k) AS members,

@@ -4,6 +4,8 @@
 // Mode: read
 // Parameters: none
 // Columns: skills, tools, tasks, synthesized_tasks, scopes, plans
+// Required: none
+// :params {}
 CALL () { MATCH (k:Skill) RETURN count(k) AS skills }
 CALL () { MATCH (t:Tool) RETURN count(t) AS tools }
 CALL () { MATCH (t:Task) RETURN count(t) AS tasks }

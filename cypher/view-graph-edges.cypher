@@ -5,9 +5,11 @@
 //   failed right after a, the fragility (that minus b's failure rate
 //   elsewhere) and its 95% Newcombe lower bound.
 // Mode: read
-// Parameters: $scope (string), $level ("skill" or "tool"), $min_support (int)
+// Parameters: $scope (string, "experiment/policy/checkpoint"), $level ("skill" or "tool"), $min_support (int)
 // Columns: from, to, edge_kind, n, failures, p_fail_after, fragility,
 //   fragility_low
+// Required: scope
+// :params {scope: "demo/sim/round-0", level: "tool", min_support: 20}
 MATCH (a)-[p:PRIOR]->(b)
 WHERE ($level = 'skill' AND a:Skill AND b:Skill) OR ($level = 'tool' AND a:Tool AND b:Tool)
 RETURN coalesce(a.id, a.name) AS from, coalesce(b.id, b.name) AS to, 'prior:' + p.kind AS edge_kind,

@@ -2,8 +2,10 @@
 //   level: every skill (tool) with its family (API class) and, in the given
 //   scope, its attempts and success rate (null when never reached there).
 // Mode: read
-// Parameters: $scope (string), $level ("skill" or "tool")
+// Parameters: $scope (string, "experiment/policy/checkpoint"), $level ("skill" or "tool")
 // Columns: key, family, attempts, success_rate
+// Required: scope
+// :params {scope: "demo/sim/round-0", level: "tool"}
 MATCH (k)
 WHERE ($level = 'skill' AND k:Skill) OR ($level = 'tool' AND k:Tool)
 OPTIONAL MATCH (:Scope {key: $scope})-[m:MEASURED]->(k)

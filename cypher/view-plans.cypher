@@ -6,6 +6,8 @@
 // Parameters: $experiment (string)
 // Columns: plan, round, target, strategy, strength, depth, style, status,
 //   attempted, valid, validity, pass_rate, learnable_share, tasks
+// Required: experiment
+// :params {experiment: "demo"}
 MATCH (p:Plan {experiment: $experiment})
 OPTIONAL MATCH (p)-[:PRODUCED]->(t:Task)
 RETURN p.plan AS plan, p.round AS round, p.target AS target, p.strategy AS strategy,

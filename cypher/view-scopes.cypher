@@ -4,6 +4,8 @@
 // Parameters: none
 // Columns: key, experiment, policy, checkpoint, round, created, rollouts,
 //   rewarded, near_success, steps
+// Required: none
+// :params {}
 MATCH (sc:Scope)
 RETURN sc.key AS key, sc.experiment AS experiment, sc.policy AS policy, sc.checkpoint AS checkpoint,
        sc.round AS round, toString(sc.created) AS created, sc.rollouts AS rollouts,

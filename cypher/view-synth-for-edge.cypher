@@ -5,6 +5,8 @@
 // Parameters: $experiment (string), $from (string, tool), $to (string, tool),
 //   $limit (int)
 // Columns: task_id, plan, strategy, round, parents
+// Required: experiment, from, to
+// :params {experiment: "demo", from: "place_order", to: "get_order_details", limit: 20}
 MATCH (p:Plan {experiment: $experiment})-[:PRODUCED]->(t:Task)
 WHERE t.target_edge = $from + '>' + $to
 OPTIONAL MATCH (t)-[:DERIVED_FROM]->(s:Task)
