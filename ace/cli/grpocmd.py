@@ -9,13 +9,11 @@ from typing import Any, Optional
 
 import typer
 
+from ace.cli.graphcmd import with_store
 from ace.cli.options import check_out, config_options, console, esc, json_option, load_tasks, table
 from ace.cli.traincmd import train_app
 from ace_env.workspace import ace_home
-from ace_graph.config import neo4j_settings
-from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
-from ace_graph.store import GraphStore
 from train.evaluation import evaluate
 from train.export import ExportError, to_openai_sft
 from train.grpo import GRPORunConfig, train_grpo
@@ -94,17 +92,11 @@ def grpo_cmd(
     def on_checkpoint(step: int, folder: Path) -> None:
         if not eval_every:
             return
-        settings = neo4j_settings()
-        driver = get_driver(settings)
-        try:
-            result = evaluate(
-                GraphStore(driver, settings.database), f"hf:{folder}", eval_list, experiment, graph_name,
-                f"step-{step}", RolloutConfig(generation=GenerationConfig(max_tokens=config.max_tokens),
-                                              step_cap=config.step_cap),
-                ace_home() / "runs" / "grpo-eval" / experiment / graph_name / f"step-{step}.jsonl",
-            )
-        finally:
-            driver.close()
+        result = with_store(lambda store: evaluate(
+            store, f"hf:{folder}", eval_list, experiment, graph_name, f"step-{step}",
+            RolloutConfig(generation=GenerationConfig(max_tokens=config.max_tokens), step_cap=config.step_cap),
+            ace_home() / "runs" / "grpo-eval" / experiment / graph_name / f"step-{step}.jsonl",
+        ))
         evaluations.append({"step": step, "scope": result["scope"], "pass_rate": result["pass_rate"]})
         console(stderr=True).print(esc(f"step {step}: {result['scope']} pass rate {result['pass_rate']:.3f}"))
 

@@ -7,27 +7,16 @@ import json
 import typer
 
 from ace.cli import app
+from ace.cli.graphcmd import with_store
 from ace.cli.options import config_options, console, esc, json_option, table
 from ace.loop import STAGES, Loop, LoopConfig, loop_status
-from ace_graph.config import neo4j_settings
-from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
-from ace_graph.store import GraphStore
 
 loop_app = typer.Typer(
     help="The closed loop: eval (written back) → frontier → synth → curriculum mix → train, per round.",
     invoke_without_command=True,
 )
 app.add_typer(loop_app, name="loop")
-
-
-def _store_run(fn):
-    settings = neo4j_settings()
-    driver = get_driver(settings)
-    try:
-        return fn(GraphStore(driver, settings.database))
-    finally:
-        driver.close()
 
 
 @loop_app.callback()
@@ -58,7 +47,7 @@ def loop_cmd(
         loop = Loop(store, experiment, policy, config, say=lambda m: err.print(esc(m)))
         return loop.run()
 
-    summaries = _store_run(run)
+    summaries = with_store(run)
     if as_json:
         print(json.dumps(summaries, default=str))
         return
@@ -80,7 +69,7 @@ def status_cmd(
     as_json: bool = json_option("Print the status as JSON."),
 ) -> None:
     """The loop's rounds (stages done, scope, pass rate, frontier) and per-skill success per checkpoint."""
-    status = _store_run(lambda store: loop_status(store, experiment))
+    status = with_store(lambda store: loop_status(store, experiment))
     if as_json:
         print(json.dumps(status, default=str))
         return
