@@ -29,6 +29,7 @@ import secrets
 import shutil
 import signal
 import socket
+import string
 import subprocess
 import time
 import xml.etree.ElementTree as ET
@@ -41,6 +42,16 @@ from ace_env.workspace import ace_home
 from ace_graph.errors import ConfigError, ServerError
 
 POM_PATH = Path(__file__).resolve().parent / "neo4j" / "pom.xml"
+
+
+def new_password() -> str:
+    """A generated password for the managed server.
+
+    neo4j-admin reads its arguments with picocli: a value that starts with '-'
+    would be taken for an option ("Missing required parameter: '<password>'"),
+    so the first character is always a letter.
+    """
+    return secrets.choice(string.ascii_letters) + secrets.token_urlsafe(24)
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
 ADMIN_TOOL = "org.neo4j.cli.AdminTool"
 MIN_JAVA = 17
@@ -474,7 +485,7 @@ class ManagedNeo4j:
                 f"{self.password_file} is missing, so ACE cannot log in. Restore the file, or delete "
                 f"{self.data_dir} to start over with an empty database."
             )
-        password = secrets.token_urlsafe(24)
+        password = new_password()
         fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(password + "\n")

@@ -270,3 +270,11 @@ def test_stop_kills_only_after_timeout_and_says_so(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_generated_passwords_never_look_like_an_option():
+    from ace_graph.server import new_password
+
+    drawn = [new_password() for _ in range(2000)]
+    assert all(p[0].isalpha() and len(p) >= 25 for p in drawn)
+    assert len(set(drawn)) == len(drawn)
