@@ -69,6 +69,8 @@ class LoopConfig:
     grpo_steps: int = field(default=1, metadata={"help": "GRPO steps per round."})
     prompts_per_step: int = field(default=2, metadata={"help": "GRPO groups per step."})
     generations: int = field(default=2, metadata={"help": "GRPO rollouts per prompt."})
+    max_groups_sampled: int = field(default=0, metadata={
+        "help": "Cap on GRPO groups sampled per step while filtering (0: 4 x prompts-per-step)."})
     max_tokens: int = field(default=64, metadata={"help": "Longest assistant answer, in tokens (eval and training)."})
     step_cap: int = field(default=2, metadata={"help": "Most assistant answers per user turn."})
     synth_rollouts: int = field(default=2, metadata={"help": "The policy's rollouts per synthesized task (learnability)."})
@@ -76,6 +78,8 @@ class LoopConfig:
     seed: int = field(default=0, metadata={"help": "Seed of synthesis, the mix and training."})
 
     def __post_init__(self) -> None:
+        if self.max_groups_sampled < 0:
+            raise ConfigError(f"--max-groups-sampled must be 0 or more, got {self.max_groups_sampled}.")
         for name in ("rounds", "seeds", "eval_limit", "synth", "train_tasks", "grpo_steps", "prompts_per_step",
                      "max_tokens", "step_cap", "synth_rollouts", "min_support"):
             if getattr(self, name) < 1:
@@ -233,7 +237,8 @@ class Loop:
         if not tasks:
             raise ConfigError(f"round {k}: the curriculum picked no training tasks")
         grpo = GRPORunConfig(steps=self.config.grpo_steps, prompts_per_step=self.config.prompts_per_step,
-                             generations=self.config.generations, max_tokens=self.config.max_tokens,
+                             generations=self.config.generations, max_groups_sampled=self.config.max_groups_sampled,
+                             max_tokens=self.config.max_tokens,
                              step_cap=self.config.step_cap, seed=self.config.seed + k)
         lines = train_grpo(start, tasks, out, grpo, metrics_out=self.root / f"round-{k}" / "grpo-metrics.jsonl")
         report.update({"model": str(out), "grpo_steps": len(lines), "metrics": lines})
