@@ -74,9 +74,18 @@ def test_every_read_query_runs_and_returns_its_declared_columns(graph):
             "skill-graph", "capability-history"} <= set(names)
     near = graph.run("near-success", scope=SCOPE, level="tool", **{"from": PLANTED[0][0], "to": PLANTED[0][1]}, limit=1)
     params = {**PARAMS, "rollout": near[0]["rollout"]}  # a stored rollout, for view-rollout
+    # view-synth-for-edge needs an edge that synthesized tasks aim at: take one the fixture made
+    made = graph.driver.execute_query(
+        "MATCH (p:Plan)-[:PRODUCED]->(t:Task) WHERE t.target_edge IS NOT NULL "
+        "RETURN p.experiment AS experiment, t.target_edge AS edge ORDER BY edge LIMIT 1",
+        database_=graph.database).records
+    assert made, "the fixture synthesized no task"
+    a, b = made[0]["edge"].split(">")
+    per_query = {"view-synth-for-edge": {"experiment": made[0]["experiment"], "from": a, "to": b}}
     for name in names:
         q = queries.load(name)
-        rows = graph.run(name, **{p: params[p] for p in q.params})
+        values = {**params, **per_query.get(name, {})}
+        rows = graph.run(name, **{p: values[p] for p in q.params})
         assert rows, f"{name} returned no rows"
         assert list(rows[0].keys()) == list(q.columns), name
 
