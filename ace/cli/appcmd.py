@@ -21,7 +21,6 @@ def app_cmd(
     graph gives a page that says what to run. Stop it with Ctrl-C.
     """
     import os
-    import subprocess
     import sys
 
     env = {**os.environ, "ACE_APP_TTL": str(ttl)}
@@ -32,9 +31,7 @@ def app_cmd(
         "--global.developmentMode", "false", "--client.toolbarMode", "viewer",
     ]
     typer.echo(f"ACE dashboard on http://{host}:{port} (Ctrl-C stops it)", err=True)
-    try:
-        code = subprocess.call(cmd, env=env)
-    except KeyboardInterrupt:
-        code = 0
-    if code:
-        raise typer.Exit(code)
+    sys.stderr.flush()
+    # `ace app` becomes the Streamlit server (exec, not a child process), so a signal that
+    # stops `ace app` stops the server too: no orphaned server left holding old credentials.
+    os.execve(sys.executable, cmd, env)
