@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import subprocess
 import time
 import urllib.error
@@ -99,7 +100,8 @@ class VLLMServer:
     def __enter__(self) -> "VLLMServer":
         cmd, env = command(self.config)
         out = open(self.log_path, "w") if self.log_path else subprocess.DEVNULL
-        self.process = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        # Its own process group: stopping the server stops vLLM's worker processes with it.
+        self.process = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -113,9 +115,15 @@ class VLLMServer:
 
     def __exit__(self, *exc: object) -> None:
         if self.process and self.process.poll() is None:
-            self.process.terminate()
+            self._signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                self._signal(signal.SIGKILL)
                 self.process.wait()
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.process.pid, sig)
+        except ProcessLookupError:
+            pass
