@@ -38,6 +38,7 @@ from typing import Any
 
 from ace_env.calls import Call, parse_call
 from ace_env.tasks import Task
+from ace_env.values import leaves
 from ace_graph.tagger import USER, tag_task
 from train.policies.base import Conversation
 
@@ -118,17 +119,6 @@ def _said(value_text: str, text: str) -> bool:
     return re.search(pattern, text.lower()) is not None
 
 
-def _leaves(value: Any) -> Iterable[Any]:
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _leaves(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _leaves(v)
-    else:
-        yield value
-
-
 def _trivial(text: str) -> bool:
     """Values too common to count as facts: short words and 0-2 (``True``, ``'a'``, ``1``)."""
     return len(text) < 2 or text in {"0", "1", "2", "true", "false", "none"}
@@ -151,7 +141,7 @@ def profile_for(task: Task) -> UserProfile:
         for param, source in tag.arg_sources.items():
             if source != USER or param not in call.kwargs:
                 continue
-            for leaf in _leaves(call.kwargs[param]):
+            for leaf in leaves(call.kwargs[param]):
                 for form in _forms(leaf):
                     if _trivial(form) or form in facts:
                         continue
