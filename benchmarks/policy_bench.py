@@ -40,6 +40,7 @@ def first_turns(tasks: list[Task]) -> list[Task]:
     for t in tasks:
         d = t.to_dict()
         d["id"] = f"{t.id}-turn0"
+        d["source"] = "user"  # a derived task: the "bfcl" source is reserved for BFCL's own tasks
         d["turns"] = d["turns"][:1]
         out.append(Task.from_dict(d))
     return out
