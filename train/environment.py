@@ -62,9 +62,9 @@ and TRL needs to know how to read its tool calls back:
 (1.0, None)
 >>> env.reset(**row)                          # the next rollout starts afresh
 >>> print(env.pwd())
-{"current_working_directory": "/workspace"}
+{"current_working_directory": "/alex"}
 >>> env.get_reward(), env.verdict.attribution
-(0.0, 'wrong_call')
+(0.0, 'wrong_tool')
 """
 
 from __future__ import annotations

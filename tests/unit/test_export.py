@@ -163,17 +163,55 @@ def test_trl_rows_parse_back_into_tasks(tmp_path):
     assert report.written == 30
     rows = _jsonl(tmp_path / "trl" / JSONL_FILE)
     info = json.loads((tmp_path / "trl" / INFO_FILE).read_text())
-    assert info["rows"] == 30 and set(info["columns"]) == {"prompt", "tools", "task", "task_id", "n_turns"}
+    assert info["rows"] == 30
+    assert set(info["columns"]) == {"prompt", "tools", "turns", "task", "environment", "task_id", "n_turns"}
     for row, task in zip(rows, tasks):
         assert set(row) == set(info["columns"])
         back = Task.from_dict(json.loads(row["task"]))
         assert back == task
-        assert row["task_id"] == task.id and row["n_turns"] == len(task.turns)
+        assert row["task_id"] == task.id and row["n_turns"] == len(task.turns) == len(row["turns"])
         assert row["prompt"][0]["role"] == "system" and row["prompt"][1:] == task.turns[0].user
         offered = {t["function"]["name"] for t in row["tools"]}
         assert offered == set(task.offered_tools(0))
         later = {n for t in task.turns[1:] for n in t.tools_added}
         assert not offered & later  # miss_func tools held back are not in the prompt
+
+
+def test_trl_rows_carry_every_turn_in_order_with_the_tools_each_turn_offers(tmp_path):
+    tasks = [t for t in bfcl.load_tasks("miss_func") if any(turn.tools_added for turn in t.turns[1:])][:10]
+    assert tasks and all(len(t.turns) >= 3 for t in tasks)
+    export(tasks, "trl", tmp_path / "trl")
+    rows = _jsonl(tmp_path / "trl" / JSONL_FILE)
+    for row, task in zip(rows, tasks, strict=True):
+        assert [t["user"] for t in row["turns"]] == [t.user for t in task.turns]  # every turn, in order
+        assert len({json.dumps(t["user"]) for t in row["turns"]}) > 1  # not the first turn repeated
+        assert row["turns"][0]["tools_added"] == []
+        offered = {t["function"]["name"] for t in row["tools"]}
+        for i, (entry, turn) in enumerate(zip(row["turns"], task.turns)):
+            assert entry["tools_offered"] == [n for n in task.tools if n in task.offered_tools(i)]
+            added = [t["function"]["name"] for t in entry["tools_added"]]
+            if i:
+                assert set(added) == set(turn.tools_added) - offered  # the schemas of what this turn reveals
+                assert all(t == bfcl.tool_schema(t["function"]["name"]) for t in entry["tools_added"])
+            offered |= set(added)
+            assert offered == set(task.offered_tools(i))
+    # the turn-0 tool set names the environment: equal sets share a name, different sets do not
+    by_name: dict[str, set] = {}
+    for row in rows:
+        by_name.setdefault(row["environment"], set()).add(frozenset(t["function"]["name"] for t in row["tools"]))
+    assert all(len(sets) == 1 for sets in by_name.values())
+    assert len({next(iter(s)) for s in by_name.values()}) == len(by_name)
+
+
+def test_trl_export_loads_with_datasets_and_keeps_every_turn(tmp_path):
+    from datasets import load_dataset
+
+    tasks = bfcl.load_tasks("miss_func")[:6] + bfcl.load_tasks("base")[:6]
+    export(tasks, "trl", tmp_path / "trl")
+    data = load_dataset("json", data_files=str(tmp_path / "trl" / JSONL_FILE), split="train")
+    for row, task in zip(data, tasks, strict=True):
+        assert [t["user"] for t in row["turns"]] == [t.user for t in task.turns]
+        assert Task.from_dict(json.loads(row["task"])) == task
 
 
 def test_export_is_atomic_and_refuses_to_overwrite(tmp_path, base_tasks, monkeypatch):
