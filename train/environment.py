@@ -27,9 +27,21 @@ result as ``environment_factory`` (TRL's dict form routes each row by its
 
 The verdict is ACE's verifier (:func:`ace_env.verifier.verify`) over the calls
 the environment executed, on the task cut to the turns played; ``get_reward``
-returns its reward (1.0 or 0.0), so ``reward_funcs`` may be omitted.  The
-verdict itself (attribution, failing step) is the ``verdict`` property, which
-a custom reward function can read from the ``environments`` keyword TRL passes.
+returns its reward (1.0 or 0.0), so ``reward_funcs`` may be omitted.  TRL
+sums its reward sources: passing :func:`train.rewards.verifier_reward` as
+well counts the same verdict twice (the test does, to check that the two
+agree).  TRL logs the environment's reward once per class, so per tool set
+(``rewards/AceEnvironment_<digest>``).  The verdict itself (attribution,
+failing step) is the ``verdict`` property, which a custom reward function can
+read from the ``environments`` keyword TRL passes.
+
+Wiring it into TRL (what ``tests/unit/test_environment.py`` runs, with a tiny
+model on a CPU)::
+
+    data = datasets.load_dataset("json", data_files="runs/trl/train.jsonl", split="train")
+    tokenizer = prepare_tokenizer(AutoTokenizer.from_pretrained(model_dir))
+    trainer = GRPOTrainer(model=model_dir, args=GRPOConfig(...), train_dataset=data,
+                          processing_class=tokenizer, environment_factory=environment_factories(data))
 
 What TRL's environment mode cannot do: put a user turn between two assistant
 turns.  Its tool loop (``_tool_call_loop``) ends a rollout when the model
