@@ -295,10 +295,103 @@ def load_tasks(category: str = "all") -> list[Task]:
     return list(_load_category(category))
 
 
+#: Source of a task read back from a folder of BFCL files (``ace export --format bfcl``); its id is the file's.
+EXPORT_SOURCE = "bfcl-export"
+
+
+def _question_files(folder: Path) -> list[tuple[str, Path, Path]]:
+    """``(category, question file, answer file)`` for every BFCL multi-turn question file in ``folder``.
+
+    Both namings are read: BFCL's own (``BFCL_v4_multi_turn_base.json`` with
+    ``possible_answer/BFCL_v4_multi_turn_base.json``) and the export's
+    (``BFCL_v4_multi_turn_ace_question.json`` with
+    ``possible_answer/BFCL_v4_multi_turn_ace_possible_answer.json``).
+    """
+    out = []
+    for q in sorted(folder.glob("BFCL_v4_multi_turn_*.json")):
+        stem = q.name.removeprefix("BFCL_v4_multi_turn_").removesuffix(".json")
+        if stem.endswith("_question"):
+            category = stem.removesuffix("_question")
+            answer = folder / "possible_answer" / f"BFCL_v4_multi_turn_{category}_possible_answer.json"
+        else:
+            category, answer = stem, folder / "possible_answer" / q.name
+        if stem.endswith("_result"):
+            continue  # a result file of `bfcl generate`, not questions
+        out.append((category, q, answer))
+    return out
+
+
+def is_bfcl_folder(folder: str | Path) -> bool:
+    """True when ``folder`` holds BFCL multi-turn question files (an export, or BFCL's own data folder)."""
+    folder = Path(folder)
+    return folder.is_dir() and bool(_question_files(folder))
+
+
+def _category_of(entry_id: str, file_category: str) -> str:
+    head = entry_id.removeprefix("multi_turn_").rpartition("_")[0]
+    return head if head in CATEGORIES else file_category
+
+
+def load_folder(folder: str | Path) -> list[Task]:
+    """Tasks from a folder of BFCL multi-turn files, ids as the files give them (what BFCL's results carry).
+
+    An entry with the id of one of BFCL's own tasks must be that task unchanged
+    and loads as it; any other entry loads as a task of source ``bfcl-export``
+    (its functions offered as the files say, the question's empty turns given
+    BFCL's "more functions" message).  What BFCL's format cannot carry
+    (distractors as such, output views) is not there to read back.
+    """
+    folder = Path(folder)
+    files = _question_files(folder)
+    if not files:
+        raise TaskLoadError(f"{folder} holds no BFCL question files (BFCL_v4_multi_turn_*.json)")
+    own = {t.id: t for t in load_tasks("all")}
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for file_category, qpath, apath in files:
+        if not apath.is_file():
+            raise TaskLoadError(f"{qpath} has no possible-answer file {apath}")
+        try:
+            questions, answers = _read_jsonl(qpath), {a["id"]: a["ground_truth"] for a in _read_jsonl(apath)}
+        except (ValueError, KeyError, TypeError) as e:
+            raise TaskLoadError(f"{qpath} or its answers are not BFCL JSONL ({type(e).__name__}: {e})") from e
+        for n, q in enumerate(questions, 1):
+            where = f"{qpath.name}:{n}"
+            if not isinstance(q, dict) or not isinstance(q.get("id"), str):
+                raise TaskLoadError(f"{where}: a question entry needs a string 'id'")
+            entry_id = q["id"]
+            if entry_id in seen:
+                raise TaskLoadError(f"{where}: id {entry_id!r} appears twice in {folder}")
+            seen.add(entry_id)
+            if entry_id not in answers:
+                raise TaskLoadError(f"{where}: {entry_id} has no ground truth in {apath.name}")
+            category = _category_of(entry_id, file_category)
+            try:
+                task = _to_task(q, answers[entry_id], category)
+            except (KeyError, TypeError, AttributeError) as e:
+                raise TaskLoadError(f"{where}: not a BFCL multi-turn entry ({type(e).__name__}: {e})") from e
+            theirs = own.get(entry_id)
+            if theirs is not None:
+                if [(t.user, t.ground_truth, t.tools_added) for t in task.turns] != \
+                        [(t.user, t.ground_truth, t.tools_added) for t in theirs.turns] or \
+                        (task.initial_config, task.involved_classes, task.tools) != \
+                        (theirs.initial_config, theirs.involved_classes, theirs.tools):
+                    raise TaskLoadError(f"{where}: {entry_id} is the id of a BFCL task but the entry differs from it")
+                tasks.append(theirs)
+                continue
+            d = task.to_dict()
+            d["source"] = EXPORT_SOURCE
+            d["long_context"] = "long_context" in category
+            d["provenance"] = {"source": EXPORT_SOURCE, "file": qpath.name,
+                               "excluded_function": sorted(q.get("excluded_function") or [])}
+            tasks.append(Task.from_dict(d))
+    return tasks
+
+
 def raw_entry(task: Task) -> dict[str, Any]:
     """The task as BFCL's official checker expects its ``test_entry``."""
     return {
-        "id": task.id if task.source == "bfcl" else f"multi_turn_ace_{task.id}",
+        "id": task.id if task.source in ("bfcl", EXPORT_SOURCE) else f"multi_turn_ace_{task.id}",
         "initial_config": task.initial_config,
         "involved_classes": task.involved_classes,
     }

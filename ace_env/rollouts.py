@@ -33,14 +33,27 @@ from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
 
 
 def load_task_set(spec: str) -> dict[str, Task]:
-    """Tasks by id from ``bfcl:CAT`` or a task JSONL file."""
+    """Tasks by id from ``bfcl:CAT``, a task JSONL file, or a folder of BFCL files (:func:`bfcl.load_folder`)."""
     if spec.startswith("bfcl:") or spec == "bfcl":
 
         category = spec.partition(":")[2] or "all"
         return {t.id: t for t in bfcl.load_tasks(category)}
     path = Path(spec)
     if path.is_dir():
-        raise TaskLoadError(f"Task set {spec!r} is a folder; give a task JSONL file or bfcl:CATEGORY.")
+        if not bfcl.is_bfcl_folder(path):
+            raise TaskLoadError(f"Task set {spec!r} is a folder without BFCL question files; give a task JSONL "
+                                "file, bfcl:CATEGORY, or a folder `ace export --format bfcl` wrote.")
+        loaded = bfcl.load_folder(path)
+        if not loaded:
+            raise TaskLoadError(f"{path} holds no tasks")
+        for task in loaded:
+            if task.source == "bfcl":
+                continue  # one of BFCL's own tasks, unchanged (load_folder checked)
+            try:
+                check_against_bfcl(task)
+            except TaskLoadError as e:
+                raise TaskLoadError(f"{path}: task {task.id}: {e}") from e
+        return {t.id: t for t in loaded}
     if not path.exists():
         raise TaskLoadError(
             f"Task set {spec!r} is neither bfcl:CATEGORY (base, long_context, miss_func, "

@@ -21,11 +21,26 @@ Three formats:
     the report's ``notes``.  Tasks that are not built purely from BFCL's
     functions are skipped with a reason.
 ``trl``
-    ``train.jsonl`` for a GRPO trainer: per task the prompt (system message
-    and the first turn's user messages), the OpenAI tool schemas offered in
-    turn 0, the whole task as a JSON string (the reward function rebuilds it
-    with :meth:`Task.from_dict` and verifies completions against it), its id
-    and number of turns; plus ``dataset_info.json`` describing the columns.
+    ``train.jsonl`` for TRL's ``GRPOTrainer``, one row per task, carrying every
+    turn:
+
+    * ``prompt``: the system message and the first turn's user messages (what
+      GRPO's single-turn mode needs), and ``tools``: the OpenAI tool schemas
+      offered in turn 0;
+    * ``turns``: every turn in order, each ``{user, tools_added, tools_offered}``:
+      its user messages, the schemas of the tools first offered in that turn
+      (empty for turn 0, whose tools are ``tools``) and the names of every tool
+      offered in it, so a multi-turn consumer can play the whole conversation;
+    * ``task``: the whole task as a JSON string, what a reward needs
+      (:func:`train.rewards.verifier_reward` and
+      :class:`train.environment.AceEnvironment` rebuild it with
+      :meth:`Task.from_dict` and verify against its ground truth);
+    * ``environment``: the name of the task's turn-0 tool set, which routes the
+      row to its environment class when ``GRPOTrainer`` gets
+      ``environment_factory=train.environment.environment_factories(rows)``;
+    * ``task_id`` and ``n_turns``;
+
+    plus ``dataset_info.json`` describing the columns.
 ``openai-sft``
     ``train.jsonl`` of chat transcripts of the oracle: per turn the user's
     message, one assistant message per oracle call (``tool_calls`` with an id,
@@ -38,6 +53,7 @@ renamed into place; a non-empty ``out`` is refused unless ``force``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -196,24 +212,52 @@ def _user_message(turn: Any) -> dict[str, str]:
     return {"role": "user", "content": "\n\n".join(texts)}
 
 
+def environment_name(task: Task) -> str:
+    """The name of the task's turn-0 tool set: rows with the same name share an environment class."""
+    names = _offered_in_order(task, 0)
+    digest = hashlib.sha256(",".join(sorted(names)).encode()).hexdigest()[:10]
+    return f"{'+'.join(sorted(task.involved_classes)) or 'none'}-{digest}"
+
+
+def trl_turns(task: Task) -> list[dict[str, Any]]:
+    """Every turn of the task in order: its user messages, the tools it adds, the tools it offers."""
+    out = []
+    for i, turn in enumerate(task.turns):
+        added = [] if i == 0 else [t for t in _offered_in_order(task, i) if t not in task.offered_tools(i - 1)]
+        out.append({
+            "user": [dict(m) for m in turn.user],
+            "tools_added": _schemas(task, added),
+            "tools_offered": _offered_in_order(task, i),
+        })
+    return out
+
+
 def to_trl(task: Task) -> dict[str, Any]:
-    """One GRPO prompt row: system + first-turn user messages, turn-0 tools, and the task."""
+    """One GRPO row: the first turn as ``prompt``, every turn in ``turns``, and the task for the reward."""
     return {
         "prompt": [{"role": "system", "content": SYSTEM_PROMPT}, *(dict(m) for m in task.turns[0].user)],
         "tools": _schemas(task, _offered_in_order(task, 0)),
+        "turns": trl_turns(task),
         "task": json.dumps(task.to_dict()),  # no sort_keys: BFCL configs are ordered
+        "environment": environment_name(task),
         "task_id": task.id,
         "n_turns": len(task.turns),
     }
 
 
 TRL_COLUMNS = {
-    "prompt": "list of chat messages: the system message, then the first turn's user messages",
+    "prompt": "list of chat messages: the system message, then the first turn's user messages "
+              "(the prompt of GRPOTrainer's single-turn mode)",
     "tools": "list of OpenAI tool schemas ({type: function, function: {name, description, parameters}}) offered in turn 0",
-    "task": "the full ACE task as a JSON string (ace_env.tasks.Task.to_dict); later turns, tools added later "
-            "and the ground truth live here",
+    "turns": "list, one entry per user turn in order: {user: that turn's chat messages, tools_added: OpenAI tool "
+             "schemas first offered in that turn (empty for turn 0: see tools), tools_offered: names of every tool "
+             "offered in that turn}",
+    "task": "the full ACE task as a JSON string (ace_env.tasks.Task.to_dict): initial state, every turn and its "
+            "ground truth; train.rewards.verifier_reward and train.environment.AceEnvironment read it",
+    "environment": "name of the task's turn-0 tool set; routes the row to its class in "
+                   "train.environment.environment_factories(rows) (GRPOTrainer's environment_factory)",
     "task_id": "the task's id",
-    "n_turns": "number of user turns",
+    "n_turns": "number of user turns (the length of turns)",
 }
 
 

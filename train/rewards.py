@@ -3,11 +3,16 @@
 :func:`verifier_reward` has TRL's reward signature ``(prompts, completions,
 **kwargs) -> list[float]`` and reads the ``task`` column of ACE's TRL export
 (``ace export --format trl``): the whole task as JSON.  A completion is graded
-on the task's first turn (the turn the exported prompt asks for): its calls
-(Hermes ``<tool_call>`` blocks, OpenAI ``tool_calls`` or a BFCL python list,
-read by :mod:`ace_env.modelout`, never evaluated) run in a fresh environment
-and the verifier compares the state and outputs with the oracle's.  A
-malformed call scores 0, never crashes the batch.
+on the turns it reaches: a text completion, or a list of assistant and tool
+messages (what ``GRPOTrainer`` produces from the export's first-turn
+``prompt``), answers the first turn; a list of messages that also holds user
+messages (a multi-turn consumer playing the export's ``turns``) answers one
+more turn per user message.  Its calls (Hermes ``<tool_call>`` blocks, OpenAI
+``tool_calls`` or a BFCL python list, read by :mod:`ace_env.modelout`, never
+evaluated) run in a fresh environment and the verifier compares the state and
+outputs with the oracle's, turn by turn, on the task cut to the turns
+reached.  A malformed call, or more turns than the task has, scores 0; nothing
+crashes the batch.
 
 >>> import json
 >>> from ace_env.bfcl import load_tasks
@@ -30,36 +35,57 @@ from ace_env.verifier import verify
 
 
 @functools.lru_cache(maxsize=4096)
-def first_turn_task(task_json: str) -> Task:
-    """The task cut to its first turn (its oracle is the first turn's ground truth)."""
+def task_prefix(task_json: str, n_turns: int) -> Task:
+    """The task cut to its first ``n_turns`` turns (its oracle is those turns' ground truth)."""
     d = json.loads(task_json)
-    d["turns"] = d["turns"][:1]
-    d["id"] = f"{d['id']}@turn0"  # its own id: oracles are cached by task id
+    if n_turns < len(d["turns"]):
+        d["turns"] = d["turns"][:n_turns]
+        # its own id: oracles are cached by task id
+        d["id"] = f"{d['id']}@turn0" if n_turns == 1 else f"{d['id']}@turns0-{n_turns - 1}"
     return Task.from_dict(d)
 
 
-def completion_calls(completion: Any) -> list[Any]:
-    """The calls of one TRL completion: text, or a list of messages (only the assistant's count)."""
+def first_turn_task(task_json: str) -> Task:
+    """The task cut to its first turn (its oracle is the first turn's ground truth)."""
+    return task_prefix(task_json, 1)
+
+
+def completion_turns(completion: Any) -> list[list[Any]]:
+    """The calls of one TRL completion, per user turn (a user message in a list of messages opens the next)."""
     if isinstance(completion, str):
-        return parse_output(completion).calls
-    calls: list[Any] = []
+        return [parse_output(completion).calls]
+    turns: list[list[Any]] = [[]]
     if isinstance(completion, list):
         for message in completion:
-            if isinstance(message, dict) and message.get("role", "assistant") == "assistant":
-                calls.extend(parse_message(message).calls)
-    return calls
+            if not isinstance(message, dict):
+                continue
+            role = message.get("role", "assistant")
+            if role == "user":
+                turns.append([])
+            elif role == "assistant":
+                turns[-1].extend(parse_message(message).calls)
+    return turns
+
+
+def completion_calls(completion: Any) -> list[Any]:
+    """Every call of one TRL completion: text, or a list of messages (only the assistant's count)."""
+    return [c for turn in completion_turns(completion) for c in turn]
 
 
 def verifier_reward(prompts: Sequence[Any], completions: Sequence[Any], task: Sequence[str] | None = None,
                     partial: bool = False, **kwargs: Any) -> list[float]:
-    """1.0 when a completion passes the first turn's verification, else 0.0 (``partial``: share of turns)."""
+    """1.0 when a completion passes verification on the turns it reaches, else 0.0 (``partial``: share of turns)."""
     if task is None:
         raise ValueError("verifier_reward needs the 'task' column of ACE's TRL export (ace export --format trl)")
     rewards = []
     for completion, task_json in zip(completions, task, strict=True):
-        verdict = verify(first_turn_task(task_json), [completion_calls(completion)])
+        turns = completion_turns(completion)
+        if len(turns) > len(json.loads(task_json)["turns"]):
+            rewards.append(0.0)  # more user turns than the task has: not a rollout of this task
+            continue
+        verdict = verify(task_prefix(task_json, len(turns)), turns)
         rewards.append(float(verdict.partial_credit if partial else verdict.reward))
     return rewards
 
 
-__all__ = ["completion_calls", "first_turn_task", "verifier_reward"]
+__all__ = ["completion_calls", "completion_turns", "first_turn_task", "task_prefix", "verifier_reward"]

@@ -30,7 +30,8 @@ from ace_graph.errors import ConfigError
 #: The largest integer Neo4j stores (int64); larger numbers are refused at the edge.
 INT_MAX = 2**63 - 1
 
-TASKS_HELP = "Tasks: bfcl:CATEGORY[,CATEGORY...] (base, long_context, miss_func, miss_param, all) or a task JSONL file."
+TASKS_HELP = ("Tasks: bfcl:CATEGORY[,CATEGORY...] (base, long_context, miss_func, miss_param, all), a task JSONL "
+              "file, or a folder of BFCL files (`ace export --format bfcl`; ids as in the files).")
 SCOPE_HELP = "Scope experiment/policy/checkpoint (see `ace scopes`)."
 
 
@@ -67,7 +68,7 @@ def force_option(help: str = "Replace --out if it exists.") -> Any:
 
 
 def load_tasks(spec: str) -> dict[str, Task]:
-    """Tasks by id from ``--tasks SPEC``: ``bfcl:base,miss_func``, ``bfcl:all`` or a task file."""
+    """Tasks by id from ``--tasks SPEC``: ``bfcl:base,miss_func``, ``bfcl:all``, a task file or a BFCL folder."""
     if spec.startswith("bfcl:") and "," in spec:
         tasks: dict[str, Task] = {}
         for category in (c.strip() for c in spec.partition(":")[2].split(",")):
@@ -75,8 +76,6 @@ def load_tasks(spec: str) -> dict[str, Task]:
                 raise ConfigError(f"--tasks {spec!r}: an empty category between commas")
             tasks.update(load_task_set(f"bfcl:{category}"))
         return tasks
-    if not spec.startswith("bfcl") and Path(spec).is_dir():
-        raise ConfigError(f"--tasks {spec!r} is a folder; give a task JSONL file or bfcl:CATEGORY")
     return load_task_set(spec)
 
 

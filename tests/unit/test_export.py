@@ -163,17 +163,55 @@ def test_trl_rows_parse_back_into_tasks(tmp_path):
     assert report.written == 30
     rows = _jsonl(tmp_path / "trl" / JSONL_FILE)
     info = json.loads((tmp_path / "trl" / INFO_FILE).read_text())
-    assert info["rows"] == 30 and set(info["columns"]) == {"prompt", "tools", "task", "task_id", "n_turns"}
+    assert info["rows"] == 30
+    assert set(info["columns"]) == {"prompt", "tools", "turns", "task", "environment", "task_id", "n_turns"}
     for row, task in zip(rows, tasks):
         assert set(row) == set(info["columns"])
         back = Task.from_dict(json.loads(row["task"]))
         assert back == task
-        assert row["task_id"] == task.id and row["n_turns"] == len(task.turns)
+        assert row["task_id"] == task.id and row["n_turns"] == len(task.turns) == len(row["turns"])
         assert row["prompt"][0]["role"] == "system" and row["prompt"][1:] == task.turns[0].user
         offered = {t["function"]["name"] for t in row["tools"]}
         assert offered == set(task.offered_tools(0))
         later = {n for t in task.turns[1:] for n in t.tools_added}
         assert not offered & later  # miss_func tools held back are not in the prompt
+
+
+def test_trl_rows_carry_every_turn_in_order_with_the_tools_each_turn_offers(tmp_path):
+    tasks = [t for t in bfcl.load_tasks("miss_func") if any(turn.tools_added for turn in t.turns[1:])][:10]
+    assert tasks and all(len(t.turns) >= 3 for t in tasks)
+    export(tasks, "trl", tmp_path / "trl")
+    rows = _jsonl(tmp_path / "trl" / JSONL_FILE)
+    for row, task in zip(rows, tasks, strict=True):
+        assert [t["user"] for t in row["turns"]] == [t.user for t in task.turns]  # every turn, in order
+        assert len({json.dumps(t["user"]) for t in row["turns"]}) > 1  # not the first turn repeated
+        assert row["turns"][0]["tools_added"] == []
+        offered = {t["function"]["name"] for t in row["tools"]}
+        for i, (entry, turn) in enumerate(zip(row["turns"], task.turns)):
+            assert entry["tools_offered"] == [n for n in task.tools if n in task.offered_tools(i)]
+            added = [t["function"]["name"] for t in entry["tools_added"]]
+            if i:
+                assert set(added) == set(turn.tools_added) - offered  # the schemas of what this turn reveals
+                assert all(t == bfcl.tool_schema(t["function"]["name"]) for t in entry["tools_added"])
+            offered |= set(added)
+            assert offered == set(task.offered_tools(i))
+    # the turn-0 tool set names the environment: equal sets share a name, different sets do not
+    by_name: dict[str, set] = {}
+    for row in rows:
+        by_name.setdefault(row["environment"], set()).add(frozenset(t["function"]["name"] for t in row["tools"]))
+    assert all(len(sets) == 1 for sets in by_name.values())
+    assert len({next(iter(s)) for s in by_name.values()}) == len(by_name)
+
+
+def test_trl_export_loads_with_datasets_and_keeps_every_turn(tmp_path):
+    from datasets import load_dataset
+
+    tasks = bfcl.load_tasks("miss_func")[:6] + bfcl.load_tasks("base")[:6]
+    export(tasks, "trl", tmp_path / "trl")
+    data = load_dataset("json", data_files=str(tmp_path / "trl" / JSONL_FILE), split="train")
+    for row, task in zip(data, tasks, strict=True):
+        assert [t["user"] for t in row["turns"]] == [t.user for t in task.turns]
+        assert Task.from_dict(json.loads(row["task"])) == task
 
 
 def test_export_is_atomic_and_refuses_to_overwrite(tmp_path, base_tasks, monkeypatch):
@@ -242,3 +280,87 @@ def test_cli_export_says_what_it_skipped_and_what_it_could_not_carry(tmp_path, c
     assert main(["export", "--tasks", str(path), "--format", "bfcl", "--out", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
     assert "note, 1 written: written without its output views" in err
+
+
+def _prompting_result(entry_id: str, ground_truth: list[list[str]]) -> dict:
+    """A BFCL result entry as `bfcl generate` writes it for a prompting model: one python-list step per turn."""
+    return {"id": entry_id, "result": [(["[" + ", ".join(calls) + "]"] if calls else []) + ["Done."]
+                                      for calls in ground_truth]}
+
+
+def _roundtrip_tasks(base_tasks):
+    long_seed = bfcl.load_tasks("long_context")[0]
+    ace = Task.from_dict({**base_tasks[0].to_dict(), "id": "ace-1", "source": "ace"})
+    ace_long = Task.from_dict({**long_seed.to_dict(), "id": "ace-long-1", "source": "ace"})
+    return base_tasks[:3] + bfcl.load_tasks("miss_func")[:2] + [long_seed, ace, ace_long]
+
+
+def test_ace_verify_reads_a_bfcl_export_folder_and_a_bfcl_result_file_with_its_ids(tmp_path, base_tasks, capsys):
+    tasks = _roundtrip_tasks(base_tasks)
+    out = tmp_path / "bfcl"
+    report = export(tasks, "bfcl", out)
+    assert report.written == len(tasks) and report.n_skipped == 0
+    entries = [q for f in (BFCL_QUESTION_FILE, BFCL_LONG_QUESTION_FILE) for q in _jsonl(out / f)]
+    answers = {a["id"]: a["ground_truth"] for f in (BFCL_ANSWER_FILE, BFCL_LONG_ANSWER_FILE) for a in _jsonl(out / f)}
+    ids = [q["id"] for q in entries]
+    assert "multi_turn_ace_ace-1" in ids and "multi_turn_ace_long_context_ace-long-1" in ids
+    wrong = "multi_turn_base_1"
+    result = tmp_path / "BFCL_v4_multi_turn_ace_result.json"
+    result.write_text("".join(
+        json.dumps(_prompting_result(i, [[] for _ in answers[i]] if i == wrong else answers[i])) + "\n" for i in ids))
+    assert main(["verify", "--tasks", str(out), "--rollouts", str(result), "--json"]) == 0
+    verdicts = {v["task_id"]: v for v in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert set(verdicts) == set(ids)  # every exported id found its task
+    assert {i: v["reward"] for i, v in verdicts.items()} == {i: float(i != wrong) for i in ids}
+    assert verdicts[wrong]["failing_turn"] == 0, verdicts[wrong]
+    assert verdicts[wrong]["attribution"] == "stopped_early"
+    # the folder's tasks are the exported ones: BFCL's own unchanged, ACE's under their BFCL ids
+    from ace.cli.options import load_tasks
+
+    loaded = load_tasks(str(out))
+    for task in tasks:
+        if task.source == "bfcl":
+            assert loaded[task.id] == task
+    back = loaded["multi_turn_ace_long_context_ace-long-1"]
+    assert back.long_context and back.turns == tasks[-1].turns and back.initial_config == tasks[-1].initial_config
+    # and exporting the folder again writes the same files (the ids are stable)
+    assert main(["export", "--tasks", str(out), "--format", "bfcl", "--out", str(tmp_path / "again")]) == 0
+    for f in (BFCL_QUESTION_FILE, BFCL_ANSWER_FILE, BFCL_LONG_QUESTION_FILE, BFCL_LONG_ANSWER_FILE):
+        assert _jsonl(tmp_path / "again" / f) == _jsonl(out / f), f
+
+
+def test_a_folder_that_claims_a_bfcl_id_for_another_task_is_refused(tmp_path, base_tasks, capsys):
+    out = tmp_path / "bfcl"
+    export(base_tasks[:2], "bfcl", out)
+    q = out / BFCL_QUESTION_FILE
+    entries = _jsonl(q)
+    entries[1]["question"][0][0]["content"] = "something else entirely"
+    q.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    assert main(["verify", "--tasks", str(out), "--rollouts", str(q)]) == 1
+    assert "multi_turn_base_1 is the id of a BFCL task but the entry differs" in capsys.readouterr().err
+
+
+def test_cli_export_says_how_many_each_format_skipped_and_why(tmp_path, capsys, base_tasks):
+    t0 = base_tasks[0].to_dict()
+    broken = {**t0, "id": "rocket", "source": "ace",
+              "turns": [{**t0["turns"][0], "ground_truth": ["launch_rocket(target='moon')"]}, *t0["turns"][1:]]}
+    fine = {**t0, "id": "fine", "source": "ace"}
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps(broken) + "\n" + json.dumps(fine) + "\n")
+    expected = {"bfcl": (1, "ground truth holds a call that is not a BFCL call string"),
+                "openai-sft": (1, "the oracle does not execute cleanly"),
+                "trl": (0, None)}
+    for fmt, (n_skipped, reason) in expected.items():
+        assert main(["export", "--tasks", str(path), "--format", fmt, "--out", str(tmp_path / fmt)]) == 0
+        captured = capsys.readouterr()
+        assert captured.out.strip().endswith(f"; {n_skipped} skipped"), captured.out
+        if reason:
+            assert f"skipped 1: {reason}" in captured.err and "(e.g. rocket)" in captured.err
+        else:
+            assert "skipped" not in captured.err
+        assert main(["export", "--tasks", str(path), "--format", fmt, "--out", str(tmp_path / f"{fmt}-json"),
+                     "--json"]) == 0
+        d = json.loads(capsys.readouterr().out)
+        assert d["skipped"] == n_skipped and d["written"] == 2 - n_skipped
+        assert [r for r in d["skipped_by_reason"] if reason and r.startswith(reason)] == \
+            ([next(iter(d["skipped_by_reason"]))] if reason else [])

@@ -33,6 +33,27 @@ def test_reward_grades_the_first_turn_and_never_crashes():
     assert verifier_reward([None] * 6, completions, task=col) == [1.0, 1.0, 0.0, 0.0, 0.0, 1.0]
 
 
+def _assistant(*calls: str) -> dict:
+    return {"role": "assistant", "content": "[" + ", ".join(calls) + "]"}
+
+
+def test_reward_grades_every_turn_a_multi_turn_completion_reaches():
+    task = load_tasks("base")[1]
+    gt = [t.ground_truth for t in task.turns]
+    col = [json.dumps(task.to_dict())]
+    user = [{"role": "user", "content": t.user[0]["content"]} for t in task.turns]
+    two_right = [_assistant(*gt[0]), {"role": "tool", "content": "..."}, user[1], _assistant(*gt[1])]
+    second_wrong = [_assistant(*gt[0]), user[1], _assistant("pwd()")]
+    first_wrong = [_assistant("pwd()"), user[1], _assistant(*gt[1])]
+    all_right = [m for i, g in enumerate(gt) for m in ([user[i]] if i else []) + [_assistant(*g)]]
+    too_many = all_right + [user[0], _assistant(*gt[0])]
+    got = [verifier_reward([None], [c], task=col) for c in (two_right, second_wrong, first_wrong, all_right, too_many)]
+    assert got == [[1.0], [0.0], [0.0], [1.0], [0.0]]
+    # turn 1's calls are graded in turn 1, after turn 0's state: the same calls in one turn fail
+    assert verifier_reward([None], [[_assistant(*gt[0], *gt[1])]], task=col) == [0.0]
+    assert verifier_reward([None], [second_wrong], task=col, partial=True) == [0.5]
+
+
 def test_two_grpo_steps_through_trl_with_the_export_and_ace_reward(tmp_path):
     from datasets import load_dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
