@@ -28,8 +28,10 @@ file unchanged; ``messages`` is the full OpenAI-style transcript.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import random
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol
@@ -264,6 +266,37 @@ class RolloutEngine:
         finally:
             if runner is not None:
                 runner.close()
+
+
+class TaskRollouts:
+    """A policy as the synthesis pipeline uses it: tasks in, each task's rollouts (calls per user turn) out.
+
+    ``rollouts(tasks, n, seed)`` rolls all the tasks out ``n`` times each in one
+    engine run, so a model generates for whole batches, not one conversation at
+    a time; calling the object with ``(task, rng)`` makes one rollout.  It
+    matches ``synth.pipeline.BatchPolicy`` by shape (``synth`` and ``train``
+    never import each other; the CLI hands this object to the pipeline).
+    ``rows`` keeps the engine's rows of the last run (messages, ``meta.ended``).
+    """
+
+    def __init__(self, policy: Policy, config: RolloutConfig | None = None):
+        self.policy = policy
+        self.config = config or RolloutConfig()
+        self.name = policy.spec
+        self.rows: list[dict[str, Any]] = []
+
+    def rollouts(self, tasks: list[Task], n: int, seed: int) -> list[list[list[list[Any]]]]:
+        config = dataclasses.replace(self.config, n_per_task=n,
+                                     generation=dataclasses.replace(self.config.generation, seed=seed))
+        self.rows = list(RolloutEngine(self.policy, config).run(tasks))
+        by_id = {r["rollout_id"]: r["turns"] for r in self.rows}
+        return [[by_id[f"{t.id}#{k}"] for k in range(n)] for t in tasks]
+
+    def __call__(self, task: Task, rng: random.Random) -> list[list[Any]]:
+        return self.rollouts([task], 1, rng.randrange(2**31))[0][0]
+
+    def close(self) -> None:
+        self.policy.close()
 
 
 def write_rollouts(rows: Iterable[dict[str, Any]], f: Any) -> dict[str, Any]:
