@@ -27,10 +27,10 @@ same way :mod:`ace_env.sandbox` bounds the verifier, with the same
   the calls of the batch the killed worker had not answered are sent again.
 
 Why not a fork per call (child runs the call, returns the StepResult and the
-environment's ``checkpoint()``)?  A fork of a process that holds a model costs
-milliseconds, and so does pickling a file system's state, on every call; the
-long-lived worker pays one pipe round trip per engine step, and the replay
-only when a call was killed.  Measured on this machine (2 cores shared with
+environment's ``checkpoint()``)?  That pays a process start (of a process that
+may hold a model) and a pickle of the environment's whole state on every
+call; the long-lived worker pays one pipe round trip per engine step, and the
+replay only when a call was killed (not measured against each other).  Measured on this machine (2 cores shared with
 other work, so noisy; the simulated agent, which answers in microseconds, so
 the tool calls are all there is): all 200 ``bfcl:base`` tasks, 1,142 calls,
 batches of 8, three runs each way — 0.69 / 0.96 / 1.20 s with the calls in the
