@@ -67,7 +67,11 @@ def sim_policy(spec: Any, name: str = "sim") -> Policy:
 
 def policy_label(policy: Policy | BatchPolicy) -> str:
     """How a policy is named in the tasks' provenance and the plans' history."""
-    return str(getattr(policy, "name", "") or getattr(policy, "__name__", "") or type(policy).__name__)
+    name = getattr(policy, "name", "")
+    if name:
+        return str(name)
+    where = getattr(policy, "__qualname__", None) or type(policy).__qualname__  # unnamed: say where it is defined
+    return f"{getattr(policy, '__module__', None) or type(policy).__module__}.{where}"
 
 
 def _rollouts(policy: Policy | BatchPolicy, tasks: list[Task], n: int, seed: int) -> list[list[list[list[Any]]]]:

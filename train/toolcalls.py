@@ -20,6 +20,9 @@ same way :mod:`ace_env.sandbox` bounds the verifier, with the same
   ``timeout``; a call that runs out of the worker's ``RLIMIT_AS`` (its size at
   start + ``memory_mb``) ends its rollout with ``resource_limit`` (a
   ``MemoryError`` inside the call, or a worker that dies anyway);
+* the memory budget bounds the worker's growth, and the worker holds the
+  environments of all the live rollouts (at most the engine's ``batch_size``;
+  each is freed when its rollout ends), where the verifier holds one at a time;
 * the other rollouts go on: a fresh worker is forked, and it rebuilds each
   of their environments the first time it is asked for a call of theirs, by
   replaying that rollout's earlier calls (the executor is deterministic: fresh
