@@ -2,13 +2,22 @@
 
 Per plan and round: **task synthesis** (a strategy applied to a seed that
 contains the target composition) → **task verification**
-(:func:`synth.taskcheck.check_task`) → **trajectory rollout** (any policy;
-the simulated agent by default) → **trajectory verification** with
-attribution (:func:`ace_env.verifier.verify`).  After each round a
+(:func:`synth.taskcheck.check_task`) → **trajectory rollout** by the policy
+whose frontier is attacked → **trajectory verification** with attribution
+(:func:`ace_env.verifier.verify`, every tool call under
+``SynthConfig.budget`` in a watched worker, :mod:`ace_env.sandbox`: a real
+model's rollout may ask for a call that never returns).  After each round a
 **reflection** step updates every plan from its statistics (validity, share
 of tasks in the learnable zone where the policy succeeds sometimes but not
 always, attributions) and retires or adjusts it; retired plans are replaced
 by plans on untried (target, strategy, style) combinations.
+
+A policy is either a plain callable ``(task, rng) -> turns`` (one rollout;
+:func:`sim_policy`, the simulated agent) or a :class:`BatchPolicy`, whose
+``rollouts(tasks, n, seed)`` rolls out all the valid tasks of a round at once,
+``n`` times each — a language model through the rollout engine, which the CLI
+builds (``synth`` never imports ``train``).  Its ``name`` is recorded in every
+task's provenance (``policy``) and in every plan's history.
 
 Everything is seeded from one integer: the same seed gives the same tasks.
 """
@@ -19,11 +28,11 @@ import json
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
+from ace_env.sandbox import BoundedVerifier, Budget, LineError
 from ace_env.sim import simulate_one
 from ace_env.tasks import Task
-from ace_env.verifier import verify
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.errors import ConfigError
 from ace_graph.tagger import tag_task
@@ -36,13 +45,46 @@ from synth.taskcheck import Seen, check_task
 Policy = Callable[[Task, random.Random], list[list[Any]]]
 
 
-def sim_policy(spec: Any) -> Policy:
-    """The simulated agent with planted weaknesses as a policy."""
+class BatchPolicy(Protocol):
+    """A policy that rolls out many tasks in one run (a model generating for a whole batch)."""
+
+    name: str
+
+    def rollouts(self, tasks: Sequence[Task], n: int, seed: int) -> list[list[list[list[Any]]]]:
+        """For each task, ``n`` rollouts, each a list of calls per user turn."""
+        ...
+
+
+def sim_policy(spec: Any, name: str = "sim") -> Policy:
+    """The simulated agent with planted weaknesses as a policy (``name``: how it is recorded)."""
 
     def policy(task: Task, rng: random.Random) -> list[list[Any]]:
         return simulate_one(task, spec, rng)[0]
 
+    policy.name = name  # type: ignore[attr-defined]
     return policy
+
+
+def policy_label(policy: Policy | BatchPolicy) -> str:
+    """How a policy is named in the tasks' provenance and the plans' history."""
+    name = getattr(policy, "name", "")
+    if name:
+        return str(name)
+    where = getattr(policy, "__qualname__", None) or type(policy).__qualname__  # unnamed: say where it is defined
+    return f"{getattr(policy, '__module__', None) or type(policy).__module__}.{where}"
+
+
+def _rollouts(policy: Policy | BatchPolicy, tasks: list[Task], n: int, seed: int) -> list[list[list[list[Any]]]]:
+    """``n`` rollouts of each task: in one batched run, or one by one for a plain callable."""
+    if not tasks:
+        return []
+    batched = getattr(policy, "rollouts", None)
+    if callable(batched):
+        out = batched(tasks, n, _rng(seed, "rollouts", *[t.id for t in tasks]).randrange(2**31))
+        if len(out) != len(tasks) or any(len(r) != n for r in out):
+            raise ConfigError(f"policy {policy_label(policy)} returned rollouts that do not match the {len(tasks)} tasks x {n}")
+        return out
+    return [[policy(t, _rng(seed, "rollout", t.id, k)) for k in range(n)] for t in tasks]  # type: ignore[operator]
 
 
 @dataclass
@@ -63,6 +105,8 @@ class SynthConfig:
     """A plan gets at most this many attempts per task it is asked for in a round."""
     rewriter: Any = None
     """Optional ``synth.rewriter.Rewriter`` that paraphrases user turns (off by default)."""
+    budget: Any = None
+    """Time and memory budget (``ace_env.sandbox.Budget``) of each tool call when rollouts are verified; None: its defaults."""
 
     def __post_init__(self) -> None:
 
@@ -74,6 +118,7 @@ class SynthConfig:
 
 @dataclass
 class SynthResult:
+    policy: str = ""
     tasks: list[Task] = field(default_factory=list)
     plans: list[Plan] = field(default_factory=list)
     lineage: list[dict[str, Any]] = field(default_factory=list)
@@ -83,6 +128,7 @@ class SynthResult:
 
     def summary(self) -> dict[str, Any]:
         return {
+            "policy": self.policy,
             "tasks": len(self.tasks),
             "attempted": self.attempted,
             "plans": len(self.plans),
@@ -116,14 +162,18 @@ def synthesize(
     frontier: list[dict[str, Any]],
     seeds: dict[str, Task],
     seeds_by_target: dict[tuple[str, str], list[str]],
-    policy: Policy,
+    policy: Policy | BatchPolicy,
     config: SynthConfig,
     round_offset: int = 0,
     progress: Callable[[int], None] | None = None,
 ) -> SynthResult:
-    """Run K rounds of plan → synthesize → check → roll out → verify → reflect."""
+    """Run K rounds of plan → synthesize → check → roll out → verify → reflect.
 
-    result = SynthResult()
+    The rollouts of a round are made once its valid tasks are known: all of
+    them in one call of a :class:`BatchPolicy`; reflection reads them after.
+    """
+
+    result = SynthResult(policy=policy_label(policy))
     domains = {
         target: tuple(sorted({c for sid in ids if sid in seeds for c in seeds[sid].involved_classes}))
         for target, ids in seeds_by_target.items()
@@ -146,6 +196,7 @@ def synthesize(
         budget = {p.id: max(1, asked[p.id]) * config.max_attempts_factor for p in active}
         made = {p.id: 0 for p in active}
         attempts = {p.id: 0 for p in active}
+        made_now: list[tuple[Plan, Task]] = []  # this round's valid tasks, rolled out together below
 
         def run_plan(plan: Plan, want: int) -> None:
             while made[plan.id] < want and attempts[plan.id] < budget[plan.id]:
@@ -177,25 +228,13 @@ def synthesize(
                     plan.stats.rejections[reason] = plan.stats.rejections.get(reason, 0) + 1
                 return False
             plan.stats.valid += 1
-            passes = 0
-            for k in range(config.rollouts_per_task):
-                verdict = verify(task, policy(task, _rng(config.seed, "rollout", task.id, k)))
-                passes += verdict.reward == 1.0
-                if verdict.attribution:
-                    plan.stats.attributions[verdict.attribution] = plan.stats.attributions.get(verdict.attribution, 0) + 1
-            plan.stats.rollouts += config.rollouts_per_task
-            plan.stats.passed += passes
-            learnable = 0 < passes < config.rollouts_per_task
-            plan.stats.learnable += learnable
-            task.provenance = {**task.provenance, "pass_rate": passes / config.rollouts_per_task,
-                               "learnable": learnable}
+            task.provenance = {**task.provenance, "policy": result.policy}
+            made_now.append((plan, task))
             result.tasks.append(task)
             result.lineage.append({
                 "task": task.id, "plan": plan.id, "parents": list(task.provenance.get("parents", [])),
                 "strategy": plan.strategy, "target": f"{plan.target[0]}>{plan.target[1]}", "round": round_no,
             })
-            if progress:
-                progress(1)
             return True
 
         for plan in active:
@@ -215,6 +254,9 @@ def synthesize(
                 before = made[plan.id]
                 run_plan(plan, made[plan.id] + 1)
                 deficit -= made[plan.id] - before
+        _roll_out_and_verify(made_now, policy, config, result.policy)
+        if progress and made_now:
+            progress(len(made_now))
         for plan in active:
             note = reflect(plan)
             result.reflections.append({"round": round_no, "plan": plan.id, "note": note,
@@ -228,6 +270,36 @@ def synthesize(
             plans.extend(fresh)
             result.plans.extend(fresh)
     return result
+
+
+def _roll_out_and_verify(made: list[tuple[Plan, Task]], policy: Policy | BatchPolicy, config: SynthConfig,
+                         name: str) -> None:
+    """Roll out a round's valid tasks, verify every rollout (bounded), and record the statistics."""
+    if not made:
+        return
+    n = config.rollouts_per_task
+    tasks = [t for _, t in made]
+    turns = _rollouts(policy, tasks, n, config.seed)
+    items = [(t.id, turns[i][k], f"{t.id}#{k}") for i, t in enumerate(tasks) for k in range(n)]
+    with BoundedVerifier({t.id: t for t in tasks}, config.budget or Budget()) as verifier:
+        verdicts = verifier.verify_many(items)
+    for i, (plan, task) in enumerate(made):
+        passes = 0
+        for verdict in verdicts[i * n:(i + 1) * n]:
+            if isinstance(verdict, LineError):  # a rollout that does not fit its task: a failure
+                plan.stats.attributions["invalid_rollout"] = plan.stats.attributions.get("invalid_rollout", 0) + 1
+                continue
+            passes += verdict.reward == 1.0
+            if verdict.attribution:
+                plan.stats.attributions[verdict.attribution] = plan.stats.attributions.get(verdict.attribution, 0) + 1
+        plan.stats.rollouts += n
+        plan.stats.passed += passes
+        learnable = 0 < passes < n
+        plan.stats.learnable += learnable
+        task.provenance = {**task.provenance, "pass_rate": passes / n, "learnable": learnable}
+        note = f"rollouts by {name}"
+        if note not in plan.history:
+            plan.history.append(note)
 
 
 def seeds_by_target(frontier: list[dict[str, Any]], seeds: dict[str, Task]) -> dict[tuple[str, str], list[str]]:

@@ -70,7 +70,8 @@ def evaluate(
 ) -> dict[str, Any]:
     """Roll out, verify and ingest into ``experiment/name/checkpoint``; the scope's tables as data."""
     totals = rollout_to_file(policy_spec, tasks, config, out, compact_tools, on_done)
-    report = ingest_file(store, out, {t.id: t for t in tasks}, experiment, name, checkpoint)
+    # Verified under the engine's own budget: a call it ended as timeout is attributed the same.
+    report = ingest_file(store, out, {t.id: t for t in tasks}, experiment, name, checkpoint, budget=config.budget)
     scope = report.scope
     skills = store.run("capability-profile", scope=scope, level="skill")
     tools = store.run("capability-profile", scope=scope, level="tool")

@@ -10,6 +10,7 @@ import typer
 
 from ace.cli import app, progress_bar
 from ace_env.rollouts import load_task_set
+from ace_env.sandbox import Budget
 from ace_env.tasks import Task
 from ace_env.workspace import ace_home
 from ace_graph.config import neo4j_settings
@@ -51,11 +52,27 @@ def run_rollouts(policy_spec: str, tasks: list[Task], config: RolloutConfig, out
         return rollout_to_file(policy_spec, tasks, config, out, compact_tools, on_done=lambda _row: progress.advance(bar))
 
 
-def _config(n_per_task: int, temperature: float, max_tokens: int, step_cap: int, seed: int, batch_size: int) -> RolloutConfig:
+def _config(n_per_task: int, temperature: float, max_tokens: int, step_cap: int, seed: int, batch_size: int,
+            call_timeout: float | None = None, memory_limit: int | None = None) -> RolloutConfig:
     return RolloutConfig(
         n_per_task=n_per_task, step_cap=step_cap, batch_size=batch_size,
         generation=GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed),
+        budget=Budget.from_env(call_timeout, memory_limit),
     )
+
+
+def call_timeout_option() -> Any:
+    """``--call-timeout``, as `ace verify` and `ace ingest` take it."""
+    return typer.Option(
+        None, "--call-timeout", help="Seconds one tool call may run before its rollout ends as `timeout` "
+        "(default 10, env ACE_CALL_TIMEOUT); the other rollouts go on.")
+
+
+def memory_limit_option() -> Any:
+    """``--memory-limit``, as `ace verify` and `ace ingest` take it."""
+    return typer.Option(
+        None, "--memory-limit", help="MiB the worker running the tool calls may grow by before a call ends its "
+        "rollout as `resource_limit` (default 2048, env ACE_MEMORY_LIMIT_MB).")
 
 
 @app.command("rollout")
@@ -72,11 +89,17 @@ def rollout_cmd(
     seed: int = typer.Option(0, "--seed", help="Sampling seed."),
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Conversations generated together."),
     full_schemas: bool = typer.Option(False, "--full-schemas", help="List tools as full JSON schemas (default: compact signatures)."),
+    call_timeout: float = call_timeout_option(),
+    memory_limit: int = memory_limit_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the totals as JSON."),
 ) -> None:
     """Roll a policy out on tasks: per user turn the agent answers, its calls run in the
     rollout's own environment, results go back as tool messages, until it answers without
     calls or hits --step-cap.  Conversations advance together in batches.
+
+    Tool calls run in a watched worker process under --call-timeout and --memory-limit
+    (the verifier's budget); a call over budget ends only its rollout, recorded in the
+    row's meta.ended (timeout or resource_limit), and `ace verify` attributes it the same.
 
     The output is accepted unchanged by `ace verify` and `ace ingest`. Example:
     `ace rollout -p hf:smollm2-135m --tasks bfcl:base --limit 5 --out runs/r.jsonl`.
@@ -84,7 +107,7 @@ def rollout_cmd(
     out = Path(out)
     _check_out(out, force)
     task_list = _tasks(tasks, limit)
-    config = _config(n_per_task, temperature, max_tokens, step_cap, seed, batch_size)
+    config = _config(n_per_task, temperature, max_tokens, step_cap, seed, batch_size, call_timeout, memory_limit)
     totals = run_rollouts(policy, task_list, config, out, compact_tools=not full_schemas, quiet=as_json)
     if as_json:
         print(json.dumps(totals))
@@ -92,7 +115,8 @@ def rollout_cmd(
         print(
             f"wrote {totals['rollouts']} rollouts to {out} ({len(task_list)} tasks x {n_per_task}); "
             f"{totals['calls']} calls, {totals['completion_tokens']} tokens generated in {totals['seconds']} s "
-            f"({totals['tokens_per_s']} tokens/s); {totals['errors']} rollouts ended by a policy error"
+            f"({totals['tokens_per_s']} tokens/s); {totals['errors']} rollouts ended by a policy error, "
+            f"{totals['over_budget']} by a tool call over budget"
         )
 
 
@@ -126,6 +150,8 @@ def eval_cmd(
     seed: int = typer.Option(0, "--seed", help="Sampling seed."),
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Conversations generated together."),
     min_support: int = typer.Option(5, "--min-support", min=1, help="Least attempts for a weak composition."),
+    call_timeout: float = call_timeout_option(),
+    memory_limit: int = memory_limit_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Evaluate a policy: roll out, verify, ingest into the scope EXPERIMENT/NAME/CHECKPOINT,
@@ -144,7 +170,7 @@ def eval_cmd(
     out = Path(out)
     _check_out(out, force)
     task_list = _tasks(tasks, limit)
-    config = _config(n_per_task, temperature, max_tokens, step_cap, seed, batch_size)
+    config = _config(n_per_task, temperature, max_tokens, step_cap, seed, batch_size, call_timeout, memory_limit)
     settings = neo4j_settings()
     driver = get_driver(settings)
     try:

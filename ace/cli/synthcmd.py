@@ -26,6 +26,8 @@ from ace.cli.options import (
     load_tasks,
     scope_option,
 )
+from ace.cli.rolloutcmd import call_timeout_option, memory_limit_option
+from ace_env.sandbox import Budget
 from ace_env.sim import load_weakness
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier, why_empty
@@ -34,6 +36,9 @@ from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize,
 from synth.rewriter import Rewriter
 from synth.strategies import STRATEGIES
 from synth.taskcheck import check_task
+from train.models import EMBEDDED
+from train.policies import GenerationConfig, load_policy
+from train.rollouts import RolloutConfig, TaskRollouts
 
 synth_app = typer.Typer(
     help=(
@@ -47,6 +52,40 @@ app.add_typer(synth_app, name="synth")
 
 #: The frontier synthesis attacks is tool-level and wider than the query's default.
 SYNTH_FRONTIER = {"level": "tool", "limit": 50}
+
+
+POLICY_HELP = (
+    "Who rolls the synthesized tasks out (to measure 'learnable' and to reflect): the policy whose frontier is "
+    "attacked. hf:<model folder or name>, openai:<model>@<base_url>, or sim[:<weakness.toml>] (the simulated "
+    "agent). Default: the scope's own policy when it can be run from its name (sim, or an embedded model such "
+    "as hf-smollm2-135m); otherwise pass it."
+)
+
+
+def scope_policy_spec(name: str) -> str:
+    """The policy spec behind a scope's policy name; a one-line error when the name cannot be run."""
+    if name == "sim" or name.startswith(("sim-", "sim:")):
+        return "sim"
+    if name.startswith("hf-") and name[3:] in EMBEDDED:
+        return f"hf:{name[3:]}"
+    raise ConfigError(
+        f"the scope's policy {name!r} cannot be run from its name: pass --policy hf:<its model folder> or "
+        "openai:<model>@<base_url> (the policy whose frontier this is), or --policy sim:<weakness.toml>"
+    )
+
+
+def load_synth_policy(spec: str, weakness: Optional[Path], rollout: RolloutConfig):
+    """(the pipeline's policy, its name): the simulated agent directly, any other policy through the engine."""
+    kind, _, rest = spec.partition(":")
+    if kind == "sim":
+        if rest and weakness is not None:
+            raise ConfigError(f"--policy {spec!r} names a weakness file and so does --weakness: give it once")
+        path = Path(rest) if rest else weakness
+        name = f"sim:{path}" if path is not None else "sim"
+        return sim_policy(load_weakness(path), name=name), name
+    if weakness is not None:
+        raise ConfigError(f"--weakness is for the simulated agent, not for --policy {spec!r}")
+    return TaskRollouts(load_policy(spec), rollout), spec
 
 
 def check_url(url: str) -> str:
@@ -70,7 +109,14 @@ def synth(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the tasks (JSONL). Refused if it exists, unless --force."),
     force: bool = force_option(),
     scope: Optional[str] = scope_option(None, "Scope E/P/C of the experiment to read the frontier from (default: its newest)."),
-    weakness: Optional[Path] = typer.Option(None, "--weakness", help="Planted weaknesses of the simulated policy used for trajectory rollouts."),
+    policy: Optional[str] = typer.Option(None, "--policy", "-p", help=POLICY_HELP),
+    weakness: Optional[Path] = typer.Option(None, "--weakness", help="Planted weaknesses of the simulated agent (with a sim policy)."),
+    temperature: float = typer.Option(1.0, "--temperature", min=0.0, help="Sampling temperature of a model's rollouts (above 0, so a task can pass sometimes)."),
+    max_tokens: int = typer.Option(256, "--max-tokens", min=1, help="Longest answer of a model, in tokens."),
+    step_cap: int = typer.Option(8, "--step-cap", min=1, help="Most answers of a model in one user turn."),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Conversations a model generates together."),
+    call_timeout: float = call_timeout_option(),
+    memory_limit: int = memory_limit_option(),
     seeds: str = typer.Option("bfcl:all", "--seeds", help="Seed tasks: bfcl:CATEGORY[,CATEGORY...] or a task JSONL file."),
     rewriter_url: Optional[str] = typer.Option(
         None, "--rewriter-url", help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1) to paraphrase user turns; off by default."
@@ -81,6 +127,12 @@ def synth(
     frontier_config: FrontierConfig = None,  # type: ignore[assignment]
 ) -> None:
     """Pull the frontier from Neo4j, plan, synthesize, verify, roll out, reflect; write the valid tasks.
+
+    The rollouts that place each task in or out of the learnable zone (and that
+    reflection reads) come from --policy, by default the scope's own policy; a
+    model rolls out all of a round's tasks in one batched engine run, every tool
+    call under --call-timeout and --memory-limit.  The policy used is printed and
+    recorded in each task's provenance and each plan's history.
 
     Everything is checked before any work: --out can be written, the scope
     exists and is the experiment's, the numbers and the rewriter URL are valid.
@@ -98,12 +150,22 @@ def synth(
         config.strategies = tuple(strategy)
     if rewriter_url is not None:
         config.rewriter = Rewriter(check_url(rewriter_url), rewriter_model, api_key=os.environ.get("OPENAI_API_KEY"))
-    policy = sim_policy(load_weakness(weakness))
+    config.budget = Budget.from_env(call_timeout, memory_limit)
+    rollout = RolloutConfig(step_cap=step_cap, batch_size=batch_size, budget=config.budget,
+                            generation=GenerationConfig(temperature=temperature, max_tokens=max_tokens))
     seed_tasks = load_tasks(seeds)
+    chosen: dict[str, object] = {}
+    if policy is not None:  # a policy named on the command line is loaded (and checked) before any work
+        chosen["policy"], chosen["name"] = load_synth_policy(policy, weakness, rollout)
+        chosen["source"] = "--policy"
 
     def work(store):
         key = scope or _newest_scope(store, experiment)
         require_scope(store, key, experiment=experiment)
+        if not chosen:
+            spec = scope_policy_spec(key.split("/")[1])
+            chosen["policy"], chosen["name"] = load_synth_policy(spec, weakness, rollout)
+            chosen["source"] = "the scope's policy"
         edges = frontier(store, key, frontier_config, check=False)
         # `ambiguous` edges (composition or weak tool: the data cannot tell) are probed by
         # `ace diagnose`, not trained on
@@ -114,7 +176,7 @@ def synth(
                 "no composition is significantly weaker than its parts. Ingest more rollouts, or lower --min-support."
             )
         with Progress("synthesizing", config.n, disable=as_json) as progress:
-            result = synthesize(edges, seed_tasks, seeds_by_target(edges, seed_tasks), policy, config,
+            result = synthesize(edges, seed_tasks, seeds_by_target(edges, seed_tasks), chosen["policy"], config,
                                 progress=progress.advance)
         write_tasks(out, result.tasks)
         store.upsert_tasks(result.tasks)
@@ -122,14 +184,20 @@ def synth(
         store.upsert_lineage(experiment, result.lineage)
         return key, edges, result
 
-    key, edges, result = with_store(work)
-    summary = {"scope": key, "out": str(out), **result.summary()}
+    try:
+        key, edges, result = with_store(work)
+    finally:
+        close = getattr(chosen.get("policy"), "close", None)
+        if close is not None:
+            close()
+    summary = {"scope": key, "out": str(out), **result.summary(), "policy_source": chosen["source"]}
     if config.rewriter is not None:
         summary["paraphrases"] = {"accepted": config.rewriter.accepted, "rejected": config.rewriter.rejected}
     if as_json:
         print(json.dumps(summary))
         return
     c = console()
+    c.print(esc(f"Rollouts by {summary['policy']} ({summary['policy_source']})"))
     c.print(esc(f"Frontier of {key}: {len(edges)} edges; {summary['plans']} plans "
                 f"({summary['retired']} retired by reflection)"))
     c.print(esc(f"Wrote {summary['tasks']} verified tasks to {out} from {summary['attempted']} attempts"))

@@ -75,3 +75,72 @@ def test_reflection_runs_every_round_and_plans_are_distinct(seeds):
     rates = [t.provenance["pass_rate"] for t in result.tasks]
     assert all(0.0 <= x <= 1.0 for x in rates)
     assert any(t.provenance["learnable"] for t in result.tasks)
+
+
+class HalfRight:
+    """A batched, non-simulated policy: the ground truth for even samples, nothing for odd ones."""
+
+    name = "scripted:half-right"
+
+    def __init__(self):
+        self.calls: list[tuple[list[str], int]] = []
+
+    def rollouts(self, tasks, n, seed):
+        self.calls.append(([t.id for t in tasks], n))
+        return [[[list(turn.ground_truth) for turn in t.turns] if k % 2 == 0 else [] for k in range(n)]
+                for t in tasks]
+
+
+def test_a_batched_policy_rolls_out_each_round_at_once_and_is_recorded(seeds):
+    tasks, by_target = seeds
+    policy = HalfRight()
+    config = SynthConfig(n=8, rounds=2, plans=4, rollouts_per_task=4, seed=0)
+    result = synthesize(FRONTIER, tasks, by_target, policy, config)
+    assert len(result.tasks) == 8 and result.summary()["policy"] == "scripted:half-right"
+    # one engine run per round, holding every valid task of that round, 4 samples each
+    assert len(policy.calls) == 2 and [n for _, n in policy.calls] == [4, 4]
+    assert sorted(i for ids, _ in policy.calls for i in ids) == sorted(t.id for t in result.tasks)
+    for t in result.tasks:
+        assert t.provenance["policy"] == "scripted:half-right"
+        assert t.provenance["pass_rate"] == 0.5 and t.provenance["learnable"]
+    rolled = [p for p in result.plans if p.stats.rollouts]
+    assert rolled and all("rollouts by scripted:half-right" in p.history for p in rolled)
+    assert all(p.stats.attributions.get("stopped_early") for p in rolled)
+
+
+def test_a_plain_callable_policy_is_named_in_provenance(seeds):
+    tasks, by_target = seeds
+    result = synthesize(FRONTIER, tasks, by_target, sim_policy(WEAK, name="sim:weak.toml"),
+                        SynthConfig(n=4, rounds=1, plans=2, rollouts_per_task=2))
+    assert {t.provenance["policy"] for t in result.tasks} == {"sim:weak.toml"}
+
+
+def test_a_hanging_rollout_is_verified_under_the_budget(seeds):
+    """A model's rollout may ask for a call that never returns: synthesis still finishes, attributing it."""
+    import time
+
+    from ace_env.sandbox import Budget
+
+    class Runaway(HalfRight):
+        def rollouts(self, tasks, n, seed):
+            out = super().rollouts(tasks, n, seed)
+            for per_task in out:
+                per_task[1] = [["power(base=10, exponent=1000000000)"]]
+            return out
+
+    tasks, by_target = seeds
+    math = [t for t in tasks.values() if "MathAPI" in t.involved_classes]
+    assert math  # power() is offered only with MathAPI: aim at a target its tasks hold
+    pair = next(p for t in math for p in adjacent_pairs(tag_task(t))[0])
+    a, b = pair.split(">")
+    frontier = [{"from": a, "to": b, "n": 100, "fragility": 0.5, "fragility_low": 0.4}]
+    ids = [t.id for t in math if pair in adjacent_pairs(tag_task(t))[0]]
+    start = time.monotonic()
+    result = synthesize(frontier, tasks, {(a, b): ids}, Runaway(), SynthConfig(
+        n=2, rounds=1, plans=1, rollouts_per_task=2, strategies=("distractor", "ambiguity", "depth"),
+        budget=Budget(call_seconds=1.0)))
+    assert time.monotonic() - start < 60
+    assert result.tasks
+    stats = result.plans[0].stats
+    assert stats.attributions == {"timeout": len(result.tasks)}  # one hanging sample per task, ended as timeout
+    assert all(t.provenance["pass_rate"] == 0.5 for t in result.tasks)

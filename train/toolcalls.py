@@ -1,0 +1,278 @@
+"""The rollout engine's tool calls, each under a wall-clock and a memory budget.
+
+A policy's answer is model output, and model output can ask for
+``power(base=10, exponent=1000000000)``: one C-level bigint operation that
+never returns to the interpreter.  Run in the engine's own process, that one
+call would stall every conversation of the batch (and the model) forever.  So
+the engine never executes a call itself: the environments of all its live
+rollouts live in one long-lived *forked* worker process (forked, so it
+inherits the loaded BFCL classes and the tasks without pickling them), the
+same way :mod:`ace_env.sandbox` bounds the verifier, with the same
+:class:`ace_env.sandbox.Budget` (and so the same flags, ``--call-timeout`` and
+``--memory-limit``):
+
+* each engine step sends the calls of the whole batch in one message; the
+  worker runs them in order (a rollout's calls against that rollout's own
+  :class:`ace_env.executor.Environment`) and stamps the start of every call
+  into a shared clock (:func:`ace_env.executor.set_call_clock`);
+* the parent sleeps exactly until the running call's deadline; a call still
+  running then gets the worker killed (SIGKILL), and ends *its* rollout with
+  ``timeout``; a call that runs out of the worker's ``RLIMIT_AS`` (its size at
+  start + ``memory_mb``) ends its rollout with ``resource_limit`` (a
+  ``MemoryError`` inside the call, or a worker that dies anyway);
+* the memory budget bounds the worker's growth, and the worker holds the
+  environments of all the live rollouts (at most the engine's ``batch_size``;
+  each is freed when its rollout ends), where the verifier holds one at a time;
+* the other rollouts go on: a fresh worker is forked, and it rebuilds each
+  of their environments the first time it is asked for a call of theirs, by
+  replaying that rollout's earlier calls (the executor is deterministic: fresh
+  instances from the task's initial configuration, seeded generators), then
+  the calls of the batch the killed worker had not answered are sent again.
+
+Why not a fork per call (child runs the call, returns the StepResult and the
+environment's ``checkpoint()``)?  That pays a process start (of a process that
+may hold a model) and a pickle of the environment's whole state on every
+call; the long-lived worker pays one pipe round trip per engine step, and the
+replay only when a call was killed (not measured against each other).  Measured on this machine (2 cores shared with
+other work, so noisy; the simulated agent, which answers in microseconds, so
+the tool calls are all there is): all 200 ``bfcl:base`` tasks, 1,142 calls,
+batches of 8, three runs each way — 0.69 / 0.96 / 1.20 s with the calls in the
+engine's process (``RolloutConfig(budget=None)``), 1.14 / 1.21 / 2.03 s through
+the worker: about 0.4 ms per call (best against best; one round trip per
+engine step carries the calls of the whole batch).  Next to a model's answer
+(seconds on 2 CPU cores, tens of ms on a GPU) it does not show.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ace_env import executor
+from ace_env.errors import BudgetExceeded
+from ace_env.executor import Environment, StepResult
+from ace_env.sandbox import Budget, _address_space, _die_with_parent
+from ace_env.tasks import Task
+from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
+
+log = logging.getLogger(__name__)
+
+#: Slots of the shared clock: [0] start of the running call (0.0 when none), [1] index in the batch.
+_CALL, _INDEX = 0, 1
+
+
+@dataclass(frozen=True)
+class Overrun:
+    """A call that went over its budget: ``kind`` is ``timeout`` or ``resource_limit``; it ends its rollout."""
+
+    kind: str
+    detail: str
+
+
+#: One call to run: (rollout id, the call as the policy wrote it, the user turn it is made in).
+Item = tuple[str, Any, int]
+
+
+def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict[str, Task], memory_mb: int) -> None:
+    import resource
+
+    _die_with_parent()
+    if os.getppid() != parent_pid:  # the parent died before the death signal was armed
+        os._exit(0)
+    parent_end.close()
+    size = _address_space()
+    if size is not None:
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (size + memory_mb * (1 << 20),
+                                                    resource.getrlimit(resource.RLIMIT_AS)[1]))
+        except (ValueError, OSError):  # a hard limit below ours: keep the tighter one
+            pass
+    executor.set_call_clock(clock)
+    envs: dict[str, Environment] = {}
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        drops, batch = message
+        for rid in drops:
+            envs.pop(rid, None)
+        out: list[StepResult | Overrun] = []
+        ended: set[str] = set()
+        for i, (rid, replay, call, turn) in enumerate(batch):
+            clock[_INDEX] = i
+            if rid in ended:  # an earlier call of this rollout went over budget: it has ended
+                out.append(Overrun(RESOURCE_LIMIT, "an earlier call of the rollout ran out of memory"))
+                continue
+            try:
+                if replay is not None:  # first call of this rollout in this worker: rebuild its environment
+                    env = envs[rid] = Environment(tasks[rid])
+                    for old_call, old_turn in replay:
+                        env.call(old_call, old_turn)
+                out.append(envs[rid].call(call, turn))
+            except (BudgetExceeded, MemoryError) as e:
+                envs.pop(rid, None)
+                ended.add(rid)
+                out.append(Overrun(RESOURCE_LIMIT, f"ran out of the memory budget ({e})"))
+            except Exception as e:  # a defect of the executor is this call's error output, not a dead batch
+                log.debug("the executor failed on %r", call, exc_info=True)
+                out.append(StepResult(call, executor.ERROR, detail=f"ACE's executor failed ({type(e).__name__}: {e})"))
+        try:
+            conn.send(out)
+        except MemoryError:  # the results themselves do not fit: the parent sees the worker die
+            os._exit(3)
+
+
+class BoundedCalls:
+    """The environments of an engine's rollouts, in a watched worker; every call under ``budget``.
+
+    ``tasks`` maps each rollout id the engine will use to its task (known up
+    front, so the forked worker inherits them).
+
+    >>> with BoundedCalls({"t#0": task}, Budget(call_seconds=2)) as calls:        # doctest: +SKIP
+    ...     [result] = calls.run([("t#0", "ls()", 0)])  # a StepResult, or an Overrun
+    """
+
+    def __init__(self, tasks: dict[str, Task], budget: Budget | None = None):
+        self.tasks = tasks
+        self.budget = budget or Budget()
+        self._ctx = multiprocessing.get_context("fork")
+        self._clock = self._ctx.RawArray("d", 2)
+        self._proc: Any = None
+        self._conn: Any = None
+        self._history: dict[str, list[tuple[Any, int]]] = {}  # calls each live rollout has made
+        self._in_worker: set[str] = set()  # rollouts whose environment the current worker holds
+        self._drops: list[str] = []
+        self.restarts = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> "BoundedCalls":
+        """Fork the worker now; later calls do nothing while it lives."""
+        if self._proc is None:
+            parent, child = self._ctx.Pipe()
+            self._clock[_CALL] = self._clock[_INDEX] = 0.0
+            self._proc = self._ctx.Process(
+                target=_worker, name="ace-rollout-calls", daemon=True,
+                args=(child, parent, os.getpid(), self._clock, self.tasks, self.budget.memory_mb),
+            )
+            self._proc.start()
+            child.close()
+            self._conn = parent
+            self._in_worker = set()
+            self._drops = []
+        return self
+
+    def close(self) -> None:
+        """Stop the worker."""
+        if self._proc is None:
+            return
+        try:
+            self._conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self._proc.join(timeout=2)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
+        self._conn.close()
+        self._proc = self._conn = None
+
+    def _kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.join()
+            self._conn.close()
+            self._proc = self._conn = None
+            self.restarts += 1
+
+    def __enter__(self) -> "BoundedCalls":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def finish(self, rollout_id: str) -> None:
+        """A rollout has ended: its environment is freed (with the next batch)."""
+        self._history.pop(rollout_id, None)
+        if rollout_id in self._in_worker:
+            self._in_worker.discard(rollout_id)
+            self._drops.append(rollout_id)
+
+    # ------------------------------------------------------------------ calls
+
+    def run(self, items: Sequence[Item]) -> list[StepResult | Overrun]:
+        """Run the calls in order; each result is a StepResult, or an Overrun that ended its rollout."""
+        results: list[StepResult | Overrun | None] = [None] * len(items)
+        todo = list(range(len(items)))
+        while todo:
+            got, failed_at, why = self._round([items[i] for i in todo])
+            for i, res in zip(todo, got):
+                results[i] = res
+                rid, call, turn = items[i]
+                if isinstance(res, Overrun):
+                    self.finish(rid)
+                else:
+                    self._history.setdefault(rid, []).append((call, turn))
+            if failed_at is None:
+                break
+            bad = todo[failed_at]
+            rid = items[bad][0]
+            if why == TIMEOUT:
+                over = Overrun(TIMEOUT, f"the call ran over the {self.budget.call_seconds:g} s budget")
+            else:
+                over = Overrun(RESOURCE_LIMIT, f"the worker died ({why}) over the {self.budget.memory_mb} MiB budget")
+            log.info("rollout %r: %s", rid, over.detail)
+            results[bad] = over
+            self.finish(rid)
+            # Results of the calls before it were lost with the worker: they run again in a fresh one
+            # (after their rollouts' environments are rebuilt); later calls of the ended rollout never run.
+            todo = [j for j in todo if results[j] is None and items[j][0] != rid]
+            for j in [j for j in range(len(items)) if results[j] is None and items[j][0] == rid]:
+                results[j] = Overrun(over.kind, "an earlier call of the rollout went over budget")
+        return results  # type: ignore[return-value]
+
+    def _round(self, items: list[Item]) -> tuple[list[StepResult | Overrun], int | None, str]:
+        """Send one batch and wait: (results, index that failed or None, why it failed)."""
+        self.start()
+        batch = []
+        for rid, call, turn in items:
+            replay = None
+            if rid not in self._in_worker:
+                replay = list(self._history.get(rid, ()))
+                self._in_worker.add(rid)
+            batch.append((rid, replay, call, turn))
+        drops, self._drops = self._drops, []
+        try:
+            self._conn.send((drops, batch))
+        except (OSError, ValueError):
+            self._kill()
+            return [], 0, "it could not be reached"
+        limit = self.budget.call_seconds
+        clock = self._clock
+        while True:
+            started = clock[_CALL]
+            wait = limit if not started else started + limit - time.monotonic()
+            if wait <= 0:
+                index = int(clock[_INDEX])
+                self._kill()
+                return [], index, TIMEOUT
+            try:
+                ready = self._conn.poll(wait)
+            except (OSError, EOFError):
+                ready = True
+            if ready:
+                try:
+                    return self._conn.recv(), None, ""
+                except (EOFError, OSError):
+                    index = int(clock[_INDEX])
+                    self._proc.join()
+                    code = self._proc.exitcode
+                    self._kill()
+                    return [], index, f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
