@@ -34,7 +34,6 @@ from typing import Any
 
 from ace.stages import curriculum_round
 from ace_env.rollouts import load_task_set
-from ace_env.tasks import Task
 from ace_env.workspace import ace_home
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier
@@ -46,7 +45,7 @@ from train.evaluation import evaluate
 from train.grpo import GRPORunConfig, train_grpo
 from train.models import resolve_model
 from train.policies import GenerationConfig, load_policy, policy_name
-from train.rollouts import RolloutConfig, RolloutEngine
+from train.rollouts import RolloutConfig, TaskRollouts
 from train.sft import SFTRunConfig, train_sft
 
 log = logging.getLogger(__name__)
@@ -100,18 +99,12 @@ def _write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def engine_policy(spec: str, config: LoopConfig) -> Callable[[Task, random.Random], list[list[Any]]]:
-    """The synthesis pipeline's policy seam (task, rng) → turns, served by a real policy through the engine."""
-    policy = load_policy(spec)
-
-    def rollout(task: Task, rng: random.Random) -> list[list[Any]]:
-        engine = RolloutEngine(policy, RolloutConfig(
-            step_cap=config.step_cap,
-            generation=GenerationConfig(temperature=1.0, max_tokens=config.max_tokens, seed=rng.randrange(2**31)),
-        ))
-        return next(iter(engine.run([task])))["turns"]
-
-    return rollout
+def engine_policy(spec: str, config: LoopConfig) -> TaskRollouts:
+    """The synthesis pipeline's policy, served by a real model through the engine: a round's tasks in one batched run."""
+    return TaskRollouts(load_policy(spec), RolloutConfig(
+        step_cap=config.step_cap,
+        generation=GenerationConfig(temperature=1.0, max_tokens=config.max_tokens),
+    ))
 
 
 class Loop:

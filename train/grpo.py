@@ -43,8 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from ace_env.errors import ConfigError
+from ace_env.sandbox import Budget
 from ace_env.tasks import Task
-from ace_env.verifier import verify
+from ace_env.verifier import over_budget, verify
 from train.filtering import FillStats, Group, fill_batch
 from train.policies.base import GenerationConfig, Policy
 from train.policies.hf import HFPolicy, set_torch_threads
@@ -75,6 +76,10 @@ class GRPORunConfig:
     beta: float = field(default=0.0, metadata={"help": "KL coefficient against the reference model (0: none)."})
     seed: int = field(default=0, metadata={"help": "Seed of prompt order and sampling."})
     compact_tools: bool = field(default=True, metadata={"help": "List tools as compact signatures."})
+    call_timeout: float = field(
+        default=Budget.call_seconds,
+        metadata={"help": "Wall-clock budget of one tool call in a rollout, seconds; a call over it ends its rollout (reward 0)."},
+    )
 
     def __post_init__(self) -> None:
         for name in ("steps", "prompts_per_step", "generations", "max_tokens", "step_cap"):
@@ -92,6 +97,7 @@ class GRPORunConfig:
             )
         if self.learning_rate <= 0:
             raise ConfigError(f"learning-rate must be positive, got {self.learning_rate}.")
+        Budget(call_seconds=self.call_timeout)  # its own one-line error when out of range
 
 
 def reward_of(verdict: Any, partial_credit: float) -> float:
@@ -183,6 +189,7 @@ class ACERollout:
                     n_per_task=G,
                     step_cap=self.config.step_cap,
                     batch_size=len(task_ids) * G,
+                    budget=Budget(call_seconds=self.config.call_timeout),
                     generation=GenerationConfig(
                         temperature=self.config.temperature,
                         max_tokens=self.config.max_tokens,
@@ -198,7 +205,15 @@ class ACERollout:
             by_task: dict[str, list[tuple[dict[str, Any], float]]] = {t: [] for t in task_ids}
             for row in rows:
                 task = self.tasks[row["task_id"]]
-                verdict = verify(task, row["turns"], rollout_id=row["rollout_id"])
+                ended = row["meta"].get("ended")
+                if ended:
+                    # A tool call went over budget: the engine ended the rollout there (reward 0); the
+                    # verifier must not run that call again, unbounded, in this process.
+                    turn = max(len(row["turns"]) - 1, 0)
+                    step = max(len(row["turns"][-1]) - 1, 0) if row["turns"] else 0
+                    verdict = over_budget(task, row["rollout_id"], ended, row["meta"].get("ended_detail", ""), turn, step)
+                else:
+                    verdict = verify(task, row["turns"], rollout_id=row["rollout_id"])
                 row["verdict"] = verdict.to_dict()
                 by_task[row["task_id"]].append((row, reward_of(verdict, self.config.partial_credit)))
             timing["verify"] += time.perf_counter() - start

@@ -127,3 +127,34 @@ def test_two_grpo_steps_on_a_tiny_model(tasks, tiny, tmp_path):
     assert seen == [2]
     policy = HFPolicy("hf:" + str(out), str(out))  # the result loads as a policy
     assert policy.model.config.num_hidden_layers == 2
+
+
+
+def test_a_rollout_cut_by_the_tool_budget_scores_zero_without_running_the_call_again():
+    """A sample whose tool call hangs is ended by the engine's budget; GRPO scores it 0 and moves on
+    (before, its reward was computed by re-running the same call in-process, unbounded)."""
+    import time
+
+    math_task = "multi_turn_base_15"  # offers MathAPI's power() in every turn
+    tasks = {t.id: t for t in bfcl.load_tasks("base") if t.id == math_task}
+
+    class Runaway(SimPolicy):
+        def generate(self, conversations, config):
+            out = super().generate(conversations, config)
+            for conv, reply in zip(conversations, out):
+                if conv.key.endswith("#0") and conv.turn == 0 and conv.messages[-1]["role"] == "user":
+                    reply.message["content"] = "[power(base=10, exponent=1000000000)]"  # one C-level op: never returns
+                    reply.message.pop("tool_calls", None)
+            return out
+
+    perfect = parse_weakness({"defaults": {"error": 0.0}})
+    config = GRPORunConfig(prompts_per_step=1, generations=2, dynamic_filtering=False, call_timeout=1.0)
+    rollout = ACERollout(tasks, config, ACE_CHAT_TEMPLATE, policy_factory=lambda trainer: Runaway("sim:perfect", perfect))
+    start = time.monotonic()
+    [group] = rollout._sample(rollout.policy_factory(None), {"generate": 0.0, "verify": 0.0})([math_task])
+    assert time.monotonic() - start < 60
+    by_sample = {row["meta"]["sample"]: (row, reward) for row, reward in zip(group.samples, group.rewards)}
+    cut, cut_reward = by_sample[0]
+    assert cut["meta"]["ended"] == "timeout" and cut["verdict"]["attribution"] == "timeout" and cut_reward == 0.0
+    whole, whole_reward = by_sample[1]
+    assert "ended" not in whole["meta"] and whole_reward == verify(tasks[math_task], whole["turns"]).reward == 1.0
