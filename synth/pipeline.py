@@ -11,6 +11,12 @@ always, attributions) and retires or adjusts it; retired plans are replaced
 by plans on untried (target, strategy, style) combinations.
 
 Everything is seeded from one integer: the same seed gives the same tasks.
+
+The trajectory rollouts and their verification, the per-candidate work that
+does not steer the round (a valid task counts as made whatever its pass rate),
+go to a runner (:func:`ace_env.scaleout.runner_for`): at once in this process,
+or as Ray tasks, collected in order before the round's reflection.  Each
+rollout is seeded by (seed, task id, k), so the tasks are the same either way.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from ace_env.scaleout import LocalRunner, RayRunner
 from ace_env.sim import simulate_one
 from ace_env.tasks import Task
 from ace_env.verifier import verify
@@ -98,6 +105,15 @@ def _rng(seed: int, *parts: Any) -> random.Random:
     return random.Random(":".join(map(str, (seed,) + parts)))
 
 
+def rollout_verdicts(task: Task, policy: Policy, seed: int, n: int) -> list[tuple[float, str | None]]:
+    """(reward, attribution) of ``n`` seeded rollouts of ``policy`` on ``task`` (runs on a Ray worker too)."""
+    out = []
+    for k in range(n):
+        verdict = verify(task, policy(task, _rng(seed, "rollout", task.id, k)))
+        out.append((verdict.reward, verdict.attribution))
+    return out
+
+
 def _styled(task: Task, style: str, rng: random.Random | None = None) -> Task:
     if style == "plain" or not task.turns or not task.turns[0].user:
         return task
@@ -120,9 +136,14 @@ def synthesize(
     config: SynthConfig,
     round_offset: int = 0,
     progress: Callable[[int], None] | None = None,
+    runner: LocalRunner | RayRunner | None = None,
 ) -> SynthResult:
-    """Run K rounds of plan → synthesize → check → roll out → verify → reflect."""
+    """Run K rounds of plan → synthesize → check → roll out → verify → reflect.
 
+    ``runner`` (default: this process) runs the rollouts of each valid task.
+    """
+
+    runner = runner or LocalRunner()
     result = SynthResult()
     domains = {
         target: tuple(sorted({c for sid in ids if sid in seeds for c in seeds[sid].involved_classes}))
@@ -146,6 +167,7 @@ def synthesize(
         budget = {p.id: max(1, asked[p.id]) * config.max_attempts_factor for p in active}
         made = {p.id: 0 for p in active}
         attempts = {p.id: 0 for p in active}
+        pending: list[tuple[Plan, Task, Any]] = []  # valid tasks whose rollouts are on the runner
 
         def run_plan(plan: Plan, want: int) -> None:
             while made[plan.id] < want and attempts[plan.id] < budget[plan.id]:
@@ -177,18 +199,8 @@ def synthesize(
                     plan.stats.rejections[reason] = plan.stats.rejections.get(reason, 0) + 1
                 return False
             plan.stats.valid += 1
-            passes = 0
-            for k in range(config.rollouts_per_task):
-                verdict = verify(task, policy(task, _rng(config.seed, "rollout", task.id, k)))
-                passes += verdict.reward == 1.0
-                if verdict.attribution:
-                    plan.stats.attributions[verdict.attribution] = plan.stats.attributions.get(verdict.attribution, 0) + 1
-            plan.stats.rollouts += config.rollouts_per_task
-            plan.stats.passed += passes
-            learnable = 0 < passes < config.rollouts_per_task
-            plan.stats.learnable += learnable
-            task.provenance = {**task.provenance, "pass_rate": passes / config.rollouts_per_task,
-                               "learnable": learnable}
+            pending.append((plan, task, runner.submit(rollout_verdicts, task, policy, config.seed,
+                                                      config.rollouts_per_task)))
             result.tasks.append(task)
             result.lineage.append({
                 "task": task.id, "plan": plan.id, "parents": list(task.provenance.get("parents", [])),
@@ -215,6 +227,8 @@ def synthesize(
                 before = made[plan.id]
                 run_plan(plan, made[plan.id] + 1)
                 deficit -= made[plan.id] - before
+        for plan, task, handle in pending:  # in the order the tasks were made
+            _score(plan, task, runner.get(handle), config.rollouts_per_task)
         for plan in active:
             note = reflect(plan)
             result.reflections.append({"round": round_no, "plan": plan.id, "note": note,
@@ -228,6 +242,20 @@ def synthesize(
             plans.extend(fresh)
             result.plans.extend(fresh)
     return result
+
+
+def _score(plan: Plan, task: Task, verdicts: list[tuple[float, str | None]], n: int) -> None:
+    """A valid task's rollout verdicts into its plan's statistics and its provenance."""
+    passes = 0
+    for reward, attribution in verdicts:
+        passes += reward == 1.0
+        if attribution:
+            plan.stats.attributions[attribution] = plan.stats.attributions.get(attribution, 0) + 1
+    plan.stats.rollouts += n
+    plan.stats.passed += passes
+    learnable = 0 < passes < n
+    plan.stats.learnable += learnable
+    task.provenance = {**task.provenance, "pass_rate": passes / n, "learnable": learnable}
 
 
 def seeds_by_target(frontier: list[dict[str, Any]], seeds: dict[str, Task]) -> dict[tuple[str, str], list[str]]:

@@ -51,6 +51,11 @@ class RolloutConfig:
                 raise PolicyError(f"{name} must be at least 1, not {getattr(self, name)}")
 
 
+def rollout_id(task: Task, sample: int) -> str:
+    """The id of sample ``sample`` of ``task``."""
+    return f"{task.id}#{sample}"
+
+
 class User(Protocol):
     """Who speaks the user's turns (the seam for an LLM user simulator)."""
 
@@ -106,7 +111,7 @@ class RolloutEngine:
         self.user = user or ScriptedUser()
 
     def _start(self, task: Task, sample: int) -> _Live:
-        rid = f"{task.id}#{sample}"
+        rid = rollout_id(task, sample)
         messages = [{"role": "system", "content": self.config.system_prompt}]
         live = _Live(task, sample, rid, Environment(task), Conversation(messages, [], rid, task, 0))
         self._open_turn(live, 0)
@@ -181,7 +186,12 @@ class RolloutEngine:
 
     def run(self, tasks: Iterable[Task], on_done: Callable[[dict[str, Any]], None] | None = None) -> Iterator[dict[str, Any]]:
         """Roll out every task ``n_per_task`` times; rows are yielded as rollouts finish."""
-        pending = [(t, g) for t in tasks for g in range(self.config.n_per_task)]
+        return self.run_samples(rollout_samples(tasks, self.config.n_per_task), on_done)
+
+    def run_samples(self, samples: Iterable[tuple[Task, int]],
+                    on_done: Callable[[dict[str, Any]], None] | None = None) -> Iterator[dict[str, Any]]:
+        """Roll out the given (task, sample number) pairs; rows are yielded as rollouts finish."""
+        pending = list(samples)
         pending.reverse()
         live: list[_Live] = []
         size = self.config.batch_size
@@ -205,6 +215,32 @@ class RolloutEngine:
                 else:
                     still.append(x)
             live = still
+
+
+def rollout_samples(tasks: Iterable[Task], n_per_task: int) -> list[tuple[Task, int]]:
+    """Every (task, sample number) of a run, in the canonical order: task by task, samples in order."""
+    return [(t, g) for t in tasks for g in range(n_per_task)]
+
+
+def in_order(rows: Iterable[dict[str, Any]], order: list[str]) -> Iterator[dict[str, Any]]:
+    """Rows (as they finish) in the order of their rollout ids in ``order``, each as soon as its turn comes.
+
+    Rows that finish early wait in a buffer, so a run's file is the same however its
+    conversations were batched or spread over workers.
+    """
+    position = {rid: i for i, rid in enumerate(order)}
+    waiting: dict[int, dict[str, Any]] = {}
+    nxt = 0
+    for row in rows:
+        i = position.get(row["rollout_id"])
+        if i is None or i in waiting or i < nxt:
+            raise PolicyError(f"rollout {row['rollout_id']!r} was not asked for, or came twice")
+        waiting[i] = row
+        while nxt in waiting:
+            yield waiting.pop(nxt)
+            nxt += 1
+    if waiting or nxt != len(order):
+        raise PolicyError(f"{len(order) - nxt} of {len(order)} rollouts did not come back")
 
 
 def write_rollouts(rows: Iterable[dict[str, Any]], f: Any) -> dict[str, Any]:
