@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
+import socket
 from collections import deque
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -60,17 +60,47 @@ def is_loopback(address: str) -> bool:
     return (host if sep else address) in LOOPBACK_HOSTS
 
 
-def _ray(loopback: bool = False) -> Any:
-    if loopback:
-        os.environ[SINGLE_MACHINE_ENV] = "0"  # read by Ray at import, and by the processes it starts
+def _machine_ip() -> str | None:
+    """The address this machine reaches others from (no packet is sent), as Ray finds its node IP."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1: routing decides the source address, nothing is sent
+            return s.getsockname()[0]
+    except OSError:
+        return None
+
+
+def single_machine(address: str) -> bool:
+    """Whether this driver must run in Ray's single-machine mode (node IP 127.0.0.1) for ``address``.
+
+    ``local``: yes (ACE starts that Ray itself, on loopback).  A loopback ``host:port``: yes when
+    that cluster listens on loopback only (it was started in that mode, as `.ci/run` starts
+    its), no when its GCS also answers on the machine's address (a cluster started plainly,
+    whose node IP is that address).  Anything else: no.  An explicit
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER in the environment wins.
+    """
+    if os.environ.get(SINGLE_MACHINE_ENV) in ("0", "1"):
+        return os.environ[SINGLE_MACHINE_ENV] == "0"
+    if address == "local":
+        return True
+    if not is_loopback(address):
+        return False
+    port = address.rpartition(":")[2]
+    ip = _machine_ip()
+    if not port.isdigit() or ip is None or ip.startswith("127."):
+        return True
+    try:
+        socket.create_connection((ip, int(port)), timeout=2).close()
+    except OSError:
+        return True
+    return False
+
+
+def _ray() -> Any:
     try:
         import ray
     except ModuleNotFoundError as e:
         raise ConfigError("--ray needs the `ray` package: pip install -e '.[ray]' (scripts/setup.sh installs it)") from e
-    if loopback:
-        constants = sys.modules.get("ray._private.ray_constants")
-        if constants is not None:  # Ray was imported before the variable was set: the same switch, set late
-            constants.ENABLE_RAY_CLUSTER = False
     return ray
 
 
@@ -81,15 +111,20 @@ def connect(address: str, num_cpus: int | None = None) -> tuple[Any, bool]:
     """
     if not address or not address.strip():
         raise ConfigError("--ray needs an address (host:port), `auto` or `local`")
-    loopback = is_loopback(address)
-    ray = _ray(loopback)
+    ray = _ray()
     if ray.is_initialized():
         return ray, False
+    single = single_machine(address)
+    # Ray reads the variable once, at import, into this switch: set it for this connection.
+    ray._private.ray_constants.ENABLE_RAY_CLUSTER = not single
     kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
     if address == "local":
         kwargs.update(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1")
     else:
         kwargs.update(address=address)
+    saved = os.environ.get(SINGLE_MACHINE_ENV)
+    if single:
+        os.environ[SINGLE_MACHINE_ENV] = "0"  # for the processes `local` starts
     try:
         ray.init(**kwargs)
     except (ConnectionError, RuntimeError, ValueError) as e:
@@ -97,6 +132,11 @@ def connect(address: str, num_cpus: int | None = None) -> tuple[Any, bool]:
             f"Cannot connect to a Ray cluster at {address!r}: {str(e).splitlines()[0]}. "
             "Start one with `ray start --head`, give its address (host:port), or use `local`."
         ) from e
+    finally:  # they have read it by now; a later connection decides afresh
+        if saved is None:
+            os.environ.pop(SINGLE_MACHINE_ENV, None)
+        else:
+            os.environ[SINGLE_MACHINE_ENV] = saved
     return ray, True
 
 
