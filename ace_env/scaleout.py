@@ -5,6 +5,18 @@
 :class:`RayVerifier` connected to the Ray cluster at ``address`` (``auto``
 finds a running local one; ``host:port`` names its head node).  Both have the
 same interface (``verify_stream``, ``verify_many``, a context manager).
+:func:`runner_for` gives the same choice for any function (``ace synth``
+spreads its per-candidate rollouts with it): :class:`LocalRunner` calls it
+at once, :class:`RayRunner` runs it as a Ray task.
+
+Addresses: ``auto`` (a running local cluster), ``host:port`` (its head node)
+or ``local`` (ACE starts a private single-node Ray in this process and stops
+it at the end).  For ``local`` and for loopback addresses every Ray listener
+(GCS, raylet, object manager, runtime-env agent, the workers' and this
+driver's gRPC servers) stays on 127.0.0.1: Ray replaces a loopback node IP by
+the machine's address unless ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (its
+single-machine mode), so :func:`connect` sets that before Ray starts.  The
+dashboard is not started.
 
 The tasks are put into Ray's object store once; rollouts go out in batches
 (``batch_size``), at most ``in_flight`` batches at a time, and come back in
@@ -20,6 +32,8 @@ an address is given.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from collections import deque
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -33,12 +47,149 @@ log = logging.getLogger(__name__)
 _WORKER_VERIFIERS: dict[str, BoundedVerifier] = {}
 
 
+#: Ray's switch that keeps a loopback node IP (else Ray replaces 127.0.0.1 by the machine's address).
+SINGLE_MACHINE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def is_loopback(address: str) -> bool:
+    """``local``, or a ``host:port`` whose host is a loopback address."""
+    if address == "local":
+        return True
+    host, sep, _port = address.rpartition(":")
+    return (host if sep else address) in LOOPBACK_HOSTS
+
+
+def _machine_ip() -> str | None:
+    """The address this machine reaches others from (no packet is sent), as Ray finds its node IP."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1: routing decides the source address, nothing is sent
+            return s.getsockname()[0]
+    except OSError:
+        return None
+
+
+def single_machine(address: str) -> bool:
+    """Whether this driver must run in Ray's single-machine mode (node IP 127.0.0.1) for ``address``.
+
+    ``local``: yes (ACE starts that Ray itself, on loopback).  A loopback ``host:port``: yes when
+    that cluster listens on loopback only (it was started in that mode, as `.ci/run` starts
+    its), no when its GCS also answers on the machine's address (a cluster started plainly,
+    whose node IP is that address).  Anything else: no.  An explicit
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER in the environment wins.
+    """
+    if os.environ.get(SINGLE_MACHINE_ENV) in ("0", "1"):
+        return os.environ[SINGLE_MACHINE_ENV] == "0"
+    if address == "local":
+        return True
+    if not is_loopback(address):
+        return False
+    port = address.rpartition(":")[2]
+    ip = _machine_ip()
+    if not port.isdigit() or ip is None or ip.startswith("127."):
+        return True
+    try:
+        socket.create_connection((ip, int(port)), timeout=2).close()
+    except OSError:
+        return True
+    return False
+
+
 def _ray() -> Any:
     try:
         import ray
     except ModuleNotFoundError as e:
         raise ConfigError("--ray needs the `ray` package: pip install -e '.[ray]' (scripts/setup.sh installs it)") from e
     return ray
+
+
+def connect(address: str, num_cpus: int | None = None) -> tuple[Any, bool]:
+    """Connect to (or, for ``local``, start) Ray; returns the module and whether this call connected.
+
+    ``num_cpus`` only applies to ``local``.  A second call while connected reuses the connection.
+    """
+    if not address or not address.strip():
+        raise ConfigError("--ray needs an address (host:port), `auto` or `local`")
+    ray = _ray()
+    if ray.is_initialized():
+        return ray, False
+    single = single_machine(address)
+    # Ray reads the variable once, at import, into this switch: set it for this connection.
+    ray._private.ray_constants.ENABLE_RAY_CLUSTER = not single
+    kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
+    if address == "local":
+        kwargs.update(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1")
+    else:
+        kwargs.update(address=address)
+    saved = os.environ.get(SINGLE_MACHINE_ENV)
+    if single:
+        os.environ[SINGLE_MACHINE_ENV] = "0"  # for the processes `local` starts
+    try:
+        ray.init(**kwargs)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise ConfigError(
+            f"Cannot connect to a Ray cluster at {address!r}: {str(e).splitlines()[0]}. "
+            "Start one with `ray start --head`, give its address (host:port), or use `local`."
+        ) from e
+    finally:  # they have read it by now; a later connection decides afresh
+        if saved is None:
+            os.environ.pop(SINGLE_MACHINE_ENV, None)
+        else:
+            os.environ[SINGLE_MACHINE_ENV] = saved
+    return ray, True
+
+
+class LocalRunner:
+    """Runs a function at once in this process: the local twin of :class:`RayRunner`."""
+
+    def __enter__(self) -> "LocalRunner":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+    def submit(self, fn: Any, *args: Any) -> Any:
+        return fn(*args)
+
+    def get(self, handle: Any) -> Any:
+        return handle
+
+
+class RayRunner:
+    """Runs functions as Ray tasks: ``submit`` returns at once, ``get`` waits for the result.
+
+    The function must be importable on the workers (a module-level function of ACE).
+    """
+
+    def __init__(self, address: str):
+        self.address = address
+        self._ray: Any = None
+        self._owns = False
+        self._remotes: dict[Any, Any] = {}
+
+    def __enter__(self) -> "RayRunner":
+        self._ray, self._owns = connect(self.address)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._ray is not None and self._owns:
+            self._ray.shutdown()
+        self._ray = None
+
+    def submit(self, fn: Any, *args: Any) -> Any:
+        remote = self._remotes.get(fn)
+        if remote is None:
+            remote = self._remotes[fn] = self._ray.remote(fn)
+        return remote.remote(*args)
+
+    def get(self, handle: Any) -> Any:
+        return self._ray.get(handle)
+
+
+def runner_for(address: str | None) -> LocalRunner | RayRunner:
+    """Run here (``address`` None) or on the Ray cluster at ``address``."""
+    return LocalRunner() if address is None else RayRunner(address)
 
 
 def verify_batch(key: str, tasks: dict[str, Task], items: list[tuple[str, Any, str | None]],
@@ -75,16 +226,7 @@ class RayVerifier:
     def start(self) -> "RayVerifier":
         if self._ray is not None:
             return self
-        ray = _ray()
-        if not ray.is_initialized():
-            try:
-                ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
-            except (ConnectionError, RuntimeError, ValueError) as e:
-                raise ConfigError(
-                    f"Cannot connect to a Ray cluster at {self.address!r}: {str(e).splitlines()[0]}. "
-                    "Start one with `ray start --head` or give its address (host:port)."
-                ) from e
-            self._owns_connection = True
+        ray, self._owns_connection = connect(self.address)
         self._ray = ray
         self._remote = ray.remote(verify_batch)
         self._tasks_ref = ray.put(self.tasks)
@@ -147,5 +289,5 @@ def verifier_for(tasks: dict[str, Task], budget: Budget | None = None, address: 
     if address is None:
         return BoundedVerifier(tasks, budget, **kwargs)
     if not address.strip():
-        raise ConfigError("--ray needs an address (host:port) or `auto`")
+        raise ConfigError("--ray needs an address (host:port), `auto` or `local`")
     return RayVerifier(tasks, budget, address=address, **kwargs)

@@ -20,6 +20,12 @@ builds (``synth`` never imports ``train``).  Its ``name`` is recorded in every
 task's provenance (``policy``) and in every plan's history.
 
 Everything is seeded from one integer: the same seed gives the same tasks.
+
+The trajectory rollouts and their verification, the per-candidate work that
+does not steer the round (a valid task counts as made whatever its pass rate),
+go to a runner (:func:`ace_env.scaleout.runner_for`): at once in this process,
+or as Ray tasks, collected in order before the round's reflection.  Each
+rollout is seeded by (seed, task id, k), so the tasks are the same either way.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from ace_env.sandbox import BoundedVerifier, Budget, LineError
+from ace_env.scaleout import LocalRunner, RayRunner
 from ace_env.sim import simulate_one
 from ace_env.tasks import Task
 from ace_graph.compositions import adjacent_pairs
@@ -166,13 +173,17 @@ def synthesize(
     config: SynthConfig,
     round_offset: int = 0,
     progress: Callable[[int], None] | None = None,
+    runner: LocalRunner | RayRunner | None = None,
 ) -> SynthResult:
     """Run K rounds of plan → synthesize → check → roll out → verify → reflect.
 
     The rollouts of a round are made once its valid tasks are known: all of
-    them in one call of a :class:`BatchPolicy`; reflection reads them after.
+    them in one call of a :class:`BatchPolicy`; a plain callable's on
+    ``runner`` (default: this process; Ray tasks with ``--ray``), a task per
+    job.  Reflection reads them after.
     """
 
+    runner = runner or LocalRunner()
     result = SynthResult(policy=policy_label(policy))
     domains = {
         target: tuple(sorted({c for sid in ids if sid in seeds for c in seeds[sid].involved_classes}))
@@ -254,7 +265,7 @@ def synthesize(
                 before = made[plan.id]
                 run_plan(plan, made[plan.id] + 1)
                 deficit -= made[plan.id] - before
-        _roll_out_and_verify(made_now, policy, config, result.policy)
+        _roll_out_and_verify(made_now, policy, config, result.policy, runner)
         if progress and made_now:
             progress(len(made_now))
         for plan in active:
@@ -272,34 +283,60 @@ def synthesize(
     return result
 
 
+def _verdicts(tasks: list[Task], turns: list[list[list[list[Any]]]], n: int,
+              budget: Budget | None) -> list[list[tuple[float, str | None]]]:
+    """(reward, attribution) of every rollout, verified with every tool call under the budget."""
+    items = [(t.id, turns[i][k], f"{t.id}#{k}") for i, t in enumerate(tasks) for k in range(n)]
+    with BoundedVerifier({t.id: t for t in tasks}, budget or Budget()) as verifier:
+        verdicts = verifier.verify_many(items)
+    # a rollout that does not fit its task is a failure
+    flat = [(0.0, "invalid_rollout") if isinstance(v, LineError) else (v.reward, v.attribution) for v in verdicts]
+    return [flat[i * n:(i + 1) * n] for i in range(len(tasks))]
+
+
+def rollout_verdicts(task: Task, policy: Policy, seed: int, n: int,
+                     budget: Budget | None = None) -> list[tuple[float, str | None]]:
+    """(reward, attribution) of ``n`` seeded rollouts of ``policy`` on ``task`` (runs on a Ray worker too)."""
+    return _verdicts([task], _rollouts(policy, [task], n, seed), n, budget)[0]
+
+
 def _roll_out_and_verify(made: list[tuple[Plan, Task]], policy: Policy | BatchPolicy, config: SynthConfig,
-                         name: str) -> None:
-    """Roll out a round's valid tasks, verify every rollout (bounded), and record the statistics."""
+                         name: str, runner: LocalRunner | RayRunner) -> None:
+    """Roll out a round's valid tasks, verify every rollout (bounded), and record the statistics.
+
+    A :class:`BatchPolicy` (a model) rolls the whole round out in one batched run
+    here; a plain callable's rollouts go to ``runner`` a task per job, in the
+    order the tasks were made.  Either way each rollout is seeded by (seed, task
+    id, k), so the tasks are the same locally and on Ray.
+    """
     if not made:
         return
     n = config.rollouts_per_task
     tasks = [t for _, t in made]
-    turns = _rollouts(policy, tasks, n, config.seed)
-    items = [(t.id, turns[i][k], f"{t.id}#{k}") for i, t in enumerate(tasks) for k in range(n)]
-    with BoundedVerifier({t.id: t for t in tasks}, config.budget or Budget()) as verifier:
-        verdicts = verifier.verify_many(items)
-    for i, (plan, task) in enumerate(made):
-        passes = 0
-        for verdict in verdicts[i * n:(i + 1) * n]:
-            if isinstance(verdict, LineError):  # a rollout that does not fit its task: a failure
-                plan.stats.attributions["invalid_rollout"] = plan.stats.attributions.get("invalid_rollout", 0) + 1
-                continue
-            passes += verdict.reward == 1.0
-            if verdict.attribution:
-                plan.stats.attributions[verdict.attribution] = plan.stats.attributions.get(verdict.attribution, 0) + 1
-        plan.stats.rollouts += n
-        plan.stats.passed += passes
-        learnable = 0 < passes < n
-        plan.stats.learnable += learnable
-        task.provenance = {**task.provenance, "pass_rate": passes / n, "learnable": learnable}
+    if callable(getattr(policy, "rollouts", None)):
+        verdicts = _verdicts(tasks, _rollouts(policy, tasks, n, config.seed), n, config.budget)
+    else:
+        handles = [runner.submit(rollout_verdicts, t, policy, config.seed, n, config.budget) for t in tasks]
+        verdicts = [runner.get(h) for h in handles]
+    for (plan, task), task_verdicts in zip(made, verdicts):
+        _score(plan, task, task_verdicts, n)
         note = f"rollouts by {name}"
         if note not in plan.history:
             plan.history.append(note)
+
+
+def _score(plan: Plan, task: Task, verdicts: list[tuple[float, str | None]], n: int) -> None:
+    """A valid task's rollout verdicts into its plan's statistics and its provenance."""
+    passes = 0
+    for reward, attribution in verdicts:
+        passes += reward == 1.0
+        if attribution:
+            plan.stats.attributions[attribution] = plan.stats.attributions.get(attribution, 0) + 1
+    plan.stats.rollouts += n
+    plan.stats.passed += passes
+    learnable = 0 < passes < n
+    plan.stats.learnable += learnable
+    task.provenance = {**task.provenance, "pass_rate": passes / n, "learnable": learnable}
 
 
 def seeds_by_target(frontier: list[dict[str, Any]], seeds: dict[str, Task]) -> dict[tuple[str, str], list[str]]:

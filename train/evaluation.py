@@ -19,8 +19,9 @@ from typing import Any
 from ace_env.tasks import Task
 from ace_graph.ingest import ingest_file
 from ace_graph.store import GraphStore
+from train.distributed import expected_ids, ray_rollouts
 from train.policies import load_policy
-from train.rollouts import RolloutConfig, RolloutEngine, write_rollouts
+from train.rollouts import RolloutConfig, RolloutEngine, in_order, write_rollouts
 
 
 def rollout_to_file(
@@ -30,23 +31,36 @@ def rollout_to_file(
     out: Path,
     compact_tools: bool = True,
     on_done: Callable[[dict[str, Any]], None] | None = None,
+    ray: str | None = None,
+    ray_workers: int | None = None,
 ) -> dict[str, Any]:
-    """Roll a policy out on tasks into ``out`` (written to a temporary file, then renamed: never half-written)."""
-    policy = load_policy(policy_spec, compact_tools=compact_tools)
-    engine = RolloutEngine(policy, config)
+    """Roll a policy out on tasks into ``out`` (written to a temporary file, then renamed: never half-written).
+
+    Rows are written in the canonical order (task by task, samples in order), so the file does
+    not depend on batching; ``ray`` (a Ray address) spreads the conversations over a cluster
+    (:func:`train.distributed.ray_rollouts`) and gives the same file.
+    """
+    order = expected_ids(tasks, config.n_per_task)
+    if ray is not None:
+        policy = None
+        rows = ray_rollouts(policy_spec, tasks, config, ray, compact_tools, workers=ray_workers, on_done=on_done)
+    else:
+        policy = load_policy(policy_spec, compact_tools=compact_tools)
+        rows = RolloutEngine(policy, config).run(tasks, on_done=on_done)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     start = time.perf_counter()
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            totals = write_rollouts(engine.run(tasks, on_done=on_done), f)
+            totals = write_rollouts(in_order(rows, order), f)
         os.chmod(tmp, 0o644)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     finally:
-        policy.close()
+        if policy is not None:
+            policy.close()
     seconds = time.perf_counter() - start
     totals["seconds"] = round(seconds, 3)
     totals["rollouts_per_s"] = round(totals["rollouts"] / seconds, 3) if seconds else None

@@ -68,6 +68,11 @@ class RolloutConfig:
                 raise PolicyError(f"{name} must be at least 1, not {getattr(self, name)}")
 
 
+def rollout_id(task: Task, sample: int) -> str:
+    """The id of sample ``sample`` of ``task``."""
+    return f"{task.id}#{sample}"
+
+
 class User(Protocol):
     """Who speaks the user's turns (the seam for an LLM user simulator)."""
 
@@ -125,7 +130,7 @@ class RolloutEngine:
         self.user = user or ScriptedUser()
 
     def _start(self, task: Task, sample: int) -> _Live:
-        rid = f"{task.id}#{sample}"
+        rid = rollout_id(task, sample)
         messages = [{"role": "system", "content": self.config.system_prompt}]
         env = Environment(task) if self.config.budget is None else None
         live = _Live(task, sample, rid, env, Conversation(messages, [], rid, task, 0))
@@ -228,13 +233,13 @@ class RolloutEngine:
 
     def run(self, tasks: Iterable[Task], on_done: Callable[[dict[str, Any]], None] | None = None) -> Iterator[dict[str, Any]]:
         """Roll out every task ``n_per_task`` times; rows are yielded as rollouts finish."""
-        return self.run_samples([(t, g) for t in tasks for g in range(self.config.n_per_task)], on_done)
+        return self.run_samples(rollout_samples(tasks, self.config.n_per_task), on_done)
 
     def run_samples(self, samples: Iterable[tuple[Task, int]],
                     on_done: Callable[[dict[str, Any]], None] | None = None) -> Iterator[dict[str, Any]]:
         """Roll out each (task, sample number) once (rollout id ``task#sample``); rows as rollouts finish."""
         pending = list(samples)
-        by_id = {f"{t.id}#{g}": t for t, g in pending}
+        by_id = {rollout_id(t, g): t for t, g in pending}
         if len(by_id) != len(pending):
             raise PolicyError("two rollouts would share one id (the same task id and sample number)")
         pending.reverse()
@@ -290,13 +295,39 @@ class TaskRollouts:
                                      generation=dataclasses.replace(self.config.generation, seed=seed))
         self.rows = list(RolloutEngine(self.policy, config).run(tasks))
         by_id = {r["rollout_id"]: r["turns"] for r in self.rows}
-        return [[by_id[f"{t.id}#{k}"] for k in range(n)] for t in tasks]
+        return [[by_id[rollout_id(t, k)] for k in range(n)] for t in tasks]
 
     def __call__(self, task: Task, rng: random.Random) -> list[list[Any]]:
         return self.rollouts([task], 1, rng.randrange(2**31))[0][0]
 
     def close(self) -> None:
         self.policy.close()
+
+
+def rollout_samples(tasks: Iterable[Task], n_per_task: int) -> list[tuple[Task, int]]:
+    """Every (task, sample number) of a run, in the canonical order: task by task, samples in order."""
+    return [(t, g) for t in tasks for g in range(n_per_task)]
+
+
+def in_order(rows: Iterable[dict[str, Any]], order: list[str]) -> Iterator[dict[str, Any]]:
+    """Rows (as they finish) in the order of their rollout ids in ``order``, each as soon as its turn comes.
+
+    Rows that finish early wait in a buffer, so a run's file is the same however its
+    conversations were batched or spread over workers.
+    """
+    position = {rid: i for i, rid in enumerate(order)}
+    waiting: dict[int, dict[str, Any]] = {}
+    nxt = 0
+    for row in rows:
+        i = position.get(row["rollout_id"])
+        if i is None or i in waiting or i < nxt:
+            raise PolicyError(f"rollout {row['rollout_id']!r} was not asked for, or came twice")
+        waiting[i] = row
+        while nxt in waiting:
+            yield waiting.pop(nxt)
+            nxt += 1
+    if waiting or nxt != len(order):
+        raise PolicyError(f"{len(order) - nxt} of {len(order)} rollouts did not come back")
 
 
 def write_rollouts(rows: Iterable[dict[str, Any]], f: Any) -> dict[str, Any]:

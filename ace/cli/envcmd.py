@@ -116,7 +116,7 @@ def verify_cmd(
         None, "--memory-limit", help="MiB the verifying worker may grow by before a call ends its rollout as "
         "`resource_limit` (default 2048, env ACE_MEMORY_LIMIT_MB)."),
     ray: str = typer.Option(
-        None, "--ray", help="Spread verification over a Ray cluster: its address (host:port), or `auto`.",
+        None, "--ray", help="Spread verification over a Ray cluster: its address (host:port), `auto` (the running local one) or `local` (a private one, started and stopped by this command).",
         metavar="ADDRESS"),
 ) -> None:
     """Verify rollouts against their tasks' oracles.

@@ -83,7 +83,7 @@ def ingest(
     memory_limit: int = typer.Option(None, "--memory-limit", help="MiB the verifying worker may grow by before a "
                                      "call ends its rollout as `resource_limit` (default 2048, env ACE_MEMORY_LIMIT_MB)."),
     ray: str = typer.Option(None, "--ray", metavar="ADDRESS",
-                            help="Spread verification over a Ray cluster: its address (host:port), or `auto`."),
+                            help="Spread verification over a Ray cluster: its address (host:port), `auto` (the running local one) or `local` (a private one, started and stopped by this command)."),
 ) -> None:
     """Verify, tag and store rollouts in the skill graph, scoped to (experiment, policy, checkpoint).
 

@@ -23,7 +23,8 @@ from train.rollouts import RolloutConfig
 
 POLICY_HELP = (
     "hf:<model folder or name> (default hf:smollm2-135m, prepared by `ace model prepare`), "
-    "openai:<model>@<base_url> (an OpenAI-compatible server) or sim:<weakness.toml> (the simulated agent)."
+    "openai:<model>@<base_url>[,<base_url>...] (OpenAI-compatible servers; several comma-separated URLs share "
+    "the conversations) or sim:<weakness.toml> (the simulated agent)."
 )
 
 
@@ -45,11 +46,13 @@ def _check_out(out: Path, force: bool) -> None:
 
 
 def run_rollouts(policy_spec: str, tasks: list[Task], config: RolloutConfig, out: Path,
-                 compact_tools: bool = True, quiet: bool = False) -> dict[str, Any]:
+                 compact_tools: bool = True, quiet: bool = False, ray: str | None = None,
+                 ray_workers: int | None = None) -> dict[str, Any]:
     """Roll a policy out on tasks into ``out``, with a progress bar."""
     with progress_bar(disable=quiet) as progress:
         bar = progress.add_task(f"rolling out {policy_spec}", total=len(tasks) * config.n_per_task)
-        return rollout_to_file(policy_spec, tasks, config, out, compact_tools, on_done=lambda _row: progress.advance(bar))
+        return rollout_to_file(policy_spec, tasks, config, out, compact_tools, on_done=lambda _row: progress.advance(bar),
+                               ray=ray, ray_workers=ray_workers)
 
 
 def _config(n_per_task: int, temperature: float, max_tokens: int, step_cap: int, seed: int, batch_size: int,
@@ -91,6 +94,14 @@ def rollout_cmd(
     full_schemas: bool = typer.Option(False, "--full-schemas", help="List tools as full JSON schemas (default: compact signatures)."),
     call_timeout: float = call_timeout_option(),
     memory_limit: int = memory_limit_option(),
+    ray: Optional[str] = typer.Option(
+        None, "--ray", metavar="ADDRESS",
+        help="Spread the conversations over a Ray cluster: its address (host:port), `auto` (the running local one) "
+        "or `local` (a private one for this command). openai: one Ray actor per base URL; other policies: "
+        "--ray-workers actors. The file is the one a local run writes.",
+    ),
+    ray_workers: Optional[int] = typer.Option(
+        None, "--ray-workers", min=1, help="With --ray and a non-openai policy: actors, one CPU each (default: the cluster's CPUs)."),
     as_json: bool = typer.Option(False, "--json", help="Print the totals as JSON."),
 ) -> None:
     """Roll a policy out on tasks: per user turn the agent answers, its calls run in the
@@ -101,14 +112,19 @@ def rollout_cmd(
     (the verifier's budget); a call over budget ends only its rollout, recorded in the
     row's meta.ended (timeout or resource_limit), and `ace verify` attributes it the same.
 
-    The output is accepted unchanged by `ace verify` and `ace ingest`. Example:
-    `ace rollout -p hf:smollm2-135m --tasks bfcl:base --limit 5 --out runs/r.jsonl`.
+    Rows are written task by task, samples in order, whatever the batching.  The output is
+    accepted unchanged by `ace verify` and `ace ingest`. Examples:
+    `ace rollout -p hf:smollm2-135m --tasks bfcl:base --limit 5 --out runs/r.jsonl`;
+    `ace rollout -p openai:smollm2@http://10.0.0.1:8000/v1,http://10.0.0.2:8000/v1 --ray 10.0.0.1:6379 ...`.
     """
     out = Path(out)
     _check_out(out, force)
     task_list = _tasks(tasks, limit)
     config = _config(n_per_task, temperature, max_tokens, step_cap, seed, batch_size, call_timeout, memory_limit)
-    totals = run_rollouts(policy, task_list, config, out, compact_tools=not full_schemas, quiet=as_json)
+    if ray_workers is not None and ray is None:
+        raise ConfigError("--ray-workers needs --ray")
+    totals = run_rollouts(policy, task_list, config, out, compact_tools=not full_schemas, quiet=as_json,
+                          ray=ray, ray_workers=ray_workers)
     if as_json:
         print(json.dumps(totals))
     else:

@@ -28,6 +28,7 @@ from ace.cli.options import (
 )
 from ace.cli.rolloutcmd import call_timeout_option, memory_limit_option
 from ace_env.sandbox import Budget
+from ace_env.scaleout import runner_for
 from ace_env.sim import load_weakness
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier, why_empty
@@ -122,6 +123,11 @@ def synth(
         None, "--rewriter-url", help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1) to paraphrase user turns; off by default."
     ),
     rewriter_model: str = typer.Option("default", "--rewriter-model", help="Model name sent to the rewriter."),
+    ray: Optional[str] = typer.Option(
+        None, "--ray", metavar="ADDRESS",
+        help="Run the trajectory rollouts and their verification on a Ray cluster: its address (host:port), "
+        "`auto` (the running local one) or `local` (a private one for this command). Same tasks as a local run.",
+    ),
     as_json: bool = json_option("Print the summary as JSON."),
     synth_config: SynthConfig = None,  # type: ignore[assignment]
     frontier_config: FrontierConfig = None,  # type: ignore[assignment]
@@ -175,9 +181,9 @@ def synth(
                 f"The frontier of scope {key!r} is empty ({why_empty(store, key, frontier_config.level, frontier_config.min_support)}): "
                 "no composition is significantly weaker than its parts. Ingest more rollouts, or lower --min-support."
             )
-        with Progress("synthesizing", config.n, disable=as_json) as progress:
+        with Progress("synthesizing", config.n, disable=as_json) as progress, runner_for(ray) as runner:
             result = synthesize(edges, seed_tasks, seeds_by_target(edges, seed_tasks), chosen["policy"], config,
-                                progress=progress.advance)
+                                progress=progress.advance, runner=runner)
         write_tasks(out, result.tasks)
         store.upsert_tasks(result.tasks)
         store.upsert_plans(experiment, result.plans)

@@ -3,8 +3,9 @@
 ``hf:<path-or-name>``
     a local transformers model (default ``hf:smollm2-135m``, prepared by
     ``ace model prepare``), see :mod:`train.policies.hf`;
-``openai:<model>@<base_url>``
-    an OpenAI-compatible endpoint (vLLM, SGLang, a hosted API), see
+``openai:<model>@<base_url>[,<base_url>...]``
+    OpenAI-compatible endpoints (vLLM, SGLang, a hosted API; several
+    comma-separated base URLs share the conversations), see
     :mod:`train.policies.openai`;
 ``sim:<weakness.toml>``
     the simulated agent with planted weaknesses (``sim:`` alone: the default
@@ -18,15 +19,23 @@ from pathlib import Path
 
 from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError, Reply
 from train.policies.hf import HFPolicy  # imports torch only when a model is loaded
-from train.policies.openai import OpenAIPolicy
+from train.policies.openai import OpenAIPolicy, parse_endpoints
 from train.policies.sim import SimPolicy
 
 DEFAULT_POLICY = "hf:smollm2-135m"
 KINDS = ("hf", "openai", "sim")
 
 
-def load_policy(spec: str, compact_tools: bool = True) -> Policy:
-    """The policy a spec names (loading a model can take seconds)."""
+def endpoint_count(spec: str) -> int:
+    """How many endpoints an ``openai:`` spec lists (1 for the other kinds)."""
+    return len(parse_endpoints(spec)) if spec.partition(":")[0] == "openai" else 1
+
+
+def load_policy(spec: str, compact_tools: bool = True, endpoint: int | None = None) -> Policy:
+    """The policy a spec names (loading a model can take seconds).
+
+    ``endpoint`` (``openai:`` only) keeps one of its base URLs; the policy's spec stays the whole one.
+    """
     kind, sep, rest = spec.partition(":")
     if not sep or kind not in KINDS:
         raise PolicyError(
@@ -37,7 +46,7 @@ def load_policy(spec: str, compact_tools: bool = True) -> Policy:
             raise PolicyError("hf: needs a model folder or name, e.g. hf:smollm2-135m")
         return HFPolicy(spec, rest, compact_tools=compact_tools)
     if kind == "openai":
-        return OpenAIPolicy.from_spec(spec)
+        return OpenAIPolicy.from_spec(spec, endpoint)
     return SimPolicy.from_spec(spec)
 
 
@@ -61,6 +70,7 @@ __all__ = [
     "Policy",
     "PolicyError",
     "Reply",
+    "endpoint_count",
     "load_policy",
     "policy_name",
 ]

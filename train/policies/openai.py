@@ -1,4 +1,9 @@
-"""``openai:<model>@<base_url>``: any OpenAI-compatible chat endpoint (vLLM, SGLang, a hosted API).
+"""``openai:<model>@<base_url>[,<base_url>...]``: OpenAI-compatible chat endpoints (vLLM, SGLang, a hosted API).
+
+Several base URLs (comma-separated, e.g. several vLLM servers of one model)
+share the conversations: each conversation goes to one endpoint, chosen from
+its key (``crc32(key) % n``), so the same conversation always meets the same
+server; ``ace rollout --ray`` instead gives each endpoint its own Ray actor.
 
 Tools go out as ``tools``; calls come back in ``tool_calls`` (or as Hermes text,
 which the rollout engine's parser reads too).  Requests of a batch run
@@ -17,6 +22,7 @@ import os
 import time
 import urllib.error
 import urllib.request
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,15 +51,26 @@ class EndpointConfig:
             raise PolicyError("concurrency must be >= 1, retries >= 0 and timeout > 0")
 
 
-def parse_spec(spec: str) -> EndpointConfig:
-    """``openai:<model>@<base_url>`` as an endpoint config."""
+def parse_endpoints(spec: str) -> list[EndpointConfig]:
+    """``openai:<model>@<base_url>[,<base_url>...]`` as one endpoint config per base URL."""
     body = spec.partition(":")[2]
-    model, sep, url = body.rpartition("@")
-    if not sep or not model or not url:
+    model, sep, urls = body.rpartition("@")
+    if not sep or not model or not urls:
         raise PolicyError(
-            f"policy {spec!r}: expected openai:<model>@<base_url>, e.g. openai:smollm2@http://127.0.0.1:8000/v1"
+            f"policy {spec!r}: expected openai:<model>@<base_url>[,<base_url>...], "
+            "e.g. openai:smollm2@http://127.0.0.1:8000/v1"
         )
-    return EndpointConfig(model=model, base_url=url.rstrip("/"))
+    parts = [u.strip().rstrip("/") for u in urls.split(",")]
+    if not all(parts):
+        raise PolicyError(f"policy {spec!r}: an empty base URL in the comma-separated list")
+    if len(set(parts)) != len(parts):
+        raise PolicyError(f"policy {spec!r}: a base URL is listed twice")
+    return [EndpointConfig(model=model, base_url=u) for u in parts]
+
+
+def parse_spec(spec: str) -> EndpointConfig:
+    """``openai:<model>@<base_url>`` as an endpoint config (the first, when several are given)."""
+    return parse_endpoints(spec)[0]
 
 
 class _Retryable(Exception):
@@ -63,63 +80,77 @@ class _Retryable(Exception):
 class OpenAIPolicy:
     """A chat-completions endpoint as a policy."""
 
-    def __init__(self, spec: str, config: EndpointConfig):
+    def __init__(self, spec: str, config: EndpointConfig | list[EndpointConfig]):
         self.spec = spec
-        self.config = config
-        self._pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="ace-openai")
+        self.endpoints = list(config) if isinstance(config, list) else [config]
+        if not self.endpoints:
+            raise PolicyError(f"policy {spec!r}: no endpoint")
+        self.config = self.endpoints[0]
+        workers = sum(c.concurrency for c in self.endpoints)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ace-openai")
 
     @classmethod
-    def from_spec(cls, spec: str) -> "OpenAIPolicy":
-        return cls(spec, parse_spec(spec))
+    def from_spec(cls, spec: str, endpoint: int | None = None) -> "OpenAIPolicy":
+        """The policy of a spec; ``endpoint`` keeps only that one of its base URLs (the spec stays whole)."""
+        endpoints = parse_endpoints(spec)
+        if endpoint is not None:
+            endpoints = [endpoints[endpoint]]
+        return cls(spec, endpoints)
 
-    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+    def endpoint_for(self, conv: Conversation) -> EndpointConfig:
+        if len(self.endpoints) == 1:
+            return self.endpoints[0]
+        return self.endpoints[zlib.crc32(conv.key.encode()) % len(self.endpoints)]
+
+    def _post(self, body: dict[str, Any], endpoint: EndpointConfig) -> dict[str, Any]:
         data = json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
         key = os.environ.get("OPENAI_API_KEY")
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        req = urllib.request.Request(f"{self.config.base_url}/chat/completions", data=data, headers=headers)
+        req = urllib.request.Request(f"{endpoint.base_url}/chat/completions", data=data, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=self.config.timeout_s) as resp:
+            with urllib.request.urlopen(req, timeout=endpoint.timeout_s) as resp:
                 return json.loads(resp.read())
         except urllib.error.HTTPError as e:
             detail = e.read()[:300].decode("utf-8", "replace")
             if e.code == 429 or e.code >= 500:
                 raise _Retryable(f"HTTP {e.code}: {detail}") from e
-            raise PolicyError(f"{self.config.base_url}: HTTP {e.code}: {detail}") from e
+            raise PolicyError(f"{endpoint.base_url}: HTTP {e.code}: {detail}") from e
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
             raise _Retryable(f"{type(e).__name__}: {e}") from e
 
     def _one(self, conv: Conversation, config: GenerationConfig) -> Reply:
+        endpoint = self.endpoint_for(conv)
         body: dict[str, Any] = {
-            "model": self.config.model,
+            "model": endpoint.model,
             "messages": conv.messages,
             "temperature": config.temperature,
             "top_p": config.top_p,
             "max_tokens": config.max_tokens,
             "seed": config.seed,
-            **self.config.extra_body,
+            **endpoint.extra_body,
         }
         if conv.tools:
             body["tools"] = conv.tools
             body["tool_choice"] = "auto"
-        delay = self.config.backoff_s
+        delay = endpoint.backoff_s
         last = ""
-        for attempt in range(self.config.retries + 1):
+        for attempt in range(endpoint.retries + 1):
             try:
-                answer = self._post(body)
+                answer = self._post(body, endpoint)
                 break
             except _Retryable as e:
                 last = str(e)
-                log.warning("request to %s failed (%s); attempt %d", self.config.base_url, last, attempt + 1)
-                if attempt < self.config.retries:
+                log.warning("request to %s failed (%s); attempt %d", endpoint.base_url, last, attempt + 1)
+                if attempt < endpoint.retries:
                     time.sleep(delay)
                     delay *= 2
             except PolicyError as e:
                 return Reply({"role": "assistant", "content": ""}, finish_reason="error", error=str(e))
         else:
             return Reply({"role": "assistant", "content": ""}, finish_reason="error",
-                         error=f"{self.config.base_url}: no answer after {self.config.retries + 1} attempts ({last})")
+                         error=f"{endpoint.base_url}: no answer after {endpoint.retries + 1} attempts ({last})")
         try:
             choice = answer["choices"][0]
             message = choice["message"]
