@@ -99,6 +99,18 @@ SETS: dict[str, dict[str, list[Any]]] = {
         ],
         "tool": ["find_nearest_tire_shop", "post_tweet", "cp"],  # find_nearest_tire_shop: only after
     },                                                            # check_tire_pressure
+    "E": {  # held out for run 3: written and committed before any run on it, never tuned on
+        "composition": [
+            ("retrieve_invoice", "contact_customer_support"),  # c_c_s: 56 of its 60 oracle calls follow it
+            ("fillFuelTank", "lockDoors"),  # lockDoors: 76 of 168
+            ("message_login", "send_message"),  # send_message: 32 of 112
+            ("get_ticket", "resolve_ticket"),  # resolve_ticket: 24 of 32
+            ("find_nearest_tire_shop", "set_navigation"),  # set_navigation: 32 of 48
+        ],
+        # view_messages_sent: 60 of its 68 oracle calls follow send_message; activateParkingBrake:
+        # 18 of 28 follow fillFuelTank; purchase_insurance: 24 of 48 follow book_flight
+        "tool": ["view_messages_sent", "activateParkingBrake", "purchase_insurance"],
+    },
 }
 
 from _common import machine_facts  # noqa: E402,F401  (benchmarks/ is on sys.path when run as a script)
