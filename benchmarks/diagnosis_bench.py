@@ -21,10 +21,12 @@ stream), in the same run:
   how many to report (``ambiguous`` edges are not claims);
 * **estimator + probes**: the first N - P rollouts (P = ``--probe-share`` x N)
   are estimated, probe tasks are synthesized for the ``ambiguous`` edges
-  (``synth.strategies.probe``, checked by ``synth.taskcheck``) and P probe rollouts of
-  them are made by the same simulated agent, then everything is re-estimated
-  (what ``ace diagnose`` does).  The probe rollouts count in N; when nothing is
-  ambiguous the P rollouts are ordinary ones;
+  (``synth.strategies.probe``, checked by ``synth.taskcheck``) and up to P probe
+  rollouts of them are made by the same simulated agent in ``--probe-rounds``
+  rounds (``synth.diagnose.run_probes``: each round re-estimates, the next probes
+  only what is still ambiguous), then everything is re-estimated (what
+  ``ace diagnose`` does).  The probe rollouts count in N; probe budget not spent
+  (nothing ambiguous) goes to ordinary rollouts;
 * **estimator ranking, top 5**: the estimator's composition effect lower bound
   ranked, top 5 (given the true count, like the baselines);
 * **interval** (the current ``weak-compositions`` statistic): Newcombe lower
@@ -46,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import pickle
 import statistics
 import sys
@@ -166,6 +169,12 @@ def interval_statistic(records: list[tuple[Any, Any]], min_support: int = 20, mi
     return [p for p, _ in sorted(out, key=lambda x: -x[1])]
 
 
+def p_composition(e: Any, margin: float, z: float) -> float:
+    """Posterior probability (Laplace) that an edge's composition effect exceeds the margin."""
+    sd = max((e.effect_high - e.effect_low) / (2 * z), 1e-9)
+    return 0.5 * math.erfc(-(e.effect - margin) / (sd * math.sqrt(2)))
+
+
 def score(reported: list[tuple[str, str]], planted: set[tuple[str, str]], tool_wide: list[str]) -> dict[str, float]:
     rep = {tuple(p) for p in reported}  # pairs come back from the JSON state as lists
     tp = len(rep & planted)
@@ -176,7 +185,8 @@ def score(reported: list[tuple[str, str]], planted: set[tuple[str, str]], tool_w
     return {"reported": len(rep), "tp": tp, "precision": p, "recall": r, "f1": f1, "tool_wide": tw}
 
 
-METHODS = ("estimator + probes", "estimator", "estimator + probes ranking, top 5", "estimator ranking, top 5",
+METHODS = ("estimator + probes", "estimator", "estimator + probes ranking, top 5",
+           "estimator + probes, P(composition) ranking, top 5", "estimator ranking, top 5",
            "interval (current)",
            "B1 per-task failure rate, top 5", "B2 failure co-occurrence, top 5")
 
@@ -301,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
                 res["estimator + probes"] = reported_by(est1)
                 res["estimator + probes ranking, top 5"] = [(e.from_, e.to) for e in sorted(
                     (e for e in est1 if e.n >= args.min_support), key=lambda e: -e.effect_low)[:5]]
+                res["estimator + probes, P(composition) ranking, top 5"] = [(e.from_, e.to) for e in sorted(
+                    est1, key=lambda e: (-p_composition(e, config.margin, config.z), e.from_, e.to))[:5]]
                 res["probe_rollouts"] = len(precs)
                 res["ambiguous_before_probes"] = [(e.from_, e.to) for e in amb]
                 res["ambiguous_after_probes"] = [(e.from_, e.to) for e in est1 if e.verdict == AMBIGUOUS]
@@ -327,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         tag = {"A": "tuned on", "B": "held out, seen in runs 1-2", "C": "held out, seen in runs 1-2",
                "D": "held out, first run in run 3", "E": "held out, written for run 3"}.get(set_name, "held out")
         print(f"== set {set_name} ({tag}), mean over {len(done)} seed(s) ==")
-        print(f"{'method':<34}" + "".join(f"{'N=' + str(n):>12}" for n in sizes) + "   (F1 mean [min]; tool-wide reported)")
+        print(f"{'method':<50}" + "".join(f"{'N=' + str(n):>12}" for n in sizes) + "   (F1 mean [min]; tool-wide reported)")
         best_baseline = {n: max(statistics.fmean(score(state[f'{set_name}/{s}/{n}'][m], planted, tool_wide)['f1']
                                                   for s in done) for m in METHODS[-2:]) for n in sizes}
         for m in METHODS:
@@ -337,12 +349,12 @@ def main(argv: list[str] | None = None) -> int:
                 f1 = statistics.fmean(x["f1"] for x in sc)
                 cells.append(f"{f1:.2f} [{min(x['f1'] for x in sc):.2f}]")
                 tws.append(sum(x["tool_wide"] for x in sc))
-            print(f"{m:<34}" + "".join(f"{c:>12}" for c in cells) + f"   tool-wide: {tws}")
+            print(f"{m:<50}" + "".join(f"{c:>12}" for c in cells) + f"   tool-wide: {tws}")
         pr = [statistics.fmean(state[f"{set_name}/{s}/{n}"]["probe_rollouts"] for s in done) for n in sizes]
         ab = [statistics.fmean(len(state[f"{set_name}/{s}/{n}"]["ambiguous_before_probes"]) for s in done) for n in sizes]
         aa = [statistics.fmean(len(state[f"{set_name}/{s}/{n}"]["ambiguous_after_probes"]) for s in done) for n in sizes]
-        print(f"{'probe rollouts used (of N)':<34}" + "".join(f"{x:>12.0f}" for x in pr))
-        print(f"{'ambiguous edges before/after':<34}" + "".join(f"{f'{a:.1f}/{b:.1f}':>12}" for a, b in zip(ab, aa)))
+        print(f"{'probe rollouts used (of N)':<50}" + "".join(f"{x:>12.0f}" for x in pr))
+        print(f"{'ambiguous edges before/after':<50}" + "".join(f"{f'{a:.1f}/{b:.1f}':>12}" for a, b in zip(ab, aa)))
         f1p = {n: statistics.fmean(score([tuple(p) for p in state[f"{set_name}/{s}/{n}"]["estimator + probes"]],
                                          planted, tool_wide)["f1"] for s in done) for n in sizes}
         tw_any = sum(score([tuple(p) for p in state[f"{set_name}/{s}/{n}"][m]], planted, tool_wide)["tool_wide"]
@@ -352,11 +364,12 @@ def main(argv: list[str] | None = None) -> int:
         below = [n for n in sizes if f1p[n] + 1e-9 < best_baseline[n]]
         print(f"goal >= best baseline at every N (with probes): "
               f"{'MET' if not below else 'NOT MET at N=' + ','.join(map(str, below))}")
-        f1r = {n: statistics.fmean(score([tuple(p) for p in state[f"{set_name}/{s}/{n}"]["estimator + probes ranking, top 5"]],
-                                         planted, tool_wide)["f1"] for s in done) for n in sizes}
-        below_r = [n for n in sizes if f1r[n] + 1e-9 < best_baseline[n]]
-        print(f"  like for like (estimator + probes ranking, top 5, given the true count as the baselines are): "
-              f"{'MET' if not below_r else 'NOT MET at N=' + ','.join(map(str, below_r))}")
+        for m in ("estimator + probes ranking, top 5", "estimator + probes, P(composition) ranking, top 5"):
+            f1r = {n: statistics.fmean(score([tuple(p) for p in state[f"{set_name}/{s}/{n}"][m]],
+                                             planted, tool_wide)["f1"] for s in done) for n in sizes}
+            below_r = [n for n in sizes if f1r[n] + 1e-9 < best_baseline[n]]
+            print(f"  like for like ({m}, given the true count as the baselines are): "
+                  f"{'MET' if not below_r else 'NOT MET at N=' + ','.join(map(str, below_r))}")
         print(f"goal no tool-wide weakness reported as a composition (estimator, with and without probes): "
               f"{tw_any} -> {'MET' if tw_any == 0 else 'NOT MET'}")
         fps: Counter[tuple[str, str]] = Counter()
