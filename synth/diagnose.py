@@ -4,7 +4,11 @@
 called ``ambiguous``, synthesizes probe tasks for them (:mod:`synth.strategies.probe`),
 rolls them out with a policy, verifies and ingests those rollouts into a
 *probe scope* linked to the scope (``(S)-[:PROBED_BY]->(P)``), and estimates
-again on the scope's view (the scope plus its probe scopes).  The stored
+again on the scope's view (the scope plus its probe scopes).  It does so in
+rounds (:func:`run_probes`, two by default): each round's budget goes to the
+edges that need the fewest probe steps to be decided (:func:`probe_needs`,
+:func:`allocate`), and the next round probes only what is still ambiguous; the
+budget is a maximum, nothing more is spent once nothing is ambiguous.  The stored
 verdicts on the scope's edges are then the re-estimated ones, which
 ``weak-compositions`` and ``frontier`` report (their ``view`` column names the
 scopes used).
