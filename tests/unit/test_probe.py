@@ -89,3 +89,37 @@ def test_allocation_serves_the_edges_cheapest_to_decide_first(seeds):
     jobs = allocate([costly, cheap], est, 80)  # a second round: both fit, the rest is spread
     assert len(jobs) == 80 and costly.rollouts[WITHOUT] >= 8 and costly.rollouts[WITH] >= 15
     assert cheap.rollouts[WITHOUT] > first[WITHOUT]
+
+
+def test_probe_rounds_stop_when_the_first_round_decides_and_go_on_when_it_does_not(seeds):
+    from ace_graph.estimate import COMPOSITION, Cell, estimate
+    from synth.diagnose import run_probes
+
+    a, b = PAIR
+    background = [Cell(t, (p,), f"bg{k}", 25, k % 2) for k in range(30) for t, p in (("x", "y"), ("y", "z"), ("z", "x"))]
+    confounded = background + [Cell(b, (a,), "ta", 200, 60), Cell(b, ("x",), "tx", 4, 0)]
+    first = estimate(confounded)
+    assert {(e.from_, e.to): e.verdict for e in first}[PAIR] == AMBIGUOUS
+    probes = make_probes(PAIR, seeds, 3, 0)
+
+    def rounds_with(rate):
+        seen = []
+
+        def probe_round(jobs):
+            seen.append(len(jobs))
+            if rate is None:  # the probes told nothing (e.g. none reached b)
+                return first, len(jobs)
+            extra = [Cell(b, ("z",), f"probe{len(seen)}", len(jobs), round(rate * len(jobs)))]
+            return estimate(confounded + extra), len(jobs)
+
+        plans, used, last = run_probes(first, lambda edge: probes, probe_round, 100, rounds=2)
+        return plans, used, seen, {(e.from_, e.to): e.verdict for e in last}
+
+    # b fine without a: the first round (half the budget) decides it, the rest is not spent
+    plans, used, seen, verdicts = rounds_with(0.0)
+    assert seen == [50] and used == 50 and verdicts[PAIR] == COMPOSITION
+    assert [(p.edge, p.before, p.after) for p in plans] == [(PAIR, AMBIGUOUS, COMPOSITION)]
+    # a round that leaves the edge ambiguous is followed by a second, on the rest of the budget
+    plans, used, seen, verdicts = rounds_with(None)
+    assert seen == [50, 50] and used == 100 and verdicts[PAIR] == AMBIGUOUS
+    assert plans[0].rollouts[WITHOUT] + plans[0].rollouts[WITH] == 100
