@@ -25,9 +25,9 @@ penalised log-likelihood at the fit).  Each edge ``a > b`` then gets a verdict:
 
 ``composition``  the pair effect's lower bound clears ``margin``, b's own
                  effect (what b does away from a) is lower than the edge's, and
-                 the data show it: b's failure rate away from a has a Wilson
-                 upper bound under its rate right after a (a prior alone never
-                 makes a composition);
+                 the data show it: b's failure rate away from a has an exact
+                 (Clopper-Pearson) upper bound under its rate right after a (a
+                 prior alone never makes a composition);
 ``ambiguous``    the edge is weak (its combined tool + pair effect clears
                  ``margin``) but the data cannot say why: b's record away from
                  a is compatible both with b being fine and with b's own weakness
@@ -35,7 +35,8 @@ penalised log-likelihood at the fit).  Each edge ``a > b`` then gets a verdict:
                  ("estimate_distance seen 12 times without get_zipcode_based_on_city");
 ``tool``         the edge is weak and b's own effect explains it, and the data
                  show it: b fails away from a more often than steps do overall
-                 (Wilson lower bound above the overall failure rate);
+                 (exact lower bound above the overall failure rate; Wilson's
+                 would call 1 failure in 3 steps "shown");
 ``ok``           the edge is not weaker than the rest.
 
 :func:`fit` and :func:`edge_estimates` are pure (unit-tested on counts);
@@ -57,7 +58,7 @@ from typing import Any, Iterable, Sequence
 
 from ace_graph import queries
 from ace_graph.errors import ConfigError
-from ace_graph.stats import wilson
+from ace_graph.stats import clopper_pearson
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +158,7 @@ class EdgeEstimate:
     combined_low: float  # lower bound of tool + pair
     verdict: str
     missing: str = ""
+    base_rate: float = 0.0  # failure rate of all steps of the view (what the `tool` verdict compares with)
 
     def row(self) -> dict[str, Any]:
         d = asdict(self)
@@ -314,13 +316,14 @@ def edge_estimates(model: Fit, cells: Sequence[Cell]) -> list[EdgeEstimate]:
         n0, f0 = n_unit[b][0] - n1, n_unit[b][1] - f1
         missing = ""
         # identified: b has been seen away from a often enough that its failure rate there is
-        # measurably lower (Wilson upper bound) than right after a -- from the data, not the priors
-        identified = n0 > 0 and n1 > 0 and wilson(f0, n0)[1] < f1 / n1
+        # measurably lower (exact upper bound) than right after a -- from the data, not the priors
+        away_low, away_high = clopper_pearson(f0, n0, z)
+        identified = n0 > 0 and n1 > 0 and away_high < f1 / n1
         if lo > m and thi < comb - m and identified:
             verdict = COMPOSITION
         elif clo <= m:
             verdict = OK
-        elif tlo > m and n0 > 0 and wilson(f0, n0)[0] > base:
+        elif tlo > m and n0 > 0 and away_low > base:
             verdict = TOOL  # b is weak away from a too (shown by the data): its own effect explains the edge
         else:
             verdict = AMBIGUOUS
@@ -328,7 +331,7 @@ def edge_estimates(model: Fit, cells: Sequence[Cell]) -> list[EdgeEstimate]:
             missing = f"`{b}` seen {n0} times without `{a}` ({f0} failed)"
             if n1 < 20:
                 missing += f"; `{a}` then `{b}` seen only {n1} times"
-        out.append(EdgeEstimate(a, b, n1, f1, n0, f0, eff, lo, hi, tool, tlo, thi, clo, verdict, missing))
+        out.append(EdgeEstimate(a, b, n1, f1, n0, f0, eff, lo, hi, tool, tlo, thi, clo, verdict, missing, base))
     return out
 
 

@@ -21,10 +21,12 @@ stream), in the same run:
   how many to report (``ambiguous`` edges are not claims);
 * **estimator + probes**: the first N - P rollouts (P = ``--probe-share`` x N)
   are estimated, probe tasks are synthesized for the ``ambiguous`` edges
-  (``synth.strategies.probe``, checked by ``synth.taskcheck``) and P probe rollouts of
-  them are made by the same simulated agent, then everything is re-estimated
-  (what ``ace diagnose`` does).  The probe rollouts count in N; when nothing is
-  ambiguous the P rollouts are ordinary ones;
+  (``synth.strategies.probe``, checked by ``synth.taskcheck``) and up to P probe
+  rollouts of them are made by the same simulated agent in ``--probe-rounds``
+  rounds (``synth.diagnose.run_probes``: each round re-estimates, the next probes
+  only what is still ambiguous), then everything is re-estimated (what
+  ``ace diagnose`` does).  The probe rollouts count in N; probe budget not spent
+  (nothing ambiguous) goes to ordinary rollouts;
 * **estimator ranking, top 5**: the estimator's composition effect lower bound
   ranked, top 5 (given the true count, like the baselines);
 * **interval** (the current ``weak-compositions`` statistic): Newcombe lower
@@ -46,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import pickle
 import statistics
 import sys
@@ -99,6 +102,18 @@ SETS: dict[str, dict[str, list[Any]]] = {
         ],
         "tool": ["find_nearest_tire_shop", "post_tweet", "cp"],  # find_nearest_tire_shop: only after
     },                                                            # check_tire_pressure
+    "E": {  # held out for run 3: written and committed before any run on it, never tuned on
+        "composition": [
+            ("retrieve_invoice", "contact_customer_support"),  # c_c_s: 56 of its 60 oracle calls follow it
+            ("fillFuelTank", "lockDoors"),  # lockDoors: 76 of 168
+            ("message_login", "send_message"),  # send_message: 32 of 112
+            ("get_ticket", "resolve_ticket"),  # resolve_ticket: 24 of 32
+            ("find_nearest_tire_shop", "set_navigation"),  # set_navigation: 32 of 48
+        ],
+        # view_messages_sent: 60 of its 68 oracle calls follow send_message; activateParkingBrake:
+        # 18 of 28 follow fillFuelTank; purchase_insurance: 24 of 48 follow book_flight
+        "tool": ["view_messages_sent", "activateParkingBrake", "purchase_insurance"],
+    },
 }
 
 from _common import machine_facts  # noqa: E402,F401  (benchmarks/ is on sys.path when run as a script)
@@ -154,6 +169,12 @@ def interval_statistic(records: list[tuple[Any, Any]], min_support: int = 20, mi
     return [p for p, _ in sorted(out, key=lambda x: -x[1])]
 
 
+def p_composition(e: Any, margin: float, z: float) -> float:
+    """Posterior probability (Laplace) that an edge's composition effect exceeds the margin."""
+    sd = max((e.effect_high - e.effect_low) / (2 * z), 1e-9)
+    return 0.5 * math.erfc(-(e.effect - margin) / (sd * math.sqrt(2)))
+
+
 def score(reported: list[tuple[str, str]], planted: set[tuple[str, str]], tool_wide: list[str]) -> dict[str, float]:
     rep = {tuple(p) for p in reported}  # pairs come back from the JSON state as lists
     tp = len(rep & planted)
@@ -164,17 +185,23 @@ def score(reported: list[tuple[str, str]], planted: set[tuple[str, str]], tool_w
     return {"reported": len(rep), "tp": tp, "precision": p, "recall": r, "f1": f1, "tool_wide": tw}
 
 
-METHODS = ("estimator + probes", "estimator", "estimator ranking, top 5", "interval (current)",
+METHODS = ("estimator + probes", "estimator", "estimator + probes ranking, top 5",
+           "estimator + probes, P(composition) ranking, top 5", "estimator ranking, top 5",
+           "interval (current)",
            "B1 per-task failure rate, top 5", "B2 failure co-occurrence, top 5")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sets", default="A,B,C", help="planted weakness sets to run (A tuned on; B, C held out)")
+    ap.add_argument("--sets", default="A,B,C,D,E",
+                    help="planted weakness sets to run (A tuned on; B, C held out but seen in runs 1-2; D, E never run "
+                         "before run 3, E written for it)")
     ap.add_argument("--sizes", default="250,500,1000,2000,4000", help="comma-separated rollout counts N")
     ap.add_argument("--seeds", default="1,2,3,4,5", help="comma-separated simulator seeds; means are reported")
     ap.add_argument("--min-support", type=int, default=20, help="steps an estimator verdict needs to be reported")
     ap.add_argument("--probe-share", type=float, default=0.2, help="share of N spent on probe rollouts")
+    ap.add_argument("--probe-rounds", type=int, default=2,
+                    help="probe rounds (each re-estimates; later rounds probe only what is still ambiguous)")
     ap.add_argument("--comp-error", type=float, default=0.3, help="slip rate of a planted composition")
     ap.add_argument("--tool-error", type=float, default=0.3, help="slip rate of a tool-wide weak tool")
     ap.add_argument("--default-error", type=float, default=0.02, help="slip rate of every other call")
@@ -196,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     from ace_env.sim import parse_weakness, simulate
     from ace_graph.estimate import AMBIGUOUS, COMPOSITION, EstimatorConfig, cells_from_records, estimate
     from ace_graph.ingest import prepare
-    from synth.diagnose import EdgeProbes, allocate, make_probes, seeds_with_pair, sim_policy
+    from synth.diagnose import make_probes, run_probes, seeds_with_pair, sim_policy
 
     state_path, cache = Path(args.state), Path(args.cache)
     state_path.parent.mkdir(parents=True, exist_ok=True)
@@ -206,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         state = json.loads(state_path.read_text())
         print(f"resuming: {len(state)} (set, seed, N) results in {state_path}")
     config = EstimatorConfig()
-    print(f"estimator {config}; min_support {args.min_support}; probe share {args.probe_share}")
+    print(f"estimator {config}; min_support {args.min_support}; probe share {args.probe_share}, "
+          f"{args.probe_rounds} round(s)")
     print(f"errors: composition {args.comp_error}, tool-wide {args.tool_error}, default {args.default_error}; "
           f"sets {sets}, seeds {seeds}, sizes {sizes}", flush=True)
     tasks = bfcl.load_tasks("all")
@@ -261,23 +289,30 @@ def main(argv: list[str] | None = None) -> int:
                 obs = records[: n - p_budget]
                 est0 = estimate(cells_from_records(obs), config)
                 amb = [e for e in est0 if e.verdict == AMBIGUOUS]
-                probing = []
-                for e in sorted(amb, key=lambda e: (-e.combined_low, e.from_, e.to)):
-                    edge = (e.from_, e.to)
+                policy = sim_policy(spec, seed * 7919 + n)
+                precs: list[Any] = []
+
+                def tasks_for(edge: tuple[str, str]) -> dict[str, list[Any]]:
                     if edge not in probe_cache:
                         probe_cache[edge] = make_probes(edge, seeds_with_pair(by_id, edge), 6, 0)
-                    ep = EdgeProbes(edge, e.missing)
-                    ep.tasks = probe_cache[edge]
-                    if ep.tasks["without"] or ep.tasks["with"]:
-                        probing.append(ep)
-                jobs = allocate(probing, {(e.from_, e.to): e.n for e in est0}, p_budget) if probing else []
-                policy = sim_policy(spec, seed * 7919 + n)
-                ptasks = {t.id: t for t in jobs}
-                praw = [Rollout(f"probe-{k}", t.id, policy(t), k + 1, None) for k, t in enumerate(jobs)]
-                precs = list(prepare(ptasks, iter(praw), f"bench/{set_name}/{seed}/probe", 0.7, False, [], "probe"))
+                    return probe_cache[edge]
+
+                def probe_round(jobs: list[Any]) -> tuple[list[Any], int]:
+                    ptasks = {t.id: t for t in jobs}
+                    base = len(precs)
+                    praw = [Rollout(f"probe-{base + k}", t.id, policy(t), base + k + 1, None) for k, t in enumerate(jobs)]
+                    made = list(prepare(ptasks, iter(praw), f"bench/{set_name}/{seed}/probe", 0.7, False, [], "probe"))
+                    precs.extend(made)
+                    return estimate(cells_from_records(obs + precs), config), len(made)
+
+                _, _, _ = run_probes(est0, tasks_for, probe_round, p_budget, args.probe_rounds, args.min_support)
                 extra = records[n - p_budget: n - p_budget + (p_budget - len(precs))]
                 est1 = estimate(cells_from_records(obs + extra + precs), config)
                 res["estimator + probes"] = reported_by(est1)
+                res["estimator + probes ranking, top 5"] = [(e.from_, e.to) for e in sorted(
+                    (e for e in est1 if e.n >= args.min_support), key=lambda e: -e.effect_low)[:5]]
+                res["estimator + probes, P(composition) ranking, top 5"] = [(e.from_, e.to) for e in sorted(
+                    est1, key=lambda e: (-p_composition(e, config.margin, config.z), e.from_, e.to))[:5]]
                 res["probe_rollouts"] = len(precs)
                 res["ambiguous_before_probes"] = [(e.from_, e.to) for e in amb]
                 res["ambiguous_after_probes"] = [(e.from_, e.to) for e in est1 if e.verdict == AMBIGUOUS]
@@ -301,9 +336,10 @@ def main(argv: list[str] | None = None) -> int:
         done = [s for s in seeds if all(f"{set_name}/{s}/{n}" in state for n in sizes)]
         if not done:
             continue
-        tag = "tuned on" if set_name == "A" else "held out"
+        tag = {"A": "tuned on", "B": "held out, seen in runs 1-2", "C": "held out, seen in runs 1-2",
+               "D": "held out, first run in run 3", "E": "held out, written for run 3"}.get(set_name, "held out")
         print(f"== set {set_name} ({tag}), mean over {len(done)} seed(s) ==")
-        print(f"{'method':<34}" + "".join(f"{'N=' + str(n):>12}" for n in sizes) + "   (F1 mean [min]; tool-wide reported)")
+        print(f"{'method':<50}" + "".join(f"{'N=' + str(n):>12}" for n in sizes) + "   (F1 mean [min]; tool-wide reported)")
         best_baseline = {n: max(statistics.fmean(score(state[f'{set_name}/{s}/{n}'][m], planted, tool_wide)['f1']
                                                   for s in done) for m in METHODS[-2:]) for n in sizes}
         for m in METHODS:
@@ -313,12 +349,12 @@ def main(argv: list[str] | None = None) -> int:
                 f1 = statistics.fmean(x["f1"] for x in sc)
                 cells.append(f"{f1:.2f} [{min(x['f1'] for x in sc):.2f}]")
                 tws.append(sum(x["tool_wide"] for x in sc))
-            print(f"{m:<34}" + "".join(f"{c:>12}" for c in cells) + f"   tool-wide: {tws}")
+            print(f"{m:<50}" + "".join(f"{c:>12}" for c in cells) + f"   tool-wide: {tws}")
         pr = [statistics.fmean(state[f"{set_name}/{s}/{n}"]["probe_rollouts"] for s in done) for n in sizes]
         ab = [statistics.fmean(len(state[f"{set_name}/{s}/{n}"]["ambiguous_before_probes"]) for s in done) for n in sizes]
         aa = [statistics.fmean(len(state[f"{set_name}/{s}/{n}"]["ambiguous_after_probes"]) for s in done) for n in sizes]
-        print(f"{'probe rollouts used (of N)':<34}" + "".join(f"{x:>12.0f}" for x in pr))
-        print(f"{'ambiguous edges before/after':<34}" + "".join(f"{f'{a:.1f}/{b:.1f}':>12}" for a, b in zip(ab, aa)))
+        print(f"{'probe rollouts used (of N)':<50}" + "".join(f"{x:>12.0f}" for x in pr))
+        print(f"{'ambiguous edges before/after':<50}" + "".join(f"{f'{a:.1f}/{b:.1f}':>12}" for a, b in zip(ab, aa)))
         f1p = {n: statistics.fmean(score([tuple(p) for p in state[f"{set_name}/{s}/{n}"]["estimator + probes"]],
                                          planted, tool_wide)["f1"] for s in done) for n in sizes}
         tw_any = sum(score([tuple(p) for p in state[f"{set_name}/{s}/{n}"][m]], planted, tool_wide)["tool_wide"]
@@ -328,6 +364,12 @@ def main(argv: list[str] | None = None) -> int:
         below = [n for n in sizes if f1p[n] + 1e-9 < best_baseline[n]]
         print(f"goal >= best baseline at every N (with probes): "
               f"{'MET' if not below else 'NOT MET at N=' + ','.join(map(str, below))}")
+        for m in ("estimator + probes ranking, top 5", "estimator + probes, P(composition) ranking, top 5"):
+            f1r = {n: statistics.fmean(score([tuple(p) for p in state[f"{set_name}/{s}/{n}"][m]],
+                                             planted, tool_wide)["f1"] for s in done) for n in sizes}
+            below_r = [n for n in sizes if f1r[n] + 1e-9 < best_baseline[n]]
+            print(f"  like for like ({m}, given the true count as the baselines are): "
+                  f"{'MET' if not below_r else 'NOT MET at N=' + ','.join(map(str, below_r))}")
         print(f"goal no tool-wide weakness reported as a composition (estimator, with and without probes): "
               f"{tw_any} -> {'MET' if tw_any == 0 else 'NOT MET'}")
         fps: Counter[tuple[str, str]] = Counter()

@@ -4,7 +4,11 @@
 called ``ambiguous``, synthesizes probe tasks for them (:mod:`synth.strategies.probe`),
 rolls them out with a policy, verifies and ingests those rollouts into a
 *probe scope* linked to the scope (``(S)-[:PROBED_BY]->(P)``), and estimates
-again on the scope's view (the scope plus its probe scopes).  The stored
+again on the scope's view (the scope plus its probe scopes).  It does so in
+rounds (:func:`run_probes`, two by default): each round's budget goes to the
+edges that need the fewest probe steps to be decided (:func:`probe_needs`,
+:func:`allocate`), and the next round probes only what is still ambiguous; the
+budget is a maximum, nothing more is spent once nothing is ambiguous.  The stored
 verdicts on the scope's edges are then the re-estimated ones, which
 ``weak-compositions`` and ``frontier`` report (their ``view`` column names the
 scopes used).
@@ -28,8 +32,9 @@ from ace_env.sim import WeaknessSpec, rollout_rng, simulate_one
 from ace_env.tasks import Task
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.errors import ConfigError
-from ace_graph.estimate import AMBIGUOUS, EstimatorConfig, ScopeEstimate, estimate_scope
+from ace_graph.estimate import AMBIGUOUS, EdgeEstimate, EstimatorConfig, ScopeEstimate, estimate_scope
 from ace_graph.ingest import prepare
+from ace_graph.stats import Z95, clopper_pearson
 from ace_graph.store import GraphStore
 from ace_graph.tagger import tag_task
 from synth.strategies.probe import WITH, WITHOUT, probe_with, probe_without
@@ -113,26 +118,130 @@ def make_probes(edge: tuple[str, str], seeds: list[Task], per_kind: int, seed: i
     return out
 
 
-def _split(budget: int, parts: int) -> list[int]:
-    return [budget // parts + (1 if i < budget % parts else 0) for i in range(parts)] if parts else []
+def probe_needs(e: EdgeEstimate, min_support: int = 20, z: float = Z95) -> tuple[int, int]:
+    """Steps an ambiguous edge lacks before its data can decide it: (``b`` without ``a``, ``a`` then ``b``).
+
+    *Without*: the estimator calls a composition only when ``b``'s failure rate
+    away from ``a`` has an exact upper bound under its rate right after ``a``;
+    the need is the smallest count of ``b``-without-``a`` steps at which ``b``
+    failing at the view's overall step rate would show that, less those already
+    seen.  (``b`` weak on its own shows itself with about as many.)  *With*:
+    no edge is reported on fewer than ``min_support`` ``a``-then-``b`` steps.
+    An edge whose counts already suffice (its bounds are what is short) needs
+    ``min_support`` more steps, three quarters of them without ``a``.
+    """
+    r1 = e.failures / e.n if e.n else 0.0
+    need_without = 0
+    if r1 > e.base_rate:
+        m = 1
+        while m < 2000 and clopper_pearson(round(e.base_rate * m), m, z)[1] >= r1:
+            m += 1
+        need_without = max(0, m - e.n_without)
+    need_with = max(0, min_support - e.n)
+    if need_without == 0 and need_with == 0:
+        need_with = min_support // 4
+        need_without = min_support - need_with
+    return need_without, need_with
 
 
-def allocate(probing: list[EdgeProbes], n_after: dict[tuple[str, str], int], budget: int) -> list[Task]:
-    """The probe tasks to roll out, one entry per rollout: the budget split evenly over the edges,
-    a quarter of an edge's share on ``with`` probes (half when a then b was seen < 20 times), the
-    rest on ``without`` probes, round-robin over each kind's tasks."""
-    jobs: list[Task] = []
-    for ep, share in zip(probing, _split(budget, len(probing))):
-        with_share = 0.5 if n_after.get(ep.edge, 0) < 20 else 0.25
-        n_with = round(share * with_share) if ep.tasks[WITHOUT] else share
+def allocate(probing: list[EdgeProbes], estimates: dict[tuple[str, str], EdgeEstimate], budget: int,
+             min_support: int = 20) -> list[Task]:
+    """The probe tasks to roll out in one round, one entry per rollout.
+
+    A probe rollout spent on an edge that stays ambiguous decides nothing, so
+    the budget goes first to the edges that need the fewest steps to be
+    decided (:func:`probe_needs`; ties: the larger composition lower bound),
+    each getting all it needs while the budget lasts; what is left is spread
+    evenly over the edges served (a quarter of it on ``with`` probes, half while
+    ``a`` then ``b`` is short of ``min_support``).  When no
+    edge's need fits, the cheapest edge gets the whole budget.  Each kind's
+    tasks are used round-robin, continuing from earlier rounds.
+    """
+    needs: dict[tuple[str, str], list[int]] = {}
+    for ep in probing:
+        w0, w1 = probe_needs(estimates[ep.edge], min_support)
+        if not ep.tasks[WITHOUT]:
+            w0 = 0
         if not ep.tasks[WITH]:
-            n_with = 0
-        for kind, count in ((WITH, n_with), (WITHOUT, share - n_with)):
+            w1 = 0
+        needs[ep.edge] = [w0, w1] if w0 + w1 else ([1, 0] if ep.tasks[WITHOUT] else [0, 1])
+    order = sorted(probing, key=lambda ep: (sum(needs[ep.edge]), -estimates[ep.edge].effect_low, ep.edge))
+    grant: dict[tuple[str, str], list[int]] = {}
+    left = budget
+    for ep in order:
+        cost = sum(needs[ep.edge])
+        if cost <= left:
+            grant[ep.edge] = list(needs[ep.edge])
+            left -= cost
+    if not grant and order:
+        grant[order[0].edge] = [0, 0]
+    served = [ep for ep in order if ep.edge in grant]
+    for ep, extra in zip(served, [left // len(served) + (1 if i < left % len(served) else 0)
+                                  for i in range(len(served))] if served else []):
+        # more of both kinds tightens both bounds: a quarter on `with` (half while a then b is thin)
+        share = 0.5 if estimates[ep.edge].n + grant[ep.edge][1] < min_support else 0.25
+        add_with = round(extra * share) if ep.tasks[WITH] and ep.tasks[WITHOUT] else (extra if ep.tasks[WITH] else 0)
+        grant[ep.edge][0] += extra - add_with
+        grant[ep.edge][1] += add_with
+    jobs: list[Task] = []
+    for ep in served:
+        for kind, count in ((WITHOUT, grant[ep.edge][0]), (WITH, grant[ep.edge][1])):
             pool = ep.tasks[kind]
-            for j in range(count if pool else 0):
-                jobs.append(pool[j % len(pool)])
-                ep.rollouts[kind] += 1
+            if not pool:
+                continue
+            start = ep.rollouts[kind]
+            for j in range(count):
+                jobs.append(pool[(start + j) % len(pool)])
+            ep.rollouts[kind] += count
     return jobs
+
+
+#: Probes one round's tasks: rolls them out, adds them to the evidence, and returns the
+#: re-estimated edges and the number of probe rollouts made.
+ProbeRound = Callable[[list[Task]], tuple[list[EdgeEstimate], int]]
+
+
+def run_probes(first: list[EdgeEstimate], tasks_for: Callable[[tuple[str, str]], dict[str, list[Task]]],
+               probe_round: ProbeRound, budget: int, rounds: int = 2,
+               min_support: int = 20) -> tuple[list[EdgeProbes], int, list[EdgeEstimate]]:
+    """Spend up to ``budget`` probe rollouts over ``rounds`` rounds on the edges still ``ambiguous``.
+
+    Round ``r`` spends the budget left divided by the rounds left (two rounds: half, then
+    the rest), re-estimates, and the next round probes only what is still ambiguous, so an
+    edge the first round decided takes no more.  Stops early when nothing is ambiguous
+    (the rest of the budget is not spent).  Returns the edges probed or found ambiguous
+    (with their verdict before and after), the probe rollouts made and the last estimates.
+    """
+    if rounds < 1:
+        raise ConfigError(f"probe rounds must be >= 1, not {rounds}")
+    initial = {(e.from_, e.to): e.verdict for e in first}
+    plans: dict[tuple[str, str], EdgeProbes] = {}
+    current, used = first, 0
+    for r in range(rounds):
+        by_edge = {(e.from_, e.to): e for e in current}
+        ambiguous = [e for e in current if e.verdict == AMBIGUOUS]
+        for e in ambiguous:
+            edge = (e.from_, e.to)
+            if edge not in plans:
+                ep = plans[edge] = EdgeProbes(edge, e.missing, before=initial.get(edge, "absent"))
+                ep.tasks = tasks_for(edge)
+                if not ep.tasks[WITHOUT] and not ep.tasks[WITH]:
+                    ep.missing += "; no probe task could be synthesized"
+        left = budget - used
+        probing = [plans[(e.from_, e.to)] for e in ambiguous
+                   if plans[(e.from_, e.to)].tasks[WITHOUT] or plans[(e.from_, e.to)].tasks[WITH]]
+        if not probing or left <= 0:
+            break
+        jobs = allocate(probing, by_edge, left // (rounds - r), min_support)
+        if not jobs:
+            break
+        current, made = probe_round(jobs)
+        used += made
+        log.info("probe round %d: %d rollouts on %d edge(s)", r + 1, made, len(probing))
+    now = {(e.from_, e.to): e.verdict for e in current}
+    for ep in plans.values():
+        ep.after = now.get(ep.edge, "gone")
+    return list(plans.values()), used, current
 
 
 def diagnose(
@@ -146,8 +255,11 @@ def diagnose(
     per_kind: int = 6,
     config: EstimatorConfig | None = None,
     batch_size: int = 500,
+    rounds: int = 2,
+    min_support: int = 20,
 ) -> DiagnoseReport:
-    """Probe the ambiguous tool-level edges of ``scope`` with ``budget`` rollouts and re-estimate."""
+    """Probe the ambiguous tool-level edges of ``scope`` with up to ``budget`` rollouts, re-estimating after
+    each of ``rounds`` rounds (:func:`run_probes`)."""
     if budget < 0:
         raise ConfigError(f"the probe budget must be >= 0 rollouts, not {budget}")
     view = store.run("scope-view", scope=scope)
@@ -164,34 +276,34 @@ def diagnose(
         return report
     probe_key = scope + PROBE_SUFFIX
     report.probe_scope = probe_key
-    plans: list[EdgeProbes] = []
-    for e in sorted(ambiguous, key=lambda e: (-e.combined_low, e.from_, e.to)):
-        ep = EdgeProbes((e.from_, e.to), e.missing)
-        ep.tasks = make_probes(ep.edge, seeds_with_pair(tasks, ep.edge), per_kind, seed)
-        if not ep.tasks[WITHOUT] and not ep.tasks[WITH]:
-            ep.missing += "; no probe task could be synthesized"
-        plans.append(ep)
-        report.edges.append(ep)
-    probing = [ep for ep in plans if ep.tasks[WITHOUT] or ep.tasks[WITH]]
-    jobs = allocate(probing, {e: est.n for e, est in before.by_edge().items()}, budget)
-    probe_tasks = {t.id: t for ep in probing for kind in (WITHOUT, WITH) for t in ep.tasks[kind]}
-    store.upsert_tasks(probe_tasks.values())
     offset = next((int(r["probe_rollouts"] or 0) for r in view if r["probe"] == probe_key), 0)
-    raw = [Rollout(f"probe-{offset + k}", t.id, policy(t), k + 1, {"policy": "probe", "index": offset + k})
-           for k, t in enumerate(jobs)]
-    records = list(prepare(probe_tasks, iter(raw), probe_key, 0.7, False, [], "probe"))
     scope_row = {"key": probe_key, "experiment": f"{sc['experiment']}{PROBE_SUFFIX}", "policy": sc["policy"],
                  "checkpoint": sc["checkpoint"], "round": sc["round"]}
-    for i in range(0, len(records), batch_size):
-        store.ingest_batch(scope_row, records[i: i + batch_size])
-    store.write("link-probe-scope", scope=scope, probe=probe_key)
-    report.rollouts = len(records)
-    after = estimate_scope(store, scope, "tool", config)
-    estimate_scope(store, scope, "skill", config)
-    report.after = after
-    now = after.by_edge()
-    for ep in report.edges:
-        ep.after = now[ep.edge].verdict if ep.edge in now else "gone"
+    made = 0
+
+    def probe_round(jobs: list[Task]) -> tuple[list[EdgeEstimate], int]:
+        nonlocal made
+        probe_tasks = {t.id: t for t in jobs}
+        store.upsert_tasks(probe_tasks.values())
+        raw = [Rollout(f"probe-{offset + made + k}", t.id, policy(t), offset + made + k + 1,
+                       {"policy": "probe", "index": offset + made + k}) for k, t in enumerate(jobs)]
+        records = list(prepare(probe_tasks, iter(raw), probe_key, 0.7, False, [], "probe"))
+        for i in range(0, len(records), batch_size):
+            store.ingest_batch(scope_row, records[i: i + batch_size])
+        store.write("link-probe-scope", scope=scope, probe=probe_key)
+        made += len(raw)
+        report.after = estimate_scope(store, scope, "tool", config)
+        return report.after.estimates, len(records)
+
+    def tasks_for(edge: tuple[str, str]) -> dict[str, list[Task]]:
+        return make_probes(edge, seeds_with_pair(tasks, edge), per_kind, seed)
+
+    report.edges, report.rollouts, _ = run_probes(before.estimates, tasks_for, probe_round, budget, rounds,
+                                                  min_support)
+    if report.after is None:
+        report.after = before
+    else:
+        estimate_scope(store, scope, "skill", config)
     counts: dict[str, int] = defaultdict(int)
     for ep in report.edges:
         counts[ep.after] += 1
@@ -199,5 +311,5 @@ def diagnose(
     return report
 
 
-__all__ = ["allocate", "DiagnoseReport", "EdgeProbes", "RolloutPolicy", "diagnose", "make_probes", "seeds_with_pair",
-           "sim_policy"]
+__all__ = ["allocate", "DiagnoseReport", "EdgeProbes", "ProbeRound", "RolloutPolicy", "diagnose", "make_probes",
+           "probe_needs", "run_probes", "seeds_with_pair", "sim_policy"]

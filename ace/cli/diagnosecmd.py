@@ -37,7 +37,11 @@ def _policy(spec: Optional[str], scope_policy: str | None, seed: int, start: int
 def diagnose_cmd(
     scope: str = typer.Option(..., "--scope", "-s", help="Scope key (experiment/policy/checkpoint) to diagnose."),
     probe_budget: int = typer.Option(200, "--probe-budget", "-n", min=0,
-                                     help="Probe rollouts to spend in all, split over the ambiguous edges."),
+                                     help="Probe rollouts to spend at most, over the ambiguous edges."),
+    rounds: int = typer.Option(2, "--rounds", min=1,
+                               help="Probe rounds: each spends its share of what is left on the edges still "
+                                    "ambiguous (those cheapest to decide first) and re-estimates; stops early "
+                                    "when nothing is ambiguous."),
     policy: Optional[str] = typer.Option(
         None, "--policy", "-p",
         help="Who rolls the probes out: sim (the simulated agent, demo weaknesses) or sim:WEAKNESS.toml. "
@@ -70,7 +74,7 @@ def diagnose_cmd(
         done = sum(int(r["probe_rollouts"] or 0) for r in view)  # a rerun draws new rollouts, not the same ones
         run, described = _policy(policy, view[0]["policy"], seed, done)
         task_set = load_task_set(tasks)
-        report = diagnose(store, scope, task_set, run, probe_budget, seed=seed)
+        report = diagnose(store, scope, task_set, run, probe_budget, seed=seed, rounds=rounds)
     finally:
         driver.close()
     if as_json:

@@ -74,7 +74,11 @@ def test_confounded_pair_is_ambiguous_then_resolved_by_ace_diagnose(scope, capsy
     assert main(["diagnose", "--scope", SCOPE, "--probe-budget", "150", "--policy", f"sim:{weakness}",
                  "--tasks", "bfcl:base", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["probe_scope"] == SCOPE + "~probe" and report["probe_rollouts"] == 150
+    # two rounds: half the budget, then the rest only if something is still ambiguous
+    used = report["probe_rollouts"]
+    assert report["probe_scope"] == SCOPE + "~probe" and 0 < used <= 150
+    if used < 150:
+        assert used == 75 and report["verdicts_after"].get("ambiguous", 0) == 0
     edge = next(e for e in report["edges"] if (e["from"], e["to"]) == PAIR)
     assert edge["before"] == "ambiguous" and edge["after"] == "composition"
     assert edge["probe_rollouts"]["without"] > edge["probe_rollouts"]["with"] > 0
@@ -85,7 +89,7 @@ def test_confounded_pair_is_ambiguous_then_resolved_by_ace_diagnose(scope, capsy
     assert _row(store, "frontier", min_prereq=0.6)[PAIR]["view"] == [SCOPE, SCOPE + "~probe"]
     assert not [p for p in after if p[1] == "grep" and after[p]["verdict"] == "composition"]
     linked = store.run("scope-view", scope=SCOPE)
-    assert [r["probe"] for r in linked] == [SCOPE + "~probe"] and linked[0]["probe_rollouts"] == 150
+    assert [r["probe"] for r in linked] == [SCOPE + "~probe"] and linked[0]["probe_rollouts"] == used
 
 
 def test_diagnose_refuses_bad_input(scope, capsys):

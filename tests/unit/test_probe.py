@@ -8,7 +8,8 @@ import pytest
 
 from ace_env import bfcl
 from ace_env.sim import parse_weakness, simulate_one
-from synth.diagnose import allocate, make_probes, seeds_with_pair
+from ace_graph.estimate import AMBIGUOUS, EdgeEstimate
+from synth.diagnose import allocate, make_probes, probe_needs, seeds_with_pair
 from synth.strategies.probe import WITH, WITHOUT, probe, probe_with, probe_without
 from synth.taskcheck import NO_TARGET, check_task, flat_calls, target_step
 
@@ -61,10 +62,64 @@ def test_simulated_agent_slips_on_the_composition_only_in_with_probes(seeds):
             assert any(s["cause"] == "composition" for s in slips) is expect, (kind, task.id)
 
 
-def test_allocation_spends_the_budget_mostly_on_without_probes(seeds):
+def _edge(edge, n, failures, n_without, failures_without, base=0.05, low=0.2):
+    return EdgeEstimate(edge[0], edge[1], n, failures, n_without, failures_without, 1.0, low, 2.0, 1.0, 0.0, 2.0,
+                        1.0, AMBIGUOUS, "", base)
+
+
+def test_probe_needs_follow_the_exact_bound_and_min_support():
+    # b fails 30% right after a; at the 5% base rate the exact upper bound drops under 30% at 17 steps
+    assert probe_needs(_edge(PAIR, 100, 30, 0, 0)) == (17, 0)
+    assert probe_needs(_edge(PAIR, 100, 30, 10, 0)) == (7, 0)
+    assert probe_needs(_edge(PAIR, 8, 3, 0, 0))[1] == 12  # a then b short of min_support
+    assert probe_needs(_edge(PAIR, 40, 12, 60, 2)) == (15, 5)  # counts suffice: min_support more, 3/4 without
+
+
+def test_allocation_serves_the_edges_cheapest_to_decide_first(seeds):
     from synth.diagnose import EdgeProbes
 
-    ep = EdgeProbes(PAIR, "")
-    ep.tasks = make_probes(PAIR, seeds, 2, 0)
-    jobs = allocate([ep], {PAIR: 100}, 40)
-    assert len(jobs) == 40 and ep.rollouts == {WITHOUT: 30, WITH: 10}
+    cheap, costly = EdgeProbes(PAIR, ""), EdgeProbes(("x", "y"), "")
+    cheap.tasks = make_probes(PAIR, seeds, 2, 0)
+    costly.tasks = {k: list(v) for k, v in cheap.tasks.items()}
+    est = {PAIR: _edge(PAIR, 100, 30, 10, 0), ("x", "y"): _edge(("x", "y"), 5, 2, 0, 0)}
+    jobs = allocate([costly, cheap], est, 20)  # cheap needs 7, costly 8 + 15: only cheap fits
+    assert len(jobs) == 20 and costly.rollouts == {WITHOUT: 0, WITH: 0}
+    assert cheap.rollouts[WITHOUT] > cheap.rollouts[WITH] > 0  # its 7, then the rest 3:1
+    first = dict(cheap.rollouts)
+    jobs = allocate([costly, cheap], est, 80)  # a second round: both fit, the rest is spread
+    assert len(jobs) == 80 and costly.rollouts[WITHOUT] >= 8 and costly.rollouts[WITH] >= 15
+    assert cheap.rollouts[WITHOUT] > first[WITHOUT]
+
+
+def test_probe_rounds_stop_when_the_first_round_decides_and_go_on_when_it_does_not(seeds):
+    from ace_graph.estimate import COMPOSITION, Cell, estimate
+    from synth.diagnose import run_probes
+
+    a, b = PAIR
+    background = [Cell(t, (p,), f"bg{k}", 25, k % 2) for k in range(30) for t, p in (("x", "y"), ("y", "z"), ("z", "x"))]
+    confounded = background + [Cell(b, (a,), "ta", 200, 60), Cell(b, ("x",), "tx", 4, 0)]
+    first = estimate(confounded)
+    assert {(e.from_, e.to): e.verdict for e in first}[PAIR] == AMBIGUOUS
+    probes = make_probes(PAIR, seeds, 3, 0)
+
+    def rounds_with(rate):
+        seen = []
+
+        def probe_round(jobs):
+            seen.append(len(jobs))
+            if rate is None:  # the probes told nothing (e.g. none reached b)
+                return first, len(jobs)
+            extra = [Cell(b, ("z",), f"probe{len(seen)}", len(jobs), round(rate * len(jobs)))]
+            return estimate(confounded + extra), len(jobs)
+
+        plans, used, last = run_probes(first, lambda edge: probes, probe_round, 100, rounds=2)
+        return plans, used, seen, {(e.from_, e.to): e.verdict for e in last}
+
+    # b fine without a: the first round (half the budget) decides it, the rest is not spent
+    plans, used, seen, verdicts = rounds_with(0.0)
+    assert seen == [50] and used == 50 and verdicts[PAIR] == COMPOSITION
+    assert [(p.edge, p.before, p.after) for p in plans] == [(PAIR, AMBIGUOUS, COMPOSITION)]
+    # a round that leaves the edge ambiguous is followed by a second, on the rest of the budget
+    plans, used, seen, verdicts = rounds_with(None)
+    assert seen == [50, 50] and used == 100 and verdicts[PAIR] == AMBIGUOUS
+    assert plans[0].rollouts[WITHOUT] + plans[0].rollouts[WITH] == 100
