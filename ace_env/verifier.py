@@ -199,9 +199,9 @@ def oracle_for(task: Task, fingerprint: str | None = None) -> Oracle:
     return ORACLES.get(task, fingerprint)
 
 
-def has_oracle(task: Task) -> bool:
-    """Whether the task's oracle is held in memory already."""
-    return ORACLES.in_memory(task)
+def has_oracle(task: Task, fingerprint: str | None = None) -> bool:
+    """Whether the task's oracle is held in memory already (pass the task's fingerprint if known)."""
+    return ORACLES.in_memory(task, fingerprint)
 
 
 def clear_oracle_cache() -> None:
