@@ -22,6 +22,7 @@ satisfied), the first failing turn and step, and what went wrong there.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections import Counter
@@ -205,8 +206,9 @@ def has_oracle(task: Task, fingerprint: str | None = None) -> bool:
 
 
 def clear_oracle_cache() -> None:
-    """Forget the oracles held in memory (the disk cache stays)."""
+    """Forget the oracles held in memory (the disk cache stays), and the calls' match keys."""
     ORACLES.clear()
+    _parsed_key.cache_clear()
 
 
 # --------------------------------------------------------------------------- verdict
@@ -507,16 +509,24 @@ def _follows_oracle(calls: Sequence[Any], oracle_turn: OracleTurn, task: Task, t
     out = []
     for raw, o, key in zip(calls, oracle_turn.steps, oracle_turn.keys):
         if isinstance(raw, str) and len(raw) <= 4096:
-            parsed, arguments = parse_with_arguments(raw)
+            parsed, arguments, raw_key = _parsed_key(raw)
         else:
             parsed = parse_call(raw)
             arguments = canonical_arguments(parsed.name, parsed) if isinstance(parsed, Call) else None
+            raw_key = _key(parsed.name, arguments) if arguments is not None else None
         if not isinstance(parsed, Call) or parsed.name != o.name or parsed.name not in offered:
             return None
-        if arguments is None or _key(parsed.name, arguments) != key:
+        if arguments is None or raw_key != key:
             return None
         out.append(StepResult(raw if isinstance(raw, str) else parsed.render(), OK, o.name, arguments, o.output))
     return out
+
+
+@functools.lru_cache(maxsize=65_536)
+def _parsed_key(raw: str) -> tuple[Any, dict[str, Any] | None, tuple[Any, ...] | None]:
+    """:func:`parse_with_arguments` of a call string and its match key (read-only results)."""
+    parsed, arguments = parse_with_arguments(raw)
+    return parsed, arguments, None if arguments is None else _key(parsed.name, arguments)
 
 
 def ground_truth_rollout(task: Task) -> list[list[str]]:
