@@ -94,6 +94,8 @@ class OracleTurn:
 
     steps: list[OracleStep]
     checkpoint: bytes = field(repr=False)
+    #: The turn before, when this turn made no call: the state is that turn's (loaded once for both).
+    same_as: "OracleTurn | None" = field(default=None, repr=False)
     _state: dict[str, dict[str, Any]] | None = field(default=None, repr=False)
     _fingerprint: str | None = field(default=None, repr=False)
     _keys: list[tuple[Any, ...]] | None = field(default=None, repr=False)
@@ -101,6 +103,8 @@ class OracleTurn:
     @property
     def state(self) -> dict[str, dict[str, Any]]:
         """Public attributes of every instance after the turn (loaded on first use)."""
+        if self.same_as is not None:
+            return self.same_as.state
         if self._state is None:
             self._state = {
                 cls: {k: v for k, v in vars(inst).items() if not k.startswith("_")}
@@ -130,7 +134,7 @@ class Oracle:
     task_id: str
     turns: list[OracleTurn]
     errors: list[str] = field(default_factory=list)
-    initial: bytes = field(default=b"", repr=False)  # checkpoint before the first turn
+    initial: bytes = field(default=b"", repr=False)  # checkpoint before the first turn (b"": fresh instances)
 
     @property
     def n_steps(self) -> int:
@@ -166,7 +170,6 @@ def fingerprint(state: Any) -> str:
 def replay_oracle(task: Task) -> Oracle:
     """Execute a task's ground truth and record the oracle (not cached)."""
     env = Environment(task)
-    initial = env.checkpoint()
     turns: list[OracleTurn] = []
     errors: list[str] = []
     for t, turn in enumerate(task.turns):
@@ -176,8 +179,15 @@ def replay_oracle(task: Task) -> Oracle:
             if r.status != OK:
                 errors.append(f"turn {t}: {raw!r}: {r.status}: {r.detail or r.output}")
             steps.append(OracleStep(str(r.raw), r.name or "", r.arguments, r.output or "", r.status))
-        turns.append(OracleTurn(steps, env.checkpoint()))
-    return Oracle(task.id, turns, errors, initial)
+        if not steps and turns:
+            # No call, so nothing changed: the turn before's state, not a second copy of it.
+            before = turns[-1].same_as or turns[-1]
+            turns.append(OracleTurn(steps, before.checkpoint, same_as=before))
+        else:
+            turns.append(OracleTurn(steps, env.checkpoint()))
+    # No checkpoint of the start: a rollout that deviates in the first turn starts from fresh
+    # instances, which is what the start is (Environment(task) is deterministic).
+    return Oracle(task.id, turns, errors)
 
 
 _HERE = Path(__file__).parent
