@@ -75,6 +75,7 @@ class TaskCache(Generic[T]):
         self._sources = tuple(Path(s) for s in sources)
         self._salt = salt
         self._version: str | None = None
+        self._folder: tuple[tuple[str | None, str | None], Path] | None = None
         self._memory: OrderedDict[str, T] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = self.disk_hits = self.builds = 0
@@ -93,7 +94,12 @@ class TaskCache(Generic[T]):
         return self._version
 
     def folder(self) -> Path:
-        return ace_home() / "cache" / self.kind / self.version
+        # Resolved once per ACE_HOME value (ace_home() touches the file system on every call);
+        # _store creates any missing folder below it.
+        home = (os.environ.get("ACE_HOME"), os.environ.get("HOME"))
+        if self._folder is None or self._folder[0] != home:
+            self._folder = (home, ace_home() / "cache" / self.kind / self.version)
+        return self._folder[1]
 
     def path(self, fingerprint: str) -> Path:
         return self.folder() / fingerprint[:2] / f"{fingerprint}.pickle"

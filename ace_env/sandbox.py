@@ -54,7 +54,16 @@ from typing import Any, Iterable, Iterator, Sequence
 from ace_env import executor
 from ace_env.errors import BudgetExceeded, ConfigError, RolloutFormatError
 from ace_env.tasks import Task
-from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT, Verdict, has_oracle, oracle_for, over_budget, verify
+from ace_env.verifier import (
+    RESOURCE_LIMIT,
+    TIMEOUT,
+    Oracle,
+    Verdict,
+    has_oracle,
+    oracle_for,
+    over_budget,
+    verify,
+)
 
 log = logging.getLogger(__name__)
 
@@ -120,13 +129,16 @@ Result = Verdict | LineError
 
 
 def verify_one(tasks: dict[str, Task], task_id: str, turns: Any, rollout_id: str | None,
-               fast_forward: bool = True) -> Result:
-    """Verify one rollout in this process; every failure is a result (no budget enforced here)."""
+               fast_forward: bool = True, oracle: Oracle | None = None) -> Result:
+    """Verify one rollout in this process; every failure is a result (no budget enforced here).
+
+    ``oracle``: the task's oracle if the caller has it (else it is looked up by the task's fingerprint).
+    """
     task = tasks.get(task_id)
     if task is None:
         return LineError(f"unknown task_id {task_id!r}")
     try:
-        return verify(task, turns, rollout_id=rollout_id, fast_forward=fast_forward)
+        return verify(task, turns, rollout_id=rollout_id, oracle=oracle, fast_forward=fast_forward)
     except RolloutFormatError as e:
         return LineError(str(e))
     except MemoryError:
@@ -177,6 +189,9 @@ def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict
         except (ValueError, OSError):  # a hard limit below ours: keep the tighter one
             pass
     executor.set_call_clock(clock)
+    # The tasks are this process's own snapshot, taken at the fork and never edited here, so
+    # each task's content fingerprint (the oracle cache's key) is computed once, not per rollout.
+    fingerprints: dict[str, str] = {}
     while True:
         try:
             batch = conn.recv()
@@ -187,18 +202,22 @@ def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict
         out: list[Result] = []
         for i, (task_id, turns, rollout_id) in enumerate(batch):
             clock[_INDEX] = i
-            task = tasks.get(task_id)
-            if task is not None and not has_oracle(task):
-                clock[_PHASE] = _ORACLE
+            task = tasks.get(task_id) if isinstance(task_id, str) else None
+            oracle = None
+            if task is not None:
+                fp = fingerprints.get(task_id)
+                if fp is None:
+                    fp = fingerprints[task_id] = task.fingerprint()
+                clock[_PHASE] = _ROLLOUT if has_oracle(task, fp) else _ORACLE
                 try:
-                    oracle_for(task)
+                    oracle = oracle_for(task, fp)
                 except BudgetExceeded as e:
                     out.append(over_budget(task, rollout_id, e.kind, f"the oracle of task {task.id}: {e}", 0, 0))
                     continue
                 except Exception:  # verify() below reports it for this line
                     pass
             clock[_PHASE] = _ROLLOUT
-            result = verify_one(tasks, task_id, turns, rollout_id, fast_forward)
+            result = verify_one(tasks, task_id, turns, rollout_id, fast_forward, oracle)
             if not keep_steps and isinstance(result, Verdict):
                 result.steps, result.turn_ok = [], []  # not sent back unless asked for: most of the pickle
             out.append(result)

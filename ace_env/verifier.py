@@ -22,6 +22,7 @@ satisfied), the first failing turn and step, and what went wrong there.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections import Counter
@@ -93,6 +94,8 @@ class OracleTurn:
 
     steps: list[OracleStep]
     checkpoint: bytes = field(repr=False)
+    #: The turn before, when this turn made no call: the state is that turn's (loaded once for both).
+    same_as: "OracleTurn | None" = field(default=None, repr=False)
     _state: dict[str, dict[str, Any]] | None = field(default=None, repr=False)
     _fingerprint: str | None = field(default=None, repr=False)
     _keys: list[tuple[Any, ...]] | None = field(default=None, repr=False)
@@ -100,6 +103,8 @@ class OracleTurn:
     @property
     def state(self) -> dict[str, dict[str, Any]]:
         """Public attributes of every instance after the turn (loaded on first use)."""
+        if self.same_as is not None:
+            return self.same_as.state
         if self._state is None:
             self._state = {
                 cls: {k: v for k, v in vars(inst).items() if not k.startswith("_")}
@@ -129,7 +134,7 @@ class Oracle:
     task_id: str
     turns: list[OracleTurn]
     errors: list[str] = field(default_factory=list)
-    initial: bytes = field(default=b"", repr=False)  # checkpoint before the first turn
+    initial: bytes = field(default=b"", repr=False)  # checkpoint before the first turn (b"": fresh instances)
 
     @property
     def n_steps(self) -> int:
@@ -165,7 +170,6 @@ def fingerprint(state: Any) -> str:
 def replay_oracle(task: Task) -> Oracle:
     """Execute a task's ground truth and record the oracle (not cached)."""
     env = Environment(task)
-    initial = env.checkpoint()
     turns: list[OracleTurn] = []
     errors: list[str] = []
     for t, turn in enumerate(task.turns):
@@ -175,8 +179,15 @@ def replay_oracle(task: Task) -> Oracle:
             if r.status != OK:
                 errors.append(f"turn {t}: {raw!r}: {r.status}: {r.detail or r.output}")
             steps.append(OracleStep(str(r.raw), r.name or "", r.arguments, r.output or "", r.status))
-        turns.append(OracleTurn(steps, env.checkpoint()))
-    return Oracle(task.id, turns, errors, initial)
+        if not steps and turns:
+            # No call, so nothing changed: the turn before's state, not a second copy of it.
+            before = turns[-1].same_as or turns[-1]
+            turns.append(OracleTurn(steps, before.checkpoint, same_as=before))
+        else:
+            turns.append(OracleTurn(steps, env.checkpoint()))
+    # No checkpoint of the start: a rollout that deviates in the first turn starts from fresh
+    # instances, which is what the start is (Environment(task) is deterministic).
+    return Oracle(task.id, turns, errors)
 
 
 _HERE = Path(__file__).parent
@@ -199,14 +210,15 @@ def oracle_for(task: Task, fingerprint: str | None = None) -> Oracle:
     return ORACLES.get(task, fingerprint)
 
 
-def has_oracle(task: Task) -> bool:
-    """Whether the task's oracle is held in memory already."""
-    return ORACLES.in_memory(task)
+def has_oracle(task: Task, fingerprint: str | None = None) -> bool:
+    """Whether the task's oracle is held in memory already (pass the task's fingerprint if known)."""
+    return ORACLES.in_memory(task, fingerprint)
 
 
 def clear_oracle_cache() -> None:
-    """Forget the oracles held in memory (the disk cache stays)."""
+    """Forget the oracles held in memory (the disk cache stays), and the calls' match keys."""
     ORACLES.clear()
+    _parsed_key.cache_clear()
 
 
 # --------------------------------------------------------------------------- verdict
@@ -507,16 +519,24 @@ def _follows_oracle(calls: Sequence[Any], oracle_turn: OracleTurn, task: Task, t
     out = []
     for raw, o, key in zip(calls, oracle_turn.steps, oracle_turn.keys):
         if isinstance(raw, str) and len(raw) <= 4096:
-            parsed, arguments = parse_with_arguments(raw)
+            parsed, arguments, raw_key = _parsed_key(raw)
         else:
             parsed = parse_call(raw)
             arguments = canonical_arguments(parsed.name, parsed) if isinstance(parsed, Call) else None
+            raw_key = _key(parsed.name, arguments) if arguments is not None else None
         if not isinstance(parsed, Call) or parsed.name != o.name or parsed.name not in offered:
             return None
-        if arguments is None or _key(parsed.name, arguments) != key:
+        if arguments is None or raw_key != key:
             return None
         out.append(StepResult(raw if isinstance(raw, str) else parsed.render(), OK, o.name, arguments, o.output))
     return out
+
+
+@functools.lru_cache(maxsize=65_536)
+def _parsed_key(raw: str) -> tuple[Any, dict[str, Any] | None, tuple[Any, ...] | None]:
+    """:func:`parse_with_arguments` of a call string and its match key (read-only results)."""
+    parsed, arguments = parse_with_arguments(raw)
+    return parsed, arguments, None if arguments is None else _key(parsed.name, arguments)
 
 
 def ground_truth_rollout(task: Task) -> list[list[str]]:

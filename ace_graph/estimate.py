@@ -364,28 +364,44 @@ class ScopeEstimate:
 
 def scope_view(store: Any, scope: str) -> list[str]:
     """The scope and the probe scopes linked to it (``(S)-[:PROBED_BY]->(P)``), the scope first."""
+    return _view(store, scope)[0]
+
+
+def _view(store: Any, scope: str) -> tuple[list[str], int]:
+    """:func:`scope_view` and the number of rollouts the scope itself holds."""
     rows = store.run("scope-view", scope=scope)
     if not rows:
         raise ConfigError(f"scope {scope!r} is not in the graph (see `ace query scopes -P experiment=...`)")
-    return [scope] + sorted(r["probe"] for r in rows if r["probe"])
+    return [scope] + sorted(r["probe"] for r in rows if r["probe"]), int(rows[0]["rollouts"] or 0)
 
 
-def estimate_scope(store: Any, scope: str, level: str = "tool", config: EstimatorConfig | None = None) -> ScopeEstimate:
-    """Fit the model on the scope's view and store estimate and verdict on the scope's COMPOSES edges."""
+def estimate_scope(store: Any, scope: str, level: str = "tool", config: EstimatorConfig | None = None,
+                   known: tuple[Sequence[Cell], int] | None = None) -> ScopeEstimate:
+    """Fit the model on the scope's view and store estimate and verdict on the scope's COMPOSES edges.
+
+    ``known`` = (cells, n): the cells of ``n`` rollouts the caller has just stored in the scope
+    (:func:`cells_from_records` of them, as ``ace ingest`` keeps them).  They are used instead of
+    reading the stored steps back only when they are the whole view: no probe scope is linked
+    and the scope holds exactly ``n`` rollouts.  Otherwise the cells are read from the graph.
+    """
     if level not in ("tool", "skill"):
         raise ConfigError(f"level must be 'tool' or 'skill', not {level!r}")
     config = config or EstimatorConfig()
     t0 = time.perf_counter()
-    view = scope_view(store, scope)
-    raw = store.run("estimate-cells", scopes=view, level=level)
-    legacy = sum(int(r["n"]) for r in raw if r["legacy"])
-    if legacy:
-        # steps stored before ingest kept each step's previous call: their pairs are unknown, and a
-        # fit without them would call every edge `ok`; the interval statistic stays in charge
-        log.warning("scope %s: %d steps have no stored previous call (ingested by an older ACE); "
-                    "not estimating; re-ingest the rollouts to get estimates", scope, legacy)
-        return ScopeEstimate(scope, level, view, 0, 0, 0, {"legacy_steps": legacy}, time.perf_counter() - t0)
-    cells = merge_cells(Cell(r["unit"], tuple(r["prevs"]), r["task"], int(r["n"]), int(r["failures"])) for r in raw)
+    view, stored = _view(store, scope)
+    if known is not None and view == [scope] and known[1] > 0 and stored == known[1]:
+        cells = merge_cells(known[0])
+    else:
+        raw = store.run("estimate-cells", scopes=view, level=level)
+        legacy = sum(int(r["n"]) for r in raw if r["legacy"])
+        if legacy:
+            # steps stored before ingest kept each step's previous call: their pairs are unknown, and a
+            # fit without them would call every edge `ok`; the interval statistic stays in charge
+            log.warning("scope %s: %d steps have no stored previous call (ingested by an older ACE); "
+                        "not estimating; re-ingest the rollouts to get estimates", scope, legacy)
+            return ScopeEstimate(scope, level, view, 0, 0, 0, {"legacy_steps": legacy}, time.perf_counter() - t0)
+        cells = merge_cells(Cell(r["unit"], tuple(r["prevs"]), r["task"], int(r["n"]), int(r["failures"]))
+                            for r in raw)
     if not cells:
         return ScopeEstimate(scope, level, view, 0, 0, 0, {}, time.perf_counter() - t0)
     model = fit(cells, config)

@@ -9,6 +9,7 @@ already stored are skipped.
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -23,10 +24,12 @@ from ace_env.tasks import Task
 from ace_env.verifier import with_inference_error
 from ace_graph.db import ensure_schema
 from ace_graph.errors import ConfigError, IngestIncomplete, RolloutFormatError
-from ace_graph.estimate import estimate_scope
+from ace_graph.estimate import Cell, cells_from_records, estimate_scope
 from ace_graph.outcomes import RolloutRecord, record
 from ace_graph.store import GraphStore, scope_key
 from ace_graph.tagger import tag_task
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -38,6 +41,9 @@ class IngestReport:
     invalid: list[str] = field(default_factory=list)
     steps: int = 0
     seconds: float = 0.0
+    #: Wall seconds per phase: seeding the taxonomy and tasks, verifying+tagging+writing
+    #: (overlapped), refitting the estimator, marking the scope complete.
+    phases: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -50,6 +56,7 @@ class IngestReport:
             "seconds": round(self.seconds, 3),
             "rollouts_per_s": round(self.read / self.seconds, 1) if self.seconds else None,
             "steps_per_s": round(self.steps / self.seconds, 1) if self.seconds else None,
+            "phase_seconds": {k: round(v, 3) for k, v in self.phases.items()},
         }
 
 
@@ -134,12 +141,22 @@ def ingest_file(
              "round": round_ if round_ is not None else _round_from(checkpoint)}
     report = IngestReport(key)
     start = time.perf_counter()
+    mark = start
+
+    def phase(name: str) -> None:
+        nonlocal mark
+        now = time.perf_counter()
+        report.phases[name] = now - mark
+        log.debug("ingest %s: %s took %.3f s", key, name, now - mark)
+        mark = now
+
     if seed_tasks:
         # Idempotence and concurrent writers rely on the uniqueness constraints.
 
         ensure_schema(store.driver, store.database)
         store.ensure_taxonomy()
         store.upsert_tasks(tasks.values())
+    phase("seed")
     # Verification and tagging (Python) overlap with writing (Neo4j): this
     # thread prepares batches while `workers` threads write them, each batch
     # in its own transaction.  A failed batch stops the ingest and is raised.
@@ -175,6 +192,16 @@ def ingest_file(
     threads = [threading.Thread(target=writer, name=f"ace-ingest-{i}", daemon=True) for i in range(workers)]
     for t in threads:
         t.start()
+    # The estimator's observations of every record sent to be written: when every one of them was
+    # stored and the scope holds nothing else, the refit uses them instead of reading the steps back.
+    cells: dict[str, list[Cell]] = {"tool": [], "skill": []}
+
+    def send(batch: list[tuple[RolloutRecord, tuple[Any, ...]]]) -> None:
+        if estimate:
+            for level, acc in cells.items():
+                acc.extend(cells_from_records(batch, level))
+        pending.put(batch)
+
     def feed() -> None:
         batch: list[tuple[RolloutRecord, tuple[Any, ...]]] = []
         for item in prepare(tasks, _rollouts(path, skip_invalid, report.invalid, id_suffix), key, near_success,
@@ -183,12 +210,12 @@ def ingest_file(
             if on_read:
                 on_read(1)
             if len(batch) >= batch_size:
-                pending.put(batch)
+                send(batch)
                 batch = []
                 if failures:
                     return
         if batch and not failures:
-            pending.put(batch)
+            send(batch)
 
     try:
         try:
@@ -209,10 +236,14 @@ def ingest_file(
             f"scope {key}, which is marked incomplete; rerun the same command to complete it "
             "(rollouts already stored are skipped)."
         ) from stopped
+    phase("verify_tag_write")
     if estimate and report.created:
+        everything = report.created == report.read and not report.skipped_existing
         for level in ("tool", "skill"):
-            estimate_scope(store, key, level)
+            estimate_scope(store, key, level, known=(cells[level], report.created) if everything else None)
+    phase("estimate")
     store.complete_scope(key)
+    phase("complete")
     report.seconds = time.perf_counter() - start
     return report
 

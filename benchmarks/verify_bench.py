@@ -8,7 +8,9 @@ as in a training loop that verifies the same tasks round after round.  BFCL's
 checker re-executes the ground truth for every rollout, as it always does.
 "bounded" is what `ace verify` and `ace ingest` run: the cold verifier in a
 forked, watched worker process with every tool call under the default budget
-(ace_env.sandbox), worker start and result transfer included.
+(ace_env.sandbox), worker start and result transfer included.  The disk
+cache of oracles is off (``ACE_CACHE=off``): "cold" builds every oracle in the
+timed run, none is read back from ``$ACE_HOME/cache``.
 
     .venv/bin/python benchmarks/verify_bench.py [--category all] [--per-task 3] [--repeat 3]
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import time
 
@@ -34,6 +37,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=3, help="timed runs of each checker; the median is reported")
     args = ap.parse_args()
+    # Cold means built: an oracle read back from the disk cache (written by an earlier repeat
+    # or run) would make the cold rows warm.  The forked worker inherits this.
+    os.environ["ACE_CACHE"] = "off"
 
     tasks = bfcl.load_tasks(args.category)
     by_id = {t.id: t for t in tasks}

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from ace_env import bfcl
+from ace_env.formats import read_any
+from ace_graph import estimate as est
 from ace_graph.ingest import ingest_file, prepare
 from ace_graph.outcomes import aggregate
 from ace_graph.store import GraphStore
@@ -99,6 +101,49 @@ def test_ingest_counts_equal_a_python_recount(clean_db, neo4j_database, tasks, t
         "RETURN count(r)",
     )
     assert bad == 0
+
+
+def _estimates(driver, database, scope):
+    rows, _, _ = driver.execute_query(
+        "MATCH (a)-[c:COMPOSES {scope: $scope}]->(b) WHERE c.verdict IS NOT NULL "
+        "RETURN coalesce(a.id, a.name) AS a, coalesce(b.id, b.name) AS b, labels(a)[0] AS l, c.verdict AS v, "
+        "c.est_effect AS e, c.est_effect_low AS lo, c.est_tool_effect AS te, c.est_missing AS m ORDER BY l, a, b",
+        scope=scope, database_=database,
+    )
+    return [tuple(r.values()) for r in rows]
+
+
+def test_refit_from_kept_cells_equals_refit_from_stored_steps(clean_db, neo4j_database, tasks, tmp_path, monkeypatch):
+    """`ace ingest` refits on the observations it has just written instead of reading them back:
+    same cells as the stored steps give, same estimates; a scope holding more than this ingest's
+    rollouts is read from the graph."""
+    path = _write_rollouts(tmp_path / "r.jsonl", tasks, 250, seed=5)
+    store = GraphStore(clean_db, neo4j_database)
+    reads: list[str] = []
+    real_run = store.run
+
+    def counting_run(name, **params):
+        reads.append(name)
+        return real_run(name, **params)
+
+    monkeypatch.setattr(store, "run", counting_run)
+    report = ingest_file(store, path, tasks, "exp", "sim", "kept", batch_size=64)
+    assert report.created == 250 and "estimate-cells" not in reads
+    kept = _estimates(clean_db, neo4j_database, "exp/sim/kept")
+    assert kept, "the refit stored no estimates"
+    records = list(prepare(tasks, read_any(path), "exp/sim/kept", 0.7, False, [], str(path)))
+    for level in ("tool", "skill"):
+        stored = est.merge_cells(
+            est.Cell(r["unit"], tuple(r["prevs"]), r["task"], int(r["n"]), int(r["failures"]))
+            for r in real_run("estimate-cells", scopes=["exp/sim/kept"], level=level))
+        assert est.cells_from_records(records, level) == stored
+        est.estimate_scope(store, "exp/sim/kept", level)  # the refit that reads the stored steps
+    assert _estimates(clean_db, neo4j_database, "exp/sim/kept") == kept
+    # A second file into the same scope: the kept cells are not the whole scope, so the steps are read.
+    reads.clear()
+    more = _write_rollouts(tmp_path / "more.jsonl", tasks, 40, seed=6)
+    ingest_file(store, more, tasks, "exp", "sim", "kept", batch_size=64, id_suffix="-more", seed_tasks=False)
+    assert reads.count("estimate-cells") == 2
 
 
 def test_ingest_is_idempotent(clean_db, neo4j_database, tasks, tmp_path):
