@@ -27,7 +27,7 @@ from typing import Any
 
 from train.models import resolve_model
 from train.policies.base import Conversation, GenerationConfig, PolicyError, Reply
-from train.policies.kvcache import LayerStates, PrefixCache
+from train.policies.kvcache import LayerStates, PrefixCache, roomy_cache
 from train.policies.template import ACE_CHAT_TEMPLATE, has_tool_support
 
 log = logging.getLogger(__name__)
@@ -240,7 +240,7 @@ class HFPolicy:
                 keys[i, :, width - 1 - k.shape[2]:] = k[0]
                 values[i, :, width - 1 - v.shape[2]:] = v[0]
             batch_states.append((keys, values))
-        cache = self._new_cache(batch_states)
+        cache = roomy_cache(self.model.config, batch_states, kwargs["max_new_tokens"])
         del past, batch_states
         out = self.model.generate(input_ids=input_ids.to(device), attention_mask=mask.to(device),
                                   **{self._cache_arg: cache}, **kwargs)
