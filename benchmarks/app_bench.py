@@ -12,6 +12,12 @@ starts is reported separately (``cold``: the query cache is empty); the
 300 so the whole run stays inside it; ``--ttl 0`` measures every load
 uncached).  The goal printed beside each page is p95 ≤ 1000 ms.
 
+Baseline: a bare Streamlit page (a title and one line, no data, no ACE code),
+served by its own ``streamlit run`` and loaded the same way first.  Its time
+is the floor of a full page load on the machine at that moment; each page's
+p50 is printed as a multiple of it, so a run on a busy machine still says how
+much of a page's time is ACE's.
+
     export ACE_HOME=/tmp/ace-bench ACE_NEO4J_BOLT_PORT=17687 ACE_NEO4J_HTTP_PORT=17474
     .venv/bin/python benchmarks/query_bench.py               # load 1M rollouts (long), or --keep
     flock /tmp/ace-bench.lock .venv/bin/python benchmarks/app_bench.py --runs 20
@@ -71,11 +77,24 @@ def wait_rendered(pg, path: str, text: str, timeout_ms: float = 120_000) -> None
         pg.frame_locator("iframe").first.locator("#mynetwork canvas").wait_for(timeout=timeout_ms)
 
 
-def start_app(port: int, ttl: int) -> subprocess.Popen:
+#: The baseline: a Streamlit page with one line of text and no data, served and loaded the same way.
+#: What it costs is the floor of a full page load on this machine (JS bundle, websocket, one script run).
+FLOOR_SCRIPT = 'import streamlit as st\nst.title("Bare page")\nst.write("Nothing to show")\n'
+FLOOR_TEXT = "Nothing to show"
+
+
+def start_app(port: int, ttl: int, floor: bool = False) -> subprocess.Popen:
     ace = Path(sys.executable).parent / "ace"
     log = tempfile.NamedTemporaryFile(prefix="ace-app-bench-", suffix=".log", delete=False)
-    proc = subprocess.Popen([str(ace), "app", "--port", str(port), "--ttl", str(ttl)], stdout=log,
-                            stderr=subprocess.STDOUT)
+    if floor:
+        script = Path(tempfile.mkdtemp(prefix="ace-app-bench-floor-")) / "bare.py"
+        script.write_text(FLOOR_SCRIPT)
+        cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.address", "127.0.0.1",
+               "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
+               "--server.fileWatcherType", "none", "--global.developmentMode", "false"]
+    else:
+        cmd = [str(ace), "app", "--port", str(port), "--ttl", str(ttl)]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 90
     while time.time() < deadline:
         try:
@@ -119,41 +138,51 @@ def main(argv: list[str] | None = None) -> int:
     print(f"graph: {rollouts:,} rollouts stored in {len(scopes)} scopes; pages show {scope} at {args.level} level; "
           f"query cache TTL {args.ttl} s", flush=True)
 
-    port = free_port()
-    proc = start_app(port, args.ttl)
-    base = f"http://127.0.0.1:{port}"
-    results = []
-    try:
-        with sync_playwright() as p:
-            ctx = p.chromium.launch_persistent_context(
-                tempfile.mkdtemp(prefix="ace-bench-chromium-"), executable_path=args.chromium, headless=True,
-                args=CHROMIUM_ARGS, viewport={"width": 1500, "height": 1000})
-            try:
-                pg = ctx.new_page()
-                for path, text in PAGES.items():
-                    url = f"{base}/{path}?scope={scope}&level={args.level}"
-                    times = []
-                    for i in range(args.runs + 1):
-                        t0 = time.perf_counter()
-                        pg.goto(url)
-                        wait_rendered(pg, path, text)
-                        times.append((time.perf_counter() - t0) * 1000)
-                        if pg.locator("[data-testid='stException']").count():
-                            sys.exit(f"page {path or 'Overview'} raised an exception")
-                    cold, warm = times[0], sorted(times[1:])
-                    p95 = warm[min(len(warm) - 1, max(0, round(0.95 * len(warm)) - 1))]
-                    results.append((path or "Overview", cold, statistics.median(warm), p95, warm[-1]))
-                    print(f"  {path or 'Overview'}: cold {cold:.0f} ms, p95 {p95:.0f} ms", flush=True)
-            finally:
-                ctx.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    def measure(pg, name: str, url: str, path: str, text: str) -> tuple[str, float, float, float, float]:
+        times = []
+        for _ in range(args.runs + 1):
+            t0 = time.perf_counter()
+            pg.goto(url)
+            wait_rendered(pg, path, text)
+            times.append((time.perf_counter() - t0) * 1000)
+            if pg.locator("[data-testid='stException']").count():
+                sys.exit(f"page {name} raised an exception")
+        cold, warm = times[0], sorted(times[1:])
+        p95 = warm[min(len(warm) - 1, max(0, round(0.95 * len(warm)) - 1))]
+        print(f"  {name}: cold {cold:.0f} ms, p95 {p95:.0f} ms", flush=True)
+        return name, cold, statistics.median(warm), p95, warm[-1]
 
+    results = []
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(
+            tempfile.mkdtemp(prefix="ace-bench-chromium-"), executable_path=args.chromium, headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1500, "height": 1000})
+        try:
+            pg = ctx.new_page()
+            for floor in (True, False):  # the bare page first, then ACE's pages, one server each
+                port = free_port()
+                proc = start_app(port, args.ttl, floor=floor)
+                base = f"http://127.0.0.1:{port}"
+                try:
+                    if floor:
+                        results.append(measure(pg, "baseline: bare page", f"{base}/", "", FLOOR_TEXT))
+                        continue
+                    for path, text in PAGES.items():
+                        url = f"{base}/{path}?scope={scope}&level={args.level}"
+                        results.append(measure(pg, path or "Overview", url, path, text))
+                finally:
+                    proc.terminate()
+                    proc.wait(timeout=30)
+        finally:
+            ctx.close()
+
+    floor_p50 = results[0][2]
     print(f"\n== page render in Chromium (full page load), {args.runs} cached loads per page after 1 cold ==")
-    print(f"{'page':<22}{'cold ms':>9}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}   goal p95 <= {GOAL_P95_MS:.0f} ms")
+    print(f"{'page':<22}{'cold ms':>9}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}{'p50/bare':>10}   goal p95 <= {GOAL_P95_MS:.0f} ms")
     for name, cold, p50, p95, mx in results:
-        print(f"{name:<22}{cold:>9.0f}{p50:>9.0f}{p95:>9.0f}{mx:>9.0f}   {'MET' if p95 <= GOAL_P95_MS else 'MISSED'}")
+        print(f"{name:<22}{cold:>9.0f}{p50:>9.0f}{p95:>9.0f}{mx:>9.0f}{p50 / floor_p50:>9.1f}x   "
+              f"{'MET' if p95 <= GOAL_P95_MS else 'MISSED'}")
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     return 0
 
 
