@@ -172,15 +172,19 @@ def _die_with_parent() -> None:
         pass
 
 
-def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict[str, Task], memory_mb: int,
-            fast_forward: bool, keep_steps: bool) -> None:
+def worker_setup(parent_end: Any, parent_pid: int, clock: Any, memory_mb: int) -> None:
+    """What a forked worker does first: die with its parent, cap its growth, stamp its tool calls.
+
+    Its address space is capped (``RLIMIT_AS``) at its size at start plus
+    ``memory_mb``, so a runaway allocation raises ``MemoryError`` inside the
+    call; every tool call's start is stamped into ``clock`` for the watchdog.
+    """
     import resource
 
     _die_with_parent()
     if os.getppid() != parent_pid:  # the parent died before the death signal was armed
         os._exit(0)
     parent_end.close()  # our copy of the parent's end: without it, recv() sees EOF when the parent is gone
-
     size = _address_space()
     if size is not None:
         limit = size + memory_mb * (1 << 20)
@@ -189,6 +193,11 @@ def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict
         except (ValueError, OSError):  # a hard limit below ours: keep the tighter one
             pass
     executor.set_call_clock(clock)
+
+
+def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict[str, Task], memory_mb: int,
+            fast_forward: bool, keep_steps: bool) -> None:
+    worker_setup(parent_end, parent_pid, clock, memory_mb)
     # The tasks are this process's own snapshot, taken at the fork and never edited here, so
     # each task's content fingerprint (the oracle cache's key) is computed once, not per rollout.
     fingerprints: dict[str, str] = {}
@@ -253,48 +262,51 @@ def read_ahead(rollouts: Iterable[Any], size: int) -> Iterator[Any]:
             yield FLUSH
 
 
-class BoundedVerifier:
-    """Verify rollouts in a watched worker process, every tool call under ``budget``.
+class WatchedWorker:
+    """One long-lived forked worker process, and the watchdog that bounds each of its tool calls in time.
 
-    >>> with BoundedVerifier(tasks) as bv:                       # doctest: +SKIP
-    ...     for rollout, result in bv.verify_stream(read_any(path)):
-    ...         ...  # result is a Verdict (maybe attribution "timeout") or a LineError
+    A subclass names the worker function (:meth:`_target`; it is called with
+    ``(conn, parent_end, parent_pid, clock, *self._worker_args())`` and starts
+    with :func:`worker_setup`) and how many slots its shared clock has; slot 0
+    is the start of the running call, slot 1 the index in the batch of the item
+    being worked on.  :meth:`_send_and_wait` sends one batch and waits for the
+    answer, killing the worker when a call runs past ``budget.call_seconds``.
     """
 
-    def __init__(self, tasks: dict[str, Task], budget: Budget | None = None, batch_size: int = 64,
-                 fast_forward: bool = True, keep_steps: bool = False):
-        """``keep_steps``: also return each verdict's per-step results (``Verdict.steps``), which cost
-        most of the transfer; the stored record and the printed verdict do not need them."""
-        if batch_size < 1:
-            raise ConfigError(f"batch size must be at least 1, not {batch_size}")
-        self.tasks = tasks
+    _name = "ace-worker"
+    _slots = 2
+
+    def __init__(self, budget: Budget | None = None):
         self.budget = budget or Budget()
-        self.batch_size = batch_size
-        self.fast_forward = fast_forward
-        self.keep_steps = keep_steps
         self._ctx = multiprocessing.get_context("fork")
-        self._clock = self._ctx.RawArray("d", 3)
+        self._clock = self._ctx.RawArray("d", self._slots)
         self._proc: Any = None
         self._conn: Any = None
-        self._over_budget: dict[str, tuple[str, str]] = {}  # task id -> (kind, detail) of its oracle
         self.restarts = 0
 
-    # ------------------------------------------------------------------ lifecycle
+    def _target(self) -> Any:
+        raise NotImplementedError
 
-    def start(self) -> "BoundedVerifier":
-        """Fork the worker now (before starting threads, ideally); later calls do nothing."""
+    def _worker_args(self) -> tuple[Any, ...]:
+        return ()
+
+    def _on_start(self) -> None:
+        """A fresh worker is up (a subclass forgets what the last one held)."""
+
+    def start(self) -> Any:
+        """Fork the worker now (before starting threads, ideally); later calls do nothing while it lives."""
         if self._proc is None:
             parent, child = self._ctx.Pipe()
-            for i in range(3):
+            for i in range(self._slots):
                 self._clock[i] = 0.0
             self._proc = self._ctx.Process(
-                target=_worker, name="ace-verify-worker", daemon=True,
-                args=(child, parent, os.getpid(), self._clock, self.tasks, self.budget.memory_mb, self.fast_forward,
-                      self.keep_steps),
+                target=self._target(), name=self._name, daemon=True,
+                args=(child, parent, os.getpid(), self._clock, *self._worker_args()),
             )
             self._proc.start()
             child.close()
             self._conn = parent
+            self._on_start()
         return self
 
     def close(self) -> None:
@@ -320,11 +332,77 @@ class BoundedVerifier:
             self._proc = self._conn = None
             self.restarts += 1
 
-    def __enter__(self) -> "BoundedVerifier":
+    def __enter__(self) -> Any:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def _send_and_wait(self, message: Any) -> tuple[Any, str, tuple[float, ...]]:
+        """Send ``message`` and wait for the answer: ``(answer, "", ())``, or, when the worker is
+        gone, ``(None, why, clock)``: ``why`` is TIMEOUT (killed here: a call ran past the budget),
+        ``signal N`` / ``exit code N`` (it died) or ``it could not be reached`` (then ``clock`` is
+        empty: nothing ran); ``clock`` is the shared clock as it was then (which item, and what
+        the worker was doing)."""
+        self.start()
+        try:
+            self._conn.send(message)
+        except (OSError, ValueError):
+            self._kill()
+            return None, "it could not be reached", ()
+        limit = self.budget.call_seconds
+        clock = self._clock
+        while True:
+            started = clock[_CALL]
+            wait = limit if not started else started + limit - time.monotonic()
+            if wait <= 0:
+                snapshot = tuple(clock)
+                self._kill()
+                return None, TIMEOUT, snapshot
+            try:
+                ready = self._conn.poll(wait)
+            except (OSError, EOFError):
+                ready = True
+            if ready:
+                try:
+                    return self._conn.recv(), "", ()
+                except (EOFError, OSError):
+                    snapshot = tuple(clock)
+                    self._proc.join()
+                    code = self._proc.exitcode
+                    self._kill()
+                    return None, f"signal {-code}" if code is not None and code < 0 else f"exit code {code}", snapshot
+
+
+class BoundedVerifier(WatchedWorker):
+    """Verify rollouts in a watched worker process, every tool call under ``budget``.
+
+    >>> with BoundedVerifier(tasks) as bv:                       # doctest: +SKIP
+    ...     for rollout, result in bv.verify_stream(read_any(path)):
+    ...         ...  # result is a Verdict (maybe attribution "timeout") or a LineError
+    """
+
+    def __init__(self, tasks: dict[str, Task], budget: Budget | None = None, batch_size: int = 64,
+                 fast_forward: bool = True, keep_steps: bool = False):
+        """``keep_steps``: also return each verdict's per-step results (``Verdict.steps``), which cost
+        most of the transfer; the stored record and the printed verdict do not need them."""
+        if batch_size < 1:
+            raise ConfigError(f"batch size must be at least 1, not {batch_size}")
+        super().__init__(budget)
+        self.tasks = tasks
+        self.batch_size = batch_size
+        self.fast_forward = fast_forward
+        self.keep_steps = keep_steps
+        self._over_budget: dict[str, tuple[str, str]] = {}  # task id -> (kind, detail) of its oracle
+
+    _name = "ace-verify-worker"
+    _slots = 3  # and [2]: the phase (rollout, oracle, sending the verdicts)
+
+    def _target(self) -> Any:
+        return _worker
+
+    def _worker_args(self) -> tuple[Any, ...]:
+        return self.tasks, self.budget.memory_mb, self.fast_forward, self.keep_steps
 
     # ------------------------------------------------------------------ verification
 
@@ -392,32 +470,9 @@ class BoundedVerifier:
 
     def _round(self, items: Sequence[Any], chunk: list[int]) -> tuple[list[Result], int | None, str, float]:
         """Send ``chunk`` to the worker and wait: (results, index that failed or None, why, phase)."""
-        self.start()
-        try:
-            self._conn.send([items[i] for i in chunk])
-        except (OSError, ValueError, BrokenPipeError):
-            self._kill()
-            return [], 0, "it could not be reached", _ROLLOUT
-        limit = self.budget.call_seconds
-        clock = self._clock
-        while True:
-            started = clock[_CALL]
-            wait = limit if not started else started + limit - time.monotonic()
-            if wait <= 0:
-                index, phase = int(clock[_INDEX]), clock[_PHASE]
-                self._kill()
-                return [], index, TIMEOUT, phase
-            try:
-                ready = self._conn.poll(wait)
-            except (OSError, EOFError):
-                ready = True
-            if ready:
-                try:
-                    return self._conn.recv(), None, "", _IDLE
-                except (EOFError, OSError):
-                    index, phase = int(clock[_INDEX]), clock[_PHASE]
-                    self._proc.join()
-                    code = self._proc.exitcode
-                    self._kill()
-                    why = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-                    return [], index, why, phase
+        answer, why, clock = self._send_and_wait([items[i] for i in chunk])
+        if not why:
+            return answer, None, "", _IDLE
+        if not clock:
+            return [], 0, why, _ROLLOUT
+        return [], int(clock[_INDEX]), why, clock[_PHASE]

@@ -46,16 +46,14 @@ engine step carries the calls of the whole batch).  Next to a model's answer
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
-import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ace_env import executor
 from ace_env.errors import BudgetExceeded
 from ace_env.executor import Environment, StepResult
-from ace_env.sandbox import Budget, _address_space, _die_with_parent
+from ace_env.sandbox import Budget, WatchedWorker, worker_setup
 from ace_env.tasks import Task
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
 
@@ -78,20 +76,7 @@ Item = tuple[str, Any, int]
 
 
 def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict[str, Task], memory_mb: int) -> None:
-    import resource
-
-    _die_with_parent()
-    if os.getppid() != parent_pid:  # the parent died before the death signal was armed
-        os._exit(0)
-    parent_end.close()
-    size = _address_space()
-    if size is not None:
-        try:
-            resource.setrlimit(resource.RLIMIT_AS, (size + memory_mb * (1 << 20),
-                                                    resource.getrlimit(resource.RLIMIT_AS)[1]))
-        except (ValueError, OSError):  # a hard limit below ours: keep the tighter one
-            pass
-    executor.set_call_clock(clock)
+    worker_setup(parent_end, parent_pid, clock, memory_mb)
     envs: dict[str, Environment] = {}
     while True:
         try:
@@ -129,7 +114,7 @@ def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict
             os._exit(3)
 
 
-class BoundedCalls:
+class BoundedCalls(WatchedWorker):
     """The environments of an engine's rollouts, in a watched worker; every call under ``budget``.
 
     ``tasks`` maps each rollout id the engine will use to its task (known up
@@ -139,64 +124,24 @@ class BoundedCalls:
     ...     [result] = calls.run([("t#0", "ls()", 0)])  # a StepResult, or an Overrun
     """
 
+    _name = "ace-rollout-calls"
+
     def __init__(self, tasks: dict[str, Task], budget: Budget | None = None):
+        super().__init__(budget)
         self.tasks = tasks
-        self.budget = budget or Budget()
-        self._ctx = multiprocessing.get_context("fork")
-        self._clock = self._ctx.RawArray("d", 2)
-        self._proc: Any = None
-        self._conn: Any = None
         self._history: dict[str, list[tuple[Any, int]]] = {}  # calls each live rollout has made
         self._in_worker: set[str] = set()  # rollouts whose environment the current worker holds
         self._drops: list[str] = []
-        self.restarts = 0
 
-    # ------------------------------------------------------------------ lifecycle
+    def _target(self) -> Any:
+        return _worker
 
-    def start(self) -> "BoundedCalls":
-        """Fork the worker now; later calls do nothing while it lives."""
-        if self._proc is None:
-            parent, child = self._ctx.Pipe()
-            self._clock[_CALL] = self._clock[_INDEX] = 0.0
-            self._proc = self._ctx.Process(
-                target=_worker, name="ace-rollout-calls", daemon=True,
-                args=(child, parent, os.getpid(), self._clock, self.tasks, self.budget.memory_mb),
-            )
-            self._proc.start()
-            child.close()
-            self._conn = parent
-            self._in_worker = set()
-            self._drops = []
-        return self
+    def _worker_args(self) -> tuple[Any, ...]:
+        return self.tasks, self.budget.memory_mb
 
-    def close(self) -> None:
-        """Stop the worker."""
-        if self._proc is None:
-            return
-        try:
-            self._conn.send(None)
-        except (OSError, ValueError):
-            pass
-        self._proc.join(timeout=2)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join()
-        self._conn.close()
-        self._proc = self._conn = None
-
-    def _kill(self) -> None:
-        if self._proc is not None:
-            self._proc.kill()
-            self._proc.join()
-            self._conn.close()
-            self._proc = self._conn = None
-            self.restarts += 1
-
-    def __enter__(self) -> "BoundedCalls":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def _on_start(self) -> None:
+        self._in_worker = set()  # a fresh worker holds no environment yet
+        self._drops = []
 
     def finish(self, rollout_id: str) -> None:
         """A rollout has ended: its environment is freed (with the next batch)."""
@@ -249,30 +194,7 @@ class BoundedCalls:
                 self._in_worker.add(rid)
             batch.append((rid, replay, call, turn))
         drops, self._drops = self._drops, []
-        try:
-            self._conn.send((drops, batch))
-        except (OSError, ValueError):
-            self._kill()
-            return [], 0, "it could not be reached"
-        limit = self.budget.call_seconds
-        clock = self._clock
-        while True:
-            started = clock[_CALL]
-            wait = limit if not started else started + limit - time.monotonic()
-            if wait <= 0:
-                index = int(clock[_INDEX])
-                self._kill()
-                return [], index, TIMEOUT
-            try:
-                ready = self._conn.poll(wait)
-            except (OSError, EOFError):
-                ready = True
-            if ready:
-                try:
-                    return self._conn.recv(), None, ""
-                except (EOFError, OSError):
-                    index = int(clock[_INDEX])
-                    self._proc.join()
-                    code = self._proc.exitcode
-                    self._kill()
-                    return [], index, f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        answer, why, clock = self._send_and_wait((drops, batch))
+        if not why:
+            return answer, None, ""
+        return [], int(clock[_INDEX]) if clock else 0, why
