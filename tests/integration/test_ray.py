@@ -200,18 +200,7 @@ def test_rollout_on_ray_equals_local(ray_address, tmp_path, capsys):
     assert cluster.read_bytes() == local.read_bytes()
 
 
-SYNTH_WEAKNESS = """
-[defaults]
-error = 0.02
-[[composition]]
-from = "book_flight"
-to = "retrieve_invoice"
-error = 0.6
-[[composition]]
-from = "get_stock_info"
-to = "place_order"
-error = 0.6
-"""
+SYNTH_WEAKNESS = (Path(__file__).parent / "synth_weakness.toml").read_text()  # shared by the synthesis tests
 
 
 def test_synth_on_ray_equals_local(clean_db, neo4j_database, ray_address, tmp_path, capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,18 +13,7 @@ from ace_env.sim import load_weakness, simulate
 from ace_graph.ingest import ingest_file
 from ace_graph.store import GraphStore
 
-WEAKNESS = """
-[defaults]
-error = 0.02
-[[composition]]
-from = "book_flight"
-to = "retrieve_invoice"
-error = 0.6
-[[composition]]
-from = "get_stock_info"
-to = "place_order"
-error = 0.6
-"""
+WEAKNESS = (Path(__file__).parent / "synth_weakness.toml").read_text()  # shared by the synthesis tests
 
 
 @pytest.fixture(scope="module")

@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from ace.cli import main
 from ace_env import bfcl
 from ace_graph.ingest import ingest_file
 from ace_graph.store import GraphStore
 
-WEAKNESS = """
-[defaults]
-error = 0.02
-[[composition]]
-from = "book_flight"
-to = "retrieve_invoice"
-error = 0.6
-[[composition]]
-from = "get_stock_info"
-to = "place_order"
-error = 0.6
-"""
+WEAKNESS = (Path(__file__).parent / "synth_weakness.toml").read_text()  # shared by the synthesis tests
 
 
 def test_synth_from_graph_frontier_stores_plans_and_lineage(clean_db, neo4j_database, tmp_path, capsys):
