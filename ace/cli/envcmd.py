@@ -98,7 +98,7 @@ def replay(
 @app.command("verify")
 def verify_cmd(
     files: list[Path] = typer.Argument(None, help="Rollout files or folders (their *.jsonl files)."),
-    tasks: str = typer.Option(..., "--tasks", "-t", help="bfcl:CATEGORY[,CATEGORY...] or a task JSONL file."),
+    tasks: str = typer.Option(..., "--tasks", "-t", help="bfcl:CATEGORY[,CATEGORY...], a task JSONL file, or a folder of BFCL files (ace export --format bfcl)."),
     rollouts: list[Path] = typer.Option(
         [], "--rollouts", "-r",
         help="A rollout file or folder (repeatable; same as naming it as an argument): ACE JSONL "

@@ -67,7 +67,7 @@ def ingest(
     policy: Optional[str] = policy_option(None),
     checkpoint: Optional[str] = checkpoint_option(None),
     scope: Optional[str] = scope_option(None, "The scope as E/P/C (instead of -e E -p P -c C)."),
-    tasks: str = typer.Option("bfcl:all", "--tasks", "-t", help="bfcl:CATEGORY[,CATEGORY...] or a task JSONL file."),
+    tasks: str = typer.Option("bfcl:all", "--tasks", "-t", help="bfcl:CATEGORY[,CATEGORY...], a task JSONL file, or a folder of BFCL files (ace export --format bfcl)."),
     round_: Optional[int] = typer.Option(None, "--round", min=0, max=INT_MAX,
                                          help="Round number for capability history (default: from the checkpoint)."),
     batch_size: int = typer.Option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),

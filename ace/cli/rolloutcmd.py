@@ -81,7 +81,7 @@ def memory_limit_option() -> Any:
 @app.command("rollout")
 def rollout_cmd(
     policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help=POLICY_HELP),
-    tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY or a task JSONL file."),
+    tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY, a task JSONL file, or a folder of BFCL files."),
     out: Path = typer.Option(..., "--out", "-o", help="Rollout JSONL to write (ACE rollouts with full messages)."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
     n_per_task: int = typer.Option(1, "--n-per-task", "-G", min=1, help="Rollouts (samples) per task."),
@@ -150,7 +150,7 @@ def _table(title: str, rows: list[dict[str, Any]], cols: list[str]):
 @app.command("eval")
 def eval_cmd(
     policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help=POLICY_HELP),
-    tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY or a task JSONL file."),
+    tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY, a task JSONL file, or a folder of BFCL files."),
     experiment: str = typer.Option(..., "--experiment", "-e", help="Experiment name (scope)."),
     checkpoint: str = typer.Option(..., "--checkpoint", "-c", help="Checkpoint name; its last number is the round."),
     name: Optional[str] = typer.Option(

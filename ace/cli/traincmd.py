@@ -22,7 +22,7 @@ app.add_typer(train_app, name="train")
 @train_app.command("sft")
 def sft_cmd(
     policy: str = typer.Option("hf:smollm2-135m", "--policy", "-p", help="hf:<model folder or name> to start from."),
-    tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY or a task JSONL file (e.g. from ace synth)."),
+    tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY, a task JSONL file (e.g. from ace synth), or a folder of BFCL files."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder of the trained model; load it with --policy hf:OUT."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
     skip: int = typer.Option(0, "--skip", min=0, help="Leave out the first N tasks (e.g. the ones `ace eval --limit N` uses)."),
