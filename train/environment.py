@@ -25,8 +25,16 @@ row's turn-0 tool set in its ``environment`` column, and
 result as ``environment_factory`` (TRL's dict form routes each row by its
 ``environment`` column and lists only that class's tools in its prompt).
 
-The verdict is ACE's verifier (:func:`ace_env.verifier.verify`) over the calls
-the environment executed, on the task cut to the turns played; ``get_reward``
+Model output is data, and a call is bounded: every tool call runs in a
+watched worker process (:class:`train.toolcalls.BoundedCalls`, the rollout
+engine's mechanism) under :attr:`AceEnvironment.budget`, never in the
+trainer's process; a call over budget (``power(base=10,
+exponent=1000000000)``) ends the rollout with ``timeout`` or
+``resource_limit`` (reward 0), and later calls answer that it has ended.
+
+The verdict is ACE's verifier, bounded the same way
+(:class:`ace_env.sandbox.BoundedVerifier`), over the calls the environment
+executed, on the task cut to the turns played; ``get_reward``
 returns its reward (1.0 or 0.0), so ``reward_funcs`` may be omitted.  TRL
 sums its reward sources: passing :func:`train.rewards.verifier_reward` as
 well counts the same verdict twice (the test does, to check that the two
@@ -92,11 +100,12 @@ from typing import Any
 
 from ace_env import bfcl
 from ace_env.errors import AceError, ConfigError
-from ace_env.executor import Environment
+from ace_env.sandbox import BoundedVerifier, Budget, LineError
 from ace_env.tasks import Task
-from ace_env.verifier import Verdict, verify
+from ace_env.verifier import Verdict, over_budget
 from train.policies.template import ACE_CHAT_TEMPLATE, has_tool_support
 from train.rewards import task_prefix
+from train.toolcalls import BoundedCalls, Overrun
 
 log = logging.getLogger(__name__)
 
@@ -145,13 +154,26 @@ class AceEnvironment:
     #: The BFCL functions this class exposes as tools (its methods), in order.
     tool_names: tuple[str, ...] = ()
 
+    #: What one tool call may spend (the verifier's defaults); a call over it ends the rollout.
+    budget: Budget = Budget()
+
     def __init__(self) -> None:
         self._task_json: str | None = None
         self._task: Task | None = None
-        self._env: Environment | None = None
+        self._runner: BoundedCalls | None = None  # the watched worker this rollout's calls run in
+        self._ended: Overrun | None = None
         self._turn = 0
         self._calls: list[list[dict[str, Any]]] = [[]]
         self._verdict: Verdict | None = None
+
+    def _close(self) -> None:
+        """Stop this rollout's tool-call worker (private: TRL makes every public method a tool)."""
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
+
+    def __del__(self) -> None:
+        self._close()
 
     def reset(self, task: str | None = None, **row: Any) -> None:
         """Start a rollout of the row's task (the ``task`` column of ACE's TRL export) in turn 0."""
@@ -167,8 +189,10 @@ class AceEnvironment:
                 f"{len(self.tool_names)} others; route rows by their 'environment' column "
                 "(environment_factory=environment_factories(rows))"
             )
+        self._close()
         self._task_json, self._task = task, parsed
-        self._env = Environment(parsed)
+        self._runner = BoundedCalls({parsed.id: parsed}, self.budget)
+        self._ended = None
         self._turn = 0
         self._calls = [[]]
         self._verdict = None
@@ -190,7 +214,16 @@ class AceEnvironment:
         if self._task_json is None:
             raise EnvironmentUseError("no rollout yet: call reset(**row) first")
         if self._verdict is None:
-            self._verdict = verify(task_prefix(self._task_json, self._turn + 1), self._calls)
+            task = task_prefix(self._task_json, self._turn + 1)
+            if self._ended is not None:
+                steps = len(self._calls[self._turn]) - 1
+                self._verdict = over_budget(task, None, self._ended.kind, self._ended.detail, self._turn, steps)
+            else:
+                with BoundedVerifier({task.id: task}, self.budget) as verifier:
+                    [result] = verifier.verify_many([(task.id, self._calls, None)])
+                if isinstance(result, LineError):
+                    raise EnvironmentUseError(f"task {task.id}: the verifier could not judge this rollout: {result}")
+                self._verdict = result
         return self._verdict
 
     def get_reward(self) -> float:
@@ -198,12 +231,19 @@ class AceEnvironment:
         return float(self.verdict.reward)
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
-        if self._env is None:
+        if self._ended is not None:
+            return f"Error: the rollout has ended: an earlier call went over its budget ({self._ended.detail})"
+        if self._runner is None or self._task is None:
             raise EnvironmentUseError("no rollout yet: call reset(**row) first")
         call = {"name": name, "arguments": arguments}
         self._calls[self._turn].append(call)
         self._verdict = None
-        result = self._env.call(call, self._turn)
+        [result] = self._runner.run([(self._task.id, call, self._turn)])
+        if isinstance(result, Overrun):
+            self._ended = result
+            self._close()
+            log.info("%s turn %d: %s went over budget: %s", self._task.id, self._turn, name, result.detail)
+            return f"Error: {result.detail}"
         log.debug("%s turn %d: %s -> %s", self._task.id if self._task else "?", self._turn, name, result.status)
         return (result.output or "") if result.executed else f"Error: {result.detail}"
 

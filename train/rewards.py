@@ -9,7 +9,9 @@ messages (what ``GRPOTrainer`` produces from the export's first-turn
 messages (a multi-turn consumer playing the export's ``turns``) answers one
 more turn per user message.  Its calls (Hermes ``<tool_call>`` blocks, OpenAI
 ``tool_calls`` or a BFCL python list, read by :mod:`ace_env.modelout`, never
-evaluated) run in a fresh environment and the verifier compares the state and
+evaluated) run in a fresh environment, in a watched worker process with every
+tool call under the verifier's budget (:class:`ace_env.sandbox.BoundedVerifier`:
+a call over it scores 0), and the verifier compares the state and
 outputs with the oracle's, turn by turn, on the task cut to the turns
 reached.  A malformed call, or more turns than the task has, scores 0; nothing
 crashes the batch.
@@ -30,8 +32,8 @@ import json
 from typing import Any, Sequence
 
 from ace_env.modelout import parse_message, parse_output
+from ace_env.sandbox import BoundedVerifier, Budget, LineError
 from ace_env.tasks import Task
-from ace_env.verifier import verify
 
 
 @functools.lru_cache(maxsize=4096)
@@ -73,19 +75,32 @@ def completion_calls(completion: Any) -> list[Any]:
 
 
 def verifier_reward(prompts: Sequence[Any], completions: Sequence[Any], task: Sequence[str] | None = None,
-                    partial: bool = False, **kwargs: Any) -> list[float]:
+                    partial: bool = False, budget: Budget | None = None, **kwargs: Any) -> list[float]:
     """1.0 when a completion passes verification on the turns it reaches, else 0.0 (``partial``: share of turns)."""
     if task is None:
         raise ValueError("verifier_reward needs the 'task' column of ACE's TRL export (ace export --format trl)")
-    rewards = []
+    rewards: list[float | None] = []
+    tasks: dict[str, Task] = {}
+    items: list[tuple[str, list[list[Any]], None]] = []
     for completion, task_json in zip(completions, task, strict=True):
         turns = completion_turns(completion)
         if len(turns) > len(json.loads(task_json)["turns"]):
             rewards.append(0.0)  # more user turns than the task has: not a rollout of this task
             continue
-        verdict = verify(task_prefix(task_json, len(turns)), turns)
-        rewards.append(float(verdict.partial_credit if partial else verdict.reward))
-    return rewards
+        t = task_prefix(task_json, len(turns))
+        tasks[t.id] = t
+        items.append((t.id, turns, None))
+        rewards.append(None)
+    # The calls are model output: they run in a watched worker, each under the budget (never here).
+    with BoundedVerifier(tasks, budget or Budget()) as verifier:
+        results = iter(verifier.verify_many(items) if items else [])
+    out = []
+    for r in rewards:
+        if r is None:
+            v = next(results)
+            r = 0.0 if isinstance(v, LineError) else float(v.partial_credit if partial else v.reward)
+        out.append(r)
+    return out
 
 
 __all__ = ["completion_calls", "completion_turns", "first_turn_task", "task_prefix", "verifier_reward"]

@@ -180,3 +180,43 @@ def test_two_grpo_steps_through_trl_with_the_environment_factory_and_ace_reward(
     logged = [h for h in trainer.state.log_history if "reward" in h]
     assert len(logged) == 2 and all(h["tools/call_frequency"] > 0 for h in logged
                                     if h.get("rewards/reward/mean") == 1.0)
+
+
+def test_a_runaway_call_ends_the_rollout_in_its_budget_not_the_trainer():
+    """Model output asks for one C-level bigint power that never returns: the trainer's process goes on."""
+    import time
+
+    from ace_env.sandbox import Budget
+
+    task = next(t for t in load_tasks("base") if t.id == "multi_turn_base_15")  # offers MathAPI's power()
+    row = to_trl(task)
+    env_cls = environment_factories([row])[row["environment"]]
+    env_cls.budget = Budget(call_seconds=1.0)
+    try:
+        env = env_cls()
+        env.reset(**row)
+        start = time.monotonic()
+        out = env.power(base=10, exponent=1000000000)
+        assert time.monotonic() - start < 30
+        assert out.startswith("Error:") and "budget" in out
+        assert env.get_reward() == 0.0 and env.verdict.attribution == "timeout"
+        assert env.ls().startswith("Error: the rollout has ended")  # nothing runs after it
+        env.reset(**row)  # a fresh rollout in a fresh worker
+        assert env.ls(a=True) and env.verdict.attribution != "timeout"
+    finally:
+        env_cls.budget = Budget()
+
+
+def test_the_reward_runs_model_calls_under_the_budget():
+    import time
+
+    from ace_env.sandbox import Budget
+
+    task = next(t for t in load_tasks("base") if t.id == "multi_turn_base_15")
+    col = [json.dumps(task.to_dict())] * 2
+    right = "[" + ", ".join(task.turns[0].ground_truth) + "]"
+    start = time.monotonic()
+    got = verifier_reward([None] * 2, ["[power(base=10, exponent=1000000000)]", right], task=col,
+                          budget=Budget(call_seconds=1.0))
+    assert time.monotonic() - start < 60
+    assert got == [0.0, 1.0]
