@@ -156,6 +156,23 @@ def test_hf_policy_generates_a_batch_and_the_engine_writes_verifiable_rollouts(t
     assert main(["rollout", "-p", f"hf:{tiny_model}", "--tasks", "bfcl:base", "--out", str(out)]) == 1  # exists
 
 
+def test_samples_of_one_task_generated_one_at_a_time_differ(tiny_model):
+    """Sampling is seeded per call from the run's seed and the conversations in the batch: the G samples
+    of a task generated in batches of one are not G copies of one sample (synthesis measures
+    learnability from them)."""
+    from train.rollouts import RolloutConfig, RolloutEngine
+
+    policy = load_policy(f"hf:{tiny_model}")
+    task = load_tasks("base")[1]
+    config = RolloutConfig(n_per_task=4, step_cap=1, batch_size=1,
+                           generation=GenerationConfig(temperature=1.0, max_tokens=12, seed=7))
+    rows = list(RolloutEngine(policy, config).run([task]))
+    firsts = [r["messages"][2]["content"] for r in rows]  # system, user, the first answer
+    assert len(set(firsts)) > 1, firsts
+    again = [r["messages"][2]["content"] for r in RolloutEngine(policy, config).run([task])]
+    assert again == firsts  # and the same seed gives the same samples
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -20,6 +20,7 @@ with idle cores.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import logging
 import os
@@ -80,6 +81,14 @@ def load_model(path: str, device: str | None = None):
     model.to(device).eval()
     template = tokenizer.chat_template if has_tool_support(tokenizer.chat_template) else ACE_CHAT_TEMPLATE
     return tokenizer, model, template
+
+
+def sampling_seed(seed: int, conversations: list[Conversation]) -> int:
+    """The torch seed of one sampled generate call: the run's seed mixed with which conversations, at
+    which point, are in the batch.  Seeding every call with the run's seed alone would make the G samples
+    of a task identical whenever they are generated one at a time (a batch of one, the same prompt)."""
+    digest = hashlib.sha256(repr((seed, [(c.key, len(c.messages)) for c in conversations])).encode()).digest()
+    return int.from_bytes(digest[:8], "big") & ((1 << 63) - 1)
 
 
 class HFPolicy:
@@ -168,7 +177,7 @@ class HFPolicy:
         }
         if config.temperature > 0:
             kwargs.update(do_sample=True, temperature=config.temperature, top_p=config.top_p)
-            torch.manual_seed(config.seed)
+            torch.manual_seed(sampling_seed(config.seed, conversations))
         else:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         with torch.inference_mode():
