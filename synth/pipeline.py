@@ -23,9 +23,11 @@ Everything is seeded from one integer: the same seed gives the same tasks.
 
 The trajectory rollouts and their verification, the per-candidate work that
 does not steer the round (a valid task counts as made whatever its pass rate),
-go to a runner (:func:`ace_env.scaleout.runner_for`): at once in this process,
-or as Ray tasks, collected in order before the round's reflection.  Each
-rollout is seeded by (seed, task id, k), so the tasks are the same either way.
+run once the round's valid tasks are known, before its reflection.  A plain
+callable's rollouts can go to a Ray runner (:func:`ace_env.scaleout.runner_for`),
+a task per job, collected in order; each is seeded by (seed, task id, k), so
+the tasks are the same locally and on Ray.  A model (a :class:`BatchPolicy`)
+rolls out here, batched; ``ace synth --ray`` refuses it.
 """
 
 from __future__ import annotations
@@ -289,8 +291,11 @@ def _verdicts(tasks: list[Task], turns: list[list[list[list[Any]]]], n: int,
     items = [(t.id, turns[i][k], f"{t.id}#{k}") for i, t in enumerate(tasks) for k in range(n)]
     with BoundedVerifier({t.id: t for t in tasks}, budget or Budget()) as verifier:
         verdicts = verifier.verify_many(items)
-    # a rollout that does not fit its task is a failure
-    flat = [(0.0, "invalid_rollout") if isinstance(v, LineError) else (v.reward, v.attribution) for v in verdicts]
+    flat = []
+    for (task_id, _, rollout_id), v in zip(items, verdicts):
+        if isinstance(v, LineError):  # our own policy on our own task: a defect, not a failure of the policy
+            raise ConfigError(f"synthesis could not verify rollout {rollout_id} of task {task_id}: {v}")
+        flat.append((v.reward, v.attribution))
     return [flat[i * n:(i + 1) * n] for i in range(len(tasks))]
 
 
@@ -305,19 +310,20 @@ def _roll_out_and_verify(made: list[tuple[Plan, Task]], policy: Policy | BatchPo
     """Roll out a round's valid tasks, verify every rollout (bounded), and record the statistics.
 
     A :class:`BatchPolicy` (a model) rolls the whole round out in one batched run
-    here; a plain callable's rollouts go to ``runner`` a task per job, in the
-    order the tasks were made.  Either way each rollout is seeded by (seed, task
-    id, k), so the tasks are the same locally and on Ray.
+    here, seeded by the round (its sampling is the policy's); a plain callable
+    makes each rollout from a generator seeded by (seed, task id, k): in this
+    process, verified in one watched worker for the round, or on a Ray runner
+    a task per job, in the order the tasks were made, with the same verdicts.
     """
     if not made:
         return
     n = config.rollouts_per_task
     tasks = [t for _, t in made]
-    if callable(getattr(policy, "rollouts", None)):
-        verdicts = _verdicts(tasks, _rollouts(policy, tasks, n, config.seed), n, config.budget)
-    else:
+    if isinstance(runner, RayRunner) and not callable(getattr(policy, "rollouts", None)):
         handles = [runner.submit(rollout_verdicts, t, policy, config.seed, n, config.budget) for t in tasks]
         verdicts = [runner.get(h) for h in handles]
+    else:  # here: the whole round in one batched run (a model) or one call per rollout, one verifier
+        verdicts = _verdicts(tasks, _rollouts(policy, tasks, n, config.seed), n, config.budget)
     for (plan, task), task_verdicts in zip(made, verdicts):
         _score(plan, task, task_verdicts, n)
         note = f"rollouts by {name}"

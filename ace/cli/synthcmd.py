@@ -125,8 +125,9 @@ def synth(
     rewriter_model: str = typer.Option("default", "--rewriter-model", help="Model name sent to the rewriter."),
     ray: Optional[str] = typer.Option(
         None, "--ray", metavar="ADDRESS",
-        help="Run the trajectory rollouts and their verification on a Ray cluster: its address (host:port), "
-        "`auto` (the running local one) or `local` (a private one for this command). Same tasks as a local run.",
+        help="Run the simulated agent's trajectory rollouts and their verification on a Ray cluster: its address "
+        "(host:port), `auto` (the running local one) or `local` (a private one for this command). Same tasks as a "
+        "local run. A model policy (hf:, openai:) is refused: it rolls a round out in one batched run here.",
     ),
     as_json: bool = json_option("Print the summary as JSON."),
     synth_config: SynthConfig = None,  # type: ignore[assignment]
@@ -172,6 +173,9 @@ def synth(
             spec = scope_policy_spec(key.split("/")[1])
             chosen["policy"], chosen["name"] = load_synth_policy(spec, weakness, rollout)
             chosen["source"] = "the scope's policy"
+        if ray is not None and callable(getattr(chosen["policy"], "rollouts", None)):
+            raise ConfigError(f"--ray spreads the simulated agent's rollouts; {chosen['name']} (a model) rolls a "
+                              "round out in one batched run on this machine: drop --ray")
         edges = frontier(store, key, frontier_config, check=False)
         # `ambiguous` edges (composition or weak tool: the data cannot tell) are probed by
         # `ace diagnose`, not trained on

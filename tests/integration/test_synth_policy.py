@@ -83,3 +83,7 @@ def test_synth_uses_the_given_policy_or_the_scopes_own(clean_db, neo4j_database,
     code, _ = _synth(tmp_path, "bad", "--scope", "syn/sim/round-0", "--policy", "hf:smollm2-135m",
                      "--weakness", str(weakness))
     assert code == 1 and "--weakness is for the simulated agent" in capsys.readouterr().err
+    # --ray spreads the simulated agent's rollouts only: a model policy is refused, nothing is written.
+    code, out = _synth(tmp_path, "ray", "--scope", "syn/sim/round-0", "--policy", spec, "--ray", "local")
+    assert code == 1 and "--ray spreads the simulated agent's rollouts" in capsys.readouterr().err
+    assert not out.exists()
