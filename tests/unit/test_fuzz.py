@@ -9,7 +9,7 @@ never execute anything.
 Every test here is marked ``fuzz``.  In the normal suite they run short:
 ACE_FUZZ_EXAMPLES examples each (default 50).  CI runs them again as their
 own step with a time budget (``.ci/run``: ``pytest -m fuzz`` with
-ACE_FUZZ_EXAMPLES=100000 ACE_FUZZ_SECONDS=60 under ``timeout``): each test
+ACE_FUZZ_EXAMPLES=100000 ACE_FUZZ_SECONDS=20 under ``timeout``): each test
 then stops generating new work after ACE_FUZZ_SECONDS of wall time
 (default 30), counted from its first example.
 """
