@@ -173,7 +173,11 @@ class AceEnvironment:
             self._runner = None
 
     def __del__(self) -> None:
-        self._close()
+        try:
+            if getattr(self, "_runner", None) is not None:
+                self._close()
+        except Exception:  # interpreter shutdown: the worker dies with its parent anyway (PDEATHSIG)
+            pass
 
     def reset(self, task: str | None = None, **row: Any) -> None:
         """Start a rollout of the row's task (the ``task`` column of ACE's TRL export) in turn 0."""
