@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from ace_env.workspace import ace_home
-from train.policies.base import PolicyError
+from train.errors import PolicyError
 
 log = logging.getLogger(__name__)
 

@@ -7,6 +7,7 @@ import ast
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,3 +45,26 @@ def test_no_ace_import_inside_functions():
                         if name.split(".")[0] in PACKAGES:
                             hidden.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
     assert not hidden, "imports of ACE modules inside functions:\n" + "\n".join(hidden)
+
+
+def _modules(packages: tuple[str, ...]) -> list[str]:
+    names = []
+    for pkg in packages:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter():
+    """An import cycle shows only when a module of the cycle is the first one imported
+    (``from train.models import resolve_model`` failed that way while ``import train.policies`` worked)."""
+    def first_import(name: str) -> str | None:
+        proc = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
+        return None if proc.returncode == 0 else f"{name}: {proc.stderr.strip().splitlines()[-1]}"
+
+    # app/ and ace/ import Streamlit and the CLI stack; their cycles would show in their own tests' imports.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failures = [f for f in pool.map(first_import, _modules(("ace_env", "cypher", "ace_graph", "synth", "train"))) if f]
+    assert not failures, "modules that cannot be imported first:\n" + "\n".join(failures)

@@ -13,12 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ace_env.errors import AceError
 from ace_env.tasks import Task
+from train.errors import PolicyError
 
-
-class PolicyError(AceError):
-    """A policy cannot be loaded or cannot answer (bad spec, missing model, endpoint down)."""
+__all__ = ["Conversation", "GenerationConfig", "Policy", "PolicyError", "Reply"]
 
 
 @dataclass
