@@ -31,6 +31,7 @@ function).
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import logging
@@ -50,9 +51,13 @@ from train.filtering import FillStats, Group, fill_batch
 from train.policies.base import GenerationConfig, Policy
 from train.policies.hf import HFPolicy, set_torch_threads
 from train.policies.template import ACE_CHAT_TEMPLATE, has_tool_support
+from train.policies.trainer_vllm import TrainerVLLMPolicy
 from train.rollouts import RolloutConfig, RolloutEngine, offered_schemas
 
 log = logging.getLogger(__name__)
+
+#: Where GRPO's rollouts are generated: transformers in the trainer (off), or TRL's vLLM integration.
+VLLM_MODES = ("off", "colocate", "server")
 
 
 @dataclass
@@ -80,6 +85,12 @@ class GRPORunConfig:
         default=Budget.call_seconds,
         metadata={"help": "Wall-clock budget of one tool call in a rollout, seconds; a call over it ends its rollout (reward 0)."},
     )
+    vllm: str = field(
+        default="off",
+        metadata={"help": "Generate with TRL's vLLM integration (GPU): off (transformers), colocate, or server "
+                          "(a `trl vllm-serve` at --vllm-server-url; one training process)."},
+    )
+    vllm_server_url: str = field(default="", metadata={"help": "Base URL of `trl vllm-serve` for --vllm server."})
 
     def __post_init__(self) -> None:
         for name in ("steps", "prompts_per_step", "generations", "max_tokens", "step_cap"):
@@ -98,6 +109,12 @@ class GRPORunConfig:
         if self.learning_rate <= 0:
             raise ConfigError(f"learning-rate must be positive, got {self.learning_rate}.")
         Budget(call_seconds=self.call_timeout)  # its own one-line error when out of range
+        if self.vllm not in VLLM_MODES:
+            raise ConfigError(f"vllm must be one of {', '.join(VLLM_MODES)}, got {self.vllm!r}.")
+        if self.vllm == "server" and not self.vllm_server_url:
+            raise ConfigError("--vllm server needs --vllm-server-url (the address of `trl vllm-serve`).")
+        if self.vllm_server_url and self.vllm != "server":
+            raise ConfigError("--vllm-server-url is used only with --vllm server.")
 
 
 def reward_of(verdict: Any, partial_credit: float) -> float:
@@ -323,6 +340,28 @@ class MetricsWriter:
                 f.write(json.dumps(line) + "\n")
 
 
+def vllm_settings(config: GRPORunConfig, have_gpu: bool, have_vllm: bool) -> dict[str, Any]:
+    """The ``GRPOConfig`` arguments of ``config.vllm`` (none for ``off``), or a one-line error why not here."""
+    if config.vllm == "off":
+        return {}
+    if not have_gpu:
+        raise ConfigError(f"--vllm {config.vllm} needs a CUDA GPU (TRL's vLLM integration); on CPU use --vllm off.")
+    if not have_vllm:
+        raise ConfigError(f"--vllm {config.vllm} needs vLLM in this environment: pip install 'trl[vllm]'.")
+    settings: dict[str, Any] = {
+        "use_vllm": True,
+        "vllm_mode": config.vllm,
+        "temperature": config.temperature,
+        "max_completion_length": config.max_tokens,
+        # The completions TRL trains on are re-rendered episodes, not vLLM's sampled ids, and ACE passes no
+        # sampling log-probabilities, so there is nothing to correct against.
+        "vllm_importance_sampling_correction": False,
+    }
+    if config.vllm == "server":
+        settings["vllm_server_base_url"] = config.vllm_server_url
+    return settings
+
+
 def train_grpo(
     model_dir: Path,
     tasks: dict[str, Task],
@@ -349,6 +388,7 @@ def train_grpo(
 
     if not tasks:
         raise ConfigError("no tasks to train on")
+    vllm_args = vllm_settings(config, torch.cuda.is_available(), importlib.util.find_spec("vllm") is not None)
     set_torch_threads()
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     template = tokenizer.chat_template if has_tool_support(tokenizer.chat_template) else ACE_CHAT_TEMPLATE
@@ -358,7 +398,11 @@ def train_grpo(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(str(model_dir))
-    rollout = ACERollout(tasks, config, template)
+    policy_factory = None
+    if config.vllm != "off":
+        def policy_factory(trainer: Any) -> Policy:
+            return TrainerVLLMPolicy(trainer, template, compact_tools=config.compact_tools)
+    rollout = ACERollout(tasks, config, template, policy_factory=policy_factory)
     metrics = MetricsWriter(metrics_out, rollout)
     if metrics_out is not None and int(os.environ.get("RANK", "0")) == 0:
         metrics_out.parent.mkdir(parents=True, exist_ok=True)
@@ -390,6 +434,7 @@ def train_grpo(
         # On CPU (also under `accelerate launch --multi_gpu --num_processes K` without GPUs) this makes
         # accelerate run K processes with the gloo backend.
         use_cpu=not torch.cuda.is_available(),
+        **vllm_args,
     )
     callbacks: list[Any] = [metrics.callback()]
     if on_checkpoint is not None and checkpoint_every > 0:

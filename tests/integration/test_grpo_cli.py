@@ -45,6 +45,9 @@ def test_grpo_refuses_bad_input_in_one_line(tiny, tmp_path, capsys):
     assert "local model" in capsys.readouterr().err
     assert main(["train", "grpo", "-p", f"hf:{tiny}", *BASE[:-6], "--generations", "1", "--out", str(tmp_path / "b")]) == 1
     assert "at least 2" in capsys.readouterr().err
+    # No GPU on these machines: --vllm says so in one line, before any model is loaded or --out is made.
+    assert main(["train", "grpo", "-p", f"hf:{tiny}", *BASE, "--vllm", "colocate", "--out", str(tmp_path / "c")]) == 1
+    assert "needs a CUDA GPU" in capsys.readouterr().err and not (tmp_path / "c").exists()
 
 
 def test_accelerate_launch_runs_two_processes(tiny, tmp_path):

@@ -9,12 +9,15 @@ from types import SimpleNamespace
 import pytest
 
 from ace_env import bfcl
+from ace_env.errors import ConfigError
 from ace_env.sim import parse_weakness
 from ace_env.verifier import verify
-from train.grpo import ACERollout, GRPORunConfig, ace_reward, episode_tokens, reward_of, train_grpo
+from train.grpo import ACERollout, GRPORunConfig, ace_reward, episode_tokens, reward_of, train_grpo, vllm_settings
+from train.policies.base import Conversation, GenerationConfig, PolicyError
 from train.policies.hf import HFPolicy
 from train.policies.sim import SimPolicy
 from train.policies.template import ACE_CHAT_TEMPLATE
+from train.policies.trainer_vllm import TrainerVLLMPolicy
 from train.tiny import build_tiny_model
 
 # echo always slips, sort half the time, everything else never: tasks without
@@ -158,3 +161,65 @@ def test_a_rollout_cut_by_the_tool_budget_scores_zero_without_running_the_call_a
     assert cut["meta"]["ended"] == "timeout" and cut["verdict"]["attribution"] == "timeout" and cut_reward == 0.0
     whole, whole_reward = by_sample[1]
     assert "ended" not in whole["meta"] and whole_reward == verify(tasks[math_task], whole["turns"]).reward == 1.0
+
+
+# --------------------------------------------------------------------------- --vllm (TRL's vLLM integration)
+
+
+def test_vllm_flags_are_checked_where_they_are_given():
+    with pytest.raises(ConfigError, match="vllm must be one of"):
+        GRPORunConfig(vllm="gpu")
+    with pytest.raises(ConfigError, match="needs --vllm-server-url"):
+        GRPORunConfig(vllm="server")
+    with pytest.raises(ConfigError, match="only with --vllm server"):
+        GRPORunConfig(vllm_server_url="http://127.0.0.1:8000")
+    assert vllm_settings(GRPORunConfig(), have_gpu=False, have_vllm=False) == {}
+    with pytest.raises(ConfigError, match="needs a CUDA GPU"):
+        vllm_settings(GRPORunConfig(vllm="colocate"), have_gpu=False, have_vllm=True)
+    with pytest.raises(ConfigError, match="needs vLLM"):
+        vllm_settings(GRPORunConfig(vllm="colocate"), have_gpu=True, have_vllm=False)
+
+
+def test_vllm_settings_are_arguments_trls_grpo_config_takes(tmp_path):
+    """The names ACE passes exist in the installed TRL and mean what ACE wants (checked on CPU; no vLLM needed)."""
+    from trl import GRPOConfig
+
+    config = GRPORunConfig(vllm="server", vllm_server_url="http://127.0.0.1:8000", temperature=0.7, max_tokens=33)
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, num_generations=2, per_device_train_batch_size=2,
+                      **vllm_settings(config, have_gpu=True, have_vllm=True))
+    assert args.use_vllm and args.vllm_mode == "server"
+    assert args.vllm_server_base_url == "http://127.0.0.1:8000"
+    assert args.temperature == 0.7 and args.max_completion_length == 33
+    assert args.vllm_importance_sampling_correction is False
+
+
+def test_the_trainer_vllm_policy_renders_like_hf_and_cuts_at_the_stop_token(tiny):
+    """TrainerVLLMPolicy's own logic, with a recorder standing in for TRL's engine object (no GPU here):
+    prompts are the chat template's tokens, answers end at the first stop token, and a lone-process
+    rule guards server mode."""
+    tokenizer = tiny[1]
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    answer = tokenizer("[ls(a=True)]", add_special_tokens=False)["input_ids"]
+    seen = {}
+
+    class Recorder:
+        mode = "colocate"
+
+        def generate(self, prompts, images, num_generations):
+            seen["prompts"] = prompts
+            return prompts, [answer + [end] + answer, answer], None, None
+
+    trainer = SimpleNamespace(vllm_generation=Recorder(), processing_class=tokenizer,
+                              accelerator=SimpleNamespace(num_processes=2))
+    policy = TrainerVLLMPolicy(trainer, ACE_CHAT_TEMPLATE)
+    convs = [Conversation([{"role": "user", "content": f"list {i}"}], [bfcl.tool_schema("ls")]) for i in range(2)]
+    replies = policy.generate(convs, GenerationConfig())
+    hf_text = tokenizer.apply_chat_template(convs[0].messages, tools=convs[0].tools, chat_template=ACE_CHAT_TEMPLATE,
+                                            add_generation_prompt=True, tokenize=False, compact_tools=True)
+    assert seen["prompts"][0] == tokenizer(hf_text, add_special_tokens=False)["input_ids"]
+    assert [r.finish_reason for r in replies] == ["stop", "length"]
+    assert replies[0].message["content"] == tokenizer.decode(answer, skip_special_tokens=True).strip()
+    assert replies[0].completion_tokens == 2 * len(answer) + 1
+    Recorder.mode = "server"
+    with pytest.raises(PolicyError, match="use --vllm colocate"):
+        TrainerVLLMPolicy(trainer, ACE_CHAT_TEMPLATE)
