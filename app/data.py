@@ -121,12 +121,14 @@ def task_text(task_id: str) -> str:
 
 
 #: Where the GRPO trainer's per-step metrics (JSONL, `--metrics-out`) are looked for.
-METRICS_GLOB = "runs/*/train/*metrics*.jsonl"
+#: Where training metrics are looked for by default, under $ACE_HOME: `ace loop` writes
+#: runs/E/round-K/grpo-metrics.jsonl; `ace train grpo --metrics-out` can point anywhere below runs/.
+METRICS_GLOB = "runs/**/*metrics*.jsonl"
 
 
 def metrics_files(pattern: str | None = None) -> list[Path]:
     pattern = pattern or str(ace_home() / METRICS_GLOB)
-    return [Path(p) for p in sorted(glob.glob(pattern))]
+    return [Path(p) for p in sorted(glob.glob(pattern, recursive=True)) if Path(p).is_file()]
 
 
 @st.cache_data(ttl=TTL, show_spinner=False)

@@ -24,10 +24,11 @@ files = data.metrics_files(pattern)
 if not files:
     st.info(
         f"No training metrics found at `{pattern}`.\n\n"
-        "Nothing is shown here until a training run writes them: ACE's GRPO trainer (`ace train grpo ... "
-        "--metrics-out FILE`, one JSON line per step with `step`, `reward_mean`, `reward_std`, `groups_sampled`, "
-        "`groups_kept`, `loss`, timings) is not built yet. When it is, write the file under "
-        f"`{ace_home() / 'runs' / exp / 'train'}/` or give its path above."
+        "A GRPO run writes one JSON line per step (`step`, `reward_mean`, `reward_std`, `groups_sampled`, "
+        "`groups_kept`, `loss`, timings): `ace loop` under "
+        f"`{ace_home() / 'runs' / exp}/round-K/grpo-metrics.jsonl`, found here by default; "
+        "`ace train grpo ... --metrics-out FILE` wherever FILE is (default `OUT/metrics.jsonl`): "
+        "give its path above."
     )
 else:
     names = [str(f) for f in files]

@@ -256,6 +256,22 @@ def test_training_empty_state_then_metrics(graph, tmp_path):
     assert list(table["kept_group_fraction"]) == [1.0, 7 / 8, 6 / 8, 5 / 8]
 
 
+def test_training_finds_the_loops_metrics_by_default(graph):
+    """`ace loop` writes runs/E/round-K/grpo-metrics.jsonl; the page lists it without being told where."""
+    written = ace_home() / "runs" / "loop-x" / "round-0" / "grpo-metrics.jsonl"
+    written.parent.mkdir(parents=True, exist_ok=True)
+    written.write_text("".join(json.dumps({"step": i + 1, "reward_mean": 0.5, "reward_std": 0.1, "groups_sampled": 4,
+                                           "groups_kept": 2, "loss": 0.3}) + "\n" for i in range(3)))
+    try:
+        at = ok(page("pages/6_Training.py", scope=SCOPE0))
+        assert not any("No training metrics" in i.value for i in at.info)
+        assert next(s for s in at.selectbox if s.label == "Run").value == str(written)
+        table = next(d.value for d in at.dataframe if "kept_group_fraction" in d.value.columns)
+        assert list(table["kept_group_fraction"]) == [0.5, 0.5, 0.5]
+    finally:
+        written.unlink()
+
+
 def test_query_console(graph):
     at = ok(page("pages/7_Query_console.py", scope=SCOPE0))
     q = next(s for s in at.selectbox if s.label == "Named query")
