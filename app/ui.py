@@ -1,8 +1,8 @@
 """What every page shares: page setup, the empty and error states, and URL-backed selectors.
 
 The scope, the page's filters and the selected edge live in the URL
-(``st.query_params``), so a link reproduces a view; the scope is also kept in
-the session, so moving between pages keeps it.
+(``st.query_params``), so a link reproduces a view; the scope and the level are
+also kept in the session, so moving between pages keeps them.
 """
 
 from __future__ import annotations
@@ -113,7 +113,9 @@ def select_scope(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def select_level(label: str = "Level", where: Any = None) -> str:
     where = where or st
     levels = ["skill", "tool"]
-    level = where.radio(label, levels, index=_index(levels, qp("level", "skill")), horizontal=True)
+    wanted = qp("level") or st.session_state.get("ace_level", "skill")
+    level = where.radio(label, levels, index=_index(levels, wanted), horizontal=True)
+    st.session_state["ace_level"] = level  # kept when moving to another page, like the scope
     set_qp(level=level)
     return level
 

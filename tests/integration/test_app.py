@@ -169,6 +169,17 @@ def test_overview_shows_planted_weak_compositions_and_level_selector(graph):
     assert at.query_params["level"] == "skill"
 
 
+def test_the_level_chosen_on_one_page_is_kept_on_the_next(graph):
+    """Sidebar navigation drops the URL's parameters; the session keeps the level, as it keeps the scope."""
+    at = ok(page("Overview.py", scope=SCOPE0, level="tool"))
+    assert at.session_state["ace_level"] == "tool"
+    nxt = AppTest.from_file(str(APP / "pages/2_Skill_graph.py"), default_timeout=120)
+    nxt.session_state["ace_scope"] = SCOPE0
+    nxt.session_state["ace_level"] = at.session_state["ace_level"]
+    ok(nxt.run())
+    assert nxt.query_params["level"] == "tool" and nxt.query_params["scope"] == SCOPE0
+
+
 def test_overview_scope_selector_changes_the_scope(graph):
     at = ok(page("Overview.py", scope=SCOPE0, level="tool"))
     checkpoint = next(s for s in at.sidebar.selectbox if s.label == "Checkpoint")
