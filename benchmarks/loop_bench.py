@@ -20,7 +20,12 @@ Training is SFT on the arm's oracle transcripts (same number of updates per
 arm): GRPO steps of SmolLM2 on 2 CPU cores cost tens of seconds each and a
 135M model rarely has mixed groups, so SFT updates are what the budget buys.
 Each (arm, seed, budget) result is kept in --out and skipped on a rerun
-(resumable); progress is printed.
+(resumable); progress is printed.  Every trained model (and the warm start) is
+also evaluated on a general held-out split (``--general``: BFCL base tasks
+10..10+G-1, neither held out nor seeds) for regressions; the targeted edges'
+composition success is read back from each run's scope in the graph when the
+table is printed.  With several budgets the table ends with the samples the
+ace arm needed to reach the random arm's final headline value.
 
     python benchmarks/loop_bench.py --budgets 8 16 --seeds 0 1 2 --out benchmarks/out/loop.json
 """
@@ -54,6 +59,15 @@ from train.rollouts import RolloutConfig  # noqa: E402
 from train.sft import SFTRunConfig, train_sft  # noqa: E402
 
 EXPERIMENT = "loop-bench"
+GENERAL = "loop-bench-general"
+
+
+def composition_success(store: GraphStore, scope: str, targeted: set[str]) -> tuple[int, float | None]:
+    """(steps, pooled success) of the targeted tool-level edges in a scope, as the graph measured them."""
+    rows = [r for r in store.run("composition-success", scope=scope, level="tool")
+            if r["kind"] == "composition" and f"{r['from']}>{r['to']}" in targeted]
+    n = sum(r["n"] for r in rows)
+    return n, (1.0 - sum(r["failures"] for r in rows) / n) if n else None
 
 
 def main() -> int:
@@ -63,6 +77,7 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--seed-tasks", type=int, default=20, help="BFCL base tasks 20..20+N: seeds of both arms.")
     ap.add_argument("--held-out", type=int, default=10, help="BFCL base tasks 0..N-1: held out.")
+    ap.add_argument("--general", type=int, default=5, help="BFCL base tasks 10..10+N-1: general held-out split.")
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--out", type=Path, default=Path("benchmarks/out/loop.json"))
     args = ap.parse_args()
@@ -133,14 +148,59 @@ def main() -> int:
                                            "partial_credit": sum(credits) / len(credits) if credits else 0.0,
                                            "seconds": round(time.perf_counter() - start, 1)}
                     save()
+        # The general held-out split: no regression from the warm start?
+        general = base[10: 10 + args.general]
+        result.setdefault("general", {})
+        models = {"warm": warm} | {k: work / k.replace("/", "-") for k, r in result["runs"].items() if "skipped" not in r}
+        for key, folder in models.items():
+            if key in result["general"]:
+                continue
+            print(f"{key}: evaluating on {len(general)} general held-out tasks ...", flush=True)
+            out = work / f"general-{key.replace('/', '-')}.jsonl"
+            ev = evaluate(store, f"hf:{folder}", general, GENERAL, key.split("/")[0],
+                          "warm" if key == "warm" else key.split("/", 1)[1].replace("/", "-"), rollout, out)
+            rows = [json.loads(x) for x in out.read_text().splitlines()]
+            by_id = {t.id: t for t in general}
+            credits = [verify(by_id[r["task_id"]], r["turns"]).partial_credit for r in rows]
+            result["general"][key] = {"pass_rate": ev["pass_rate"],
+                                      "partial_credit": sum(credits) / len(credits) if credits else 0.0}
+            save()
+        print(f"\n{'run':22s}{'tasks':>7s}{'pass':>7s}{'partial':>9s}{'targeted n':>11s}{'targeted ok':>12s}"
+              f"{'general pass':>13s}{'general partial':>16s}")
+        g = result.get("general", {})
+        if "warm" in g:
+            print(f"{'warm start':22s}{'':>7s}{'':>7s}{'':>9s}{'':>11s}{'':>12s}{g['warm']['pass_rate']:>13.3f}"
+                  f"{g['warm']['partial_credit']:>16.3f}")
+        for key, r in sorted(result["runs"].items()):
+            if "skipped" in r:
+                print(f"{key:22s}  skipped: {r['skipped']}")
+                continue
+            arm, budget, seed = key.split("/")
+            n, ok = composition_success(store, f"{EXPERIMENT}/{arm}/{budget}-{seed}", targeted)
+            r["targeted_steps"], r["targeted_success"] = n, ok
+            gk = g.get(key, {})
+            print(f"{key:22s}{r['tasks']:>7d}{r['pass_rate']:>7.3f}{r['partial_credit']:>9.3f}{n:>11d}"
+                  f"{'-' if ok is None else f'{ok:.3f}':>12s}{gk.get('pass_rate', float('nan')):>13.3f}"
+                  f"{gk.get('partial_credit', float('nan')):>16.3f}")
+        save()
+        # Headline per arm and budget (mean over seeds), and the samples ace needs to reach random's final value.
+        means: dict[tuple[str, int], float] = {}
+        for arm in ("ace", "random"):
+            for budget in sorted({int(k.split("/")[1][1:]) for k in result["runs"]}):
+                vals = [r["partial_credit"] for k, r in result["runs"].items()
+                        if k.startswith(f"{arm}/b{budget}/") and "skipped" not in r]
+                if vals:
+                    means[(arm, budget)] = sum(vals) / len(vals)
+                    print(f"headline (mean partial credit, held-out targeted): {arm} b{budget}: "
+                          f"{means[(arm, budget)]:.3f} over {len(vals)} seed(s)")
+        random_budgets = sorted(b for a, b in means if a == "random")
+        if random_budgets:
+            target = means[("random", random_budgets[-1])]
+            reached = [b for a, b in sorted(means) if a == "ace" and means[(a, b)] >= target]
+            print(f"samples the ace arm needs to reach random's final value ({target:.3f} at b{random_budgets[-1]}): "
+                  f"{reached[0] if reached else 'not reached at the budgets run'}")
     finally:
         driver.close()
-    print(f"\n{'run':22s}{'tasks':>7s}{'pass':>7s}{'partial':>9s}")
-    for key, r in sorted(result["runs"].items()):
-        if "skipped" in r:
-            print(f"{key:22s}  skipped: {r['skipped']}")
-        else:
-            print(f"{key:22s}{r['tasks']:>7d}{r['pass_rate']:>7.3f}{r['partial_credit']:>9.3f}")
     return 0
 
 
