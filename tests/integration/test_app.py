@@ -269,7 +269,7 @@ def test_training_empty_state_then_metrics(graph, tmp_path):
 
 def test_training_finds_the_loops_metrics_by_default(graph):
     """`ace loop` writes runs/E/round-K/grpo-metrics.jsonl; the page lists it without being told where."""
-    written = ace_home() / "runs" / "loop-x" / "round-0" / "grpo-metrics.jsonl"
+    written = ace_home() / "runs" / "app-test-loop" / "round-0" / "grpo-metrics.jsonl"
     written.parent.mkdir(parents=True, exist_ok=True)
     written.write_text("".join(json.dumps({"step": i + 1, "reward_mean": 0.5, "reward_std": 0.1, "groups_sampled": 4,
                                            "groups_kept": 2, "loss": 0.3}) + "\n" for i in range(3)))
@@ -281,6 +281,9 @@ def test_training_finds_the_loops_metrics_by_default(graph):
         assert list(table["kept_group_fraction"]) == [0.5, 0.5, 0.5]
     finally:
         written.unlink()
+        for folder in (written.parent, written.parent.parent):  # made here; removed when nothing else is in them
+            if not any(folder.iterdir()):
+                folder.rmdir()
 
 
 def test_query_console(graph):
