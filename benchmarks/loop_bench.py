@@ -152,6 +152,8 @@ def main() -> int:
         general = base[10: 10 + args.general]
         result.setdefault("general", {})
         models = {"warm": warm} | {k: work / k.replace("/", "-") for k, r in result["runs"].items() if "skipped" not in r}
+        if not general:  # --general 0: no general split (e.g. a second worker whose results are merged later)
+            models = {}
         for key, folder in models.items():
             if key in result["general"]:
                 continue
