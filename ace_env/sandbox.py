@@ -275,14 +275,25 @@ class WatchedWorker:
 
     _name = "ace-worker"
     _slots = 2
+    #: Outside any tool call the worker is killed when its shared clock has not moved (no call started,
+    #: no next item) for this long: max(stall_floor, stall_factor x the call budget).  It bounds what no
+    #: call stamp covers (parsing, pickling, ACE's own code), so a stuck worker cannot hang the caller.
+    stall_floor = 60.0
+    stall_factor = 6.0
 
     def __init__(self, budget: Budget | None = None):
         self.budget = budget or Budget()
+        #: Whether the last kill was for a stall outside any call (not a call over its budget).
+        self.stalled = False
         self._ctx = multiprocessing.get_context("fork")
         self._clock = self._ctx.RawArray("d", self._slots)
         self._proc: Any = None
         self._conn: Any = None
         self.restarts = 0
+
+    @property
+    def stall_seconds(self) -> float:
+        return max(self.stall_floor, self.stall_factor * self.budget.call_seconds)
 
     def _target(self) -> Any:
         raise NotImplementedError
@@ -340,7 +351,8 @@ class WatchedWorker:
 
     def _send_and_wait(self, message: Any) -> tuple[Any, str, tuple[float, ...]]:
         """Send ``message`` and wait for the answer: ``(answer, "", ())``, or, when the worker is
-        gone, ``(None, why, clock)``: ``why`` is TIMEOUT (killed here: a call ran past the budget),
+        gone, ``(None, why, clock)``: ``why`` is TIMEOUT (killed here: a call ran past the budget, or
+        the clock stood still for :attr:`stall_seconds` outside any call: then :attr:`stalled`),
         ``signal N`` / ``exit code N`` (it died) or ``it could not be reached`` (then ``clock`` is
         empty: nothing ran); ``clock`` is the shared clock as it was then (which item, and what
         the worker was doing)."""
@@ -351,16 +363,23 @@ class WatchedWorker:
             self._kill()
             return None, "it could not be reached", ()
         limit = self.budget.call_seconds
+        stall = self.stall_seconds
         clock = self._clock
+        self.stalled = False
+        seen, moved = tuple(clock), time.monotonic()
         while True:
+            now = time.monotonic()
+            snapshot = tuple(clock)
+            if snapshot != seen:
+                seen, moved = snapshot, now
             started = clock[_CALL]
-            wait = limit if not started else started + limit - time.monotonic()
+            wait = started + limit - now if started else moved + stall - now
             if wait <= 0:
-                snapshot = tuple(clock)
+                self.stalled = not started
                 self._kill()
                 return None, TIMEOUT, snapshot
             try:
-                ready = self._conn.poll(wait)
+                ready = self._conn.poll(min(wait, 1.0))  # look at the clock again at least every second
             except (OSError, EOFError):
                 ready = True
             if ready:
@@ -447,10 +466,11 @@ class BoundedVerifier(WatchedWorker):
                 single = True
                 continue
             i = chunk[failed_at]
-            detail = (
-                f"a tool call ran over the {self.budget.call_seconds:g} s budget"
-                if kind == TIMEOUT else f"the worker died ({kind}) over the {self.budget.memory_mb} MiB budget"
-            )
+            if kind == TIMEOUT:
+                detail = (f"the verifier made no progress for {self.stall_seconds:g} s outside any tool call"
+                          if self.stalled else f"a tool call ran over the {self.budget.call_seconds:g} s budget")
+            else:
+                detail = f"the worker died ({kind}) over the {self.budget.memory_mb} MiB budget"
             kind = TIMEOUT if kind == TIMEOUT else RESOURCE_LIMIT
             if phase == _ORACLE and items[i][0] in self.tasks:
                 self._over_budget[items[i][0]] = (kind, f"the oracle of task {items[i][0]}: {detail}")

@@ -170,7 +170,8 @@ class BoundedCalls(WatchedWorker):
             bad = todo[failed_at]
             rid = items[bad][0]
             if why == TIMEOUT:
-                over = Overrun(TIMEOUT, f"the call ran over the {self.budget.call_seconds:g} s budget")
+                over = Overrun(TIMEOUT, f"the executor made no progress for {self.stall_seconds:g} s outside the call"
+                               if self.stalled else f"the call ran over the {self.budget.call_seconds:g} s budget")
             else:
                 over = Overrun(RESOURCE_LIMIT, f"the worker died ({why}) over the {self.budget.memory_mb} MiB budget")
             log.info("rollout %r: %s", rid, over.detail)

@@ -177,3 +177,28 @@ def test_unknown_task_is_a_line_error(tasks):
 
 def test_bfcl_has_the_math_class():
     assert bfcl.api_class("MathAPI").__name__ == "MathAPI"
+
+
+def test_a_worker_stuck_outside_any_tool_call_is_ended_too(tasks, monkeypatch):
+    """The call watchdog covers tool calls; ACE's own code between them (parsing, pickling) is bounded by
+    the stall limit: the worker's clock not moving for stall_seconds ends that rollout, not the run."""
+    import ace_env.sandbox as sandbox
+
+    real = sandbox.verify_one
+
+    def stuck_on_one(tasks_, task_id, turns, rollout_id, *args):
+        while rollout_id == "stuck":  # spins in ACE's code: no tool call is ever stamped
+            time.sleep(0.05)
+        return real(tasks_, task_id, turns, rollout_id, *args)
+
+    monkeypatch.setattr(sandbox, "verify_one", stuck_on_one)  # before the fork: the worker runs it
+    gt = ground_truth_rollout(tasks[TASK])
+    bv = BoundedVerifier(tasks, Budget(call_seconds=0.5))
+    bv.stall_floor, bv.stall_factor = 2.0, 1.0
+    start = time.monotonic()
+    with bv:
+        results = bv.verify_many([(TASK, gt, "before"), (TASK, gt, "stuck"), (TASK, gt, "after")])
+    assert time.monotonic() - start < 30
+    assert results[0].reward == 1.0 and results[2].reward == 1.0
+    assert results[1].reward == 0.0 and results[1].attribution == TIMEOUT
+    assert "no progress for 2 s outside any tool call" in results[1].detail
