@@ -45,14 +45,18 @@ DISTRACTOR = "distractor"  # an offered look-alike that points the wrong way; no
 
 
 #: Where the executor stamps the start of each tool call (``clock[0]``, time.monotonic())
-#: and clears it (0.0) after; a watchdog in another process reads it.  None: no stamping.
+#: and clears it (0.0) after, and counts the calls started (in the array's last slot); a
+#: watchdog in another process reads both.  None: no stamping.
 _CALL_CLOCK: Any = None
+_CALL_COUNT = 0  # the slot of _CALL_CLOCK that counts calls
 
 
 def set_call_clock(clock: Any) -> None:
-    """Stamp every tool call's start into ``clock[0]`` (a shared double array), or stop with None."""
-    global _CALL_CLOCK
+    """Stamp every tool call's start into ``clock[0]`` and count calls in its last slot (a shared
+    double array of at least 2 slots), or stop with None."""
+    global _CALL_CLOCK, _CALL_COUNT
     _CALL_CLOCK = clock
+    _CALL_COUNT = len(clock) - 1 if clock is not None else 0
 
 
 @dataclass
@@ -251,6 +255,7 @@ class Environment:
         clock = _CALL_CLOCK
         if clock is not None:
             clock[0] = time.monotonic()
+            clock[_CALL_COUNT] += 1
         try:
             if not mutable:
                 # A call that doesn't bind raises its own TypeError, as BFCL's checker records it.

@@ -17,11 +17,15 @@ long-lived *forked* worker process per run (forked, so it inherits the loaded
 tasks, BFCL's classes and the warm caches without pickling them):
 
 * the worker stamps the start of every tool call into a shared double
-  (:func:`ace_env.executor.set_call_clock`; two stores per call, ~0.1 µs);
-* the parent, waiting for the worker's batch of verdicts, sleeps exactly
-  until the running call's deadline and, if it is still running, kills the
+  (:func:`ace_env.executor.set_call_clock`; three stores per call, ~0.1 µs);
+* the parent, waiting for the worker's batch of verdicts, sleeps until the
+  running call's deadline (looking at the clock at least once a second) and,
+  if it is still running, kills the
   worker (SIGKILL), gives that rollout the verdict ``timeout`` (reward 0),
-  forks a fresh worker and goes on with the rest of the batch;
+  forks a fresh worker and goes on with the rest of the batch; outside any
+  call, a clock that stands still (no call started, no next rollout) for
+  max(60 s, 6x the call budget) ends the worker the same way, so ACE's own
+  code stuck between calls cannot hang the run either;
 * the worker runs under ``RLIMIT_AS`` = its size at start + the memory
   budget, so a runaway allocation raises ``MemoryError`` inside the call,
   which the executor turns into the verdict ``resource_limit``; a worker that
@@ -270,7 +274,9 @@ class WatchedWorker:
     with :func:`worker_setup`) and how many slots its shared clock has; slot 0
     is the start of the running call, slot 1 the index in the batch of the item
     being worked on.  :meth:`_send_and_wait` sends one batch and waits for the
-    answer, killing the worker when a call runs past ``budget.call_seconds``.
+    answer, killing the worker when a call runs past ``budget.call_seconds``, or when
+    outside any call its clock (calls started, item index, phase) stands still for
+    :attr:`stall_seconds`.
     """
 
     _name = "ace-worker"
@@ -286,7 +292,9 @@ class WatchedWorker:
         #: Whether the last kill was for a stall outside any call (not a call over its budget).
         self.stalled = False
         self._ctx = multiprocessing.get_context("fork")
-        self._clock = self._ctx.RawArray("d", self._slots)
+        # The slots, and one more at the end: the executor counts the tool calls it starts there, so a
+        # watchdog sampling once a second sees progress even when every call ends between two looks.
+        self._clock = self._ctx.RawArray("d", self._slots + 1)
         self._proc: Any = None
         self._conn: Any = None
         self.restarts = 0
@@ -308,7 +316,7 @@ class WatchedWorker:
         """Fork the worker now (before starting threads, ideally); later calls do nothing while it lives."""
         if self._proc is None:
             parent, child = self._ctx.Pipe()
-            for i in range(self._slots):
+            for i in range(self._slots + 1):
                 self._clock[i] = 0.0
             self._proc = self._ctx.Process(
                 target=self._target(), name=self._name, daemon=True,

@@ -202,3 +202,29 @@ def test_a_worker_stuck_outside_any_tool_call_is_ended_too(tasks, monkeypatch):
     assert results[0].reward == 1.0 and results[2].reward == 1.0
     assert results[1].reward == 0.0 and results[1].attribution == TIMEOUT
     assert "no progress for 2 s outside any tool call" in results[1].detail
+
+
+def test_a_worker_busy_between_short_calls_is_not_taken_for_stuck(tasks, monkeypatch):
+    """Many quick calls with ACE's own work between them, longer than the stall limit in all: the
+    calls counted in the clock show progress even when each one ends between two of the watchdog's looks."""
+    import ace_env.sandbox as sandbox
+
+    real = sandbox.verify_one
+
+    def busy(tasks_, task_id, turns, rollout_id, *args):
+        if rollout_id == "busy":
+            env = Environment(tasks_[task_id])
+            end = time.monotonic() + 4.0
+            while time.monotonic() < end:
+                env.call("pwd()", 0)  # microseconds, stamped and counted
+                time.sleep(0.3)  # "ACE's own work" between calls
+        return real(tasks_, task_id, turns, rollout_id, *args)
+
+    monkeypatch.setattr(sandbox, "verify_one", busy)
+    gt = ground_truth_rollout(tasks[TASK])
+    bv = BoundedVerifier(tasks, Budget(call_seconds=0.5))
+    bv.stall_floor, bv.stall_factor = 2.0, 1.0
+    with bv:
+        (result,) = bv.verify_many([(TASK, gt, "busy")])
+    assert result.reward == 1.0, result.detail
+    assert bv.restarts == 0
