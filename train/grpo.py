@@ -106,6 +106,9 @@ class GRPORunConfig:
             raise ConfigError(
                 f"max-groups-sampled ({self.max_groups_sampled}) is below prompts-per-step ({self.prompts_per_step})."
             )
+        if self.temperature <= 0:
+            raise ConfigError(f"temperature must be above 0, got {self.temperature}: GRPO compares G sampled rollouts "
+                              "of a prompt, and TRL divides the policy's logits by it.")
         if self.learning_rate <= 0:
             raise ConfigError(f"learning-rate must be positive, got {self.learning_rate}.")
         Budget(call_seconds=self.call_timeout)  # its own one-line error when out of range
@@ -351,7 +354,6 @@ def vllm_settings(config: GRPORunConfig, have_gpu: bool, have_vllm: bool) -> dic
     settings: dict[str, Any] = {
         "use_vllm": True,
         "vllm_mode": config.vllm,
-        "temperature": config.temperature,
         "max_completion_length": config.max_tokens,
         # The completions TRL trains on are re-rendered episodes, not vLLM's sampled ids, and ACE passes no
         # sampling log-probabilities, so there is nothing to correct against.
@@ -413,6 +415,8 @@ def train_grpo(
     rows = [{"prompt": t} for t in itertools.islice(itertools.cycle(ids), B * config.steps)]
     args = GRPOConfig(
         output_dir=str(out / "trainer"),
+        # TRL scores log-probabilities at this temperature; the rollouts are sampled at it (either way).
+        temperature=config.temperature,
         per_device_train_batch_size=B * G,
         gradient_accumulation_steps=1,
         steps_per_generation=1,

@@ -173,6 +173,8 @@ def test_vllm_flags_are_checked_where_they_are_given():
         GRPORunConfig(vllm="server")
     with pytest.raises(ConfigError, match="only with --vllm server"):
         GRPORunConfig(vllm_server_url="http://127.0.0.1:8000")
+    with pytest.raises(ConfigError, match="temperature must be above 0"):
+        GRPORunConfig(temperature=0.0)
     assert vllm_settings(GRPORunConfig(), have_gpu=False, have_vllm=False) == {}
     with pytest.raises(ConfigError, match="needs a CUDA GPU"):
         vllm_settings(GRPORunConfig(vllm="colocate"), have_gpu=False, have_vllm=True)
@@ -184,12 +186,12 @@ def test_vllm_settings_are_arguments_trls_grpo_config_takes(tmp_path):
     """The names ACE passes exist in the installed TRL and mean what ACE wants (checked on CPU; no vLLM needed)."""
     from trl import GRPOConfig
 
-    config = GRPORunConfig(vllm="server", vllm_server_url="http://127.0.0.1:8000", temperature=0.7, max_tokens=33)
+    config = GRPORunConfig(vllm="server", vllm_server_url="http://127.0.0.1:8000", max_tokens=33)
     args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, num_generations=2, per_device_train_batch_size=2,
                       **vllm_settings(config, have_gpu=True, have_vllm=True))
     assert args.use_vllm and args.vllm_mode == "server"
     assert args.vllm_server_base_url == "http://127.0.0.1:8000"
-    assert args.temperature == 0.7 and args.max_completion_length == 33
+    assert args.max_completion_length == 33
     assert args.vllm_importance_sampling_correction is False
 
 
@@ -204,22 +206,30 @@ def test_the_trainer_vllm_policy_renders_like_hf_and_cuts_at_the_stop_token(tiny
 
     class Recorder:
         mode = "colocate"
+        generation_kwargs = {}
 
         def generate(self, prompts, images, num_generations):
             seen["prompts"] = prompts
             return prompts, [answer + [end] + answer, answer], None, None
 
-    trainer = SimpleNamespace(vllm_generation=Recorder(), processing_class=tokenizer,
+    recorder = Recorder()
+    model = SimpleNamespace(config=SimpleNamespace(max_position_embeddings=4096))
+    trainer = SimpleNamespace(vllm_generation=recorder, processing_class=tokenizer, model=model,
                               accelerator=SimpleNamespace(num_processes=2))
     policy = TrainerVLLMPolicy(trainer, ACE_CHAT_TEMPLATE)
+    assert end in recorder.generation_kwargs["stop_token_ids"]  # vLLM is told to stop where a turn ends
     convs = [Conversation([{"role": "user", "content": f"list {i}"}], [bfcl.tool_schema("ls")]) for i in range(2)]
-    replies = policy.generate(convs, GenerationConfig())
+    long = Conversation([{"role": "user", "content": "word " * 5000}], [])
+    replies = policy.generate([convs[0], long, convs[1]], GenerationConfig())
+    assert replies[1].finish_reason == "error" and "no room" in replies[1].error  # not sent to vLLM
+    assert len(seen["prompts"]) == 2
+    replies = [replies[0], replies[2]]
     hf_text = tokenizer.apply_chat_template(convs[0].messages, tools=convs[0].tools, chat_template=ACE_CHAT_TEMPLATE,
                                             add_generation_prompt=True, tokenize=False, compact_tools=True)
     assert seen["prompts"][0] == tokenizer(hf_text, add_special_tokens=False)["input_ids"]
     assert [r.finish_reason for r in replies] == ["stop", "length"]
     assert replies[0].message["content"] == tokenizer.decode(answer, skip_special_tokens=True).strip()
-    assert replies[0].completion_tokens == 2 * len(answer) + 1
+    assert replies[0].completion_tokens == len(answer) + 1 and replies[1].completion_tokens == len(answer)
     Recorder.mode = "server"
     with pytest.raises(PolicyError, match="use --vllm colocate"):
         TrainerVLLMPolicy(trainer, ACE_CHAT_TEMPLATE)

@@ -48,6 +48,11 @@ class TrainerVLLMPolicy:
         self.compact_tools = compact_tools
         stops = {self.tokenizer.eos_token_id, self.tokenizer.convert_tokens_to_ids("<|im_end|>")}
         self.stop_ids = {i for i in stops if isinstance(i, int) and i != self.tokenizer.unk_token_id}
+        # vLLM stops at the model's own EOS only; ACE's template ends turns with <|im_end|> (both modes
+        # forward generation_kwargs to vLLM's sampling parameters).
+        generation.generation_kwargs = {**(generation.generation_kwargs or {}), "stop_token_ids": sorted(self.stop_ids)}
+        model = getattr(trainer, "model", None)
+        self.context = int(getattr(getattr(model, "config", None), "max_position_embeddings", 0) or 0)
 
     def render(self, conv: Conversation) -> str:
         return self.tokenizer.apply_chat_template(
@@ -60,17 +65,31 @@ class TrainerVLLMPolicy:
         if not conversations:
             return []
         prompts = [self.tokenizer(self.render(c), add_special_tokens=False)["input_ids"] for c in conversations]
-        _, completions, _, _ = self.generation.generate(prompts=prompts, images=None, num_generations=1)
-        if len(completions) != len(prompts):
-            raise PolicyError(f"vLLM returned {len(completions)} completions for {len(prompts)} prompts")
-        return [self.reply(prompt, list(ids)) for prompt, ids in zip(prompts, completions)]
+        replies: list[Reply | None] = [None] * len(prompts)
+        send = []
+        for i, p in enumerate(prompts):
+            if self.context and len(p) >= self.context:  # vLLM refuses it, for the whole call: answer it here
+                replies[i] = Reply({"role": "assistant", "content": ""}, len(p), 0, "error",
+                                   f"prompt of {len(p)} tokens leaves no room in a {self.context}-token context")
+            else:
+                send.append(i)
+        if send:
+            _, completions, _, _ = self.generation.generate(prompts=[prompts[i] for i in send], images=None,
+                                                            num_generations=1)
+            if len(completions) != len(send):
+                raise PolicyError(f"vLLM returned {len(completions)} completions for {len(send)} prompts")
+            for i, ids in zip(send, completions):
+                replies[i] = self.reply(prompts[i], list(ids))
+        return replies  # type: ignore[return-value]
 
     def reply(self, prompt: list[int], ids: list[int]) -> Reply:
-        """The assistant message of one completion: text up to its first stop token."""
+        """The assistant message of one completion: text up to its first stop token (counted, as hf: does)."""
         cut = next((i for i, t in enumerate(ids) if t in self.stop_ids), None)
-        finish = "length" if cut is None else "stop"
-        text = self.tokenizer.decode(ids if cut is None else ids[:cut], skip_special_tokens=True)
-        return Reply({"role": "assistant", "content": text.strip()}, len(prompt), len(ids), finish)
+        if cut is None:
+            return Reply({"role": "assistant", "content": self.tokenizer.decode(ids, skip_special_tokens=True).strip()},
+                         len(prompt), len(ids), "length")
+        text = self.tokenizer.decode(ids[:cut], skip_special_tokens=True)
+        return Reply({"role": "assistant", "content": text.strip()}, len(prompt), cut + 1, "stop")
 
     def close(self) -> None:
         """Nothing to release: the engine belongs to the trainer."""
