@@ -77,6 +77,7 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--seed-tasks", type=int, default=20, help="BFCL base tasks 20..20+N: seeds of both arms.")
     ap.add_argument("--held-out", type=int, default=10, help="BFCL base tasks 0..N-1: held out.")
+    ap.add_argument("--diag-samples", type=int, default=3, help="Sampled rollouts per seed task in the diagnosis.")
     ap.add_argument("--general", type=int, default=5, help="BFCL base tasks 10..10+N-1: general held-out split.")
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--out", type=Path, default=Path("benchmarks/out/loop.json"))
@@ -106,12 +107,18 @@ def main() -> int:
             result["warm"] = {k: report[k] for k in ("examples", "seconds", "first_loss", "last_loss")}
             save()
         if "diagnosis" not in result:
-            print("evaluating the warm start (diagnosis scope) ...", flush=True)
-            ev = evaluate(store, f"hf:{warm}", list(seeds.values())[:10], EXPERIMENT, "warm", "diag", rollout,
-                          work / "diag.jsonl")
-            edges = frontier(store, ev["scope"], FrontierConfig(level="tool", min_support=1, min_lift=0.0,
+            # The frontier needs b seen after a and away from it, with a lower bound above 0: one greedy
+            # rollout of a few tasks gives a 135M model's edges one observation each (measured: empty).
+            print(f"evaluating the warm start on {len(seeds)} seed tasks x {args.diag_samples} samples "
+                  f"(diagnosis scope) ...", flush=True)
+            diag = RolloutConfig(step_cap=2, n_per_task=args.diag_samples,
+                                 generation=GenerationConfig(max_tokens=args.max_tokens, temperature=0.7))
+            ev = evaluate(store, f"hf:{warm}", list(seeds.values()), EXPERIMENT, "warm",
+                          f"diag-{len(seeds)}x{args.diag_samples}", diag, work / "diag.jsonl")
+            edges = frontier(store, ev["scope"], FrontierConfig(level="tool", min_support=2, min_lift=0.0,
                                                                 min_prereq=0.0, limit=20), check=False)
-            result["diagnosis"] = {"scope": ev["scope"], "pass_rate": ev["pass_rate"], "frontier": edges}
+            result["diagnosis"] = {"scope": ev["scope"], "pass_rate": ev["pass_rate"], "rollouts": ev["rollouts"],
+                                   "frontier": edges}
             save()
         edges = result["diagnosis"]["frontier"]
         targeted = {f"{e['from']}>{e['to']}" for e in edges}
