@@ -86,6 +86,9 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=3, help="User seeds for the reward spread.")
     ap.add_argument("--epochs", type=float, default=1.0)
     ap.add_argument("--max-tokens", type=int, default=64, help="Longest agent answer in the reward-spread part.")
+    ap.add_argument("--agent", default=None,
+                    help="Agent of the reward-spread part (default: the base model). An agent that never "
+                         "scores (zero-shot SmolLM2 makes no call) has no spread for any user to cause.")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/out/user_sim.json"))
     args = ap.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -112,20 +115,22 @@ def main() -> int:
             print(f"fidelity of the {name} user on {len(held)} held-out tasks ...", flush=True)
             result[key] = measure_fidelity(spec, held, held_convs, gen)
             save()
+    agent = f"hf:{args.agent}" if args.agent else base_spec
+    suffix = "" if agent == base_spec else f"@{agent}"
     for name, spec in (("base", base_spec), ("sft", f"hf:{sft_dir}")):
-        key = f"reward_spread_{name}"
+        key = f"reward_spread_{name}{suffix}"
         if key not in result:
-            print(f"reward spread with the {name} user ({args.seeds} seeds) ...", flush=True)
-            result[key] = reward_spread(base_spec, spec, held[:4], args.seeds, args.max_tokens)
+            print(f"reward spread with the {name} user ({args.seeds} seeds, agent {agent}) ...", flush=True)
+            result[key] = reward_spread(agent, spec, held[:4], args.seeds, args.max_tokens)
             save()
     fb, fs = result["fidelity_base"], result["fidelity_sft"]
     print(f"\n{'':28s}{'base user':>12s}{'SFT-ed user':>14s}")
     print(f"{'fidelity (clean turns)':28s}{fb['fidelity']:>12.3f}{fs['fidelity']:>14.3f}")
     for kind in fb["by_kind"]:
         print(f"{'  ' + kind:28s}{fb['by_kind'][kind]:>12d}{fs['by_kind'][kind]:>14d}")
-    rb = result["reward_spread_base"]["mean_variance_of_partial_credit_across_user_seeds"]
-    rs = result["reward_spread_sft"]["mean_variance_of_partial_credit_across_user_seeds"]
-    print(f"{'reward variance from user':28s}{rb!s:>12s}{rs!s:>14s}")
+    rb = result[f"reward_spread_base{suffix}"]["mean_variance_of_partial_credit_across_user_seeds"]
+    rs = result[f"reward_spread_sft{suffix}"]["mean_variance_of_partial_credit_across_user_seeds"]
+    print(f"{'reward variance from user':28s}{rb!s:>12s}{rs!s:>14s}   (agent {agent})")
     if fb["fidelity"]:
         print(f"fidelity ratio SFT/base: {fs['fidelity'] / fb['fidelity']:.2f}x")
     return 0
