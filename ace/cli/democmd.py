@@ -121,6 +121,7 @@ def _curriculum(store, experiment: str, scope: str, say) -> dict:
         return {"scope": scope, "skipped": True}
     s = report.states
     say(esc(f"Curriculum round {report.round} from {scope}: {len(report.decisions)} decisions; "
-            f"{s['active']} active, {s['mastered']} mastered, {s['locked']} locked "
-            f"(`ace curriculum status -e {experiment}`)"))
+            f"{s['active']} active, {s['mastered']} at or above the mastery bar, {s['locked']} locked "
+            f"(`ace curriculum status -e {experiment}`). Nothing is trained in this demo: the simulated "
+            "policy is the same every round, so a unit above the bar was strong already, not learned."))
     return report.to_dict(decisions=False)

@@ -9,12 +9,13 @@ import json
 import os
 import threading
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import pytest
 import typer
 
 import ace
-from ace.cli import main
+from ace.cli import democmd, main
 from ace.cli.options import Progress, check_out, config_options, load_tasks, parse_scope, resolve_scope
 from ace_env import bfcl
 from ace_env.verifier import ground_truth_rollout
@@ -294,3 +295,14 @@ def test_progress_without_a_tty_prints_lines(capsys):
             p.advance()
     lines = capsys.readouterr().err.splitlines()
     assert lines == ["ingesting x: 1/10 (0 s)", "ingesting x: 2/10 (0 s)", "ingesting x: 3/10 (0 s)"]
+
+
+def test_the_demo_never_calls_a_unit_mastered(monkeypatch):
+    """Issue 9: no "mastered" label where no training happened; the demo's simulated policy never trains."""
+    report = SimpleNamespace(round=2, decisions=[1, 2, 3], states={"active": 1, "mastered": 2, "locked": 0},
+                             to_dict=lambda decisions=True: {"round": 2})
+    monkeypatch.setattr(democmd.run, "curriculum", lambda store, experiment, scope: report)
+    said: list[str] = []
+    assert democmd._curriculum(None, "e", "e/sim/round-1", said.append) == {"round": 2}
+    assert "mastered" not in said[0] and "2 at or above the mastery bar" in said[0]
+    assert "Nothing is trained in this demo" in said[0]
