@@ -82,6 +82,9 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--out", type=Path, default=Path("benchmarks/out/loop.json"))
     args = ap.parse_args()
+    if args.held_out > 10 or 10 + args.general > 20:
+        sys.exit("--held-out must be at most 10 and --general at most 10: the general split is base tasks "
+                 "10..10+N-1, between the held-out tasks (0..) and the seeds (20..)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     work = args.out.parent / "loop-bench"
     result = json.loads(args.out.read_text()) if args.out.is_file() else {"machine": machine_facts(), "runs": {}}

@@ -256,7 +256,8 @@ def test_synthesis(graph):
 
 
 def test_training_empty_state_then_metrics(graph, tmp_path):
-    at = ok(page("pages/6_Training.py", scope=SCOPE0))
+    # A glob that matches nothing (the default one may find other runs' files in this ACE_HOME).
+    at = ok(page("pages/6_Training.py", scope=SCOPE0, metrics=str(tmp_path / "none" / "*metrics*.jsonl")))
     assert any("--metrics-out" in i.value for i in at.info)
     metrics = tmp_path / "run-metrics.jsonl"
     metrics.write_text("\n".join(json.dumps({"step": i, "reward_mean": 0.1 * i, "reward_std": 0.05, "groups_sampled": 8,
@@ -276,7 +277,10 @@ def test_training_finds_the_loops_metrics_by_default(graph):
     try:
         at = ok(page("pages/6_Training.py", scope=SCOPE0))
         assert not any("No training metrics" in i.value for i in at.info)
-        assert next(s for s in at.selectbox if s.label == "Run").value == str(written)
+        run = next(s for s in at.selectbox if s.label == "Run")
+        assert str(written) in run.options  # other runs' files in this ACE_HOME may be listed too
+        run.set_value(str(written)).run()
+        ok(at)
         table = next(d.value for d in at.dataframe if "kept_group_fraction" in d.value.columns)
         assert list(table["kept_group_fraction"]) == [0.5, 0.5, 0.5]
     finally:
