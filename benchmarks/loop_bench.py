@@ -146,6 +146,11 @@ def main() -> int:
                     res = synthesize(synth_edges, seeds, seeds_by_target(synth_edges, seeds),
                                      engine_policy(f"hf:{warm}", LoopConfig(max_tokens=args.max_tokens)), config)
                     model = work / key.replace("/", "-")
+                    if not res.tasks:
+                        result["runs"][key] = {"skipped": "synthesis made no task that verified", "seconds":
+                                               round(time.perf_counter() - start, 1)}
+                        save()
+                        continue
                     print(f"{key}: SFT on {len(res.tasks)} tasks ...", flush=True)
                     train_sft(SFTRunConfig(model=str(warm), out=str(model), epochs=1.0, seed=seed), res.tasks)
                     print(f"{key}: evaluating on {len(held)} held-out tasks ...", flush=True)
