@@ -147,8 +147,9 @@ def main() -> int:
                                      engine_policy(f"hf:{warm}", LoopConfig(max_tokens=args.max_tokens)), config)
                     model = work / key.replace("/", "-")
                     if not res.tasks:
-                        result["runs"][key] = {"skipped": "synthesis made no task that verified", "seconds":
-                                               round(time.perf_counter() - start, 1)}
+                        why = ("synthesis made no task that verified" if edges else
+                               "no frontier edge: no plan, so no seed task to augment")
+                        result["runs"][key] = {"skipped": why, "seconds": round(time.perf_counter() - start, 1)}
                         save()
                         continue
                     print(f"{key}: SFT on {len(res.tasks)} tasks ...", flush=True)
