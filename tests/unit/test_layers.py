@@ -60,9 +60,13 @@ def test_every_module_imports_first_in_a_fresh_interpreter():
     """An import cycle shows only when a module of the cycle is the first one imported
     (``from train.models import resolve_model`` failed that way while ``import train.policies`` worked)."""
     def first_import(name: str) -> str | None:
-        proc = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=120)
-        return None if proc.returncode == 0 else f"{name}: {proc.stderr.strip().splitlines()[-1]}"
+        try:
+            proc = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT, capture_output=True, text=True,
+                                  timeout=120)
+        except subprocess.TimeoutExpired:
+            return f"{name}: importing it took over 120 s"
+        last = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        return None if proc.returncode == 0 else f"{name}: {last}"
 
     # app/ and ace/ import Streamlit and the CLI stack; their cycles would show in their own tests' imports.
     with ThreadPoolExecutor(max_workers=2) as pool:
