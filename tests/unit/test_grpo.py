@@ -182,6 +182,16 @@ def test_vllm_flags_are_checked_where_they_are_given():
         vllm_settings(GRPORunConfig(vllm="colocate"), have_gpu=True, have_vllm=False)
 
 
+def test_vllm_server_mode_is_refused_up_front_under_several_processes(monkeypatch):
+    server = GRPORunConfig(vllm="server", vllm_server_url="http://127.0.0.1:8000")
+    monkeypatch.setenv("WORLD_SIZE", "2")  # as `accelerate launch --num_processes 2` sets it
+    with pytest.raises(ConfigError, match="use --vllm colocate"):
+        vllm_settings(server, have_gpu=True, have_vllm=True)
+    assert vllm_settings(GRPORunConfig(vllm="colocate"), have_gpu=True, have_vllm=True)["vllm_mode"] == "colocate"
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert vllm_settings(server, have_gpu=True, have_vllm=True)["vllm_mode"] == "server"
+
+
 def test_vllm_settings_are_arguments_trls_grpo_config_takes(tmp_path):
     """The names ACE passes exist in the installed TRL and mean what ACE wants (checked on CPU; no vLLM needed)."""
     from trl import GRPOConfig
