@@ -9,7 +9,7 @@ never execute anything.
 Every test here is marked ``fuzz``.  In the normal suite they run short:
 ACE_FUZZ_EXAMPLES examples each (default 50).  CI runs them again as their
 own step with a time budget (``.ci/run``: ``pytest -m fuzz`` with
-ACE_FUZZ_EXAMPLES=100000 ACE_FUZZ_SECONDS=20 under ``timeout``): each test
+ACE_FUZZ_EXAMPLES=100000 ACE_FUZZ_SECONDS=12 under ``timeout``): each test
 then stops generating new work after ACE_FUZZ_SECONDS of wall time
 (default 30), counted from its first example.
 """
@@ -38,7 +38,9 @@ EXAMPLES = int(os.environ.get("ACE_FUZZ_EXAMPLES", "50"))
 BUDGET_S = float(os.environ.get("ACE_FUZZ_SECONDS", "30"))
 #: Examples per Hypothesis run; a test repeats runs (fresh random examples each) within its budget.
 CHUNK = max(1, min(EXAMPLES, 200))
-FUZZ = settings(max_examples=CHUNK, deadline=None,
+# print_blob: a failure prints its @reproduce_failure(...) line, so a failing CI log is enough to replay it
+# (nothing is kept between runs: database=None).
+FUZZ = settings(max_examples=CHUNK, deadline=None, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], database=None)
 
 
