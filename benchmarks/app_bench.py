@@ -145,6 +145,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"graph: {rollouts:,} rollouts stored in {len(scopes)} scopes; pages show {scope} at {args.level} level; "
           f"query cache TTL {args.ttl} s", flush=True)
 
+    def summary(label: str, times: list[float], first: str, name: str | None = None) -> tuple[str, float, float, float, float]:
+        """(name, first, p50, p95, max) of one page's samples; the first sample is reported apart."""
+        cold, warm = times[0], sorted(times[1:])
+        p95 = warm[min(len(warm) - 1, max(0, round(0.95 * len(warm)) - 1))]
+        print(f"  {label}: {first} {cold:.0f} ms, p95 {p95:.0f} ms", flush=True)
+        return name or label, cold, statistics.median(warm), p95, warm[-1]
+
     def measure(pg, name: str, url: str, path: str, text: str) -> tuple[str, float, float, float, float]:
         times = []
         for _ in range(args.runs + 1):
@@ -154,10 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             times.append((time.perf_counter() - t0) * 1000)
             if pg.locator("[data-testid='stException']").count():
                 sys.exit(f"page {name} raised an exception")
-        cold, warm = times[0], sorted(times[1:])
-        p95 = warm[min(len(warm) - 1, max(0, round(0.95 * len(warm)) - 1))]
-        print(f"  {name}: cold {cold:.0f} ms, p95 {p95:.0f} ms", flush=True)
-        return name, cold, statistics.median(warm), p95, warm[-1]
+        return summary(name, times, "cold")
 
     def navigate(pg, name: str, path: str, text: str) -> tuple[str, float, float, float, float]:
         """Click the sidebar link of ``path`` from another page, ``--runs`` + 1 times (the first is cold)."""
@@ -177,10 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             times.append((time.perf_counter() - t0) * 1000)
             if pg.locator("[data-testid='stException']").count():
                 sys.exit(f"page {name} raised an exception after navigation")
-        cold, warm = times[0], sorted(times[1:])
-        p95 = warm[min(len(warm) - 1, max(0, round(0.95 * len(warm)) - 1))]
-        print(f"  {name} (navigation): first {cold:.0f} ms, p95 {p95:.0f} ms", flush=True)
-        return name, cold, statistics.median(warm), p95, warm[-1]
+        return summary(f"{name} (navigation)", times, "first", name)
 
     results, moves = [], []
     with sync_playwright() as p:
