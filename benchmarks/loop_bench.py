@@ -80,13 +80,18 @@ def main() -> int:
     ap.add_argument("--diag-samples", type=int, default=3, help="Sampled rollouts per seed task in the diagnosis.")
     ap.add_argument("--general", type=int, default=5, help="BFCL base tasks 10..10+N-1: general held-out split.")
     ap.add_argument("--max-tokens", type=int, default=96)
+    ap.add_argument("--warm-epochs", type=float, default=1.0,
+                    help="SFT epochs of the warm start on the seed tasks (a stronger start reaches more tools).")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/out/loop.json"))
     args = ap.parse_args()
     if args.held_out > 10 or 10 + args.general > 20:
         sys.exit("--held-out must be at most 10 and --general at most 10: the general split is base tasks "
                  "10..10+N-1, between the held-out tasks (0..) and the seeds (20..)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    work = args.out.parent / "loop-bench"
+    # each --out file keeps its own models and graph scopes (loop.json: the first run's names)
+    stem = "" if args.out.name == "loop.json" else f"-{args.out.stem}"
+    work = args.out.parent / f"loop-bench{stem}"
+    experiment, general_experiment = EXPERIMENT + stem, GENERAL + stem
     result = json.loads(args.out.read_text()) if args.out.is_file() else {"machine": machine_facts(), "runs": {}}
 
     def save():
@@ -105,9 +110,9 @@ def main() -> int:
         warm = work / "warm"
         if "warm" not in result:
             print("warm start: SFT on the seed tasks ...", flush=True)
-            report = train_sft(SFTRunConfig(model=str(resolve_model(args.model)), out=str(warm), epochs=1.0),
+            report = train_sft(SFTRunConfig(model=str(resolve_model(args.model)), out=str(warm), epochs=args.warm_epochs),
                                list(seeds.values()))
-            result["warm"] = {k: report[k] for k in ("examples", "seconds", "first_loss", "last_loss")}
+            result["warm"] = {k: report[k] for k in ("examples", "seconds", "first_loss", "last_loss")} | {"epochs": args.warm_epochs}
             save()
         if "diagnosis" not in result:
             # The frontier needs b seen after a and away from it, with a lower bound above 0: one greedy
@@ -116,7 +121,7 @@ def main() -> int:
                   f"(diagnosis scope) ...", flush=True)
             diag = RolloutConfig(step_cap=2, n_per_task=args.diag_samples,
                                  generation=GenerationConfig(max_tokens=args.max_tokens, temperature=0.7))
-            ev = evaluate(store, f"hf:{warm}", list(seeds.values()), EXPERIMENT, "warm",
+            ev = evaluate(store, f"hf:{warm}", list(seeds.values()), experiment, "warm",
                           f"diag-{len(seeds)}x{args.diag_samples}", diag, work / "diag.jsonl")
             edges = frontier(store, ev["scope"], FrontierConfig(level="tool", min_support=2, min_lift=0.0,
                                                                 min_prereq=0.0, limit=20), check=False)
@@ -155,7 +160,7 @@ def main() -> int:
                     print(f"{key}: SFT on {len(res.tasks)} tasks ...", flush=True)
                     train_sft(SFTRunConfig(model=str(warm), out=str(model), epochs=1.0, seed=seed), res.tasks)
                     print(f"{key}: evaluating on {len(held)} held-out tasks ...", flush=True)
-                    ev = evaluate(store, f"hf:{model}", held, EXPERIMENT, arm, f"b{budget}-s{seed}", rollout,
+                    ev = evaluate(store, f"hf:{model}", held, experiment, arm, f"b{budget}-s{seed}", rollout,
                                   work / f"{key.replace('/', '-')}.jsonl")
                     rows = [json.loads(x) for x in (work / f"{key.replace('/', '-')}.jsonl").read_text().splitlines()]
                     by_id = {t.id: t for t in held}
@@ -175,7 +180,7 @@ def main() -> int:
                 continue
             print(f"{key}: evaluating on {len(general)} general held-out tasks ...", flush=True)
             out = work / f"general-{key.replace('/', '-')}.jsonl"
-            ev = evaluate(store, f"hf:{folder}", general, GENERAL, key.split("/")[0],
+            ev = evaluate(store, f"hf:{folder}", general, general_experiment, key.split("/")[0],
                           "warm" if key == "warm" else key.split("/", 1)[1].replace("/", "-"), rollout, out)
             rows = [json.loads(x) for x in out.read_text().splitlines()]
             by_id = {t.id: t for t in general}
@@ -194,7 +199,7 @@ def main() -> int:
                 print(f"{key:22s}  skipped: {r['skipped']}")
                 continue
             arm, budget, seed = key.split("/")
-            n, ok = composition_success(store, f"{EXPERIMENT}/{arm}/{budget}-{seed}", targeted)
+            n, ok = composition_success(store, f"{experiment}/{arm}/{budget}-{seed}", targeted)
             r["targeted_steps"], r["targeted_success"] = n, ok
             gk = g.get(key, {})
             print(f"{key:22s}{r['tasks']:>7d}{r['pass_rate']:>7.3f}{r['partial_credit']:>9.3f}{n:>11d}"

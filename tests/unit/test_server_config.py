@@ -278,3 +278,36 @@ def test_generated_passwords_never_look_like_an_option():
     drawn = [new_password() for _ in range(2000)]
     assert all(p[0].isalpha() and len(p) >= 25 for p in drawn)
     assert len(set(drawn)) == len(drawn)
+
+
+def _fresh_python(code: str) -> str:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_driver_import_skips_pandas_and_pyarrow_and_leaves_them_importable():
+    out = _fresh_python("""
+        import sys
+        from ace_graph.db import import_driver
+        import_driver()
+        import neo4j._optional_deps as extras
+        print("neo4j" in sys.modules, "pandas" in sys.modules, extras.pd is None, extras.pa is None)
+        import pandas
+        print(pandas.DataFrame({"a": [1]}).shape)
+    """)
+    assert out.splitlines() == ["True False True True", "(1, 1)"]
+
+
+def test_driver_import_keeps_pandas_when_it_was_imported_first():
+    out = _fresh_python("""
+        import pandas
+        from ace_graph.db import import_driver
+        import_driver()
+        import neo4j._optional_deps as extras
+        print(extras.pd is pandas)
+    """)
+    assert out == "True"

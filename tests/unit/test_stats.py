@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from ace_graph.stats import fragility, wilson
+from ace_graph.stats import clopper_pearson, fragility, wilson
 
 
 def test_wilson_known_values():
@@ -15,6 +15,29 @@ def test_wilson_known_values():
     assert wilson(0, 0) == (0.0, 1.0)
     lo, hi = wilson(0, 50)
     assert lo == 0.0 and 0.05 < hi < 0.09
+
+
+def test_clopper_pearson_known_values_and_scipy_stats_agree():
+    # textbook exact 95% intervals
+    lo, hi = clopper_pearson(5, 10)
+    assert lo == pytest.approx(0.1871, abs=1e-4) and hi == pytest.approx(0.8129, abs=1e-4)
+    lo, hi = clopper_pearson(0, 10)
+    assert lo == 0.0 and hi == pytest.approx(0.3085, abs=1e-4)
+    assert clopper_pearson(10, 10)[1] == 1.0
+    assert clopper_pearson(0, 0) == (0.0, 1.0)
+    # the 1-in-3 case the verdicts rely on (Wilson's lower bound is 0.06)
+    assert clopper_pearson(1, 3)[0] == pytest.approx(0.0084, abs=1e-4)
+    # the quantiles come from scipy.special; scipy.stats' beta.ppf is the reference
+    from scipy.stats import beta, norm
+
+    alpha = 2 * norm.sf(1.96)
+    for n in (1, 2, 7, 40, 333):
+        for k in range(0, n + 1, max(1, n // 9)):
+            lo, hi = clopper_pearson(k, n, 1.96)
+            assert lo == (beta.ppf(alpha / 2, k, n - k + 1) if k else 0.0)
+            assert hi == (beta.ppf(1 - alpha / 2, k + 1, n - k) if k < n else 1.0)
+    with pytest.raises(ValueError):
+        clopper_pearson(4, 3)
 
 
 def test_fragility_separates_weak_composition_from_weak_tool():
