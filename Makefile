@@ -32,7 +32,7 @@ demo: setup
 test: setup
 	$(TEST_ENV) $(ACE) db start
 	$(TEST_ENV) $(ACE) init
-	$(TEST_ENV) .venv/bin/python -m pytest -q
+	$(TEST_ENV) .venv/bin/python -m pytest -q --durations=15
 
 db-stop:
 	$(ACE) db stop
