@@ -50,7 +50,7 @@ def import_driver() -> None:
         import neo4j  # noqa: F401
     finally:
         for name in hidden:
-            if sys.modules.get(name) is None:
+            if name in sys.modules and sys.modules[name] is None:
                 del sys.modules[name]
 
 
