@@ -54,6 +54,24 @@ class BatchResult:
     steps: int
 
 
+def rollout_row(rec: RolloutRecord, tags: tuple[Any, ...]) -> dict[str, Any]:
+    """The ``ingest-rollouts`` parameter row of one record: the rollout and its reached oracle steps,
+    each with the previous oracle call's tool and skills (which the composition estimator reads)."""
+    return {
+        "id": rec.id,
+        "task_id": rec.task_id,
+        "task_key": rec.task_key,
+        "props": rec.props(),
+        "steps": [
+            {"flat": s.flat, "turn": s.turn, "index": s.index, "tool": s.tool,
+             "skills": list(s.skills), "outcome": s.outcome,
+             "prev_tool": tags[s.prev].tool if s.prev is not None else None,
+             "prev_skills": list(tags[s.prev].skills) if s.prev is not None else []}
+            for s in rec.steps
+        ],
+    }
+
+
 class GraphStore:
     """Reads and writes ACE's skill graph through a given driver."""
 
@@ -183,22 +201,7 @@ class GraphStore:
         q = {n: queries.load(n).text for n in (
             "ingest-scope", "ingest-rollouts", "ingest-skill-stats", "ingest-tool-stats", "ingest-scope-totals",
         )}
-        rollout_rows = [
-            {
-                "id": rid,
-                "task_id": rec.task_id,
-                "task_key": rec.task_key,
-                "props": rec.props(),
-                "steps": [
-                    {"flat": s.flat, "turn": s.turn, "index": s.index, "tool": s.tool,
-                     "skills": list(s.skills), "outcome": s.outcome,
-                     "prev_tool": tags[s.prev].tool if s.prev is not None else None,
-                     "prev_skills": list(tags[s.prev].skills) if s.prev is not None else []}
-                    for s in rec.steps
-                ],
-            }
-            for rid, (rec, tags) in unique.items()
-        ]
+        rollout_rows = [rollout_row(rec, tags) for rec, tags in unique.values()]
 
         def work(tx: Any) -> BatchResult:
             batch = uuid.uuid4().hex

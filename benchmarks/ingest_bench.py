@@ -98,15 +98,10 @@ RETURN count(r) AS n
 
 
 def limit_rows(records: list[tuple[Any, Any]]) -> list[dict[str, Any]]:
-    return [
-        {"id": rec.id, "task_key": rec.task_key, "props": rec.props(),
-         "steps": [{"flat": s.flat, "turn": s.turn, "index": s.index, "tool": s.tool, "skills": list(s.skills),
-                    "outcome": s.outcome,
-                    "prev_tool": tags[s.prev].tool if s.prev is not None else None,
-                    "prev_skills": list(tags[s.prev].skills) if s.prev is not None else []}
-                   for s in rec.steps]}
-        for rec, tags in records
-    ]
+    """The same parameter rows ACE's ``ingest_batch`` sends (``GraphStore``'s ``rollout_row``)."""
+    from ace_graph.store import rollout_row
+
+    return [rollout_row(rec, tags) for rec, tags in records]
 
 #: Planted weaknesses, so rollouts fail at various steps as real ones do.
 WEAKNESS = {

@@ -351,7 +351,10 @@ def vllm_settings(config: GRPORunConfig, have_gpu: bool, have_vllm: bool) -> dic
         raise ConfigError(f"--vllm {config.vllm} needs a CUDA GPU (TRL's vLLM integration); on CPU use --vllm off.")
     if not have_vllm:
         raise ConfigError(f"--vllm {config.vllm} needs vLLM in this environment: pip install 'trl[vllm]'.")
-    processes = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    try:
+        processes = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    except ValueError:
+        raise ConfigError(f"WORLD_SIZE must be a whole number of processes, not {os.environ['WORLD_SIZE']!r}") from None
     if config.vllm == "server" and processes > 1:
         raise ConfigError(f"--vllm server with {processes} training processes: TRL's server mode generates in "
                           "lockstep across processes, which multi-turn episodes do not keep; use --vllm colocate.")
