@@ -12,6 +12,7 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
+from ace_env.errors import ConfigError
 from ace_graph import queries
 from ace_graph.config import Neo4jSettings, neo4j_settings
 from ace_graph.errors import ConnectionError_
@@ -63,6 +64,19 @@ def _how_to_fix(settings: Neo4jSettings) -> str:
     )
 
 
+def retry_seconds() -> float:
+    """``ACE_NEO4J_RETRY_SECONDS`` (default 30, the driver's own): how long a managed transaction
+    (every ACE write) retries transient errors (a leader switch, a restarting server) before failing."""
+    raw = os.environ.get("ACE_NEO4J_RETRY_SECONDS", "30")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 3600:  # also false for nan and inf
+        raise ConfigError(f"ACE_NEO4J_RETRY_SECONDS must be a number of seconds in (0, 3600], not {raw!r}")
+    return value
+
+
 def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) -> "neo4j.Driver":
     """A ``neo4j.Driver`` for the configured server; ConnectionError_ when it cannot be reached.
 
@@ -70,6 +84,7 @@ def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) ->
     wrong address or password fails here with a clear message.
     """
     settings = settings or neo4j_settings()
+    retry = retry_seconds()
     if not settings.external and settings.password is None:
         raise ConnectionError_(
             f"No password for the managed Neo4j at {settings.uri}: the server has never been started "
@@ -83,7 +98,8 @@ def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) ->
     try:
         # Notifications (e.g. "property key does not exist" on a fresh graph) are
         # hints for interactive use; ACE's named queries run on empty graphs too.
-        driver = GraphDatabase.driver(settings.uri, auth=auth, notifications_min_severity="OFF")
+        driver = GraphDatabase.driver(settings.uri, auth=auth, notifications_min_severity="OFF",
+                                      max_transaction_retry_time=retry)
     except (ValueError, DriverError, Neo4jError) as e:
         raise ConnectionError_(f"Invalid Neo4j address {settings.uri!r}: {e}. {_how_to_fix(settings)}") from e
     if not verify:

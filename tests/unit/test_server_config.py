@@ -311,3 +311,37 @@ def test_driver_import_keeps_pandas_when_it_was_imported_first():
         print(extras.pd is pandas)
     """)
     assert out == "True"
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon", "nan", "inf", "1e9"])
+def test_retry_seconds_must_be_a_sane_number(clean_env, value):
+    from ace_graph.db import get_driver, retry_seconds
+
+    clean_env.setenv("ACE_NEO4J_RETRY_SECONDS", value)
+    with pytest.raises(ConfigError, match="ACE_NEO4J_RETRY_SECONDS"):
+        retry_seconds()
+    clean_env.setenv("NEO4J_URI", "bolt://127.0.0.1:1")
+    with pytest.raises(ConfigError, match="ACE_NEO4J_RETRY_SECONDS"):
+        get_driver(verify=False)
+
+
+def test_writes_give_up_after_the_configured_retry_time(clean_env):
+    import time
+
+    from neo4j.exceptions import ServiceUnavailable
+
+    from ace_graph.db import get_driver
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, not listening: every connection is refused
+        clean_env.setenv("NEO4J_URI", f"bolt://127.0.0.1:{port}")
+        clean_env.setenv("NEO4J_PASSWORD", "x" * 12)
+        clean_env.setenv("ACE_NEO4J_RETRY_SECONDS", "1.5")
+        driver = get_driver(verify=False)
+        start = time.monotonic()
+        with pytest.raises(ServiceUnavailable), driver.session() as session:
+            session.execute_write(lambda tx: tx.run("RETURN 1").consume())
+        waited = time.monotonic() - start
+        driver.close()
+    assert 1.0 <= waited < 15, waited  # retried for about 1.5 s, not the driver's default 30 s
