@@ -138,7 +138,6 @@ def prompts_bench(args: argparse.Namespace) -> None:
     """Prompt tokens of the first turn of 20 base tasks, compact listing vs full schemas; step time of both."""
     import statistics
 
-    from train.policies.base import Conversation
     from train.rollouts import SYSTEM_PROMPT, offered_schemas
 
     tasks = bfcl.load_tasks("base")[:20]

@@ -52,7 +52,7 @@ class ServeConfig:
     max_model_len: int = field(default=8192, metadata={"help": "Longest prompt plus answer, in tokens."})
     eager: bool = field(default=False, metadata={
         "help": "--enforce-eager: no torch.compile.  vLLM's CPU build otherwise compiles the model with "
-                "inductor at start (minutes on 2 cores); eager starts sooner and decodes slower."})
+                "inductor at start (minutes on 2 cores); eager skips that (its decoding speed is not measured here)."})
     extra_args: list[str] = field(default_factory=list, metadata={"help": "More vLLM arguments."})
 
     @property

@@ -21,7 +21,7 @@ def vllm_cmd(
     port: int = typer.Option(8000, "--port", help="Port to listen on."),
     kv_cache_gib: int = typer.Option(1, "--kv-cache-gib", min=1, help="VLLM_CPU_KVCACHE_SPACE (CPU builds)."),
     max_model_len: int = typer.Option(8192, "--max-model-len", min=256, help="Longest prompt plus answer."),
-    eager: bool = typer.Option(False, "--eager", help="No torch.compile: starts sooner, decodes slower."),
+    eager: bool = typer.Option(False, "--eager", help="No torch.compile: skips the minutes of compiling at start (decoding speed not measured)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the command instead of running it."),
 ) -> None:
     """Run vLLM (from .venv-vllm, made by scripts/setup_vllm.sh) with the hermes tool parser and
