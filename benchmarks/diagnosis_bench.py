@@ -114,6 +114,18 @@ SETS: dict[str, dict[str, list[Any]]] = {
         # 18 of 28 follow fillFuelTank; purchase_insurance: 24 of 48 follow book_flight
         "tool": ["view_messages_sent", "activateParkingBrake", "purchase_insurance"],
     },
+    "F": {  # held out for run 4: written and committed before any run on it, never tuned on
+        "composition": [
+            ("post_tweet", "comment"),  # comment: 16 of its 24 oracle calls follow it (the other 8: retweet)
+            ("get_watchlist", "remove_stock_from_watchlist"),  # 16 of 28
+            ("compute_exchange_rate", "set_budget_limit"),  # 33 of 68
+            ("purchase_insurance", "retrieve_invoice"),  # 40 of 100
+            ("estimate_drive_feasibility_by_mileage", "fillFuelTank"),  # 44 of 128
+        ],
+        # cancel_order: 68 of its 76 oracle calls follow get_order_details; retweet: 32 of 36 follow
+        # post_tweet; wc: 64 calls, at most 12 after any one tool
+        "tool": ["cancel_order", "retweet", "wc"],
+    },
 }
 
 from _common import machine_facts  # noqa: E402,F401  (benchmarks/ is on sys.path when run as a script)
@@ -193,9 +205,9 @@ METHODS = ("estimator + probes", "estimator", "estimator + probes ranking, top 5
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sets", default="A,B,C,D,E",
+    ap.add_argument("--sets", default="A,B,C,D,E,F",
                     help="planted weakness sets to run (A tuned on; B, C held out but seen in runs 1-2; D, E never run "
-                         "before run 3, E written for it)")
+                         "before run 3, E written for it; F written for run 4)")
     ap.add_argument("--sizes", default="250,500,1000,2000,4000", help="comma-separated rollout counts N")
     ap.add_argument("--seeds", default="1,2,3,4,5", help="comma-separated simulator seeds; means are reported")
     ap.add_argument("--min-support", type=int, default=20, help="steps an estimator verdict needs to be reported")
@@ -337,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         if not done:
             continue
         tag = {"A": "tuned on", "B": "held out, seen in runs 1-2", "C": "held out, seen in runs 1-2",
-               "D": "held out, first run in run 3", "E": "held out, written for run 3"}.get(set_name, "held out")
+               "D": "held out, first run in run 3", "E": "held out, seen in run 3",
+               "F": "held out, written for run 4"}.get(set_name, "held out")
         print(f"== set {set_name} ({tag}), mean over {len(done)} seed(s) ==")
         print(f"{'method':<50}" + "".join(f"{'N=' + str(n):>12}" for n in sizes) + "   (F1 mean [min]; tool-wide reported)")
         best_baseline = {n: max(statistics.fmean(score(state[f'{set_name}/{s}/{n}'][m], planted, tool_wide)['f1']
