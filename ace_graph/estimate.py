@@ -25,7 +25,8 @@ penalised log-likelihood at the fit).  Each edge ``a > b`` then gets a verdict:
 
 ``composition``  the pair effect's lower bound clears ``margin``, b's own
                  effect (what b does away from a) is lower than the edge's, and
-                 the data show it: b's failure rate away from a has an exact
+                 the data show it: b has been seen away from a at least
+                 ``min_away`` times and its failure rate there has an exact
                  (Clopper-Pearson) upper bound under its rate right after a (a
                  prior alone never makes a composition);
 ``ambiguous``    the edge is weak (its combined tool + pair effect clears
@@ -95,6 +96,11 @@ class EstimatorConfig:
     """Width of the intervals (1.96: 95% under the Laplace approximation)."""
     margin: float = 0.3
     """An effect counts only when its bound clears this many log-odds (0.3: odds x1.35)."""
+    min_away: int = 20
+    """Steps of b away from a a ``composition`` verdict needs.  With fewer, two thin samples (b right
+    after a, b elsewhere) can differ by chance; across the ~100 edges of a fit some do, and a tool
+    weak everywhere is then called a composition.  Such an edge is ``ambiguous`` instead, and
+    probes (``ace diagnose``) supply the missing steps."""
     max_iter: int = 2000
     """lbfgs iterations of the fit."""
 
@@ -103,6 +109,8 @@ class EstimatorConfig:
             raise ConfigError("tool_scale and pair_scale must be > 0 and task_scale >= 0 (prior sds in log-odds)")
         if self.z <= 0 or self.margin < 0:
             raise ConfigError("z must be > 0 and margin >= 0")
+        if self.min_away < 1:
+            raise ConfigError("min_away must be >= 1 step")
 
 
 @dataclass
@@ -318,7 +326,7 @@ def edge_estimates(model: Fit, cells: Sequence[Cell]) -> list[EdgeEstimate]:
         # identified: b has been seen away from a often enough that its failure rate there is
         # measurably lower (exact upper bound) than right after a -- from the data, not the priors
         away_low, away_high = clopper_pearson(f0, n0, z)
-        identified = n0 > 0 and n1 > 0 and away_high < f1 / n1
+        identified = n0 >= cfg.min_away and n1 > 0 and away_high < f1 / n1
         if lo > m and thi < comb - m and identified:
             verdict = COMPOSITION
         elif clo <= m:
@@ -329,6 +337,8 @@ def edge_estimates(model: Fit, cells: Sequence[Cell]) -> list[EdgeEstimate]:
             verdict = AMBIGUOUS
         if verdict == AMBIGUOUS:
             missing = f"`{b}` seen {n0} times without `{a}` ({f0} failed)"
+            if n0 < cfg.min_away and lo > m:
+                missing += f"; a composition needs {cfg.min_away}"
             if n1 < 20:
                 missing += f"; `{a}` then `{b}` seen only {n1} times"
         out.append(EdgeEstimate(a, b, n1, f1, n0, f0, eff, lo, hi, tool, tlo, thi, clo, verdict, missing, base))
@@ -409,7 +419,7 @@ def estimate_scope(store: Any, scope: str, level: str = "tool", config: Estimato
     rows = [dict(e.row(), view=view) for e in edges]
     store.write("estimate-write", scope=scope, level=level, rows=rows,
                 meta={"view": view, "config": [config.tool_scale, config.pair_scale, config.task_scale,
-                                                config.z, config.margin]})
+                                                config.z, config.margin, config.min_away]})
     counts: dict[str, int] = defaultdict(int)
     for e in edges:
         counts[e.verdict] += 1

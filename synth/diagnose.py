@@ -7,7 +7,9 @@ rolls them out with a policy, verifies and ingests those rollouts into a
 again on the scope's view (the scope plus its probe scopes).  It does so in
 rounds (:func:`run_probes`, two by default): each round's budget goes to the
 edges that need the fewest probe steps to be decided (:func:`probe_needs`,
-:func:`allocate`), and the next round probes only what is still ambiguous; the
+:func:`allocate`), and the next round probes only what is still ambiguous; a
+``composition`` verdict on fewer than ``min_support`` steps (not reported) is
+probed too, to confirm it or take it back (:func:`needs_probes`); the
 budget is a maximum, nothing more is spent once nothing is ambiguous.  The stored
 verdicts on the scope's edges are then the re-estimated ones, which
 ``weak-compositions`` and ``frontier`` report (their ``view`` column names the
@@ -32,7 +34,7 @@ from ace_env.sim import WeaknessSpec, rollout_rng, simulate_one
 from ace_env.tasks import Task
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.errors import ConfigError
-from ace_graph.estimate import AMBIGUOUS, EdgeEstimate, EstimatorConfig, ScopeEstimate, estimate_scope
+from ace_graph.estimate import AMBIGUOUS, COMPOSITION, EdgeEstimate, EstimatorConfig, ScopeEstimate, estimate_scope
 from ace_graph.ingest import prepare
 from ace_graph.stats import Z95, clopper_pearson
 from ace_graph.store import GraphStore
@@ -118,14 +120,25 @@ def make_probes(edge: tuple[str, str], seeds: list[Task], per_kind: int, seed: i
     return out
 
 
-def probe_needs(e: EdgeEstimate, min_support: int = 20, z: float = Z95) -> tuple[int, int]:
+def needs_probes(e: EdgeEstimate, min_support: int = 20) -> bool:
+    """Whether probes can decide something about this edge.
+
+    An ``ambiguous`` edge, and a ``composition`` seen fewer than ``min_support`` times
+    right after ``a`` (no claim is reported on so few steps; ``with`` probes make the
+    steps that confirm it or take it back).
+    """
+    return e.verdict == AMBIGUOUS or (e.verdict == COMPOSITION and e.n < min_support)
+
+
+def probe_needs(e: EdgeEstimate, min_support: int = 20, z: float = Z95, min_away: int = 20) -> tuple[int, int]:
     """Steps an ambiguous edge lacks before its data can decide it: (``b`` without ``a``, ``a`` then ``b``).
 
     *Without*: the estimator calls a composition only when ``b``'s failure rate
     away from ``a`` has an exact upper bound under its rate right after ``a``;
     the need is the smallest count of ``b``-without-``a`` steps at which ``b``
     failing at the view's overall step rate would show that, less those already
-    seen.  (``b`` weak on its own shows itself with about as many.)  *With*:
+    seen, and at least ``min_away`` in all (the estimator's ``EstimatorConfig.min_away``:
+    no composition is called on fewer).  (``b`` weak on its own shows itself with about as many.)  *With*:
     no edge is reported on fewer than ``min_support`` ``a``-then-``b`` steps.
     An edge whose counts already suffice (its bounds are what is short) needs
     ``min_support`` more steps, three quarters of them without ``a``.
@@ -136,7 +149,7 @@ def probe_needs(e: EdgeEstimate, min_support: int = 20, z: float = Z95) -> tuple
         m = 1
         while m < 2000 and clopper_pearson(round(e.base_rate * m), m, z)[1] >= r1:
             m += 1
-        need_without = max(0, m - e.n_without)
+        need_without = max(0, max(m, min_away) - e.n_without)
     need_with = max(0, min_support - e.n)
     if need_without == 0 and need_with == 0:
         need_with = min_support // 4
@@ -204,7 +217,8 @@ ProbeRound = Callable[[list[Task]], tuple[list[EdgeEstimate], int]]
 def run_probes(first: list[EdgeEstimate], tasks_for: Callable[[tuple[str, str]], dict[str, list[Task]]],
                probe_round: ProbeRound, budget: int, rounds: int = 2,
                min_support: int = 20) -> tuple[list[EdgeProbes], int, list[EdgeEstimate]]:
-    """Spend up to ``budget`` probe rollouts over ``rounds`` rounds on the edges still ``ambiguous``.
+    """Spend up to ``budget`` probe rollouts over ``rounds`` rounds on the edges still ``ambiguous``
+    (and the compositions still short of ``min_support`` steps: :func:`needs_probes`).
 
     Round ``r`` spends the budget left divided by the rounds left (two rounds: half, then
     the rest), re-estimates, and the next round probes only what is still ambiguous, so an
@@ -219,11 +233,12 @@ def run_probes(first: list[EdgeEstimate], tasks_for: Callable[[tuple[str, str]],
     current, used = first, 0
     for r in range(rounds):
         by_edge = {(e.from_, e.to): e for e in current}
-        ambiguous = [e for e in current if e.verdict == AMBIGUOUS]
+        ambiguous = [e for e in current if needs_probes(e, min_support)]
         for e in ambiguous:
             edge = (e.from_, e.to)
             if edge not in plans:
-                ep = plans[edge] = EdgeProbes(edge, e.missing, before=initial.get(edge, "absent"))
+                missing = e.missing or f"`{e.from_}` then `{e.to}` seen only {e.n} times ({min_support} to report it)"
+                ep = plans[edge] = EdgeProbes(edge, missing, before=initial.get(edge, "absent"))
                 ep.tasks = tasks_for(edge)
                 if not ep.tasks[WITHOUT] and not ep.tasks[WITH]:
                     ep.missing += "; no probe task could be synthesized"
@@ -267,12 +282,12 @@ def diagnose(
         raise ConfigError(f"scope {scope!r} is not in the graph; ingest rollouts into it first")
     sc = view[0]
     before = estimate_scope(store, scope, "tool", config)
-    ambiguous = [e for e in before.estimates if e.verdict == AMBIGUOUS]
+    ambiguous = [e for e in before.estimates if needs_probes(e, min_support)]
     report = DiagnoseReport(scope, None, budget, before=before)
     if not ambiguous or budget == 0:
         report.after = before
         for e in ambiguous:
-            report.edges.append(EdgeProbes((e.from_, e.to), e.missing))
+            report.edges.append(EdgeProbes((e.from_, e.to), e.missing, before=e.verdict, after=e.verdict))
         return report
     probe_key = scope + PROBE_SUFFIX
     report.probe_scope = probe_key
@@ -312,4 +327,4 @@ def diagnose(
 
 
 __all__ = ["allocate", "DiagnoseReport", "EdgeProbes", "ProbeRound", "RolloutPolicy", "diagnose", "make_probes",
-           "probe_needs", "run_probes", "seeds_with_pair", "sim_policy"]
+           "needs_probes", "probe_needs", "run_probes", "seeds_with_pair", "sim_policy"]

@@ -249,10 +249,13 @@ def test_synthesis(graph):
     assert next(m for m in at.metric if m.label == "Plans").value == str(len(plans))
     tasks = at.dataframe[-1].value
     assert len(tasks) == 30 and all(t for t in tasks["text"])
-    next(s for s in at.selectbox if s.label == "Strategy").set_value("depth").run()
+    select = next(s for s in at.selectbox if s.label == "Strategy")
+    strategies = [o for o in select.options if o != "(all)"]
+    assert len(strategies) >= 2 and set(strategies) == set(tasks["strategy"])
+    select.set_value(strategies[0]).run()
     ok(at)
-    depth = at.dataframe[-1].value
-    assert 0 < len(depth) < 30 and set(depth["strategy"]) == {"depth"}
+    picked = at.dataframe[-1].value
+    assert 0 < len(picked) < 30 and set(picked["strategy"]) == {strategies[0]}
 
 
 def test_training_empty_state_then_metrics(graph, tmp_path):

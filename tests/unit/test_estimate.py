@@ -78,3 +78,16 @@ def test_bad_input_is_refused():
         estimate([Cell("b", (), None, 2, 3)])
     with pytest.raises(ConfigError, match="prior sds"):
         EstimatorConfig(pair_scale=0)
+
+
+def test_a_composition_needs_b_seen_min_away_times_away_from_a():
+    # 80 of 200 fail right after a; b away from a: 0 of 15 (exact upper bound 0.22 < 0.40), so the
+    # data do separate the two, but on 15 steps: chance does that across a fit's ~100 edges
+    cells = _background() + [Cell("b", ("a",), "ta", 200, 80), Cell("b", ("c",), "tc", 15, 0)]
+    e = _by_edge(cells)[("a", "b")]
+    assert e.verdict == AMBIGUOUS
+    assert e.missing == "`b` seen 15 times without `a` (0 failed); a composition needs 20"
+    e = {(x.from_, x.to): x for x in estimate(cells, EstimatorConfig(min_away=15))}[("a", "b")]
+    assert e.verdict == COMPOSITION
+    with pytest.raises(ConfigError, match="min_away"):
+        EstimatorConfig(min_away=0)

@@ -8,7 +8,7 @@ import pytest
 
 from ace_env import bfcl
 from ace_env.sim import parse_weakness, simulate_one
-from ace_graph.estimate import AMBIGUOUS, EdgeEstimate
+from ace_graph.estimate import AMBIGUOUS, COMPOSITION, OK, EdgeEstimate
 from synth.diagnose import allocate, make_probes, probe_needs, seeds_with_pair
 from synth.strategies.probe import WITH, WITHOUT, probe, probe_with, probe_without
 from synth.taskcheck import NO_TARGET, check_task, flat_calls, target_step
@@ -68,9 +68,12 @@ def _edge(edge, n, failures, n_without, failures_without, base=0.05, low=0.2):
 
 
 def test_probe_needs_follow_the_exact_bound_and_min_support():
-    # b fails 30% right after a; at the 5% base rate the exact upper bound drops under 30% at 17 steps
-    assert probe_needs(_edge(PAIR, 100, 30, 0, 0)) == (17, 0)
-    assert probe_needs(_edge(PAIR, 100, 30, 10, 0)) == (7, 0)
+    # b fails 30% right after a; at the 5% base rate the exact upper bound drops under 30% at 17 steps,
+    # but no composition is called on fewer than min_away (20) steps of b away from a
+    assert probe_needs(_edge(PAIR, 100, 30, 0, 0), min_away=1) == (17, 0)
+    assert probe_needs(_edge(PAIR, 100, 30, 0, 0)) == (20, 0)
+    assert probe_needs(_edge(PAIR, 100, 30, 10, 0)) == (10, 0)
+    assert probe_needs(_edge(PAIR, 100, 30, 10, 0), min_away=1) == (7, 0)
     assert probe_needs(_edge(PAIR, 8, 3, 0, 0))[1] == 12  # a then b short of min_support
     assert probe_needs(_edge(PAIR, 40, 12, 60, 2)) == (15, 5)  # counts suffice: min_support more, 3/4 without
 
@@ -123,3 +126,16 @@ def test_probe_rounds_stop_when_the_first_round_decides_and_go_on_when_it_does_n
     plans, used, seen, verdicts = rounds_with(None)
     assert seen == [50, 50] and used == 100 and verdicts[PAIR] == AMBIGUOUS
     assert plans[0].rollouts[WITHOUT] + plans[0].rollouts[WITH] == 100
+
+
+def test_a_composition_short_of_min_support_is_probed_to_confirm_it():
+    from dataclasses import replace
+
+    from synth.diagnose import needs_probes
+
+    thin = replace(_edge(PAIR, 12, 6, 80, 2), verdict=COMPOSITION)
+    assert needs_probes(thin)  # 12 steps right after a: not reported, so probed
+    assert probe_needs(thin) == (0, 8)  # `with` probes up to min_support; b away from a is already enough
+    assert not needs_probes(replace(thin, n=20))  # reported: nothing to confirm
+    assert not needs_probes(replace(thin, verdict=OK))
+    assert needs_probes(replace(thin, n=20, verdict=AMBIGUOUS))
