@@ -256,13 +256,21 @@ def test_second_ingest_rebuilds_no_oracle_and_no_tags(clean_db, neo4j_database, 
     from ace_env.verifier import ORACLES
     from ace_graph.tagger import TAGS
 
+    def on_disk():  # every entry of both disk caches, with its modification time
+        return {(p, p.stat().st_mtime_ns) for c in (ORACLES, TAGS) if c.folder().exists()
+                for p in c.folder().rglob("*.pickle")}
+
     path = _write_rollouts(tmp_path / "r20.jsonl", tasks, 20, seed=11)
     assert main(["ingest", str(path), "-e", "e", "-p", "p", "-c", "c1", "--tasks", "bfcl:base"]) == 0
+    first = on_disk()
+    assert {p.parent.parent.parent.name for p, _ in first} == {"oracle", "tags"}
     ORACLES.clear()  # as a new process: nothing in memory, only what the first ingest left on disk
     TAGS.clear()
-    built = (ORACLES.builds, TAGS.builds)
+    built, tag_hits = (ORACLES.builds, TAGS.builds), TAGS.disk_hits
     assert main(["ingest", str(path), "-e", "e", "-p", "p", "-c", "c2", "--tasks", "bfcl:base", "--json"]) == 0
-    assert (ORACLES.builds, TAGS.builds) == built
-    assert ORACLES.disk_hits >= 1 and TAGS.disk_hits >= 1
+    assert (ORACLES.builds, TAGS.builds) == built  # nothing built here (tags and their oracles)
+    assert TAGS.disk_hits > tag_hits
+    # nor in the verifying worker (its counters are its own): every build is stored, and nothing was
+    assert on_disk() == first
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (report["read"], report["created"]) == (20, 20)
