@@ -4,9 +4,9 @@ The simulated agent (``ace_env.sim``) runs BFCL multi-turn tasks (all four
 scored categories) with planted weaknesses: five *compositions* (the second
 tool slips with probability ``--comp-error`` when it follows the first) and
 three *tool-wide* weaknesses (the tool slips with ``--tool-error`` wherever it
-is called), on top of a default slip rate (``--default-error``, 0.02).  Three
+is called), on top of a default slip rate (``--default-error``, 0.02).  Six
 planted sets: ``A`` (the set the estimator's priors and thresholds were chosen
-on) and ``B``, ``C``, written afterwards and never tuned on: other pairs, pairs
+on) and ``B``-``F``, each written before it was first run (see ``SETS``): other pairs, pairs
 whose ``b`` rarely occurs elsewhere (touch>echo, check_tire_pressure>
 find_nearest_tire_shop), and tool-wide weaknesses on tools that nearly always
 come right after one other tool (startEngine after pressBrakePedal,
@@ -40,7 +40,7 @@ same cells from Step nodes (tests/integration/test_diagnose.py checks that both
 give the same cells).  No database is used.  Results go to ``--state`` (JSON)
 after every (set, seed, N), so a stopped run resumes where it was::
 
-    .venv/bin/python benchmarks/diagnosis_bench.py            # sets A,B,C, seeds 1-5, N = 250..4000
+    .venv/bin/python benchmarks/diagnosis_bench.py            # sets A-F, seeds 1-5, N = 250..4000
     .venv/bin/python benchmarks/diagnosis_bench.py --quick    # set A, 1 seed, N = 250, 1000
 """
 
