@@ -15,9 +15,10 @@
 #   6. Debian's `chromium` for the dashboard's real-browser tests (Playwright
 #      drives it through executable_path; Playwright's own browser download is
 #      never used): installed with apt-get when missing and running as root.
-#   The vLLM venv, Chromium and the Neo4j jars are mostly downloads: they run in the
-#   background beside the pip installs and the model conversion (logs: .venv-vllm.setup.log,
-#   .ace-chromium.setup.log, .ace-neo4j.setup.log, printed when each ends).
+#   The vLLM venv, Chromium and the Neo4j jars are mostly downloads, so they run in the
+#   background: vLLM's venv and Chromium from the start, beside the pip installs; the jars
+#   beside the model conversion (logs: .venv-vllm.setup.log, .ace-chromium.setup.log,
+#   .ace-neo4j.setup.log, printed when each ends).
 #
 # Environment: PYTHON (interpreter for the venv), ACE_JAVA / JAVA_HOME, ACE_HOME.
 set -euo pipefail
@@ -40,17 +41,26 @@ background() {  # background NAME LOG COMMAND...
   bg_pid[$name]=$!
   bg_log[$name]="$log"
 }
-stop_background() {  # setup stopping early (an error) stops the background jobs and their children too
-  local pid
-  for pid in "${bg_pid[@]}"; do pkill -P "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
+stop_background() {  # setup stopping early (an error, a signal) stops the background jobs and their children
+  local name kids
+  for name in "${!bg_pid[@]}"; do
+    [ "$name" = chromium ] && continue
+    kids="$(pgrep -P "${bg_pid[$name]}" || true)"  # the job first, so it starts nothing after its children
+    kill "${bg_pid[$name]}" 2>/dev/null || true
+    [ -z "$kids" ] || kill $kids 2>/dev/null || true
+  done
+  # apt-get is waited for, not killed: a dpkg stopped mid-unpack would make every later apt-get
+  # (and so a rerun of this script) fail until `dpkg --configure -a`
+  if [ -n "${bg_pid[chromium]:-}" ]; then wait "${bg_pid[chromium]}" 2>/dev/null || true; fi
 }
 trap stop_background EXIT
-finish() {
+finish() {  # the job is forgotten only once it has ended, so a signal meanwhile still stops it
   local name="$1" pid="${bg_pid[$1]}" log="${bg_log[$1]}"
-  unset "bg_pid[$name]"
   if wait "$pid"; then
+    unset "bg_pid[$name]"
     cat "$log"
   else
+    unset "bg_pid[$name]"
     cat "$log" >&2
     die "$name failed (log above, also in $log)"
   fi

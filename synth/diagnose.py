@@ -130,6 +130,11 @@ def needs_probes(e: EdgeEstimate, min_support: int = 20) -> bool:
     return e.verdict == AMBIGUOUS or (e.verdict == COMPOSITION and e.n < min_support)
 
 
+def _missing(e: EdgeEstimate, min_support: int) -> str:
+    """What an edge to probe lacks: the estimator's words, or for a composition short of support, that."""
+    return e.missing or f"`{e.from_}` then `{e.to}` seen only {e.n} times ({min_support} to report it)"
+
+
 def probe_needs(e: EdgeEstimate, min_support: int = 20, z: float = Z95, min_away: int = 20) -> tuple[int, int]:
     """Steps an ambiguous edge lacks before its data can decide it: (``b`` without ``a``, ``a`` then ``b``).
 
@@ -158,7 +163,7 @@ def probe_needs(e: EdgeEstimate, min_support: int = 20, z: float = Z95, min_away
 
 
 def allocate(probing: list[EdgeProbes], estimates: dict[tuple[str, str], EdgeEstimate], budget: int,
-             min_support: int = 20) -> list[Task]:
+             min_support: int = 20, min_away: int = 20) -> list[Task]:
     """The probe tasks to roll out in one round, one entry per rollout.
 
     A probe rollout spent on an edge that stays ambiguous decides nothing, so
@@ -172,7 +177,7 @@ def allocate(probing: list[EdgeProbes], estimates: dict[tuple[str, str], EdgeEst
     """
     needs: dict[tuple[str, str], list[int]] = {}
     for ep in probing:
-        w0, w1 = probe_needs(estimates[ep.edge], min_support)
+        w0, w1 = probe_needs(estimates[ep.edge], min_support, min_away=min_away)
         if not ep.tasks[WITHOUT]:
             w0 = 0
         if not ep.tasks[WITH]:
@@ -216,15 +221,18 @@ ProbeRound = Callable[[list[Task]], tuple[list[EdgeEstimate], int]]
 
 def run_probes(first: list[EdgeEstimate], tasks_for: Callable[[tuple[str, str]], dict[str, list[Task]]],
                probe_round: ProbeRound, budget: int, rounds: int = 2,
-               min_support: int = 20) -> tuple[list[EdgeProbes], int, list[EdgeEstimate]]:
+               min_support: int = 20, min_away: int = 20) -> tuple[list[EdgeProbes], int, list[EdgeEstimate]]:
     """Spend up to ``budget`` probe rollouts over ``rounds`` rounds on the edges still ``ambiguous``
     (and the compositions still short of ``min_support`` steps: :func:`needs_probes`).
 
     Round ``r`` spends the budget left divided by the rounds left (two rounds: half, then
-    the rest), re-estimates, and the next round probes only what is still ambiguous, so an
-    edge the first round decided takes no more.  Stops early when nothing is ambiguous
-    (the rest of the budget is not spent).  Returns the edges probed or found ambiguous
-    (with their verdict before and after), the probe rollouts made and the last estimates.
+    the rest), re-estimates, and the next round probes only what still needs probes, so an
+    edge the first round decided takes no more.  Stops early when nothing needs probes
+    (the rest of the budget is not spent).  A composition short of ``min_support`` is
+    probed only when ``with`` probes exist for it (only they add a-then-b steps).  Returns
+    the edges probed or found to need probes (with their verdict before and after), the
+    probe rollouts made and the last estimates.  ``min_away``: the estimator's
+    (:func:`probe_needs`).
     """
     if rounds < 1:
         raise ConfigError(f"probe rounds must be >= 1, not {rounds}")
@@ -237,17 +245,18 @@ def run_probes(first: list[EdgeEstimate], tasks_for: Callable[[tuple[str, str]],
         for e in ambiguous:
             edge = (e.from_, e.to)
             if edge not in plans:
-                missing = e.missing or f"`{e.from_}` then `{e.to}` seen only {e.n} times ({min_support} to report it)"
-                ep = plans[edge] = EdgeProbes(edge, missing, before=initial.get(edge, "absent"))
+                ep = plans[edge] = EdgeProbes(edge, _missing(e, min_support), before=initial.get(edge, "absent"))
                 ep.tasks = tasks_for(edge)
                 if not ep.tasks[WITHOUT] and not ep.tasks[WITH]:
                     ep.missing += "; no probe task could be synthesized"
         left = budget - used
+        # only `with` probes can confirm a composition short of min_support (they add a-then-b steps)
         probing = [plans[(e.from_, e.to)] for e in ambiguous
-                   if plans[(e.from_, e.to)].tasks[WITHOUT] or plans[(e.from_, e.to)].tasks[WITH]]
+                   if plans[(e.from_, e.to)].tasks[WITH]
+                   or (e.verdict == AMBIGUOUS and plans[(e.from_, e.to)].tasks[WITHOUT])]
         if not probing or left <= 0:
             break
-        jobs = allocate(probing, by_edge, left // (rounds - r), min_support)
+        jobs = allocate(probing, by_edge, left // (rounds - r), min_support, min_away)
         if not jobs:
             break
         current, made = probe_round(jobs)
@@ -287,7 +296,8 @@ def diagnose(
     if not ambiguous or budget == 0:
         report.after = before
         for e in ambiguous:
-            report.edges.append(EdgeProbes((e.from_, e.to), e.missing, before=e.verdict, after=e.verdict))
+            report.edges.append(EdgeProbes((e.from_, e.to), _missing(e, min_support), before=e.verdict,
+                                           after=e.verdict))
         return report
     probe_key = scope + PROBE_SUFFIX
     report.probe_scope = probe_key
@@ -314,7 +324,7 @@ def diagnose(
         return make_probes(edge, seeds_with_pair(tasks, edge), per_kind, seed)
 
     report.edges, report.rollouts, _ = run_probes(before.estimates, tasks_for, probe_round, budget, rounds,
-                                                  min_support)
+                                                  min_support, (config or EstimatorConfig()).min_away)
     if report.after is None:
         report.after = before
     else:
@@ -322,7 +332,7 @@ def diagnose(
     counts: dict[str, int] = defaultdict(int)
     for ep in report.edges:
         counts[ep.after] += 1
-    log.info("diagnose %s: %d probe rollouts; ambiguous edges now %s", scope, report.rollouts, dict(counts))
+    log.info("diagnose %s: %d probe rollouts; the probed edges' verdicts now %s", scope, report.rollouts, dict(counts))
     return report
 
 

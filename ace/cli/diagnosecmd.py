@@ -37,7 +37,7 @@ def _policy(spec: Optional[str], scope_policy: str | None, seed: int, start: int
 def diagnose_cmd(
     scope: str = typer.Option(..., "--scope", "-s", help="Scope key (experiment/policy/checkpoint) to diagnose."),
     probe_budget: int = typer.Option(200, "--probe-budget", "-n", min=0,
-                                     help="Probe rollouts to spend at most, over the ambiguous edges."),
+                                     help="Probe rollouts to spend at most, over the ambiguous edges (and compositions short of min_support)."),
     rounds: int = typer.Option(2, "--rounds", min=1,
                                help="Probe rounds: each spends its share of what is left on the edges still "
                                     "ambiguous (those cheapest to decide first) and re-estimates; stops early "
@@ -82,10 +82,11 @@ def diagnose_cmd(
         return
     console = Console()
     d = report.to_dict()
-    console.print(f"{scope}: {len(report.edges)} ambiguous edge(s); {report.rollouts} probe rollouts by {described}"
+    console.print(f"{scope}: {len(report.edges)} edge(s) to probe (ambiguous, or a composition short of "
+                  f"min_support); {report.rollouts} probe rollouts by {described}"
                   + (f" into {report.probe_scope}" if report.probe_scope else ""), highlight=False)
     if report.edges:
-        table = Table(title="ambiguous edges, before and after probing")
+        table = Table(title="edges to probe, before and after probing")
         for col in ("from", "to", "before", "after", "probe tasks (without/with)", "probe rollouts", "missing before"):
             table.add_column(col)
         for e in d["edges"]:

@@ -139,3 +139,28 @@ def test_a_composition_short_of_min_support_is_probed_to_confirm_it():
     assert not needs_probes(replace(thin, n=20))  # reported: nothing to confirm
     assert not needs_probes(replace(thin, verdict=OK))
     assert needs_probes(replace(thin, n=20, verdict=AMBIGUOUS))
+
+
+def test_probe_rounds_confirm_a_composition_short_of_min_support(seeds):
+    from dataclasses import replace
+
+    from synth.diagnose import run_probes
+
+    thin = replace(_edge(PAIR, 12, 6, 80, 2), verdict=COMPOSITION)
+    probes = make_probes(PAIR, seeds, 3, 0)
+    seen = []
+
+    def probe_round(jobs):
+        seen.append(list(jobs))
+        return [replace(thin, n=thin.n + len(jobs))], len(jobs)  # the `with` probes add a-then-b steps
+
+    plans, used, last = run_probes([thin], lambda edge: probes, probe_round, 40, rounds=2)
+    assert [(p.edge, p.before, p.after) for p in plans] == [(PAIR, COMPOSITION, COMPOSITION)]
+    assert "seen only 12 times" in plans[0].missing
+    assert len(seen) == 1 and used == len(seen[0]) >= 8  # one round reaches min_support; none more
+    # all it needs is `with` probes (b away from a is already enough); the round's rest is spread over both
+    assert sum(t in probes[WITH] for t in seen[0]) >= 8
+    assert last[0].n >= 20
+    # with no `with` probe to confirm it, the composition is left alone
+    plans, used, _ = run_probes([thin], lambda edge: {WITHOUT: probes[WITHOUT], WITH: []}, probe_round, 40)
+    assert used == 0
