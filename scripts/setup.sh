@@ -144,6 +144,15 @@ if [ ! -x .venv/bin/python ]; then
 fi
 py_ok .venv/bin/python || die ".venv uses $(.venv/bin/python -V 2>&1); ACE needs 3.11+. Delete .venv and rerun."
 
+# vLLM for CPUs in its own venv: large, so only in CI (one integration test serves through it)
+# or when asked with ACE_VLLM=1.  Mostly downloads, and the longest step, so it starts first and
+# runs in the background while ACE, the train extra, the model, Neo4j and Chromium are set up
+# (it needs only .venv's interpreter); its log is printed when it ends.
+if [ "${ACE_VLLM:-}" = "1" ] || { [ "${CI:-}" = "true" ] && [ "${ACE_VLLM:-}" != "0" ]; }; then
+  say "setting up .venv-vllm in the background (log: .venv-vllm.setup.log)"
+  background vllm .venv-vllm.setup.log scripts/setup_vllm.sh
+fi
+
 # pip takes ~30 s to find an editable install already satisfied: a stamp of pyproject.toml skips it.
 stamp=".venv/.ace-install-stamp"
 want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
@@ -156,13 +165,6 @@ else
   say "ACE (editable, test, ray and app extras) already installed for this pyproject.toml"
 fi
 
-# vLLM for CPUs in its own venv: large, so only in CI (one integration test serves through it)
-# or when asked with ACE_VLLM=1.  Mostly downloads, so it runs in the background while the
-# train extra, the model, Neo4j and Chromium are set up; its log is printed when it ends.
-if [ "${ACE_VLLM:-}" = "1" ] || { [ "${CI:-}" = "true" ] && [ "${ACE_VLLM:-}" != "0" ]; }; then
-  say "setting up .venv-vllm in the background (log: .venv-vllm.setup.log)"
-  background vllm .venv-vllm.setup.log scripts/setup_vllm.sh
-fi
 
 have_bfcl="$(.venv/bin/python - <<'PY'
 import importlib.metadata as m
