@@ -55,15 +55,10 @@ stop_background() {  # setup stopping early (an error, a signal) stops the backg
 }
 trap stop_background EXIT
 finish() {  # the job is forgotten only once it has ended, so a signal meanwhile still stops it
-  local name="$1" pid="${bg_pid[$1]}" log="${bg_log[$1]}"
-  if wait "$pid"; then
-    unset "bg_pid[$name]"
-    cat "$log"
-  else
-    unset "bg_pid[$name]"
-    cat "$log" >&2
-    die "$name failed (log above, also in $log)"
-  fi
+  local name="$1" log="${bg_log[$1]}" rc=0
+  wait "${bg_pid[$name]}" || rc=$?
+  unset "bg_pid[$name]"
+  if [ "$rc" = 0 ]; then cat "$log"; else cat "$log" >&2; die "$name failed (log above, also in $log)"; fi
 }
 
 java_bin() {

@@ -135,7 +135,12 @@ def _missing(e: EdgeEstimate, min_support: int) -> str:
     return e.missing or f"`{e.from_}` then `{e.to}` seen only {e.n} times ({min_support} to report it)"
 
 
-def probe_needs(e: EdgeEstimate, min_support: int = 20, z: float = Z95, min_away: int = 20) -> tuple[int, int]:
+#: The estimator's default: no composition is called on fewer steps of b away from a.
+MIN_AWAY = EstimatorConfig.min_away
+
+
+def probe_needs(e: EdgeEstimate, min_support: int = 20, z: float = Z95,
+                min_away: int = MIN_AWAY) -> tuple[int, int]:
     """Steps an ambiguous edge lacks before its data can decide it: (``b`` without ``a``, ``a`` then ``b``).
 
     *Without*: the estimator calls a composition only when ``b``'s failure rate
@@ -143,7 +148,8 @@ def probe_needs(e: EdgeEstimate, min_support: int = 20, z: float = Z95, min_away
     the need is the smallest count of ``b``-without-``a`` steps at which ``b``
     failing at the view's overall step rate would show that, less those already
     seen, and at least ``min_away`` in all (the estimator's ``EstimatorConfig.min_away``:
-    no composition is called on fewer).  (``b`` weak on its own shows itself with about as many.)  *With*:
+    no composition is called on fewer).  (``b`` weak on its own shows itself with about as
+    many.)  *With*:
     no edge is reported on fewer than ``min_support`` ``a``-then-``b`` steps.
     An edge whose counts already suffice (its bounds are what is short) needs
     ``min_support`` more steps, three quarters of them without ``a``.
@@ -163,7 +169,7 @@ def probe_needs(e: EdgeEstimate, min_support: int = 20, z: float = Z95, min_away
 
 
 def allocate(probing: list[EdgeProbes], estimates: dict[tuple[str, str], EdgeEstimate], budget: int,
-             min_support: int = 20, min_away: int = 20) -> list[Task]:
+             min_support: int = 20, min_away: int = MIN_AWAY) -> list[Task]:
     """The probe tasks to roll out in one round, one entry per rollout.
 
     A probe rollout spent on an edge that stays ambiguous decides nothing, so
@@ -221,7 +227,8 @@ ProbeRound = Callable[[list[Task]], tuple[list[EdgeEstimate], int]]
 
 def run_probes(first: list[EdgeEstimate], tasks_for: Callable[[tuple[str, str]], dict[str, list[Task]]],
                probe_round: ProbeRound, budget: int, rounds: int = 2,
-               min_support: int = 20, min_away: int = 20) -> tuple[list[EdgeProbes], int, list[EdgeEstimate]]:
+               min_support: int = 20,
+               min_away: int = MIN_AWAY) -> tuple[list[EdgeProbes], int, list[EdgeEstimate]]:
     """Spend up to ``budget`` probe rollouts over ``rounds`` rounds on the edges still ``ambiguous``
     (and the compositions still short of ``min_support`` steps: :func:`needs_probes`).
 
@@ -241,8 +248,8 @@ def run_probes(first: list[EdgeEstimate], tasks_for: Callable[[tuple[str, str]],
     current, used = first, 0
     for r in range(rounds):
         by_edge = {(e.from_, e.to): e for e in current}
-        ambiguous = [e for e in current if needs_probes(e, min_support)]
-        for e in ambiguous:
+        to_probe = [e for e in current if needs_probes(e, min_support)]
+        for e in to_probe:
             edge = (e.from_, e.to)
             if edge not in plans:
                 ep = plans[edge] = EdgeProbes(edge, _missing(e, min_support), before=initial.get(edge, "absent"))
@@ -251,9 +258,8 @@ def run_probes(first: list[EdgeEstimate], tasks_for: Callable[[tuple[str, str]],
                     ep.missing += "; no probe task could be synthesized"
         left = budget - used
         # only `with` probes can confirm a composition short of min_support (they add a-then-b steps)
-        probing = [plans[(e.from_, e.to)] for e in ambiguous
-                   if plans[(e.from_, e.to)].tasks[WITH]
-                   or (e.verdict == AMBIGUOUS and plans[(e.from_, e.to)].tasks[WITHOUT])]
+        probing = [ep for e, ep in ((e, plans[(e.from_, e.to)]) for e in to_probe)
+                   if ep.tasks[WITH] or (e.verdict == AMBIGUOUS and ep.tasks[WITHOUT])]
         if not probing or left <= 0:
             break
         jobs = allocate(probing, by_edge, left // (rounds - r), min_support, min_away)
@@ -291,11 +297,11 @@ def diagnose(
         raise ConfigError(f"scope {scope!r} is not in the graph; ingest rollouts into it first")
     sc = view[0]
     before = estimate_scope(store, scope, "tool", config)
-    ambiguous = [e for e in before.estimates if needs_probes(e, min_support)]
+    to_probe = [e for e in before.estimates if needs_probes(e, min_support)]
     report = DiagnoseReport(scope, None, budget, before=before)
-    if not ambiguous or budget == 0:
+    if not to_probe or budget == 0:
         report.after = before
-        for e in ambiguous:
+        for e in to_probe:
             report.edges.append(EdgeProbes((e.from_, e.to), _missing(e, min_support), before=e.verdict,
                                            after=e.verdict))
         return report
@@ -332,7 +338,8 @@ def diagnose(
     counts: dict[str, int] = defaultdict(int)
     for ep in report.edges:
         counts[ep.after] += 1
-    log.info("diagnose %s: %d probe rollouts; the probed edges' verdicts now %s", scope, report.rollouts, dict(counts))
+    log.info("diagnose %s: %d probe rollouts; the probed edges' verdicts now %s", scope, report.rollouts,
+             dict(counts))
     return report
 
 

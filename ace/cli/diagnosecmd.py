@@ -37,7 +37,8 @@ def _policy(spec: Optional[str], scope_policy: str | None, seed: int, start: int
 def diagnose_cmd(
     scope: str = typer.Option(..., "--scope", "-s", help="Scope key (experiment/policy/checkpoint) to diagnose."),
     probe_budget: int = typer.Option(200, "--probe-budget", "-n", min=0,
-                                     help="Probe rollouts to spend at most, over the ambiguous edges (and compositions short of min_support)."),
+                                     help="Probe rollouts to spend at most, over the ambiguous edges (and "
+                                          "compositions short of min_support)."),
     rounds: int = typer.Option(2, "--rounds", min=1,
                                help="Probe rounds: each spends its share of what is left on the edges still "
                                     "ambiguous (those cheapest to decide first) and re-estimates; stops early "
