@@ -4,14 +4,14 @@ The simulated agent (``ace_env.sim``) runs BFCL multi-turn tasks (all four
 scored categories) with planted weaknesses: five *compositions* (the second
 tool slips with probability ``--comp-error`` when it follows the first) and
 three *tool-wide* weaknesses (the tool slips with ``--tool-error`` wherever it
-is called), on top of a default slip rate (``--default-error``, 0.02).  Six
+is called), on top of a default slip rate (``--default-error``, 0.02).  Seven
 planted sets: ``A`` (the set the estimator's priors and thresholds were chosen
-on) and ``B``-``F``, each written before it was first run (see ``SETS``): other pairs, pairs
+on) and ``B``-``G``, each written before it was first run (see ``SETS``): other pairs, pairs
 whose ``b`` rarely occurs elsewhere (touch>echo, check_tire_pressure>
 find_nearest_tire_shop), and tool-wide weaknesses on tools that nearly always
 come right after one other tool (startEngine after pressBrakePedal,
 contact_customer_support after retrieve_invoice): observationally these look
-exactly like compositions.
+exactly like compositions.  ``G`` was written for run 5 (see ``RESULTS.md``).
 
 For each set, seed and N in ``--sizes`` (the first N rollouts of one seeded
 stream), in the same run:
@@ -126,6 +126,18 @@ SETS: dict[str, dict[str, list[Any]]] = {
         # post_tweet; wc: 64 calls, at most 12 after any one tool
         "tool": ["cancel_order", "retweet", "wc"],
     },
+    "G": {  # held out for run 5: written and committed before any run on it, never tuned on
+        "composition": [
+            ("fillFuelTank", "activateParkingBrake"),  # activateParkingBrake: 20 of its 28 oracle calls follow it
+            ("get_watchlist", "get_stock_info"),  # 40 of 172
+            ("liter_to_gallon", "fillFuelTank"),  # 32 of 128
+            ("cancel_booking", "authenticate_twitter"),  # 24 of 56
+            ("cd", "touch"),  # 24 of 88
+        ],
+        # get_order_details: 104 of its 128 oracle calls follow place_order; get_flight_cost: 144 calls,
+        # at most 19 after any one tool; tail: 36 calls, at most 12 after any one tool (cd)
+        "tool": ["get_order_details", "get_flight_cost", "tail"],
+    },
 }
 
 from _common import machine_facts  # noqa: E402,F401  (benchmarks/ is on sys.path when run as a script)
@@ -205,9 +217,9 @@ METHODS = ("estimator + probes", "estimator", "estimator + probes ranking, top 5
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sets", default="A,B,C,D,E,F",
+    ap.add_argument("--sets", default="A,B,C,D,E,F,G",
                     help="planted weakness sets to run (A tuned on; B, C held out but seen in runs 1-2; D, E never run "
-                         "before run 3, E written for it; F written for run 4)")
+                         "before run 3, E written for it; F written for run 4; G for run 5)")
     ap.add_argument("--sizes", default="250,500,1000,2000,4000", help="comma-separated rollout counts N")
     ap.add_argument("--seeds", default="1,2,3,4,5", help="comma-separated simulator seeds; means are reported")
     ap.add_argument("--min-support", type=int, default=20, help="steps an estimator verdict needs to be reported")
