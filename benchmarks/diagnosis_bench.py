@@ -40,7 +40,7 @@ same cells from Step nodes (tests/integration/test_diagnose.py checks that both
 give the same cells).  No database is used.  Results go to ``--state`` (JSON)
 after every (set, seed, N), so a stopped run resumes where it was::
 
-    .venv/bin/python benchmarks/diagnosis_bench.py            # sets A-F, seeds 1-5, N = 250..4000
+    .venv/bin/python benchmarks/diagnosis_bench.py            # sets A-G, seeds 1-5, N = 250..4000
     .venv/bin/python benchmarks/diagnosis_bench.py --quick    # set A, 1 seed, N = 250, 1000
 """
 
