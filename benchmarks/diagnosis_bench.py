@@ -47,6 +47,7 @@ after every (set, seed, N), so a stopped run resumes where it was::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import pickle
@@ -235,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="results so far (JSON); rerunning resumes from it")
     ap.add_argument("--cache", default=str(ROOT / ".ace" / "diagnosis_bench_cache"),
                     help="folder for simulated rollout records (pickles), so a resumed run does not redo them")
+    ap.add_argument("--estimator", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override one EstimatorConfig field (repeatable), e.g. pair_scale=1.5; use a fresh --state")
     ap.add_argument("--fresh", action="store_true", help="ignore --state and start over")
     ap.add_argument("--quick", action="store_true", help="set A, one seed, N = 250 and 1000")
     args = ap.parse_args(argv)
@@ -247,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     from ace_env import bfcl
     from ace_env.rollouts import Rollout
     from ace_env.sim import parse_weakness, simulate
+    from ace_graph.errors import ConfigError
     from ace_graph.estimate import AMBIGUOUS, COMPOSITION, EstimatorConfig, cells_from_records, estimate
     from ace_graph.ingest import prepare
     from synth.diagnose import make_probes, run_probes, seeds_with_pair, sim_policy
@@ -258,7 +262,20 @@ def main(argv: list[str] | None = None) -> int:
     if state_path.exists() and not args.fresh:
         state = json.loads(state_path.read_text())
         print(f"resuming: {len(state)} (set, seed, N) results in {state_path}")
-    config = EstimatorConfig()
+    fields = {f.name: f.type for f in dataclasses.fields(EstimatorConfig)}
+    overrides: dict[str, Any] = {}
+    for item in args.estimator:
+        name, sep, value = item.partition("=")
+        if not sep or name not in fields:
+            ap.error(f"--estimator takes FIELD=VALUE with FIELD one of {', '.join(fields)}, not {item!r}")
+        try:
+            overrides[name] = int(value) if fields[name] in (int, "int") else float(value)
+        except ValueError:
+            ap.error(f"--estimator {name}: {value!r} is not a number")
+    try:
+        config = EstimatorConfig(**overrides)
+    except ConfigError as exc:
+        ap.error(f"--estimator: {exc}")
     print(f"estimator {config}; min_support {args.min_support}; probe share {args.probe_share}, "
           f"{args.probe_rounds} round(s)")
     print(f"errors: composition {args.comp_error}, tool-wide {args.tool_error}, default {args.default_error}; "
@@ -331,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
                     precs.extend(made)
                     return estimate(cells_from_records(obs + precs), config), len(made)
 
-                _, _, _ = run_probes(est0, tasks_for, probe_round, p_budget, args.probe_rounds, args.min_support)
+                _, _, _ = run_probes(est0, tasks_for, probe_round, p_budget, args.probe_rounds, args.min_support,
+                                     config.min_away)
                 extra = records[n - p_budget: n - p_budget + (p_budget - len(precs))]
                 est1 = estimate(cells_from_records(obs + extra + precs), config)
                 res["estimator + probes"] = reported_by(est1)
