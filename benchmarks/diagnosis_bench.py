@@ -210,6 +210,9 @@ def score(reported: list[tuple[str, str]], planted: set[tuple[str, str]], tool_w
     return {"reported": len(rep), "tp": tp, "precision": p, "recall": r, "f1": f1, "tool_wide": tw}
 
 
+#: The key of the state file's entry that records the settings its results were made with.
+SETTINGS_KEY = "_settings"
+
 METHODS = ("estimator + probes", "estimator", "estimator + probes ranking, top 5",
            "estimator + probes, P(composition) ranking, top 5", "estimator ranking, top 5",
            "interval (current)",
@@ -233,11 +236,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tool-error", type=float, default=0.3, help="slip rate of a tool-wide weak tool")
     ap.add_argument("--default-error", type=float, default=0.02, help="slip rate of every other call")
     ap.add_argument("--state", default=str(ROOT / ".ace" / "diagnosis_bench_state.json"),
-                    help="results so far (JSON); rerunning resumes from it")
+                    help="results so far (JSON); rerunning with the same settings resumes from it")
     ap.add_argument("--cache", default=str(ROOT / ".ace" / "diagnosis_bench_cache"),
                     help="folder for simulated rollout records (pickles), so a resumed run does not redo them")
     ap.add_argument("--estimator", action="append", default=[], metavar="FIELD=VALUE",
-                    help="override one EstimatorConfig field (repeatable), e.g. pair_scale=1.5; use a fresh --state")
+                    help="override one EstimatorConfig field (repeatable), e.g. pair_scale=1.5")
     ap.add_argument("--fresh", action="store_true", help="ignore --state and start over")
     ap.add_argument("--quick", action="store_true", help="set A, one seed, N = 250 and 1000")
     args = ap.parse_args(argv)
@@ -258,10 +261,6 @@ def main(argv: list[str] | None = None) -> int:
     state_path, cache = Path(args.state), Path(args.cache)
     state_path.parent.mkdir(parents=True, exist_ok=True)
     cache.mkdir(parents=True, exist_ok=True)
-    state: dict[str, Any] = {}
-    if state_path.exists() and not args.fresh:
-        state = json.loads(state_path.read_text())
-        print(f"resuming: {len(state)} (set, seed, N) results in {state_path}")
     fields = {f.name: f.type for f in dataclasses.fields(EstimatorConfig)}
     overrides: dict[str, Any] = {}
     for item in args.estimator:
@@ -272,10 +271,25 @@ def main(argv: list[str] | None = None) -> int:
             overrides[name] = int(value) if fields[name] in (int, "int") else float(value)
         except ValueError:
             ap.error(f"--estimator {name}: {value!r} is not a number")
+        if not math.isfinite(overrides[name]):
+            ap.error(f"--estimator {name}: {value!r} is not a finite number")
     try:
         config = EstimatorConfig(**overrides)
     except ConfigError as exc:
         ap.error(f"--estimator: {exc}")
+    # what the results depend on besides set, seed and N: a state made with other settings is not resumed
+    settings = {"estimator": dataclasses.asdict(config), "min_support": args.min_support,
+                "probe_share": args.probe_share, "probe_rounds": args.probe_rounds,
+                "errors": [args.comp_error, args.tool_error, args.default_error]}
+    state: dict[str, Any] = {}
+    if state_path.exists() and not args.fresh:
+        state = json.loads(state_path.read_text())
+        made_with = state.get(SETTINGS_KEY)
+        if made_with is not None and made_with != settings:
+            ap.error(f"{state_path} holds results made with other settings ({made_with}); "
+                     "pass --fresh or another --state")
+        print(f"resuming: {len(state) - (made_with is not None)} (set, seed, N) results in {state_path}")
+    state[SETTINGS_KEY] = settings
     print(f"estimator {config}; min_support {args.min_support}; probe share {args.probe_share}, "
           f"{args.probe_rounds} round(s)")
     print(f"errors: composition {args.comp_error}, tool-wide {args.tool_error}, default {args.default_error}; "
