@@ -111,6 +111,8 @@ class EstimatorConfig:
             raise ConfigError("z must be > 0 and margin >= 0")
         if self.min_away < 1:
             raise ConfigError("min_away must be >= 1 step")
+        if self.max_iter < 1:
+            raise ConfigError("max_iter must be >= 1 iteration")
 
 
 @dataclass

@@ -267,10 +267,11 @@ def main(argv: list[str] | None = None) -> int:
         name, sep, value = item.partition("=")
         if not sep or name not in fields:
             ap.error(f"--estimator takes FIELD=VALUE with FIELD one of {', '.join(fields)}, not {item!r}")
+        whole = fields[name] in (int, "int")
         try:
-            overrides[name] = int(value) if fields[name] in (int, "int") else float(value)
+            overrides[name] = int(value) if whole else float(value)
         except ValueError:
-            ap.error(f"--estimator {name}: {value!r} is not a number")
+            ap.error(f"--estimator {name}: {value!r} is not a {'whole number' if whole else 'number'}")
         if not math.isfinite(overrides[name]):
             ap.error(f"--estimator {name}: {value!r} is not a finite number")
     try:
@@ -285,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     if state_path.exists() and not args.fresh:
         state = json.loads(state_path.read_text())
         made_with = state.get(SETTINGS_KEY)
+        if made_with is None and state:
+            ap.error(f"{state_path} holds results that do not say which settings made them; "
+                     "pass --fresh or another --state")
         if made_with is not None and made_with != settings:
             ap.error(f"{state_path} holds results made with other settings ({made_with}); "
                      "pass --fresh or another --state")

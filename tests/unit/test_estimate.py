@@ -78,6 +78,8 @@ def test_bad_input_is_refused():
         estimate([Cell("b", (), None, 2, 3)])
     with pytest.raises(ConfigError, match="prior sds"):
         EstimatorConfig(pair_scale=0)
+    with pytest.raises(ConfigError, match="max_iter"):
+        EstimatorConfig(max_iter=0)
 
 
 def test_a_composition_needs_b_seen_min_away_times_away_from_a():
