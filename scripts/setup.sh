@@ -160,7 +160,6 @@ else
   say "ACE (editable, test, ray and app extras) already installed for this pyproject.toml"
 fi
 
-
 have_bfcl="$(.venv/bin/python - <<'PY'
 import importlib.metadata as m
 try:

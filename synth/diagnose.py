@@ -258,8 +258,11 @@ def run_probes(first: list[EdgeEstimate], tasks_for: Callable[[tuple[str, str]],
                     ep.missing += "; no probe task could be synthesized"
         left = budget - used
         # only `with` probes can confirm a composition short of min_support (they add a-then-b steps)
-        probing = [ep for e, ep in ((e, plans[(e.from_, e.to)]) for e in to_probe)
-                   if ep.tasks[WITH] or (e.verdict == AMBIGUOUS and ep.tasks[WITHOUT])]
+        probing = []
+        for e in to_probe:
+            ep = plans[(e.from_, e.to)]
+            if ep.tasks[WITH] or (e.verdict == AMBIGUOUS and ep.tasks[WITHOUT]):
+                probing.append(ep)
         if not probing or left <= 0:
             break
         jobs = allocate(probing, by_edge, left // (rounds - r), min_support, min_away)
