@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 from ace_env.sim import WeaknessSpec, simulate
 from ace_env.tasks import Task
 from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
+from ace_env.workspace import check_writable_kind
 from ace_graph.errors import ConfigError
 from ace_graph.scopes import require_scope
 from train.curriculum.core import CurriculumConfig, CurriculumState, Decision, step
@@ -105,6 +106,7 @@ def simulate_to_file(
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp_name, 0o666 & ~umask)
+        check_writable_kind(out)  # again: something may have appeared there meanwhile
         os.replace(tmp_name, out)
     except BaseException:
         try:

@@ -12,7 +12,7 @@ import typer
 from ace.cli.graphcmd import with_store
 from ace.cli.options import check_out, config_options, console, esc, json_option, load_tasks, table
 from ace.cli.traincmd import train_app
-from ace_env.workspace import ace_home
+from ace_env.workspace import ace_home, check_writable_kind
 from ace_graph.errors import ConfigError
 from train.evaluation import evaluate
 from train.export import ExportError, to_openai_sft
@@ -78,9 +78,9 @@ def grpo_cmd(
     `ace query capability-history` shows the run's progress per skill.
     Several GPUs or machines: `accelerate launch --num_processes K -m ace.cli train grpo ...`.
     """
-    model_dir = _local_model(policy)
     out = check_out(Path(out), force, directory=True)
-    metrics_path = Path(metrics_out) if metrics_out else out / "metrics.jsonl"
+    metrics_path = check_writable_kind(Path(metrics_out), "--metrics-out") if metrics_out else out / "metrics.jsonl"
+    model_dir = _local_model(policy)
     task_list = _select(tasks, skip, limit)
     reporters = [] if report_to == "none" else [report_to]
     if report_to not in ("none", "tensorboard", "wandb"):
@@ -140,8 +140,8 @@ def user_sim_cmd(
     questions come from the tasks where the agent must ask (BFCL miss_param).
     Measure it with benchmarks/user_sim_bench.py (fidelity on held-out tasks).
     """
-    _local_model(policy)
     out = check_out(Path(out), force, directory=True)
+    _local_model(policy)
     task_list = _select(tasks, skip, limit)
     transcripts, skipped = {}, []
     for t in task_list:

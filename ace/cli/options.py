@@ -25,6 +25,7 @@ import typer
 
 from ace_env.rollouts import load_task_set
 from ace_env.tasks import Task
+from ace_env.workspace import check_writable_kind
 from ace_graph.errors import ConfigError
 
 #: The largest integer Neo4j stores (int64); larger numbers are refused at the edge.
@@ -113,11 +114,13 @@ def check_out(path: Path, force: bool = False, directory: bool = False) -> Path:
     """Check before any work that ``path`` can be written: a clear one-line error otherwise.
 
     Refuses an existing path without ``force``, a missing or unwritable parent
-    folder, and a path whose kind is wrong (a folder where a file is wanted).
+    folder, a path whose kind is wrong (a folder where a file is wanted), and,
+    even with ``force``, anything that is not a regular file or folder (a device
+    node, FIFO or socket, or a symlink to one: :func:`check_writable_kind`).
     Writability is tested by creating and removing a probe file, so nothing is
     left behind either way.
     """
-    path = Path(path)
+    path = check_writable_kind(Path(path))
     if path.exists() or path.is_symlink():
         if path.is_dir() and not directory:
             raise ConfigError(f"--out {str(path)!r} is a folder; give a file name such as {str(path / 'out.jsonl')!r}")

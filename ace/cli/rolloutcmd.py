@@ -9,10 +9,11 @@ from typing import Any, Optional
 import typer
 
 from ace.cli import app, progress_bar
+from ace.cli.options import check_out
 from ace_env.rollouts import load_task_set
 from ace_env.sandbox import Budget
 from ace_env.tasks import Task
-from ace_env.workspace import ace_home
+from ace_env.workspace import ace_home, check_writable_kind
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
@@ -38,11 +39,11 @@ def _tasks(spec: str, limit: int | None) -> list[Task]:
 
 
 def _check_out(out: Path, force: bool) -> None:
-    if out.is_dir():
-        raise ConfigError(f"--out {str(out)!r} is a folder; give a file name such as rollouts.jsonl")
-    if out.exists() and not force:
-        raise ConfigError(f"{out} exists; pick another --out or pass --force to replace it")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    """The shared --out rule (:func:`ace.cli.options.check_out`), creating missing parent folders first."""
+    check_writable_kind(out)
+    if not out.is_dir():
+        out.parent.mkdir(parents=True, exist_ok=True)
+    check_out(out, force)
 
 
 def run_rollouts(policy_spec: str, tasks: list[Task], config: RolloutConfig, out: Path,

@@ -11,6 +11,7 @@ import typer
 
 from ace.cli import app
 from ace_env.rollouts import load_task_set
+from ace_env.workspace import check_writable_kind
 from ace_graph.errors import ConfigError
 from train.policies import PolicyError
 from train.sft import SFTRunConfig, train_sft
@@ -44,7 +45,7 @@ def sft_cmd(
     kind, _, model = policy.partition(":")
     if kind != "hf" or not model:
         raise ConfigError(f"--policy {policy!r}: SFT trains a local model, give hf:<folder or name>")
-    out = Path(out)
+    out = check_writable_kind(Path(out))
     if out.exists() and not force:
         raise ConfigError(f"{out} exists; pick another --out or pass --force to replace it")
     task_list = list(load_task_set(tasks).values())[skip:]
