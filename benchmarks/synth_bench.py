@@ -42,7 +42,7 @@ from ace_graph.compositions import adjacent_pairs
 from ace_graph.tagger import tag_task
 from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
 from synth.strategies import synthesize as apply_strategy
-from synth.taskcheck import check_task, target_present
+from synth.taskcheck import check_task, seed_problems, target_present, value_provenance
 from train.export import (
     BFCL_ANSWER_FILE,
     BFCL_LONG_ANSWER_FILE,
@@ -81,6 +81,18 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}")
 
     seeds = {t.id: t for t in bfcl.load_tasks("all")}
+    excluded: dict[str, list[int]] = {}
+    why: dict[str, int] = {}
+    for task in seeds.values():
+        excluded.setdefault(task.category, [0, 0])[1] += 1
+        excluded[task.category][0] += bool(seed_problems(task))
+        for cause in {f"{u.call.split('(')[0]}.{u.param}" for u in value_provenance(task)}:
+            why[cause] = why.get(cause, 0) + 1
+    print("seeds excluded (a ground-truth value nothing provides, or a text rule): "
+          + ", ".join(f"{c} {n}/{m}" for c, (n, m) in sorted(excluded.items())))
+    print("  values without provenance, by tool.parameter (tasks): "
+          + ", ".join(f"{k} {v}" for k, v in sorted(why.items(), key=lambda x: (-x[1], x[0]))[:10]))
+    seeds = {i: t for i, t in seeds.items() if not seed_problems(t)}
     by_target = {t: [] for t in TARGETS}
     for task in seeds.values():
         pairs = set(adjacent_pairs(tag_task(task))[0])

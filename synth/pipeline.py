@@ -48,7 +48,7 @@ from ace_graph.tagger import tag_task
 from synth.planner import Plan, apply_style, make_plans, reflect
 from synth.rewriter import rewrite_task
 from synth.strategies import synthesize as apply_strategy
-from synth.taskcheck import Seen, check_task
+from synth.taskcheck import Seen, check_task, usable_seed
 
 #: A policy maps (task, rng) to a rollout: one list of calls per user turn.
 Policy = Callable[[Task, random.Random], list[list[Any]]]
@@ -187,6 +187,9 @@ def synthesize(
 
     runner = runner or LocalRunner()
     result = SynthResult(policy=policy_label(policy))
+    # a seed whose ground truth uses a value nothing provides (or whose text breaks a rule) is never copied
+    seeds_by_target = {target: [i for i in ids if i in seeds and usable_seed(seeds[i])]
+                       for target, ids in seeds_by_target.items()}
     domains = {
         target: tuple(sorted({c for sid in ids if sid in seeds for c in seeds[sid].involved_classes}))
         for target, ids in seeds_by_target.items()
@@ -346,7 +349,10 @@ def _score(plan: Plan, task: Task, verdicts: list[tuple[float, str | None]], n: 
 
 
 def seeds_by_target(frontier: list[dict[str, Any]], seeds: dict[str, Task]) -> dict[tuple[str, str], list[str]]:
-    """For each frontier edge, the seed tasks whose oracle makes the two calls adjacently (sorted ids).
+    """For each frontier edge, the usable seed tasks whose oracle makes the two calls adjacently (sorted ids).
+
+    A seed that fails :func:`synth.taskcheck.seed_problems` (a ground-truth value
+    nothing provides, a text that breaks a text rule) is never used.
 
     Computed from the seeds themselves, not from the graph, so tasks synthesized
     earlier and stored there never change which seeds a run uses.
@@ -355,6 +361,8 @@ def seeds_by_target(frontier: list[dict[str, Any]], seeds: dict[str, Task]) -> d
     wanted = {f"{r['from']}>{r['to']}": (r["from"], r["to"]) for r in frontier}
     out: dict[tuple[str, str], list[str]] = {pair: [] for pair in wanted.values()}
     for task_id in sorted(seeds):
+        if not usable_seed(seeds[task_id]):
+            continue  # a value of its ground truth comes from nowhere, or its text breaks a rule: not copied
         for pair in adjacent_pairs(tag_task(seeds[task_id]))[0]:
             if pair in wanted:
                 out[wanted[pair]].append(task_id)

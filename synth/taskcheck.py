@@ -29,9 +29,13 @@
 (i) within each turn, the text mentions the calls' distinctive values in the
     order the ground truth makes the calls (turns where the seed itself does
     not are exempt: ``provenance["exempt_order_turns"]``);
-(j) every non-trivial argument value of the ground truth is in the user text up
-    to its turn or in an output of an earlier call (read canonically, without
-    output views); values the seed task itself took from neither are exempt;
+(j) value provenance (:func:`value_provenance`): every non-trivial argument
+    value of the ground truth is in the user text up to its turn (a date also
+    in another written form), in the executed output of an earlier call
+    (found by replay, read canonically, without output views), one arithmetic
+    step from numbers seen there, or the tool's documented default or enum
+    value.  Nothing is exempt: seed tasks that fail are not used as seeds
+    (:func:`seed_problems`, applied by the pipeline);
 (k) a lookalike task's text does not contain the target's id;
 (l) a cascade task's text does not describe the failure or the recovery (no
     "if ... fails / is missing / is declined", "retry", "fall back", ...).
@@ -53,7 +57,7 @@ from ace_env.calls import Call, parse_call
 from ace_env.executor import OK
 from ace_env.perturb import alter_call
 from ace_env.tasks import Task, Turn
-from ace_env.values import leaves
+from ace_env.values import leaves, number
 from ace_env.verifier import Oracle, ground_truth_rollout, replay_oracle, verify
 from ace_graph.tagger import tag_task
 
@@ -214,25 +218,6 @@ def user_text_upto(task: Task, turn: int) -> str:
     return "\n".join(parts)
 
 
-def value_in_text(value: Any, text: str) -> bool:
-    """Literal, case-insensitive presence of a value in text (numbers also as 1,234.5)."""
-    low = text.lower()
-    if isinstance(value, bool) or value is None:
-        return True
-    if isinstance(value, str):
-        return value.strip().lower() in low
-    if isinstance(value, (int, float)):
-        forms = {str(value)}
-        if float(value).is_integer():
-            forms |= {str(int(value)), f"{int(value):,}"}
-        else:
-            forms |= {f"{value:,}", f"{value:.2f}", f"{value:,.2f}"}
-        return any(f in low for f in forms)
-    if isinstance(value, (list, tuple)):
-        return all(value_in_text(v, text) for v in value)
-    return False
-
-
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, str) and isinstance(b, str):
         return a.strip().lower() == b.strip().lower()
@@ -327,22 +312,232 @@ def _documented(tool: str, value: Any) -> bool:
     return isinstance(value, str) and info is not None and value in json.dumps(info.doc)
 
 
-def unobtainable_values(task: Task, oracle: Oracle | None = None) -> list[tuple[int, int, Any]]:
-    """(turn, step, value) of argument values neither in the user text up to the turn nor in an earlier output."""
+def tool_default(tool: str, param: str) -> tuple[bool, Any]:
+    """(True, default) when the tool's documentation gives ``param`` a default, else (False, None)."""
+    info = bfcl.functions().get(tool)
+    props = ((info.doc.get("parameters") or {}).get("properties") or {}) if info is not None else {}
+    spec = props.get(param)
+    if isinstance(spec, dict) and "default" in spec:
+        return True, spec["default"]
+    return False, None
+
+
+_NUMBER_EDGE = r"(?<![\d.,]){}(?![\d])"
+
+
+def value_in_text(value: Any, text: str) -> bool:
+    """Literal, case-insensitive presence of a value in text (numbers also as 1,234.5; whole numbers only)."""
+    low = text.lower()
+    if isinstance(value, bool) or value is None:
+        return True
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in low:
+            return True
+        bare = v.lstrip("#@").rstrip(".")  # a tag or mention written without its sign, a sentence without its period
+        if len(bare) >= 3 and re.search(r"(?<![\w])" + re.escape(bare) + r"(?![\w])", low):
+            return True
+        # one word in its singular or plural form ('the document folder' names 'documents')
+        stem = bare[:-1] if bare.endswith("s") else bare
+        return len(stem) >= 4 and bare.isalpha() and re.search(r"(?<![\w])" + re.escape(stem) + r"s?(?![\w])", low) is not None
+    if isinstance(value, (int, float)):
+        forms = {str(value)}
+        if float(value).is_integer():
+            forms |= {str(int(value)), f"{int(value):,}"}
+        else:
+            forms |= {f"{value:,}", f"{value:.2f}", f"{value:,.2f}"}
+        return any(re.search(_NUMBER_EDGE.format(re.escape(f)), low) for f in forms)
+    if isinstance(value, (list, tuple)):
+        return all(value_in_text(v, text) for v in value)
+    return False
+
+
+class Produced:
+    """What one executed output provides: its leaves and object keys (normalized), and its string leaves."""
+
+    def __init__(self, output: str | None):
+        parsed = _json_or_none(output) if output else None
+        if parsed is None:
+            self.exact: set[Any] = set()
+            self.text = output or ""
+            return
+        items = _leaves_and_keys(parsed)
+        self.exact = {_norm(x) for x in items}
+        self.text = "\n".join(x for x in items if isinstance(x, str))
+
+    def has(self, value: Any) -> bool:
+        if _norm(value) in self.exact:
+            return True
+        if isinstance(value, str):
+            return len(value) >= 3 and re.search(r"(?<![\w.])" + re.escape(value) + r"(?![\w])", self.text) is not None
+        return number(value) is not None and value_in_text(value, self.text)  # a number inside a file's content
+
+
+def _norm(x: Any) -> Any:
+    if isinstance(x, str):
+        return x.strip().lower()
+    n = number(x)
+    return n if n is not None else (x if isinstance(x, (bool, type(None))) else str(x))
+
+
+def value_in_output(value: Any, output: str | None) -> bool:
+    """Whether an executed output shows the value: one of its leaves or keys equals it (a string may also be
+    a whole word of a string leaf, a number a number in one); an output that is not JSON is read as text."""
+    return bool(output) and Produced(output).has(value)
+
+
+_MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
+                                              "september", "october", "november", "december"))}
+_MONTH = r"(" + "|".join(m[:3] + r"[a-z]*\.?" for m in _MONTHS) + r")"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_DATE_FORMS = (
+    (re.compile(_MONTH + r"\s+" + _DAY + r",?\s+(\d{4})"), (3, 1, 2)),  # November 10th, 2024
+    (re.compile(_DAY + r"\s+(?:of\s+)?" + _MONTH + r",?\s+(\d{4})"), (3, 2, 1)),  # 10th of November 2024
+    (re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})"), (1, 2, 3)),
+    (re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})"), (3, 1, 2)),  # US order
+)
+
+
+def dates_in(text: str) -> set[str]:
+    """Every calendar date the text writes, as ``YYYY-MM-DD``."""
+    out = set()
+    for pattern, (y, m, d) in _DATE_FORMS:
+        for match in pattern.finditer(text.lower()):
+            month = match.group(m)
+            mon = int(month) if month.isdigit() else _MONTHS.get(next((k for k in _MONTHS if month.startswith(k[:3])), ""), 0)
+            day = int(match.group(d))
+            if 1 <= mon <= 12 and 1 <= day <= 31:
+                out.add(f"{int(match.group(y)):04d}-{mon:02d}-{day:02d}")
+    return out
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?")
+
+
+def numbers_in(*texts: str) -> set[float]:
+    """Every number written in the texts (1,234.5 read as 1234.5)."""
+    return {float(m.group(0).replace(",", "")) for t in texts for m in _NUMBER.finditer(t or "")}
+
+
+def computed_from(value: Any, seen: set[float]) -> bool:
+    """Whether a number is one arithmetic step (+, -, *, /) from two numbers already seen."""
+    v = number(value)
+    if v is None:
+        return False
+    target = round(v, 2)
+    rounded = {round(x, 2) for x in seen}
+    for x in seen:  # is there a y with x + y, x - y, y - x, x * y, x / y or y / x equal to v?
+        wanted = [v - x, x - v, v + x]
+        if x:
+            wanted += [v / x, v * x]
+        if v:
+            wanted.append(x / v)
+        if any(round(w, 2) in rounded for w in wanted):
+            return True
+    return target in rounded
+
+
+def _leaves_and_keys(value: Any) -> list[Any]:
+    """The scalar leaves of a JSON value and the keys of its objects (ids are often keys: cards, orders)."""
+    out: list[Any] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            out.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+        else:
+            out.append(node)
+    return out
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError):
+        return None
+
+
+@dataclass(frozen=True)
+class Unprovided:
+    """An argument value of the ground truth that nothing provides."""
+
+    turn: int
+    step: int
+    call: str
+    param: str
+    value: Any
+
+    def __str__(self) -> str:
+        return f"turn {self.turn} step {self.step}: {self.call} {self.param}={self.value!r} is in no user text up to " \
+               f"the turn, no earlier executed output, and is not the tool's default"
+
+
+def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovided]:
+    """Every non-trivial argument value of the ground truth that has no provenance.
+
+    A value is provided when it is (1) in the user text up to its turn, (2) in
+    the executed output of an earlier call of the ground truth (found by
+    replaying the task as BFCL returns results, without output views: the
+    value must be *produced*, not just printed somewhere), or (3) the tool's
+    documented default for that parameter or a value its documentation names
+    (an enum member such as ``'Buy'``).  Nothing is exempt: a seed task that
+    fails is not used as a seed.
+    """
     oracle = replay_oracle(_canonical_task(task)) if task.output_views or oracle is None else oracle
     outputs: list[str] = []
-    exempt = {canonical_json(v) for v in task.provenance.get("exempt_values") or []}
+    produced: list[Produced] = []
     out = []
     for t, turn in enumerate(oracle.turns):
         text = user_text_upto(task, t)
+        dates = dates_in(text)
         for i, step in enumerate(turn.steps):
-            for v in leaves(step.arguments):
-                if _trivial(v) or value_in_text(v, text) or any(str(v) in o for o in outputs) \
-                        or canonical_json(v) in exempt or _documented(step.name, v):
+            seen: set[float] | None = None
+            for param, arg in step.arguments.items():
+                has_default, default = tool_default(step.name, param)
+                if has_default and _same(arg, default):
                     continue
-                out.append((t, i, v))
-            outputs.append(step.output)
+                for v in leaves(arg):
+                    if _trivial(v) or value_in_text(v, text) or _documented(step.name, v) or v in dates \
+                            or any(p.has(v) for p in produced):
+                        continue
+                    if number(v) is not None:
+                        if seen is None:
+                            info = bfcl.functions().get(step.name)
+                            seen = numbers_in(text, *outputs, json.dumps(info.doc) if info else "") | {2.0, 100.0}
+                        if computed_from(v, seen):
+                            continue
+                    out.append(Unprovided(t, i, step.call, param, v))
+            outputs.append(step.output or "")
+            produced.append(Produced(step.output))
     return out
+
+
+#: Seed problems by (id, fingerprint): a seed is checked once per process.
+_SEED_PROBLEMS: dict[tuple[str, str], tuple[str, ...]] = {}
+
+
+def seed_problems(seed: Task) -> tuple[str, ...]:
+    """Why a task may not be used as a seed (empty when it may): its ground truth uses a value
+    nothing provides (:func:`value_provenance`), or its text breaks a text rule."""
+    key = (seed.id, task_fingerprint(seed))
+    if key not in _SEED_PROBLEMS:
+        if len(_SEED_PROBLEMS) >= 8192:
+            _SEED_PROBLEMS.pop(next(iter(_SEED_PROBLEMS)))
+        _SEED_PROBLEMS[key] = tuple(f"{VALUE_UNOBTAINABLE}: {u}" for u in value_provenance(seed))
+    return _SEED_PROBLEMS[key]
+
+
+def usable_seed(seed: Task) -> bool:
+    """Whether a task may seed synthesis (:func:`seed_problems` finds nothing)."""
+    return not seed_problems(seed)
+
+
+def unobtainable_values(task: Task, oracle: Oracle | None = None) -> list[tuple[int, int, Any]]:
+    """(turn, step, value) of :func:`value_provenance`'s problems (the older interface)."""
+    return [(u.turn, u.step, u.value) for u in value_provenance(task, oracle)]
 
 
 def text_order_problems(task: Task) -> list[str]:
@@ -469,11 +664,10 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
         if missing:
             reasons.append(VALUE_MISSING)
             notes.extend(missing[:3])
-        lacking = unobtainable_values(task, oracle)
+        lacking = value_provenance(task, oracle)
         if lacking:
             reasons.append(VALUE_UNOBTAINABLE)
-            notes.extend(f"turn {t} step {i}: {v!r} is neither in the text nor in an earlier output"
-                         for t, i, v in lacking[:3])
+            notes.extend(str(u) for u in lacking[:3])
 
     valid = not reasons
     if valid and isinstance(seen_fingerprints, Seen):
@@ -496,4 +690,7 @@ __all__ = [
     "target_present",
     "target_step",
     "task_fingerprint",
+    "seed_problems",
+    "usable_seed",
+    "value_provenance",
 ]

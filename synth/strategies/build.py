@@ -11,7 +11,7 @@ from typing import Any
 from ace_env import bfcl
 from ace_env.executor import Environment, copy_json
 from ace_env.tasks import Task, Turn
-from ace_env.verifier import oracle_for, replay_oracle
+from ace_env.verifier import replay_oracle
 from synth.taskcheck import (
     adjacent_positions,
     canonical_json,
@@ -20,7 +20,6 @@ from synth.taskcheck import (
     leaves,
     task_fingerprint,
     text_order_problems,
-    unobtainable_values,
 )
 
 
@@ -51,6 +50,8 @@ def build(seed: Task, strategy: str, target: tuple[str, str], strength: float, n
     tools = tools if tools is not None else list(seed.tools)
     distractors = distractors if distractors is not None else list(seed.distractors)
     views = views if views is not None else list(seed.output_views)
+    # a class configured but not involved (BFCL's base 96 configures TravelAPI) makes an invalid task file
+    config = {cls: cfg for cls, cfg in config.items() if cls in classes}
     provenance = {
         "parents": [seed.id],
         "strategy": strategy,
@@ -93,12 +94,11 @@ _EXEMPT: dict[tuple[str, ...], dict[str, Any]] = {}
 
 
 def _compute_exemptions(seed: Task) -> dict[str, Any]:
-    values = list({canonical_json(v): v for _, _, v in unobtainable_values(seed, oracle_for(seed))}.values())
+    """Only the text order is inherited from the seed; values are never exempt (a seed whose ground
+    truth uses a value nothing provides is not used: :func:`synth.taskcheck.seed_problems`)."""
     turns = sorted({int(p.split()[1].rstrip(":")) for p in text_order_problems(seed)})
-    seen = seed.provenance
-    values += [v for v in seen.get("exempt_values") or [] if v not in values]
-    turns = sorted(set(turns) | set(seen.get("exempt_order_turns") or []))
-    return {"exempt_values": values, "exempt_order_turns": turns}
+    turns = sorted(set(turns) | set(seed.provenance.get("exempt_order_turns") or []))
+    return {"exempt_order_turns": turns}
 
 
 def copy_turns(turns: list[Turn]) -> list[Turn]:

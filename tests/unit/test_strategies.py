@@ -12,7 +12,15 @@ from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
 from synth import strategies
 from synth.strategies.depth import LINKS_BY_ANCHOR
 from synth.strategies.distractor import same_domain
-from synth.taskcheck import adjacent_positions, check_task, flat_calls, leaves, target_present, user_text_upto
+from synth.taskcheck import (
+    adjacent_positions,
+    check_task,
+    flat_calls,
+    leaves,
+    target_present,
+    usable_seed,
+    user_text_upto,
+)
 
 TARGETS = [
     ("get_zipcode_based_on_city", "estimate_distance"),
@@ -31,11 +39,11 @@ PER_TARGET = 3
 
 @pytest.fixture(scope="module")
 def seeds():
-    base = bfcl.load_tasks("base")
+    base = bfcl.load_tasks("base") + bfcl.load_tasks("miss_param")
     out = {}
     for target in TARGETS:
-        found = [t for t in base if adjacent_positions(t, target)]
-        assert found, f"no base seed contains {target}"
+        found = [t for t in base if adjacent_positions(t, target) and usable_seed(t)]
+        assert found, f"no usable seed contains {target}"
         out[target] = found[:PER_TARGET]
     return out
 

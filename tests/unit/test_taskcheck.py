@@ -11,6 +11,7 @@ from ace_env import bfcl
 from ace_env.calls import parse_call
 from ace_env.tasks import Task, Turn
 from synth import strategies
+from synth.pipeline import seeds_by_target
 from synth.taskcheck import (
     CASCADE_RECOVERY_IN_TEXT,
     DUPLICATE,
@@ -31,8 +32,11 @@ from synth.taskcheck import (
     check_task,
     error_output,
     flat_calls,
+    seed_problems,
     target_present,
     task_fingerprint,
+    usable_seed,
+    value_provenance,
 )
 
 TARGET = ("get_stock_info", "place_order")
@@ -40,7 +44,7 @@ TARGET = ("get_stock_info", "place_order")
 
 @pytest.fixture(scope="module")
 def seed():
-    return next(t for t in bfcl.load_tasks("base") if adjacent_positions(t, TARGET))
+    return next(t for t in bfcl.load_tasks("base") if adjacent_positions(t, TARGET) and usable_seed(t))
 
 
 def _as_ace(task: Task, target=TARGET, **prov) -> Task:
@@ -179,13 +183,14 @@ def test_near_duplicates_within_a_run_are_rejected(seed):
         m["content"] = m["content"].replace(".", "!", 1)
     check = check_task(twin, seen)
     assert check.reasons == [NEAR_DUPLICATE_REASON], check.reasons
-    other = next(t for t in bfcl.load_tasks("base") if adjacent_positions(t, TARGET) and t.id != seed.id)
+    other = next(t for t in bfcl.load_tasks("base") if adjacent_positions(t, TARGET) and t.id != seed.id
+                 and usable_seed(t))
     assert NEAR_DUPLICATE_REASON not in check_task(_as_ace(other), seen).reasons
 
 
 def _made(name, target, strength=0.7):
-    for s in bfcl.load_tasks("base"):
-        if not adjacent_positions(s, target):
+    for s in bfcl.load_tasks("all"):
+        if not adjacent_positions(s, target) or not usable_seed(s):
             continue
         for i in range(4):
             task = strategies.synthesize(name, s, target, strength, random.Random(i))
@@ -195,10 +200,10 @@ def _made(name, target, strength=0.7):
 
 
 def test_lookalike_text_with_the_id_is_rejected():
-    task = _made("lookalike", ("book_flight", "retrieve_invoice"))
+    task = _made("lookalike", ("get_stock_info", "place_order"))
     assert check_task(task).valid
     leaked = Task.from_dict(copy.deepcopy(task.to_dict()))
-    leaked.turns[0].user[-1]["content"] += f" (card id {task.provenance['target_id']})"
+    leaked.turns[0].user[-1]["content"] += f" (id {task.provenance['target_id']})"
     assert LOOKALIKE_ID_IN_TEXT in check_task(leaked).reasons
     # without the lookup the id is nowhere the agent could read it
     blind = Task.from_dict(copy.deepcopy(task.to_dict()))
@@ -224,3 +229,48 @@ def test_error_output():
     assert error_output("Error during execution: boom")
     assert not error_output('{"result": 7}')
     assert not error_output("None")
+
+
+# --------------------------------------------------------------------------- value provenance (issue 26)
+
+
+def test_a_value_with_no_provenance_is_rejected():
+    """A value neither in the text, nor produced by an earlier call, nor a tool default is rejected."""
+    text = "Go into the folder called gamma_dir and create a file named alpha_notes.txt there."
+    ok = _fs_task(["mkdir(dir_name='gamma_dir')", "cd(folder='gamma_dir')", "touch(file_name='alpha_notes.txt')"],
+                  text, ("cd", "touch"))
+    assert not value_provenance(ok)
+    # the same calls, the folder's name gone from the text: nothing provides 'gamma_dir'
+    bad = _fs_task(["mkdir(dir_name='gamma_dir')", "cd(folder='gamma_dir')", "touch(file_name='alpha_notes.txt')"],
+                   "Make a new folder, go into it and create a file named alpha_notes.txt there.", ("cd", "touch"))
+    check = check_task(bad)
+    assert VALUE_UNOBTAINABLE in check.reasons and any("gamma_dir" in n for n in check.notes), check.notes
+
+
+def test_a_value_printed_in_the_text_of_an_output_view_only_does_not_count():
+    """Provenance is read from the executed outputs (replay), not from the text of the task file."""
+    task = _fs_task(["touch(file_name='alpha_notes.txt')", "mkdir(dir_name='gamma_dir')"],
+                    "Create a file called alpha_notes.txt, then a folder.", ("touch", "mkdir"))
+    # a view that writes the name into touch's shown result does not make the value produced by a call
+    task.output_views = [{"tool": "touch", "ops": [{"op": "add", "fields": {"hint": "gamma_dir"}}]}]
+    assert [u.value for u in value_provenance(task)] == ["gamma_dir"]
+
+
+def test_values_from_an_earlier_output_dates_and_defaults_are_provided():
+    stock = next(t for t in bfcl.load_tasks("base")
+                 if adjacent_positions(t, ("place_order", "get_order_details")) and usable_seed(t))
+    # get_order_details(order_id=N): N is nowhere in the text, only in place_order's executed output
+    assert not value_provenance(stock)
+    fs = _fs_task(["ls(a=False)", "touch(file_name='alpha_notes.txt')"], "List the folder, then create alpha_notes.txt.",
+                  ("ls", "touch"))
+    assert not value_provenance(fs)  # a=False is ls's documented default
+
+
+def test_bfcl_seeds_without_provenance_are_not_used():
+    tasks = {t.id: t for t in bfcl.load_tasks("base")}
+    # base 62 sends a message to 'USR002' (cousin Bob), an id no call looks up and the user never gives
+    assert any("USR002" in p for p in seed_problems(tasks["multi_turn_base_62"]))
+    by_target = seeds_by_target([{"from": "get_zipcode_based_on_city", "to": "estimate_distance"}], tasks)
+    used = by_target[("get_zipcode_based_on_city", "estimate_distance")]
+    assert used and "multi_turn_base_62" not in used
+    assert all(usable_seed(tasks[i]) for i in used)
