@@ -74,6 +74,10 @@ TEXT_ORDER = "text_order_differs"
 VALUE_UNOBTAINABLE = "value_not_obtainable"
 LOOKALIKE_ID_IN_TEXT = "lookalike_id_in_text"
 CASCADE_RECOVERY_IN_TEXT = "cascade_recovery_in_text"
+TEMPLATE_TEXT = "template_text"
+SPLICED_TEXT = "spliced_text"
+QUOTE_MISMATCH = "quote_differs_from_ground_truth"
+EMPTY_TURN_ACTIONABLE = "empty_turn_asks_for_action"
 REASONS = (
     GT_ERROR,
     GT_REJECTED,
@@ -88,6 +92,10 @@ REASONS = (
     VALUE_UNOBTAINABLE,
     LOOKALIKE_ID_IN_TEXT,
     CASCADE_RECOVERY_IN_TEXT,
+    TEMPLATE_TEXT,
+    SPLICED_TEXT,
+    QUOTE_MISMATCH,
+    EMPTY_TURN_ACTIONABLE,
 )
 #: Text and oracle similarity (both) at or above which two tasks of a run are near-duplicates.
 NEAR_DUPLICATE = 0.85
@@ -526,7 +534,8 @@ def seed_problems(seed: Task) -> tuple[str, ...]:
     if key not in _SEED_PROBLEMS:
         if len(_SEED_PROBLEMS) >= 8192:
             _SEED_PROBLEMS.pop(next(iter(_SEED_PROBLEMS)))
-        _SEED_PROBLEMS[key] = tuple(f"{VALUE_UNOBTAINABLE}: {u}" for u in value_provenance(seed))
+        _SEED_PROBLEMS[key] = tuple([f"{VALUE_UNOBTAINABLE}: {u}" for u in value_provenance(seed)]
+                                    + [f"{EMPTY_TURN_ACTIONABLE}: {d}" for d in empty_turn_problems(seed)])
     return _SEED_PROBLEMS[key]
 
 
@@ -593,6 +602,163 @@ def strategy_text_problems(task: Task) -> list[tuple[str, str]]:
     return out
 
 
+# --------------------------------------------------------------------------- text rules
+
+#: Wrapper phrases of a template voice (a person writes the request, not a frame around it).
+_TEMPLATE = re.compile(
+    r"\b(short version|quick one|need this done|fast, please|in order, please|one thing after another)\s*:|"
+    r"^\s*task\s*:|\bnothing else\.\s*$|\bthat's all\.\s*$|let's take this one step at a time|"
+    r"work through this in order|make sure each step worked before the next|look at each result before moving on",
+    re.I | re.M)
+_DETERMINERS = r"(?:the|a|an|my|his|her|their|our|your)"
+_DOUBLED = re.compile(rf"\b{_DETERMINERS}\s+{_DETERMINERS}\b|\b(of|to|for|with|at|in)\s+(of|to|for|with|at|in)\b", re.I)
+
+
+def _turn_text(turn: Turn) -> str:
+    return "\n".join(m.get("content", "") or "" for m in turn.user if m.get("role") == "user")
+
+
+def template_problems(task: Task) -> list[str]:
+    """Template wrapper phrases in the user text ("Short version: ... Nothing else.")."""
+    out = []
+    for t, turn in enumerate(task.turns):
+        m = _TEMPLATE.search(_turn_text(turn))
+        if m:
+            out.append(f"turn {t}: template phrase {m.group(0).strip()!r}")
+    return out
+
+
+def splice_problems(task: Task) -> list[str]:
+    """A substituted description (``provenance["described_as"]``) glued into the sentence instead of
+    rewriting it: the description's head noun already written right before it ('his travel card with my
+    card that ends in 3487'), a determiner before a description that has its own, or doubled
+    prepositions at the seam ('150 shares of at the price')."""
+    out = []
+    described = task.provenance.get("described_as")
+    if not isinstance(described, str) or not described:
+        return out
+    for t, turn in enumerate(task.turns):
+        low = _turn_text(turn).lower()
+        at = low.find(described.lower())
+        if at < 0:
+            continue
+        head = [w for w in re.findall(r"[a-z]+", described.lower()) if w not in
+                ("the", "a", "an", "my", "that", "ending", "ends", "in", "credit", "with", "of", "company")]
+        before = low[max(0, at - 40):at]
+        if head and re.search(rf"\b{re.escape(head[0])}s?\b", before):
+            out.append(f"turn {t}: {head[0]!r} already written right before {described!r}")
+        if re.search(rf"\b{_DETERMINERS}\s*$", before) and re.match(rf"{_DETERMINERS}\b", described.lower()):
+            out.append(f"turn {t}: a determiner right before {described!r}")
+        seam = low[max(0, at - 20):at + len(described) + 20]
+        m = _DOUBLED.search(seam)
+        if m:
+            out.append(f"turn {t}: {m.group(0)!r} at the substitution")
+    return out
+
+
+_QUOTED = re.compile(r"(?<![\w])'([^'\n]{3,}?)'(?![\w])|\"([^\"\n]{3,}?)\"")
+
+
+def quoted(text: str) -> list[str]:
+    """The strings the text puts in quotes ('...' not taken from an apostrophe, or "...")."""
+    return [a or b for a, b in _QUOTED.findall(text)]
+
+
+def _loose(text: str) -> str:
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return " ".join(w for w in words if w not in ("the", "a", "an"))
+
+
+def near_quote(q: str, value: str) -> bool:
+    """Whether a quoted string and a value are meant to be the same text but differ (an article, a period)."""
+    if q == value or len(value) < 3:
+        return False
+    if q.strip().lstrip("#@") == value.strip().lstrip("#@"):
+        return False  # a tag or mention quoted without its sign is the same value
+    lq, lv = _loose(q), _loose(value)
+    if lq and lq == lv:
+        return True
+    short, long_ = sorted((q.strip(), value.strip()), key=len)
+    return len(short) >= 8 and short in long_ and len(short) / len(long_) >= 0.85
+
+
+def quote_problems(task: Task) -> list[tuple[int, str, str]]:
+    """(turn, quoted, ground-truth value) where a quote in the user text nearly equals a string argument."""
+    out = []
+    for t, turn in enumerate(task.turns):
+        quotes = quoted(_turn_text(turn))
+        if not quotes:
+            continue
+        values = [v for raw in turn.ground_truth for v in _string_args(raw)]
+        for q in quotes:
+            if q in values:
+                continue
+            for v in values:
+                if near_quote(q, v):
+                    out.append((t, q, v))
+                    break
+    return out
+
+
+def _string_args(raw: str) -> list[str]:
+    parsed = parse_call(raw)
+    if not isinstance(parsed, Call):
+        return []
+    return [v for v in leaves(list(parsed.kwargs.values()) + list(parsed.args)) if isinstance(v, str)]
+
+
+def repair_quotes(task: Task) -> int:
+    """Make each nearly-equal quote in the user text equal the ground truth's value (in place); how many."""
+    fixed = 0
+    for t, q, v in quote_problems(task):
+        for m in task.turns[t].user:
+            if m.get("role") == "user" and q in (m.get("content") or ""):
+                m["content"] = m["content"].replace(q, v)
+                fixed += 1
+    return fixed
+
+
+def empty_turn_problems(task: Task) -> list[str]:
+    """Turns with an empty ground truth whose text asks for something the agent could do then.
+
+    Such a turn is sound when the call the next turns need is not offered yet (BFCL miss_func), a value it
+    needs is not provided yet (miss_param), or the turn is not about that request at all.  It asks for
+    action when all three fail: the needed tools are offered, every value is provided, and the text names
+    one of them.
+    """
+    out = []
+    for t, turn in enumerate(task.turns):
+        if turn.ground_truth:
+            continue
+        nxt = next((u for u in task.turns[t + 1:] if u.ground_truth), None)
+        if nxt is None:
+            continue
+        calls = [parse_call(raw) for raw in nxt.ground_truth]
+        calls = [c for c in calls if isinstance(c, Call)]
+        if not calls or any(c.name not in task.offered_tools(t) for c in calls):
+            continue
+        text = user_text_upto(task, t)
+        own = _turn_text(turn)
+        values = [v for c in calls for v in leaves(list(c.kwargs.values()) + list(c.args)) if not _trivial(v)]
+        if not values or not all(value_in_text(v, text) or _documented(c.name, v) for c in calls
+                                 for v in leaves(list(c.kwargs.values()) + list(c.args)) if not _trivial(v)):
+            continue
+        if any(isinstance(v, str) and value_in_text(v, own) for v in values):
+            out.append(f"turn {t}: the ground truth is empty, yet the text asks for {nxt.ground_truth[0]} "
+                       f"with every value given and the tool offered")
+    return out
+
+
+def text_problems(task: Task) -> list[tuple[str, str]]:
+    """(reason, detail) of every text rule the task breaks."""
+    out = [(TEMPLATE_TEXT, d) for d in template_problems(task)]
+    out += [(SPLICED_TEXT, d) for d in splice_problems(task)]
+    out += [(QUOTE_MISMATCH, f"turn {t}: the text quotes {q!r}, the ground truth writes {v!r}")
+            for t, q, v in quote_problems(task)]
+    out += [(EMPTY_TURN_ACTIONABLE, d) for d in empty_turn_problems(task)]
+    return out
+
+
 # --------------------------------------------------------------------------- the check
 
 
@@ -655,8 +821,9 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
     if order:
         reasons.append(TEXT_ORDER)
         notes.extend(order[:2])
-    for reason, detail in strategy_text_problems(task):
-        reasons.append(reason)
+    for reason, detail in strategy_text_problems(task) + text_problems(task):
+        if reason not in reasons:
+            reasons.append(reason)
         notes.append(detail)
 
     if not problems:
@@ -693,4 +860,10 @@ __all__ = [
     "seed_problems",
     "usable_seed",
     "value_provenance",
+    "template_problems",
+    "splice_problems",
+    "quote_problems",
+    "repair_quotes",
+    "empty_turn_problems",
+    "text_problems",
 ]

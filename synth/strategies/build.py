@@ -18,6 +18,7 @@ from synth.taskcheck import (
     execution_problems,
     flat_calls,
     leaves,
+    repair_quotes,
     task_fingerprint,
     text_order_problems,
 )
@@ -61,6 +62,8 @@ def build(seed: Task, strategy: str, target: tuple[str, str], strength: float, n
         **(extra or {}),
         **seed_exemptions(seed),
     }
+    probe = Task("", "ace", strategy, turns, config, classes, tools, seed.long_context, {}, distractors, views)
+    repair_quotes(probe)  # a quote the text nearly shares with the ground truth is made equal to it
     task = Task(
         id=task_id(strategy, turns, config, tools, distractors, views),
         source="ace",

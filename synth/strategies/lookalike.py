@@ -30,7 +30,7 @@ from synth.strategies.build import (
 )
 from synth.strategies.fs import fs_contents, fs_cwd, fs_dir, fs_dirs, fs_files
 from synth.strategies.registry import register
-from synth.taskcheck import flat_calls
+from synth.taskcheck import flat_calls, splice_problems
 
 _NAME_CHARS = re.compile(r'[|/\\?%*:"><]')
 
@@ -443,6 +443,10 @@ def lookalike(seed: Task, target: tuple[str, str], strength: float, rng: random.
             not any(value in m.get("content", "") for tt in seed.turns[:t] for m in tt.user):
         return None
     turns[t].ground_truth.insert(i, lookup)
+    probe = Task("", "ace", "lookalike", turns, seed.initial_config, seed.involved_classes, seed.tools,
+                 provenance={"described_as": words})
+    if splice_problems(probe):
+        return None  # the description would be glued into the sentence, not written into it
     return build(seed, "lookalike", target, strength,
                  f"text names {value!r} as {words!r}; look-alikes added: {', '.join(added)}; lookup {lookup}",
                  turns=turns, config=config,

@@ -60,15 +60,15 @@ def _gerund(intent: str) -> str:
 
 
 #: Voices (phrasing styles) as a grammar: an opening and a closing drawn per task, never one fixed phrase.
+#: Only what a person writes around a request: a greeting and thanks.  Wrapper frames ("Short version: ...
+#: Nothing else.", "Let's take this one step at a time.") read as a template and are not used (issue 26;
+#: ``synth.taskcheck.template_problems`` rejects them); the terse and stepwise voices keep the request as is.
 VOICES: dict[str, tuple[list[str], list[str]]] = {
     "plain": ([""], [""]),
-    "terse": (["", "Quick one: ", "Need this done: ", "Short version: ", "Task: ", "Fast, please: "],
-              ["", "", " That's all.", " Nothing else."]),
+    "terse": ([""], [""]),
     "polite": (["Hi! ", "Hello. ", "Hey there. ", "Good morning! ", "Hi, hope you're well. ", "Hello, I need a hand. "],
                [" Thanks!", " Thank you.", " Appreciate it.", " Thanks a lot.", " Many thanks.", ""]),
-    "stepwise": (["Let's take this one step at a time. ", "Work through this in order. ", "One thing after another: ",
-                  "In order, please: "],
-                 ["", " Make sure each step worked before the next.", " Look at each result before moving on."]),
+    "stepwise": ([""], [""]),
 }
 
 

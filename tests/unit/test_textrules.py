@@ -1,0 +1,97 @@
+"""Text rules of the task self-test (issue 26): no template frames, no spliced substitutions, quotes equal
+to the ground truth's, and no actionable request in a turn whose ground truth is empty."""
+
+from __future__ import annotations
+
+import copy
+import random
+
+from ace_env import bfcl
+from ace_env.tasks import Task, Turn
+from synth.planner import STYLES, apply_style
+from synth.taskcheck import (
+    EMPTY_TURN_ACTIONABLE,
+    QUOTE_MISMATCH,
+    SPLICED_TEXT,
+    TEMPLATE_TEXT,
+    check_task,
+    empty_turn_problems,
+    quote_problems,
+    repair_quotes,
+    splice_problems,
+    template_problems,
+)
+
+
+def _fs(turns, target, **prov) -> Task:
+    seed = next(t for t in bfcl.load_tasks("base") if t.involved_classes == ["GorillaFileSystem"])
+    t = Task.from_dict(copy.deepcopy(seed.to_dict()))
+    t.id, t.source = f"text-{random.random()}", "ace-test"
+    t.turns = [Turn([{"role": "user", "content": text}], calls) for text, calls in turns]
+    t.provenance = {"target_edge": f"{target[0]}>{target[1]}", **prov}
+    return t
+
+
+GOOD = [("Create a file called alpha_notes.txt and then a folder called beta_dir.",
+         ["touch(file_name='alpha_notes.txt')", "mkdir(dir_name='beta_dir')"])]
+
+
+def test_a_template_frame_is_rejected_and_no_voice_writes_one():
+    assert not template_problems(_fs(GOOD, ("touch", "mkdir")))
+    framed = _fs([("Short version: " + GOOD[0][0] + " Nothing else.", GOOD[0][1])], ("touch", "mkdir"))
+    assert TEMPLATE_TEXT in check_task(framed).reasons
+    for style in STYLES:
+        for k in range(30):
+            text = apply_style(GOOD[0][0], style, random.Random(k))
+            assert not template_problems(_fs([(text, GOOD[0][1])], ("touch", "mkdir"))), (style, text)
+
+
+def test_a_spliced_substitution_is_rejected_a_rewritten_one_is_not():
+    described = "my card that ends in 3487"
+    spliced = _fs([(f"Replace his travel card with {described} for alpha_notes.txt.", GOOD[0][1][:1])],
+                  ("touch", "mkdir"), described_as=described)
+    assert splice_problems(spliced)
+    bare = _fs([(f"Pay with the {described} and note it in alpha_notes.txt.", GOOD[0][1][:1])],
+               ("touch", "mkdir"), described_as=described)
+    assert splice_problems(bare)  # 'the my card'
+    seam = _fs([("Buy 150 shares of at the price of the company Apple.", GOOD[0][1][:1])], ("touch", "mkdir"),
+               described_as="the company Apple")
+    assert splice_problems(seam)
+    rewritten = _fs([(f"Pay with {described} and note it in alpha_notes.txt.", GOOD[0][1][:1])],
+                    ("touch", "mkdir"), described_as=described)
+    assert not splice_problems(rewritten)
+    assert SPLICED_TEXT in check_task(spliced).reasons
+
+
+def test_a_quote_that_differs_from_the_ground_truth_is_rejected_and_repaired():
+    turns = [("Write 'Require assistance with the transaction particulars' into alpha_notes.txt.",
+              ["touch(file_name='alpha_notes.txt')",
+               "echo(content='Require assistance with transaction particulars',file_name='alpha_notes.txt')"])]
+    task = _fs(turns, ("touch", "echo"))
+    assert quote_problems(task) == [(0, "Require assistance with the transaction particulars",
+                                     "Require assistance with transaction particulars")]
+    assert QUOTE_MISMATCH in check_task(task).reasons
+    assert repair_quotes(task) == 1 and not quote_problems(task)
+    assert "'Require assistance with transaction particulars'" in task.turns[0].user[0]["content"]
+    # a tag quoted without its sign is the same value
+    tag = _fs([("Tag it 'ProjectUpdate' in alpha_notes.txt.", ["echo(content='#ProjectUpdate',file_name='alpha_notes.txt')"])],
+              ("echo", "echo"))
+    assert not quote_problems(tag)
+
+
+def test_an_empty_turn_that_asks_for_a_doable_action_is_rejected():
+    ask = "Create a file called alpha_notes.txt."
+    actionable = _fs([(ask, []), ("Go on.", ["touch(file_name='alpha_notes.txt')", "ls()"])], ("touch", "ls"))
+    assert empty_turn_problems(actionable)
+    assert EMPTY_TURN_ACTIONABLE in check_task(actionable).reasons
+    # the value is missing in that turn (BFCL miss_param): asking for it is right
+    missing = _fs([("Create a file for my notes.", []), ("Call it alpha_notes.txt.", ["touch(file_name='alpha_notes.txt')", "ls()"])],
+                  ("touch", "ls"))
+    assert not empty_turn_problems(missing)
+    # the tool is not offered yet (BFCL miss_func)
+    withheld = _fs([(ask, []), ("I added the tool.", ["touch(file_name='alpha_notes.txt')", "ls()"])], ("touch", "ls"))
+    withheld.turns[1].tools_added = ["touch"]
+    assert not empty_turn_problems(withheld)
+    # chit-chat with an empty ground truth is fine
+    chat = _fs([("Thanks for that!", []), (ask, ["touch(file_name='alpha_notes.txt')", "ls()"])], ("touch", "ls"))
+    assert not empty_turn_problems(chat)
