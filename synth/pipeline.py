@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol, Sequence
@@ -49,6 +50,9 @@ from synth.planner import Plan, apply_style, make_plans, reflect
 from synth.rewriter import rewrite_task
 from synth.strategies import synthesize as apply_strategy
 from synth.taskcheck import Seen, check_task, usable_seed
+
+#: Rejection reason: the run already holds ``max_per_base`` tasks of this task's base task.
+SAME_BASE = "same_base_task"
 
 #: A policy maps (task, rng) to a rollout: one list of calls per user turn.
 Policy = Callable[[Task, random.Random], list[list[Any]]]
@@ -116,9 +120,14 @@ class SynthConfig:
     """Optional ``synth.rewriter.Rewriter`` that paraphrases user turns (off by default)."""
     budget: Any = None
     """Time and memory budget (``ace_env.sandbox.Budget``) of each tool call when rollouts are verified; None: its defaults."""
+    max_per_base: int = 0
+    """At most this many tasks of a run from one base task (BFCL's base, long-context, miss_func and miss_param
+    variants of task N are one base task); 0: max(2, ceil(2 n / base tasks the plans can draw on))."""
 
     def __post_init__(self) -> None:
 
+        if self.max_per_base < 0:
+            raise ConfigError("max_per_base must be 0 (automatic) or more")
         if self.n < 1 or self.rounds < 1 or self.plans < 1 or self.rollouts_per_task < 1:
             raise ConfigError("n, rounds, plans and rollouts_per_task must all be at least 1")
         if not self.strategies:
@@ -146,6 +155,29 @@ class SynthResult:
             "by_strategy": dict(Counter(t.provenance.get("strategy") for t in self.tasks)),
             "by_target": dict(Counter(t.provenance.get("target_edge") for t in self.tasks)),
         }
+
+
+_BFCL_ID = re.compile(r"^multi_turn_(?:base|long_context|miss_func|miss_param|composite)_(\d+)$")
+
+
+def base_task(task: Task) -> str:
+    """The base task a synthesized task comes from: its first parent, with BFCL's category variants of one
+    task (``multi_turn_base_62``, ``multi_turn_long_context_62``, ...) counted as one."""
+    parents = task.provenance.get("parents") or [task.id]
+    return _base_of(str(parents[0]))
+
+
+def _base_of(seed_id: str) -> str:
+    m = _BFCL_ID.match(seed_id)
+    return f"bfcl:{m.group(1)}" if m else seed_id
+
+
+def per_base_cap(config: "SynthConfig", seeds: dict[str, Task], by_target: dict[tuple[str, str], list[str]]) -> int:
+    """How many tasks one base task may give a run (:attr:`SynthConfig.max_per_base`)."""
+    if config.max_per_base:
+        return config.max_per_base
+    bases = {_base_of(i) for ids in by_target.values() for i in ids if i in seeds}
+    return max(2, -(-2 * config.n // max(1, len(bases))))
 
 
 def _rng(seed: int, *parts: Any) -> random.Random:
@@ -200,6 +232,8 @@ def synthesize(
     result.plans.extend(plans)
     taken = {p.key for p in plans}
     fingerprints = Seen()  # exact and near duplicates within the run
+    base_cap = per_base_cap(config, seeds, seeds_by_target)
+    per_base: Counter = Counter()  # tasks accepted per base task: cosmetic variants of one task never fill a run
     per_round = [config.n // config.rounds + (1 if r < config.n % config.rounds else 0) for r in range(config.rounds)]
     for r, quota in enumerate(per_round):
         round_no = round_offset + r
@@ -223,9 +257,14 @@ def synthesize(
 
         def _attempt(plan: Plan, round_no: int, attempt: int) -> bool:
             rng = _rng(config.seed, round_no, plan.id, attempt)
-            seed_task = seeds[plan.seeds[rng.randrange(len(plan.seeds))]]
+            open_seeds = [i for i in plan.seeds if per_base[_base_of(i)] < base_cap]
             plan.stats.attempted += 1
             result.attempted += 1
+            if not open_seeds:
+                result.rejections[SAME_BASE] += 1
+                plan.stats.rejections[SAME_BASE] = plan.stats.rejections.get(SAME_BASE, 0) + 1
+                return False
+            seed_task = seeds[open_seeds[rng.randrange(len(open_seeds))]]
             task = apply_strategy(plan.strategy, seed_task, plan.target, plan.strength, rng)
             if task is None:
                 result.rejections["synthesis_failed"] += 1
@@ -244,6 +283,7 @@ def synthesize(
                     plan.stats.rejections[reason] = plan.stats.rejections.get(reason, 0) + 1
                 return False
             plan.stats.valid += 1
+            per_base[base_task(task)] += 1
             task.provenance = {**task.provenance, "policy": result.policy}
             made_now.append((plan, task))
             result.tasks.append(task)

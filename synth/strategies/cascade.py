@@ -3,7 +3,10 @@
 At the target pair ``a → b`` where ``a``'s output feeds ``b`` and ``a`` only
 reads (calling it twice leaves the state as calling it once), the task declares
 an output view on the one call of ``a`` that feeds the target: its result is
-partial and says so —
+partial and says so.  The seed must call ``a`` once (with one entity): a view
+applies to a tool's n-th call, so with two calls of ``a`` (two cities) the
+cut-short result would follow the position, and an agent that orders the
+independent lookups otherwise would meet the other entity cut short —
 
 ``truncated_listing``  the list holding the fed value is cut before it
                        (``"truncated": true`` and the total count are added);
@@ -99,6 +102,10 @@ def partial_view(seed: Task, k: int, strength: float, rng: random.Random) -> tup
 def cascade_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: random.Random,
                strategy: str = "cascade") -> Task | None:
     flat = flat_calls(seed)
+    if sum(1 for f in flat if f[3] == flat[k][3]) != 1:
+        # the partial result must belong to the entity, not to a position: with two calls of the tool
+        # (Rivermist and San Francisco) an agent that orders them otherwise would meet the other one cut short
+        return None
     if not _reads_only(seed, k):
         return None
     made = partial_view(seed, k, strength, rng)

@@ -34,7 +34,7 @@ TARGETS = [
     ("message_login", "send_message"),
     ("get_stock_info", "add_to_watchlist"),
 ]
-PER_TARGET = 3
+PER_TARGET = 6
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +168,9 @@ def test_cascade_oracle_checks_and_recovers(seeds):
         del rollout[t][i]
         assert verify(task, rollout).reward == 0.0
     assert made >= 5
-    assert len(patterns) >= 2, patterns
+    # one pattern is enough here: cascade now needs a seed that calls `a` for one entity only (issue 26),
+    # and among these targets only quotes (stale values) qualify
+    assert patterns, patterns
 
 
 def test_depth_added_steps_cohere_and_keep_the_text_order(seeds):
