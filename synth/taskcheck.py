@@ -74,6 +74,7 @@ TEXT_ORDER = "text_order_differs"
 VALUE_UNOBTAINABLE = "value_not_obtainable"
 LOOKALIKE_ID_IN_TEXT = "lookalike_id_in_text"
 CASCADE_RECOVERY_IN_TEXT = "cascade_recovery_in_text"
+LOOKALIKE_NOT_SHOWN = "lookalike_not_in_shown_result"
 TEMPLATE_TEXT = "template_text"
 SPLICED_TEXT = "spliced_text"
 QUOTE_MISMATCH = "quote_differs_from_ground_truth"
@@ -92,6 +93,7 @@ REASONS = (
     VALUE_UNOBTAINABLE,
     LOOKALIKE_ID_IN_TEXT,
     CASCADE_RECOVERY_IN_TEXT,
+    LOOKALIKE_NOT_SHOWN,
     TEMPLATE_TEXT,
     SPLICED_TEXT,
     QUOTE_MISMATCH,
@@ -602,6 +604,48 @@ def strategy_text_problems(task: Task) -> list[tuple[str, str]]:
     return out
 
 
+# --------------------------------------------------------------------------- lookalikes where they are read
+
+
+def near_identical(a: Any, b: Any) -> bool:
+    """Whether two values differ by one edit: a character changed, added or dropped, or two neighbours
+    transposed (compared as written: 12446 and 14246, 'NVDA' and 'NVAD')."""
+    x, y = str(a), str(b)
+    if x == y or abs(len(x) - len(y)) > 1:
+        return False
+    if len(x) == len(y):
+        diff = [i for i in range(len(x)) if x[i] != y[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and x[diff[0]] == y[diff[1]] and x[diff[1]] == y[diff[0]])
+    short, long_ = sorted((x, y), key=len)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+def lookalike_problems(task: Task, oracle: Oracle | None = None) -> list[str]:
+    """For a lookalike task: the value ``a`` passes to ``b`` (``provenance["target_id"]``) and its look-alikes
+    (``provenance["lookalikes"]``) must all be in ``a``'s result *as the agent sees it* at the target edge,
+    and each look-alike must be near-identical to the value (:func:`near_identical`)."""
+    if task.provenance.get("strategy") != "lookalike":
+        return []
+    value, twins = task.provenance.get("target_id"), task.provenance.get("lookalikes") or []
+    step = target_step(task)
+    if value is None or not twins or step is None or step == 0:
+        return ["no value and look-alikes recorded at the target edge"]
+    oracle = oracle or replay_oracle(task)
+    steps = [s for turn in oracle.turns for s in turn.steps]
+    shown = _json_or_none(steps[step - 1].output or "")
+    seen = {_norm(x) for x in _leaves_and_keys(shown)} if shown is not None else set()
+    out = []
+    if _norm(value) not in seen:
+        out.append(f"the value passed on, {value!r}, is not in {steps[step - 1].call}'s shown result")
+    for twin in twins:
+        if _norm(twin) not in seen:
+            out.append(f"look-alike {twin!r} is not in {steps[step - 1].call}'s shown result")
+        elif not near_identical(twin, value):
+            out.append(f"look-alike {twin!r} is not near-identical to {value!r}")
+    return out
+
+
 # --------------------------------------------------------------------------- text rules
 
 #: Wrapper phrases of a template voice (a person writes the request, not a frame around it).
@@ -821,6 +865,11 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
     if order:
         reasons.append(TEXT_ORDER)
         notes.extend(order[:2])
+    if not problems:
+        for detail in lookalike_problems(task, oracle):
+            if LOOKALIKE_NOT_SHOWN not in reasons:
+                reasons.append(LOOKALIKE_NOT_SHOWN)
+            notes.append(detail)
     for reason, detail in strategy_text_problems(task) + text_problems(task):
         if reason not in reasons:
             reasons.append(reason)
@@ -866,4 +915,6 @@ __all__ = [
     "repair_quotes",
     "empty_turn_problems",
     "text_problems",
+    "lookalike_problems",
+    "near_identical",
 ]

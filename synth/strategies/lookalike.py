@@ -1,12 +1,17 @@
-"""lookalike: look-alike entities beside the one the target steps use, and a text that names it
-by an attribute only a lookup resolves.
+"""lookalike: near-identical values around the one passed on, in the result the agent reads at the target.
 
-The initial state gains near-twins of the entity (a card whose number differs
-in one digit, a ticker one letter off, a user whose name differs by a letter);
-the user text no longer carries the entity's id but an attribute (the card
-ending in 4165, the company Apple, the contact Alex), and the ground truth
-gains the lookup that resolves it (``get_all_credit_cards``,
-``get_symbol_by_name``, ``get_user_id``) before the first call that uses it.
+At the target pair ``a → b`` (``a`` called once, for one entity), the value
+``a`` returns and ``b`` consumes (a zip code, an order id, a booking id, a
+price) is shown among sibling records whose values are near-identical (one
+character off, two characters transposed) and whose labels are near-twins of
+the attribute the user text already names (the city ``Rivermist`` beside
+``North Rivermist``; the ticker ``NVDA`` beside ``NVDAX``; the route
+``SFO-LAX`` beside ``SFO-LAS``).  The text identifies the right record without
+stating the value; the ground truth, unchanged, passes the right one.  It is
+an output view (:mod:`ace_env.views`): the state is not touched.
+
+:func:`lookalike_at` (near-twins added to the state) is the random baseline's
+look-alike edit.
 """
 
 from __future__ import annotations
@@ -15,22 +20,22 @@ import random
 import re
 from typing import Any
 
-from ace_env.calls import Call, parse_call
 from ace_env.executor import copy_json
 from ace_env.tasks import Task
+from synth.strategies.ambiguity import fed_values
 from synth.strategies.build import (
     build,
     class_of,
-    copy_turns,
     effective,
     env_before,
     gt_text,
+    parsed_output,
     pick_position,
     step_values,
 )
 from synth.strategies.fs import fs_contents, fs_cwd, fs_dir, fs_dirs, fs_files
 from synth.strategies.registry import register
-from synth.taskcheck import flat_calls, splice_problems
+from synth.taskcheck import flat_calls, user_text_upto, value_in_text
 
 _NAME_CHARS = re.compile(r'[|/\\?%*:"><]')
 
@@ -340,114 +345,128 @@ def lookalike_at(seed: Task, k: int, strength: float, rng: random.Random) -> tup
     return (config, added) if added else None
 
 
-#: Company names BFCL's ``TradingBot.get_symbol_by_name`` knows (checked against it when used).
-_COMPANIES = ("Apple", "Google", "Tesla", "Microsoft", "Nvidia", "Zeta Corp", "Alpha Tech", "Omega Industries",
-              "Quasar Ltd.", "Neptune Systems", "Synex Solutions", "Amazon", "Gorilla")
+# --------------------------------------------------------------------------- the strategy (issue 26)
 
-_CARD_WORDS = ["the card ending in {last4}", "my card that ends in {last4}", "the credit card ending {last4}"]
+_WRAP = ["matches", "results", "records", "candidates"]
 
 
-def _card(seed: Task, value: Any, rng: random.Random) -> tuple[str, str, str] | None:
-    inst = effective(seed, "TravelAPI")
-    if not isinstance(value, str) or value not in inst.credit_card_list or len(value) < 6:
-        return None
-    return (r"(?:(?:my|the)\s+)?(?:credit\s+)?(?:card\s+)?(?:(?:id|number)\s+)?['\"]?" + re.escape(value) + r"['\"]?",
-            rng.choice(_CARD_WORDS).format(last4=value[-4:]), "get_all_credit_cards()")
+def near_variants(value: Any, rng: random.Random) -> list[Any]:
+    """Values near-identical to ``value``: one character off, two neighbours transposed, one more digit
+    or letter; of the same type (an int stays an int, a price keeps its cents)."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, float):
+        cents = f"{value:.2f}"
+        out = [float(v) for v in near_variants(cents, rng) if re.fullmatch(r"\d+\.\d\d", v)]
+        return [v for v in dict.fromkeys(out) if v != value and v > 0]
+    if isinstance(value, int):
+        out = [int(v) for v in near_variants(str(value), rng) if v.isdigit() and not v.startswith("0")]
+        return [v for v in dict.fromkeys(out) if v != value]
+    if not isinstance(value, str) or len(value) < 2:
+        return []
+    chars = list(value)
+    out = []
+    for i in range(len(chars) - 1):  # transpositions
+        if chars[i] != chars[i + 1]:
+            out.append("".join(chars[:i] + [chars[i + 1], chars[i]] + chars[i + 2:]))
+    for i, ch in enumerate(chars):  # one character off
+        if ch.isdigit():
+            out.append("".join(chars[:i] + [str((int(ch) + rng.randint(1, 9)) % 10)] + chars[i + 1:]))
+        elif ch.isalpha():
+            sub = chr((ord(ch.upper()) - 65 + rng.randint(1, 25)) % 26 + 65)
+            out.append("".join(chars[:i] + [sub if ch.isupper() else sub.lower()] + chars[i + 1:]))
+    out = [v for v in dict.fromkeys(out) if v != value]
+    rng.shuffle(out)
+    return out
 
 
-def _symbol(seed: Task, value: Any, rng: random.Random) -> tuple[str, str, str] | None:
-    if not isinstance(value, str) or not value.isupper():
-        return None
-    inst = effective(seed, "TradingBot")
-    for name in _COMPANIES:
-        if inst.get_symbol_by_name(name).get("symbol") == value:
-            return (r"(?:(?:the\s+)?(?:company\s+with\s+)?(?:the\s+)?(?:stock\s+)?(?:symbol|ticker)\s+)?['\"]?\b"
-            + re.escape(value) + r"\b['\"]?",
-                    name, f"get_symbol_by_name(name={name!r})")
+def _sibling_names(name: str, rng: random.Random) -> list[str]:
+    """Labels of sibling records: near-twins of the attribute the text names (a city, a ticker, a route)."""
+    if re.fullmatch(r"[A-Z]{2,5}", name):
+        out = near_variants(name, rng)
+        return [v for v in out if v.isalpha()]
+    if re.fullmatch(r"[A-Z]{3}-[A-Z]{3}", name):
+        a, b = name.split("-")
+        return [f"{a}-{v}" for v in near_variants(b, rng)[:2]] + [f"{v}-{b}" for v in near_variants(a, rng)[:2]]
+    words = [f"North {name}", f"{name} Heights", f"New {name}", f"{name} Springs", f"East {name}", f"{name} Falls"]
+    rng.shuffle(words)
+    return words
+
+
+def _discriminator(seed: Task, k: int, args: dict[str, Any]) -> tuple[str, str] | None:
+    """(parameter, label) of ``a``'s argument that the user text names and that tells its record apart."""
+    text = user_text_upto(seed, flat_calls(seed)[k][0]).lower()
+    if isinstance(args.get("travel_from"), str) and isinstance(args.get("travel_to"), str):
+        return "route", f"{args['travel_from']}-{args['travel_to']}"
+    for param in ("city", "symbol", "location", "name", "stock", "folder"):
+        v = args.get(param)
+        if isinstance(v, str) and len(v) >= 2 and v.lower() in text:
+            return param, v
     return None
 
 
-def _user(seed: Task, value: Any, rng: random.Random) -> tuple[str, str, str] | None:
-    inst = effective(seed, "MessageAPI")
-    names = [n for n, uid in inst.user_map.items() if uid == value]
-    if not isinstance(value, str) or not names:
-        return None
-    return (r"(?:(?:the\s+)?user(?:\s+(?:id|ID))?\s+)?['\"]?\b" + re.escape(value) + r"\b['\"]?",
-            names[0], f"get_user_id(user={names[0]!r})")
-
-
-#: Per class: how an entity's id is described by an attribute, and the lookup that resolves it.
-_RESOLVERS = {"TravelAPI": _card, "TradingBot": _symbol, "MessageAPI": _user}
-
-
-def _describe(seed: Task, k: int, rng: random.Random) -> tuple[Any, str, str, str] | None:
-    """(id, pattern in the text, description, lookup call) for an id the target uses and the text names."""
+def shown_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+    """Output-view operations that place the value ``a`` (flat call ``k``) passes to ``b`` among near-identical
+    values in sibling records of ``a``'s shown result, and what was placed; None where it cannot be done."""
     flat = flat_calls(seed)
     env = env_before(seed, k)
-    for j in (k, k + 1):
-        t, _, raw, name = flat[j]
-        r = env.call(raw, t)
-        cls = class_of(name)
-        fn = _RESOLVERS.get(cls or "")
-        if fn is None or cls not in seed.involved_classes:
-            continue
-        for value in dict.fromkeys(v for v in r.arguments.values() if isinstance(v, str)):
-            if not any(value in m.get("content", "") for turn in seed.turns for m in turn.user):
-                continue
-            made = fn(seed, value, rng)
-            if made is not None and made[2].split("(")[0] in seed.tools:
-                return (value, *made)
-    return None
-
-
-def _strings(raw: str) -> list[str]:
-    parsed = parse_call(raw)
-    if not isinstance(parsed, Call):
-        return []
-    return [v for v in list(parsed.kwargs.values()) + list(parsed.args) if isinstance(v, str)]
+    ra = env.call(flat[k][2], flat[k][0])
+    rb = env.call(flat[k + 1][2], flat[k + 1][0])
+    out = parsed_output(ra.output or "")
+    if ra.status != "ok" or rb.status != "ok" or not isinstance(out, dict):
+        return None
+    fed = [(key, v) for key, v in fed_values(out, rb.arguments) if key in out]
+    text = user_text_upto(seed, flat[k + 1][0])
+    fed = [(key, v) for key, v in fed if not value_in_text(v, text)]  # the text must not state it
+    if not fed:
+        return None
+    key, value = fed[0]
+    found = _discriminator(seed, k, ra.arguments)
+    if found is None:
+        return None
+    _, label = found
+    names = [x for x in _sibling_names(label, rng) if x != label][:n]
+    twins = near_variants(value, rng)[:n]
+    if len(names) < 1 or len(twins) < len(names):
+        return None
+    siblings: dict[str, Any] = {}
+    for name, twin in zip(names, twins):
+        record = {k2: v2 for k2, v2 in out.items() if not isinstance(v2, (dict, list))}
+        for other, v2 in record.items():  # a sibling has its own ids, never a copy of the right record's
+            if other != key and ("id" in other.lower().split("_") or other.lower().endswith("id")):
+                record[other] = next(iter(near_variants(v2, rng)), v2)
+        record[key] = twin
+        siblings[name] = record
+    fields = list(out)
+    ops: list[dict[str, Any]] = []
+    if rng.random() < 0.5:  # the right record first or last
+        ops += [{"op": "nest", "key": label, "fields": fields}, {"op": "add", "fields": siblings}]
+    else:
+        ops += [{"op": "add", "fields": siblings}, {"op": "nest", "key": label, "fields": fields}]
+    ops.append({"op": "wrap", "key": rng.choice(_WRAP)})
+    return ops, {"key": key, "value": value, "twins": twins[:len(names)], "label": label, "siblings": names}
 
 
 @register("lookalike")
 def lookalike(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
+    """The value ``a`` passes to ``b`` shown among near-identical values of sibling records in ``a``'s result;
+    the text names the right record's attribute (the city, the ticker, the route) and never the value."""
     k = pick_position(seed, target, rng)
     if k is None:
         return None
-    described = _describe(seed, k, rng)
-    if described is None:
-        return None
-    value, pattern, words, lookup = described
-    if any(value in v and v != value for _, _, raw, _ in flat_calls(seed) for v in _strings(raw)):
-        return None  # the id is part of a longer value (a tweet that says $MSFT): renaming it would change that
-    made = lookalike_at(seed, k, strength, rng)
+    flat = flat_calls(seed)
+    if sum(1 for f in flat if f[3] == flat[k][3]) != 1:
+        return None  # a view follows the call's position: with two calls of `a` it could show the wrong entity
+    made = shown_lookalikes(seed, k, rng, 1 + round(strength * 2))
     if made is None:
         return None
-    config, added = made
-    turns = copy_turns(seed.turns)
-    for turn in turns:
-        for m in turn.user:
-            if m.get("role") == "user" and value.lower() in m.get("content", "").lower():
-                m["content"] = re.sub(pattern, lambda _: words, m["content"], flags=re.I)
-    if any(value.lower() in m.get("content", "").lower() for turn in turns for m in turn.user):
-        return None
-    # the lookup goes right before the first call that uses the id, never inside the target pair
-    flat = flat_calls(seed)
-    first = next((j for j, (_, _, raw, _) in enumerate(flat) if value in raw), None)
-    if first is None:
-        return None
-    if first == k + 1:
-        if flat[k][0] != flat[k + 1][0]:
-            return None
-        first = k
-    t, i = flat[first][0], flat[first][1]
-    if not any(value in m.get("content", "") for m in seed.turns[t].user) and \
-            not any(value in m.get("content", "") for tt in seed.turns[:t] for m in tt.user):
-        return None
-    turns[t].ground_truth.insert(i, lookup)
-    probe = Task("", "ace", "lookalike", turns, seed.initial_config, seed.involved_classes, seed.tools,
-                 provenance={"described_as": words})
-    if splice_problems(probe):
-        return None  # the description would be glued into the sentence, not written into it
+    ops, placed = made
+    view = {"tool": flat[k][3], "ops": ops}
     return build(seed, "lookalike", target, strength,
-                 f"text names {value!r} as {words!r}; look-alikes added: {', '.join(added)}; lookup {lookup}",
-                 turns=turns, config=config,
-                 extra={"lookalikes": added, "target_id": value, "described_as": words, "lookup": lookup})
+                 f"{flat[k][3]}'s result shows {placed['key']}={placed['value']!r} of {placed['label']!r} among "
+                 f"near-identical values of {', '.join(map(repr, placed['siblings']))}: "
+                 f"{', '.join(map(repr, placed['twins']))}",
+                 views=list(seed.output_views) + [view],
+                 extra={"target_id": placed["value"], "lookalike_key": placed["key"],
+                        "lookalikes": placed["twins"], "lookalike_labels": placed["siblings"],
+                        "identified_by": placed["label"], "lookalike_view": view})

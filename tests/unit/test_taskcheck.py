@@ -19,6 +19,7 @@ from synth.taskcheck import (
     GT_ERROR,
     GT_REJECTED,
     LOOKALIKE_ID_IN_TEXT,
+    LOOKALIKE_NOT_SHOWN,
     NEAR_DUPLICATE_REASON,
     NO_TARGET,
     TARGET_ALTER_ACCEPTED,
@@ -32,6 +33,8 @@ from synth.taskcheck import (
     check_task,
     error_output,
     flat_calls,
+    lookalike_problems,
+    near_identical,
     seed_problems,
     target_present,
     task_fingerprint,
@@ -200,16 +203,31 @@ def _made(name, target, strength=0.7):
 
 
 def test_lookalike_text_with_the_id_is_rejected():
-    task = _made("lookalike", ("get_stock_info", "place_order"))
+    task = _made("lookalike", ("place_order", "get_order_details"))
     assert check_task(task).valid
     leaked = Task.from_dict(copy.deepcopy(task.to_dict()))
-    leaked.turns[0].user[-1]["content"] += f" (id {task.provenance['target_id']})"
+    leaked.turns[-1].user[-1]["content"] += f" (order {task.provenance['target_id']})"
     assert LOOKALIKE_ID_IN_TEXT in check_task(leaked).reasons
-    # without the lookup the id is nowhere the agent could read it
-    blind = Task.from_dict(copy.deepcopy(task.to_dict()))
-    for turn in blind.turns:
-        turn.ground_truth = [c for c in turn.ground_truth if c != task.provenance["lookup"]]
-    assert VALUE_UNOBTAINABLE in check_task(blind).reasons
+
+
+def test_a_lookalike_set_not_in_the_shown_result_is_rejected():
+    task = _made("lookalike", ("place_order", "get_order_details"))
+    assert check_task(task).valid and not lookalike_problems(task)
+    # the look-alikes put somewhere the agent never reads them (no view on a's result)
+    hidden = Task.from_dict(copy.deepcopy(task.to_dict()))
+    hidden.output_views = []
+    assert LOOKALIKE_NOT_SHOWN in check_task(hidden).reasons
+    # look-alikes claimed that a's shown result does not hold
+    absent = Task.from_dict(copy.deepcopy(task.to_dict()))
+    absent.provenance["lookalikes"] = [999999]
+    assert LOOKALIKE_NOT_SHOWN in check_task(absent).reasons
+    # values in the result, but not near-identical to the one passed on
+    value = task.provenance["target_id"]
+    unlike = Task.from_dict(copy.deepcopy(task.to_dict()))
+    unlike.output_views[-1]["ops"].append({"op": "add", "fields": {"other": value * 3 + 1}})
+    unlike.provenance["lookalikes"] = [value * 3 + 1]
+    assert LOOKALIKE_NOT_SHOWN in check_task(unlike).reasons
+    assert near_identical(12446, 14246) and near_identical("NVDA", "NVDX") and not near_identical(12446, 17446 + 1)
 
 
 def test_cascade_text_that_states_the_recovery_is_rejected():
