@@ -25,6 +25,11 @@ def check_level(level: Any) -> str:
     return level
 
 
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def list_scopes(store: Any, experiment: str | None = None) -> list[dict[str, Any]]:
     """Every stored scope (of one experiment, or all) with its totals and composition counts."""
     return store.run("scope-list", experiment=experiment)
@@ -40,13 +45,20 @@ def _known(store: Any, experiment: str | None = None) -> str:
     return f"scopes{f' of {experiment}' if experiment else ''}: {shown}"
 
 
-def require_scope(store: Any, key: str, experiment: str | None = None) -> dict[str, Any]:
+def require_scope(store: Any, key: Any, experiment: str | None = None,
+                  allow_deleting: bool = False) -> dict[str, Any]:
     """The stored scope ``key``; an error listing the scopes when it is unknown.
 
     With ``experiment``, a scope of another experiment is an error too (one
     experiment's curriculum or synthesis must not read another's evidence).
+    A scope being deleted (a delete that stopped part-way) is an error too, so
+    its remains are never read as data; only :func:`delete_scope` passes
+    ``allow_deleting`` to finish it.
     """
-    parts = (key or "").split("/")
+    if not isinstance(key, str):
+        raise ScopeError(f"scope must be a string experiment/policy/checkpoint, got {type(key).__name__} "
+                         f"{_short(key)}; pass it as -P scope=E/P/C or --scope E/P/C")
+    parts = key.split("/")
     if len(parts) != 3 or not all(parts):
         raise ScopeError(f"scope {key!r} is not experiment/policy/checkpoint; {_known(store)}")
     if experiment is not None and parts[0] != experiment:
@@ -55,8 +67,17 @@ def require_scope(store: Any, key: str, experiment: str | None = None) -> dict[s
         )
     for row in list_scopes(store, parts[0]):
         if row["key"] == key:
+            if not allow_deleting and is_deleting(store, key):
+                raise ScopeError(f"scope {key!r} is being deleted (a delete stopped part-way), so what is left of "
+                                 f"it is not data; finish the delete with `ace scope delete {key} --yes`")
             return row
     raise ScopeError(f"scope {key!r} does not exist; {_known(store)}")
+
+
+def is_deleting(store: Any, key: str) -> bool:
+    """Whether scope ``key`` is marked as being deleted (``cypher/scope-deleting.cypher``)."""
+    rows = store.run("scope-deleting", scope=key)
+    return bool(rows and rows[0]["deleting"])
 
 
 def require_experiment(store: Any, experiment: str) -> list[dict[str, Any]]:
@@ -69,13 +90,30 @@ def require_experiment(store: Any, experiment: str) -> list[dict[str, Any]]:
     return rows
 
 
-def delete_scope(store: Any, key: str) -> dict[str, int]:
-    """Delete a scope with its rollouts, steps and aggregates (``cypher/scope-delete.cypher``)."""
-    require_scope(store, key)
-    query = queries.load("scope-delete")
+#: Rollouts (with their steps) or composition counts deleted per transaction by :func:`delete_scope`.
+DELETE_BATCH = 1000
 
-    def work(tx: Any) -> dict[str, int]:
-        return tx.run(query.text, scope=key).single().data()
 
+def delete_scope(store: Any, key: str, batch: int = DELETE_BATCH) -> dict[str, int]:
+    """Delete a scope with its rollouts, steps and aggregates, in batches (one transaction each).
+
+    The scope is first marked as being deleted (``cypher/scope-delete-mark.cypher``):
+    from then on :func:`require_scope` refuses it to every reader, and a delete
+    killed part-way is finished by calling this again (it deletes what is
+    left).  Then the composition counts and the rollouts with their steps go in
+    batches of ``batch`` (``CALL { ... } IN TRANSACTIONS``, so a scope of any
+    size fits the server's transaction memory), and last the Scope node.
+    """
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ConfigError(f"delete batch must be a whole number >= 1, got {batch!r}")
+    require_scope(store, key, allow_deleting=True)
+    store.write("scope-delete-mark", scope=key)
     with store.driver.session(database=store.database) as session:
-        return session.execute_write(work)
+        def auto_commit(name: str, **params: Any) -> dict[str, Any]:
+            # CALL { ... } IN TRANSACTIONS runs only in an auto-commit transaction (session.run).
+            return session.run(queries.load(name).text, params).single().data()
+
+        compositions = auto_commit("scope-delete-compositions", scope=key, batch=batch)["compositions"]
+        deleted = auto_commit("scope-delete", scope=key, batch=batch)
+    scopes = store.write("scope-delete-finish", scope=key)["scopes"]
+    return {"scopes": scopes, "rollouts": deleted["rollouts"], "steps": deleted["steps"], "compositions": compositions}

@@ -6,7 +6,7 @@
 // Required: experiment, policy
 // :params {experiment: "demo", policy: "sim", level: "skill"}
 MATCH (sc:Scope {experiment: $experiment, policy: $policy})-[m:MEASURED]->(k)
-WHERE m.level = $level AND m.attempts > 0
+WHERE NOT coalesce(sc.deleting, false) AND m.level = $level AND m.attempts > 0
 RETURN sc.round AS round, sc.checkpoint AS checkpoint, coalesce(k.id, k.name) AS key,
        m.attempts AS attempts, toFloat(m.attempts - m.failures) / m.attempts AS success_rate
 ORDER BY key, round, checkpoint

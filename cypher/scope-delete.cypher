@@ -1,21 +1,18 @@
-// Purpose: delete one scope and everything stored under it: its rollouts
-//   with their steps, its MEASURED capability counts and its COMPOSES
-//   composition counts. Tasks, skills, tools, prior edges and curricula are
-//   left alone. Returns what was deleted (all zeros for an unknown scope).
-// Parameters: $scope (string, "experiment/policy/checkpoint")
-// Columns: scopes, rollouts, steps, compositions
+// Purpose: delete one scope's rollouts with their steps, in batches of
+//   $batch rollouts, each batch its own transaction (so a scope of any size
+//   fits the server's transaction memory). Run it in an auto-commit
+//   transaction (Neo4j Browser does; drivers: session.run) after
+//   scope-delete-mark, then scope-delete-compositions and scope-delete-finish.
+//   Safe to run again after a kill: it deletes what is left.
+// Parameters: $scope (string, "experiment/policy/checkpoint"), $batch (int, rollouts per transaction)
+// Columns: rollouts, steps
 // Mode: write
-OPTIONAL MATCH (r:Rollout {scope: $scope})
-OPTIONAL MATCH (r)-[:HAS_STEP]->(s:Step)
-WITH collect(DISTINCT r) AS rollouts, collect(DISTINCT s) AS steps
-CALL (steps) { UNWIND steps AS s DETACH DELETE s }
-CALL (rollouts) { UNWIND rollouts AS r DETACH DELETE r }
-WITH size(rollouts) AS rollouts, size(steps) AS steps
-OPTIONAL MATCH ()-[c:COMPOSES {scope: $scope}]->()
-WITH rollouts, steps, collect(c) AS comps
-CALL (comps) { UNWIND comps AS c DELETE c }
-WITH rollouts, steps, size(comps) AS compositions
-OPTIONAL MATCH (sc:Scope {key: $scope})
-WITH rollouts, steps, compositions, collect(sc) AS scs
-CALL (scs) { UNWIND scs AS sc DETACH DELETE sc }
-RETURN size(scs) AS scopes, rollouts, steps, compositions
+MATCH (r:Rollout {scope: $scope})
+CALL (r) {
+  OPTIONAL MATCH (r)-[:HAS_STEP]->(s:Step)
+  WITH r, collect(s) AS steps
+  FOREACH (s IN steps | DETACH DELETE s)
+  DETACH DELETE r
+  RETURN size(steps) AS steps
+} IN TRANSACTIONS OF $batch ROWS
+RETURN count(*) AS rollouts, coalesce(sum(steps), 0) AS steps

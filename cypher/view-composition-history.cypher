@@ -9,6 +9,7 @@
 // Required: experiment, policy
 // :params {experiment: "demo", policy: "sim", level: "tool", min_support: 20}
 MATCH (sc:Scope {experiment: $experiment, policy: $policy})
+WHERE NOT coalesce(sc.deleting, false)
 MATCH (a)-[c:COMPOSES {scope: sc.key, level: $level}]->(b)
 WHERE c.n > 0
 WITH sc, a, b, c

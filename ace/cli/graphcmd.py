@@ -33,8 +33,9 @@ from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import why_empty
 from ace_graph.ingest import ingest_file
-from ace_graph.scopes import check_level, require_experiment, require_scope
+from ace_graph.scopes import check_level, is_deleting, require_experiment, require_scope
 from ace_graph.store import GraphStore
+from ace_graph.taskfiles import refuse_changes_to_stored_tasks
 
 #: Parameters that are counts or limits: whole numbers from 0 (min_support, limit) that fit Neo4j's int64.
 COUNT_PARAMS = ("min_support", "limit", "min_attempts")
@@ -99,6 +100,12 @@ def ingest(
     task_set = load_tasks(tasks)
 
     def work(store):
+        key = f"{e}/{p}/{c}"
+        if is_deleting(store, key):
+            raise ConfigError(f"scope {key!r} is being deleted (a delete stopped part-way); finish it with "
+                              f"`ace scope delete {key} --yes` before ingesting into it")
+        if not tasks.startswith("bfcl"):
+            refuse_changes_to_stored_tasks(store, task_set, tasks)
         reports, rows = [], []
         for i, path in enumerate(paths):
             with Progress(f"ingesting {path.name}", _count_lines(path), disable=as_json) as progress:

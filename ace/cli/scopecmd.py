@@ -47,11 +47,17 @@ def delete(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     as_json: bool = json_option("Print what was deleted as JSON."),
 ) -> None:
-    """Delete a scope with its rollouts, steps and aggregates (tasks and curricula stay)."""
+    """Delete a scope with its rollouts, steps and aggregates (tasks and curricula stay).
+
+    The scope is marked as being deleted first, then deleted in batches (one
+    transaction each), so a scope of any size can be deleted; a delete that is
+    stopped part-way leaves the scope marked (no command reads it) and running
+    this again finishes it.
+    """
     parse_scope(scope)
 
     def work(store):
-        row = require_scope(store, scope)
+        row = require_scope(store, scope, allow_deleting=True)  # a delete that stopped part-way is finished
         if not yes and not typer.confirm(
                 f"Delete scope {scope} ({row['rollouts']} rollouts, {row['steps']} steps)?", default=False):
             return None
