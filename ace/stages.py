@@ -6,6 +6,7 @@ curriculum), so they live in the composition root.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import tempfile
@@ -68,6 +69,39 @@ class SimReport:
         return dict(self.__dict__)
 
 
+#: The most rollouts one `ace sim rollouts` writes (about 5 GB of JSONL); larger --n is refused.
+MAX_SIM_ROLLOUTS = 10_000_000
+
+
+def remove_stale_temp_files(out: Path) -> list[Path]:
+    """Remove the temporary files an earlier writer of ``out`` left when it was killed (kill -9).
+
+    They are named ``.{out.name}.{pid}.XXXX.tmp``; one whose process no longer
+    exists is removed, one of a living process (a concurrent writer) is kept.
+    """
+    removed = []
+    for tmp in out.parent.glob(f".{glob.escape(out.name)}.*.tmp"):
+        pid = tmp.name[len(out.name) + 2:].partition(".")[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        try:
+            tmp.unlink()
+            removed.append(tmp)
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def simulate_to_file(
     tasks: Sequence[Task],
     n: int,
@@ -82,7 +116,10 @@ def simulate_to_file(
 
     With ``reuse`` an existing ``out`` is kept as it is (same name, same
     content: the simulation is deterministic in its seed).  On any failure
-    nothing is left behind.
+    nothing is left behind (SIGTERM and SIGHUP count as failures where the
+    command installs :func:`ace.cli.options.signals_interrupt`); a temporary file
+    that a kill -9 left is removed by the next run.  ``n`` is at most
+    :data:`MAX_SIM_ROLLOUTS`.
     """
     out = Path(out)
     tasks = list(tasks)
@@ -91,9 +128,13 @@ def simulate_to_file(
     if reuse and out.is_file():
         return SimReport(str(out), sum(1 for line in open(out, encoding="utf-8") if line.strip()),
                          len(tasks), seed, reused=True)
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_SIM_ROLLOUTS:
+        raise ConfigError(f"--n {n!r}: simulate between 0 and {MAX_SIM_ROLLOUTS:,} rollouts (about 500 bytes each); "
+                          "for more, write several files and ingest them into one scope")
+    remove_stale_temp_files(out)
     slips: Counter[str] = Counter()
     failing = 0
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".tmp", dir=out.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             for r in simulate(tasks, n, spec, seed, prefix=prefix):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from collections import deque
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -50,6 +51,8 @@ _WORKER_VERIFIERS: dict[str, BoundedVerifier] = {}
 #: Ray's switch that keeps a loopback node IP (else Ray replaces 127.0.0.1 by the machine's address).
 SINGLE_MACHINE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+#: Ray's count of attempts to reach the GCS when a driver connects (about 35 s each; default 20).
+GCS_WAIT_ENV = "RAY_gcs_server_port_wait_time_s"
 
 
 def is_loopback(address: str) -> bool:
@@ -96,6 +99,72 @@ def single_machine(address: str) -> bool:
     return False
 
 
+#: Seconds to wait for a Ray head node to answer before giving up (env ACE_RAY_CONNECT_TIMEOUT).
+CONNECT_TIMEOUT_S = 10.0
+
+
+#: An HTTP/2 client connection preface and an empty SETTINGS frame (RFC 9113, 3.4).
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def connect_timeout() -> float:
+    """The deadline for reaching a Ray head node: ACE_RAY_CONNECT_TIMEOUT seconds (default 10)."""
+    text = os.environ.get("ACE_RAY_CONNECT_TIMEOUT", "")
+    if not text.strip():
+        return CONNECT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 3600:
+        raise ConfigError(f"ACE_RAY_CONNECT_TIMEOUT={text!r}: give seconds, a number above 0 and at most 3600")
+    return value
+
+
+def check_reachable(address: str, timeout: float | None = None) -> None:
+    """Refuse, within ``timeout`` seconds, a ``host:port`` where nothing accepts connections.
+
+    Ray's own connection to a head node retries for minutes (its GCS client
+    logs and tries again), to a closed port and to a port where something
+    other than Ray listens alike; this probe (a TCP connection, then the
+    HTTP/2 greeting every gRPC server answers) gives every ``--ray
+    host:port`` an overall deadline and a one-line error instead.  ``auto`` and ``local``
+    are not probed (Ray finds or starts those itself, without waiting).
+    """
+    if address in ("auto", "local"):
+        return
+    target = address.removeprefix("ray://")
+    host, sep, port = target.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"--ray {address!r} is not host:port (e.g. 127.0.0.1:6379), `auto` or `local`")
+    limit = connect_timeout() if timeout is None else timeout
+    deadline = time.monotonic() + limit
+    try:
+        with socket.create_connection((host, int(port)), timeout=limit) as sock:
+            # Ray's head node speaks gRPC (HTTP/2): to the client preface it answers with a SETTINGS
+            # frame (a 9-byte header, type 4).  Anything else (a web server, a silent port) is not Ray.
+            sock.sendall(HTTP2_PREFACE)
+            header = b""
+            while len(header) < 9:
+                sock.settimeout(max(0.001, deadline - time.monotonic()))
+                chunk = sock.recv(9 - len(header))
+                if not chunk:
+                    break
+                header += chunk
+    except OSError as e:
+        why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e) or type(e).__name__)
+        raise ConfigError(
+            f"Cannot reach a Ray cluster at {address!r} within {limit:g} s ({why}). Start one with "
+            "`ray start --head`, give its address (host:port), or use `local`; ACE_RAY_CONNECT_TIMEOUT sets the wait."
+        ) from e
+    if len(header) < 9 or header[3] != 4:
+        raise ConfigError(
+            f"{address!r} answers, but not as a Ray head node (no gRPC/HTTP2 greeting); give the GCS address "
+            "`ray start --head` printed (host:6379 by default), or use `local`."
+        )
+
+
 def _ray() -> Any:
     try:
         import ray
@@ -114,6 +183,7 @@ def connect(address: str, num_cpus: int | None = None) -> tuple[Any, bool]:
     ray = _ray()
     if ray.is_initialized():
         return ray, False
+    check_reachable(address)
     single = single_machine(address)
     # Ray reads the variable once, at import, into this switch: set it for this connection.
     ray._private.ray_constants.ENABLE_RAY_CLUSTER = not single
@@ -125,6 +195,11 @@ def connect(address: str, num_cpus: int | None = None) -> tuple[Any, bool]:
     saved = os.environ.get(SINGLE_MACHINE_ENV)
     if single:
         os.environ[SINGLE_MACHINE_ENV] = "0"  # for the processes `local` starts
+    # One GCS connection attempt (about 40 s at most) instead of Ray's 20: the probe above already
+    # found the head node, and a port that answers HTTP/2 without being Ray must not hold us for minutes.
+    saved_wait = os.environ.get(GCS_WAIT_ENV)
+    if address not in ("auto", "local") and saved_wait is None:
+        os.environ[GCS_WAIT_ENV] = "1"
     try:
         ray.init(**kwargs)
     except (ConnectionError, RuntimeError, ValueError) as e:
@@ -137,6 +212,8 @@ def connect(address: str, num_cpus: int | None = None) -> tuple[Any, bool]:
             os.environ.pop(SINGLE_MACHINE_ENV, None)
         else:
             os.environ[SINGLE_MACHINE_ENV] = saved
+        if saved_wait is None:
+            os.environ.pop(GCS_WAIT_ENV, None)
     return ray, True
 
 

@@ -11,11 +11,14 @@ text is written once, in the dataclass.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
 import os
+import signal
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import MISSING, fields
 from pathlib import Path
@@ -139,6 +142,29 @@ def check_out(path: Path, force: bool = False, directory: bool = False) -> Path:
     os.close(fd)
     os.unlink(probe)
     return path
+
+
+class Stopped(ConfigError):
+    """A command stopped by a signal (SIGTERM, SIGHUP) part-way."""
+
+
+@contextlib.contextmanager
+def signals_interrupt(signals: Iterable[int] = (signal.SIGTERM, signal.SIGHUP)):
+    """While inside, SIGTERM and SIGHUP raise :class:`Stopped`, so a command that is killed runs its
+    cleanup (a writer removes its temporary file) and ends with one error line (exit 1)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, _frame: Any) -> None:
+        raise Stopped(f"stopped by {signal.Signals(signum).name} before it finished; its partial output was removed")
+
+    saved = {sig: signal.signal(sig, interrupt) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
 
 
 def check_input(path: Path, what: str = "file") -> Path:

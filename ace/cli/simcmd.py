@@ -17,9 +17,10 @@ from ace.cli.options import (
     json_option,
     load_tasks,
     out_option,
+    signals_interrupt,
     tasks_option,
 )
-from ace.stages import simulate_to_file
+from ace.stages import MAX_SIM_ROLLOUTS, simulate_to_file
 from ace_env.sim import load_weakness
 
 sim_app = typer.Typer(
@@ -49,7 +50,8 @@ app.add_typer(sim_app, name="sim")
 @sim_app.command("rollouts")
 def rollouts_cmd(
     tasks: str = tasks_option(),
-    n: int = typer.Option(..., "--n", min=0, max=INT_MAX, help="Number of rollouts to write."),
+    n: int = typer.Option(..., "--n", min=0, max=MAX_SIM_ROLLOUTS,
+                          help=f"Number of rollouts to write (at most {MAX_SIM_ROLLOUTS:,}: about 5 GB)."),
     out: Path = out_option(..., "Rollout JSONL to write (atomically: a temp file, then a rename)."),
     force: bool = force_option(),
     weakness: Optional[Path] = typer.Option(
@@ -62,12 +64,14 @@ def rollouts_cmd(
 
     Rollout k draws its task and its slips from its own generator
     (seed * 1000003 + k), so any rollout can be regenerated alone.  The file is
-    written to a temporary file next to --out and renamed at the end.
+    written to a temporary file next to --out and renamed at the end; a run that
+    is stopped (Ctrl-C, SIGTERM, SIGHUP) removes it, and one left by kill -9 is
+    removed by the next run to the same --out.
     """
     check_out(out, force)
     spec = load_weakness(weakness)
     task_list = list(load_tasks(tasks).values())
-    with Progress(f"simulating {tasks}", n, disable=as_json) as progress:
+    with signals_interrupt(), Progress(f"simulating {tasks}", n, disable=as_json) as progress:
         report = simulate_to_file(task_list, n, spec, seed, out, on_row=progress.advance)
     if as_json:
         print(json.dumps(report.to_dict()))

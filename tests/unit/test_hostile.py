@@ -9,7 +9,13 @@ writers renamed a regular file over them.
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import stat
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -71,3 +77,88 @@ def test_regular_file_still_replaced_with_force(tmp_path, capsys):
     out.write_text("old\n")
     assert main(["sim", "rollouts", "--tasks", "bfcl:base", "--n", "2", "--out", str(out), "--force", "--json"]) == 0
     assert len(out.read_text().splitlines()) == 2
+
+
+# --------------------------------------------------------------------------- defect 4: deadlines and bounds
+
+
+def _silent_listener():
+    """A port that accepts connections and never says anything (not a Ray head node)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    return server, f"127.0.0.1:{server.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("where", ["closed", "silent", "not-http2"])
+def test_ray_address_that_is_not_ray_fails_in_bounded_time(where, tmp_path, capsys, monkeypatch):
+    # Defect 4: `ace verify ... --ray 127.0.0.1:1` retried forever (no overall timeout, no one-line error).
+    monkeypatch.setenv("ACE_RAY_CONNECT_TIMEOUT", "2")
+    server = None
+    if where == "closed":
+        address = "127.0.0.1:1"
+    else:
+        server, address = _silent_listener()
+        if where == "not-http2":
+            def answer():
+                conn, _ = server.accept()
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+                time.sleep(3)
+                conn.close()
+            threading.Thread(target=answer, daemon=True).start()
+    rollouts = tmp_path / "r.jsonl"
+    rollouts.write_text('{"rollout_id": "a", "task_id": "multi_turn_base_0", "turns": []}\n')
+    start = time.monotonic()
+    try:
+        rc = main(["verify", "--tasks", "bfcl:base", "--rollouts", str(rollouts), "--ray", address])
+    finally:
+        if server is not None:
+            server.close()
+    err = capsys.readouterr().err
+    assert rc == 1 and time.monotonic() - start < 30, err
+    assert err.count("error:") == 1 and "Ray" in err and address in err, err
+
+
+def test_sim_n_has_a_documented_maximum(tmp_path, capsys):
+    # Defect 4: `ace sim rollouts --n 1000000000000` had no bound (525 MB in 85 s, and on).
+    out = tmp_path / "r.jsonl"
+    rc = main(["sim", "rollouts", "--tasks", "bfcl:base", "--n", "1000000000000", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "10000000" in err.replace(",", "") and err.count("error:") == 1, err
+    assert not list(tmp_path.iterdir())
+    assert main(["sim", "rollouts", "--help"]) == 0
+    assert "10,000,000" in capsys.readouterr().out
+
+
+def _sim_process(out, n=5_000_000):
+    return subprocess.Popen([sys.executable, "-m", "ace.cli", "sim", "rollouts", "--tasks", "bfcl:base", "--n", str(n),
+                             "--out", str(out), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_temp(folder, proc, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        temps = [p for p in folder.iterdir() if p.name.endswith(".tmp") and p.stat().st_size > 0]
+        if temps:
+            return temps
+        time.sleep(0.1)
+    raise AssertionError("the simulation never started writing")
+
+
+def test_killed_sim_leaves_no_temporary_file(tmp_path):
+    # Defect 4: a killed `ace sim rollouts` left its temporary file behind.
+    out = tmp_path / "r.jsonl"
+    proc = _sim_process(out)
+    _wait_for_temp(tmp_path, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and err.count("error:") == 1 and "Traceback" not in err, err
+    assert list(tmp_path.iterdir()) == []
+    # kill -9 cannot be caught: the next run to the same --out removes what it left.
+    proc = _sim_process(out)
+    _wait_for_temp(tmp_path, proc)
+    proc.kill()
+    proc.wait(timeout=60)
+    assert [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert main(["sim", "rollouts", "--tasks", "bfcl:base", "--n", "3", "--out", str(out), "--json"]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["r.jsonl"]
