@@ -320,6 +320,46 @@ def simulate_one(task: Task, spec: WeaknessSpec, rng: random.Random) -> tuple[li
     return turns, slips
 
 
+def previous_gold_call(task: Task, t: int, i: int) -> str | None:
+    """The tool of the ground-truth call before step ``i`` of turn ``t`` (in that turn, or the last call of
+    the last earlier turn with calls), as :func:`simulate_one` keys compositions; None at the first call."""
+    if i > 0:
+        return _name(task.turns[t].ground_truth[i - 1])
+    for turn in reversed(task.turns[:t]):
+        if turn.ground_truth:
+            return _name(turn.ground_truth[-1])
+    return None
+
+
+def gold_prefix_step(task: Task, t: int, i: int, spec: WeaknessSpec,
+                     rng: random.Random) -> tuple[str | None, dict[str, Any] | None]:
+    """What the simulated agent does at step ``i`` of turn ``t`` when everything before it is the oracle's.
+
+    Returns the call it makes (None: no call, it answers in text) and the slip it planted (None: it made
+    the ground-truth call, or stayed quiet in a turn that needs nothing).  The slip probability is the one
+    :func:`simulate_one` uses, keyed on the previous ground-truth call, so a planted composition shows up
+    in a gold-prefix scope exactly where it was planted.
+    """
+    turn = task.turns[t]
+    if not turn.ground_truth:
+        offered = sorted(task.offered_tools(t))
+        if offered and rng.random() < spec.default.error:
+            name = rng.choice(offered)
+            return Call(name).render(), {"turn": t, "index": 0, "tool": name, "kind": ACTED_WITHOUT_NEED,
+                                         "cause": "default"}
+        return None, None
+    gt = turn.ground_truth[i]
+    tool = _name(gt)
+    p, weakness, cause = slip_chance(spec, tool, previous_gold_call(task, t, i))
+    if p <= 0.0 or rng.random() >= p:
+        return gt, None
+    kind, made = _apply(task, t, i, gt, weakness.kind, rng)
+    slip = {"turn": t, "index": i, "tool": tool, "kind": kind, "cause": cause}
+    if kind != weakness.kind:
+        slip["planned"] = weakness.kind
+    return made, slip
+
+
 def rollout_rng(seed: int, k: int) -> random.Random:
     """The generator of rollout ``k`` of a batch seeded ``seed``."""
     return random.Random(seed * SEED_STRIDE + k)
@@ -353,6 +393,7 @@ __all__ = [
     "KINDS",
     "Weakness",
     "WeaknessSpec",
+    "gold_prefix_step",
     "load_weakness",
     "parse_weakness",
     "simulate",

@@ -6,6 +6,11 @@ slips of the weakness file), then plays it back one call per step: each answer
 is one call as a BFCL python list (``[cd(folder='x')]``), and a turn's last
 answer is plain text.  The slips it planted are kept in the conversation's
 ``state["slips"]``.
+
+In gold-prefix scoring (:mod:`train.goldprefix`) a conversation's ``state["gold_step"]``
+is ``(turn, index)``: everything before that step is the oracle's, and the agent
+answers that one step alone (:func:`ace_env.sim.gold_prefix_step`), slipping
+with its weakness file's probability for that step.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import random
 import zlib
 
-from ace_env.sim import WeaknessSpec, load_weakness, simulate_one
+from ace_env.sim import WeaknessSpec, gold_prefix_step, load_weakness, simulate_one
 from train.policies.base import Conversation, GenerationConfig, PolicyError, Reply
 
 DONE_TEXT = "Done."
@@ -42,6 +47,9 @@ class SimPolicy:
     def generate(self, conversations: list[Conversation], config: GenerationConfig) -> list[Reply]:
         replies = []
         for conv in conversations:
+            if "gold_step" in conv.state:
+                replies.append(self._gold_step(conv, config.seed))
+                continue
             plan = self._plan(conv, config.seed)
             calls = plan[conv.turn] if conv.turn < len(plan) else []
             # answers since the last user message = calls already made in this turn
@@ -53,6 +61,15 @@ class SimPolicy:
             text = f"[{calls[made]}]" if made < len(calls) else DONE_TEXT
             replies.append(Reply({"role": "assistant", "content": text}))
         return replies
+
+    def _gold_step(self, conv: Conversation, seed: int) -> Reply:
+        if conv.task is None:
+            raise PolicyError("the simulated agent needs the conversation's task")
+        t, i = conv.state["gold_step"]
+        rng = random.Random(seed * 1_000_003 + zlib.crc32(conv.key.encode()))
+        made, slip = gold_prefix_step(conv.task, t, i, self.weakness, rng)
+        conv.state["slips"] = [slip] if slip else []
+        return Reply({"role": "assistant", "content": f"[{made}]" if made is not None else DONE_TEXT})
 
     def close(self) -> None:
         pass
