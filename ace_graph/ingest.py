@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ace_env.formats import read_any
 from ace_env.sandbox import Budget, LineError, verify_one
@@ -30,6 +30,12 @@ from ace_graph.store import GraphStore, scope_key
 from ace_graph.tagger import tag_task
 
 log = logging.getLogger(__name__)
+
+#: How a scope's records were made: rollouts (verified free-running), or every oracle step scored
+#: with the oracle's prefix in context (``train.goldprefix``).
+FREE_RUNNING = "free-running"
+GOLD_PREFIX = "gold-prefix"
+MODES = (FREE_RUNNING, GOLD_PREFIX)
 
 
 @dataclass
@@ -132,13 +138,53 @@ def ingest_file(
     composition estimator is refitted on the scope afterwards (both levels) and
     its verdicts stored on the scope's edges (:func:`ace_graph.estimate.estimate_scope`).
     """
-    if workers < 1:
-
-        raise ConfigError(f"workers must be at least 1, not {workers}")
     path = Path(path)
+    errors: list[str] = []
+    key = scope_key(experiment, policy, checkpoint)
+    # The verifying worker is forked before the writer threads start.
+    verifier = verifier_for(tasks, budget, ray).start()
+    try:
+        items = prepare(tasks, _rollouts(path, skip_invalid, errors, id_suffix), key, near_success,
+                        skip_invalid, errors, str(path), verifier)
+        report = ingest_records(store, items, tasks, experiment, policy, checkpoint, round_, batch_size,
+                                seed_tasks, on_progress, workers, on_read, estimate)
+    finally:
+        verifier.close()
+    report.invalid = errors
+    return report
+
+
+def ingest_records(
+    store: GraphStore,
+    items: Iterable[tuple[RolloutRecord, tuple[Any, ...]]],
+    tasks: dict[str, Task],
+    experiment: str,
+    policy: str,
+    checkpoint: str,
+    round_: int | None = None,
+    batch_size: int = 1000,
+    seed_tasks: bool = True,
+    on_progress: Callable[[int], None] | None = None,
+    workers: int = 2,
+    on_read: Callable[[int], None] | None = None,
+    estimate: bool = True,
+    mode: str = FREE_RUNNING,
+) -> IngestReport:
+    """Store records (each with its task's oracle tags) into the scope (experiment, policy, checkpoint).
+
+    The write path of every ingest: :func:`ingest_file` hands it verified rollouts, gold-prefix scoring
+    (``train.goldprefix``) its per-step scores with ``mode="gold-prefix"``.  A scope keeps the mode it was
+    created with; adding records of the other mode is refused.  The estimator is refitted when records
+    were created or when the scope was left incomplete by an earlier ingest (killed after its last
+    batch), so a rerun always completes the scope.
+    """
+    if workers < 1:
+        raise ConfigError(f"workers must be at least 1, not {workers}")
+    if mode not in MODES:
+        raise ConfigError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     key = scope_key(experiment, policy, checkpoint)
     scope = {"key": key, "experiment": experiment, "policy": policy, "checkpoint": checkpoint,
-             "round": round_ if round_ is not None else _round_from(checkpoint)}
+             "round": round_ if round_ is not None else _round_from(checkpoint), "mode": mode}
     report = IngestReport(key)
     start = time.perf_counter()
     mark = start
@@ -152,13 +198,17 @@ def ingest_file(
 
     if seed_tasks:
         # Idempotence and concurrent writers rely on the uniqueness constraints.
-
         ensure_schema(store.driver, store.database)
         store.ensure_taxonomy()
         store.upsert_tasks(tasks.values())
+    existing = [r for r in store.run("scopes", experiment=experiment) if r["key"] == key]
+    if existing and existing[0]["mode"] != mode:
+        raise ConfigError(f"scope {key} holds {existing[0]['mode']} results; {mode} results go into a scope of "
+                          "their own (give another checkpoint or name)")
+    was_incomplete = bool(existing) and existing[0]["incomplete"]
     phase("seed")
-    # Verification and tagging (Python) overlap with writing (Neo4j): this
-    # thread prepares batches while `workers` threads write them, each batch
+    # Preparing records (Python) overlaps with writing (Neo4j): this thread
+    # prepares batches while `workers` threads write them, each batch
     # in its own transaction.  A failed batch stops the ingest and is raised.
     lock = threading.Lock()
     pending: queue.Queue[list[tuple[RolloutRecord, tuple[Any, ...]]] | None] = queue.Queue(maxsize=2 * workers)
@@ -186,8 +236,6 @@ def ingest_file(
 
     # Every committed batch marks the scope incomplete; only an ingest that ends
     # without error clears the mark, so one that stops leaves it (a rerun clears it).
-    # The verifying worker is forked before the writer threads start.
-    verifier = verifier_for(tasks, budget, ray).start()
     stopped: BaseException | None = None
     threads = [threading.Thread(target=writer, name=f"ace-ingest-{i}", daemon=True) for i in range(workers)]
     for t in threads:
@@ -204,8 +252,7 @@ def ingest_file(
 
     def feed() -> None:
         batch: list[tuple[RolloutRecord, tuple[Any, ...]]] = []
-        for item in prepare(tasks, _rollouts(path, skip_invalid, report.invalid, id_suffix), key, near_success,
-                            skip_invalid, report.invalid, str(path), verifier):
+        for item in items:
             batch.append(item)
             if on_read:
                 on_read(1)
@@ -221,7 +268,6 @@ def ingest_file(
         try:
             feed()
         finally:
-            verifier.close()
             for _ in threads:
                 pending.put(None)
             for t in threads:
@@ -237,8 +283,8 @@ def ingest_file(
             "(rollouts already stored are skipped)."
         ) from stopped
     phase("verify_tag_write")
-    if estimate and report.created:
-        everything = report.created == report.read and not report.skipped_existing
+    if estimate and (report.created or was_incomplete):
+        everything = report.created == report.read and not report.skipped_existing and not was_incomplete
         for level in ("tool", "skill"):
             estimate_scope(store, key, level, known=(cells[level], report.created) if everything else None)
     phase("estimate")

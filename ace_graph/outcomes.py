@@ -35,6 +35,7 @@ class StepRow:
     skills: tuple[str, ...]
     outcome: str
     prev: int | None  # flat index of the predecessor call step, if any
+    nll: float | None = None  # gold-prefix scoring: the gold answer's mean NLL per token (train.goldprefix)
 
 
 @dataclass

@@ -64,7 +64,7 @@ def rollout_row(rec: RolloutRecord, tags: tuple[Any, ...]) -> dict[str, Any]:
         "props": rec.props(),
         "steps": [
             {"flat": s.flat, "turn": s.turn, "index": s.index, "tool": s.tool,
-             "skills": list(s.skills), "outcome": s.outcome,
+             "skills": list(s.skills), "outcome": s.outcome, "nll": s.nll,
              "prev_tool": tags[s.prev].tool if s.prev is not None else None,
              "prev_skills": list(tags[s.prev].skills) if s.prev is not None else []}
             for s in rec.steps

@@ -5,7 +5,8 @@
 //   Returns the ids this batch created, whose counts are then added.
 // Parameters: $batch (string, unique per batch), $rows (list of {id, task_id, task_key,
 //   props: map of Rollout properties, steps: [{flat, turn, index, tool,
-//   skills, outcome}]})
+//   skills, outcome, nll}]}); nll (null outside gold-prefix scopes) is the gold
+//   answer's mean negative log-likelihood per token
 // Columns: id
 // Mode: write
 UNWIND $rows AS row
@@ -21,7 +22,7 @@ CALL (r, row) {
   // each step also carries prev_tool / prev_skills: the previous oracle call's tool and skills
   // (null / [] for the first call), which the composition estimator reads (estimate-cells)
   CREATE (r)-[:HAS_STEP]->(st:Step {flat: s.flat, turn: s.turn, index: s.index, tool: s.tool,
-                                    skills: s.skills, outcome: s.outcome,
+                                    skills: s.skills, outcome: s.outcome, nll: s.nll,
                                     prev_tool: s.prev_tool, prev_skills: s.prev_skills})
   RETURN collect(st) AS chain
 }

@@ -4,7 +4,8 @@
 //   round first within an experiment.
 // Parameters: $experiment (string, or null for every experiment)
 // Columns: experiment, key, policy, checkpoint, round, rollouts, rewarded,
-//   near_success, steps, compositions_tool, compositions_skill
+//   near_success, steps, compositions_tool, compositions_skill, mode (free-running:
+//   rollouts; gold-prefix: every oracle step scored with the oracle's prefix)
 // Mode: read
 // Required: none
 // :params {experiment: null}
@@ -17,5 +18,6 @@ CALL (sc) {
 }
 RETURN sc.experiment AS experiment, sc.key AS key, sc.policy AS policy, sc.checkpoint AS checkpoint,
        sc.round AS round, sc.rollouts AS rollouts, sc.rewarded AS rewarded,
-       sc.near_success AS near_success, sc.steps AS steps, compositions_tool, compositions_skill
+       sc.near_success AS near_success, sc.steps AS steps, compositions_tool, compositions_skill,
+       coalesce(sc.mode, 'free-running') AS mode
 ORDER BY experiment, round DESC, key

@@ -9,18 +9,21 @@ all come through :func:`evaluate`.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ace_env.sandbox import Budget
 from ace_env.tasks import Task
-from ace_graph.ingest import ingest_file
-from ace_graph.store import GraphStore
+from ace_graph.ingest import GOLD_PREFIX, ingest_file, ingest_records
+from ace_graph.store import GraphStore, scope_key
 from train.distributed import expected_ids, ray_rollouts
-from train.policies import load_policy
+from train.goldprefix import records, score_tasks
+from train.policies import GenerationConfig, PolicyError, load_policy
 from train.rollouts import RolloutConfig, RolloutEngine, in_order, write_rollouts
 
 
@@ -86,20 +89,73 @@ def evaluate(
     totals = rollout_to_file(policy_spec, tasks, config, out, compact_tools, on_done)
     # Verified under the engine's own budget: a call it ended as timeout is attributed the same.
     report = ingest_file(store, out, {t.id: t for t in tasks}, experiment, name, checkpoint, budget=config.budget)
-    scope = report.scope
+    return {**_tables(store, report.scope, experiment, report.read, min_support),
+            "rollout": totals, "ingest": report.to_dict()}
+
+
+def _tables(store: GraphStore, scope: str, experiment: str, read: int, min_support: int) -> dict[str, Any]:
+    """The scope's totals, per-skill and per-tool success and weakest compositions."""
     skills = store.run("capability-profile", scope=scope, level="skill")
     tools = store.run("capability-profile", scope=scope, level="tool")
     weak = store.run("weak-compositions", scope=scope, level="tool", min_support=min_support, min_lift=0.0, limit=10)
     scopes = [s for s in store.run("scopes", experiment=experiment) if s["key"] == scope]
-    row = scopes[0] if scopes else {"rollouts": report.read, "rewarded": 0}
+    row = scopes[0] if scopes else {"rollouts": read, "rewarded": 0}
     return {
         "scope": scope,
         "rollouts": row["rollouts"],
         "rewarded": row["rewarded"],
         "pass_rate": round(row["rewarded"] / row["rollouts"], 4) if row["rollouts"] else 0.0,
-        "rollout": totals,
-        "ingest": report.to_dict(),
         "skills": skills,
         "tools": tools,
         "weak_compositions": weak,
     }
+
+
+def evaluate_gold_prefix(
+    store: GraphStore,
+    policy_spec: str,
+    tasks: list[Task],
+    experiment: str,
+    name: str,
+    checkpoint: str,
+    out: Path,
+    generate: bool = False,
+    generation: GenerationConfig | None = None,
+    budget: Budget | None = None,
+    batch_size: int = 8,
+    min_support: int = 5,
+    compact_tools: bool = True,
+    on_step: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Score every oracle step with the oracle's prefix (:mod:`train.goldprefix`), keep the per-step
+    scores in ``out`` (JSONL, written whole or not at all) and ingest them as the gold-prefix scope
+    ``experiment/name/checkpoint``; the summary and the scope's tables as data."""
+    policy = load_policy(policy_spec, compact_tools=compact_tools)
+    try:
+        run = score_tasks(policy, tasks, generate, generation, budget, batch_size, on_step)
+    finally:
+        policy.close()
+    if not run.scores:
+        raise PolicyError(f"no step could be scored ({(run.skipped or ['no tasks'])[0]})")
+    _write_jsonl(out, (s.to_dict() for s in run.scores))
+    by_id = {t.id: t for t in tasks}
+    scope = scope_key(experiment, name, checkpoint)
+    report = ingest_records(store, records(run.scores, by_id, scope), by_id, experiment, name, checkpoint,
+                            mode=GOLD_PREFIX)
+    return {**_tables(store, report.scope, experiment, report.read, min_support),
+            **run.summary(), "mode": GOLD_PREFIX, "generate": generate, "policy": policy_spec, "out": str(out),
+            "ingest": report.to_dict(), "skipped_reasons": run.skipped[:10]}
+
+
+def _write_jsonl(out: Path, rows: Iterable[dict[str, Any]]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row) + "\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

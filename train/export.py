@@ -261,7 +261,9 @@ TRL_COLUMNS = {
 }
 
 
-def _arguments_by_name(name: str, call: Call) -> dict[str, Any]:
+def tool_arguments(call: Call) -> dict[str, Any]:
+    """A call's arguments by parameter name, as an assistant tool call carries them (JSON values)."""
+    name = call.name
     sig = bfcl.signature(name)
     if sig is None:
         raise ExportError(f"call {call.render()}: {name!r} is not a BFCL function")
@@ -296,7 +298,7 @@ def to_openai_sft(task: Task) -> dict[str, Any]:
                     "id": call_id,
                     "type": "function",
                     "function": {"name": call.name,
-                                 "arguments": json.dumps(_arguments_by_name(call.name, call))},
+                                 "arguments": json.dumps(tool_arguments(call))},
                 }],
             })
             messages.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": ostep.output})

@@ -15,7 +15,7 @@ from ace_graph.scopes import delete_scope, list_scopes, require_scope
 scope_app = typer.Typer(help="One scope (experiment/policy/checkpoint) of the skill graph.", no_args_is_help=True)
 app.add_typer(scope_app, name="scope")
 
-COLUMNS = ("experiment", "key", "round", "rollouts", "rewarded", "near_success", "steps",
+COLUMNS = ("experiment", "key", "mode", "round", "rollouts", "rewarded", "near_success", "steps",
            "compositions_tool", "compositions_skill")
 
 
@@ -37,7 +37,7 @@ def scopes(
     console().print(table(
         f"{len(rows)} scopes in {len(experiments)} experiment{'s' * (len(experiments) != 1)}",
         COLUMNS, [[r[c] for c in COLUMNS] for r in rows],
-        right=COLUMNS[2:],
+        right=COLUMNS[3:],
     ))
 
 
