@@ -1,0 +1,590 @@
+"""Does data aimed at an agent's weak compositions teach them faster than untargeted data?
+
+The unit of observation is one held-out oracle step scored through the gold prefix
+(:mod:`train.goldprefix`): the model sees the oracle's calls and outputs up to the
+step and is scored on the step's gold call.  Free-running, every model trainable
+here fails at its first calls and never reaches a composition; through the gold
+prefix every composition of every held-out task is observed at every checkpoint.
+
+Design, fixed before any run (the splits file and this docstring are committed first):
+
+* **Splits by task** (``benchmarks/evidence_splits.json``): the 200 BFCL base indices,
+  permuted with seed 20261203: 40 held out, 60 in the diagnosis pool, 100 for the warm
+  start.  All four BFCL categories of an index (base, long_context, miss_func,
+  miss_param) belong to the index's split; held-out steps are never trained on, and
+  no synthesized task has a held-out seed.
+* **Warm start**: SFT of SmolLM2-135M-Instruct on the oracle transcripts of the first
+  ``--warm-tasks`` train-split base tasks (default 60), epochs until held-out exact
+  match reaches 10% (at most ``--warm-epochs``, default 3); AdamW, constant lr 5e-5,
+  one transcript per step, 1,024 tokens at most, loss on assistant tokens only.
+* **Diagnosis**: gold-prefix scoring of the warm start on the pool's base tasks, stored
+  in the graph as the gold-prefix scope ``evidence/warm/pool``.  **Targets**: from the
+  ``composition-success`` query (tool level) of that scope, the compositions a→b seen
+  at least 3 times, weakest first (failure share, then support), that occur in a
+  held-out task and have a usable seed task in the train or pool split; the first 8.
+* **Arms**, from the same warm start, equal sample counts (one sample = one task's
+  oracle transcript, one optimizer step; tokens are recorded per arm):
+  ``ace`` — the synthesizer (every strategy) aimed at the targets;
+  ``random`` — the same synthesizer aimed at 8 compositions drawn uniformly from the
+  pool's observed compositions (with usable seeds), so targeting is what differs;
+  ``more-real`` — oracle transcripts of real BFCL tasks of the pool split (all four
+  categories, shuffled; no synthesis).  Synthesis rolls its tasks out with the
+  simulated agent (which only ranks plans; the targets come from the real model).
+  The arm's tasks are shuffled with the run's seed; fewer tasks than the budget are
+  cycled (``unique_samples`` says how many).
+* **Checkpoints** at ``--budgets`` samples (default 32 64 128) within one run per
+  (arm, seed), seeds ``--seeds`` (default 0 1 2).
+* **Primary metric**: held-out gold-prefix exact match on the steps whose composition
+  (previous oracle call → step) is a target.  Secondary: NLL on those steps; both on
+  all other held-out steps (regression check).
+* **Statistics** (``--report``): per arm and budget the mean over seeds; the speed-up
+  factor — the fraction of random's final budget the ace arm needs to reach random's
+  final primary value (linear in log2 samples between checkpoints; > 1 when it never
+  does) — with a 95% bootstrap interval resampling whole held-out tasks and seeds,
+  steps paired across arms.  The claim (30% less data) holds if the interval's upper
+  end is at most 0.7.
+
+Every result is appended to ``benchmarks/results/evidence.json`` as soon as it exists
+(one record per arm, seed and checkpoint, with per-step outcomes for the bootstrap),
+and models and optimizer states are saved under ``--work`` at each checkpoint, so a
+killed run resumes where it stopped.  Needs Neo4j (the managed server, or NEO4J_URI).
+
+    OMP_NUM_THREADS=1 ACE_TORCH_THREADS=1 python benchmarks/evidence_bench.py          # runs / resumes
+    python benchmarks/evidence_bench.py --report                                      # the table only
+    python benchmarks/evidence_bench.py --quick --state /tmp/ev.json --work /tmp/ev    # smoke (tiny model)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import machine_facts  # noqa: E402
+
+from ace_env import bfcl  # noqa: E402
+from ace_env.sim import WeaknessSpec  # noqa: E402
+from ace_env.tasks import Task  # noqa: E402
+from ace_graph.compositions import adjacent_pairs  # noqa: E402
+from ace_graph.config import neo4j_settings  # noqa: E402
+from ace_graph.db import get_driver  # noqa: E402
+from ace_graph.ingest import GOLD_PREFIX, ingest_records  # noqa: E402
+from ace_graph.store import GraphStore  # noqa: E402
+from ace_graph.tagger import tag_task  # noqa: E402
+from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize  # noqa: E402
+from train.goldprefix import records, score_tasks  # noqa: E402
+from train.policies.hf import HFPolicy, load_model  # noqa: E402
+from train.sft import oracle_transcripts, tokenize  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent
+SPLITS = ROOT / "evidence_splits.json"
+STATE = ROOT / "results" / "evidence.json"
+SPLIT_SEED = 20261203
+CATEGORIES = ("base", "long_context", "miss_func", "miss_param")
+ARMS = ("ace", "random", "more-real")
+
+
+# --------------------------------------------------------------------------- splits and state
+
+
+def make_splits(n_held: int = 40, n_pool: int = 60) -> dict[str, Any]:
+    order = list(range(200))
+    random.Random(SPLIT_SEED).shuffle(order)
+    return {"seed": SPLIT_SEED, "held_out": sorted(order[:n_held]), "pool": sorted(order[n_held:n_held + n_pool]),
+            "train": order[n_held + n_pool:]}  # train keeps the permuted order: the warm start takes its first N
+
+
+def load_splits(path: Path, quick: bool) -> dict[str, Any]:
+    if quick:  # file-system tasks that share compositions, so the smoke run has targets
+        return {"seed": None, "held_out": [0, 1, 2], "pool": [3, 4, 5, 6, 7, 8], "train": [9, 10, 11, 12]}
+    if not path.exists():
+        path.write_text(json.dumps(make_splits(), indent=1) + "\n")
+    return json.loads(path.read_text())
+
+
+def tasks_of(indices: list[int], categories: tuple[str, ...] = ("base",)) -> list[Task]:
+    by_id = {t.id: t for t in bfcl.load_tasks("all")}
+    return [by_id[f"multi_turn_{c}_{i}"] for i in indices for c in categories if f"multi_turn_{c}_{i}" in by_id]
+
+
+def load_state(path: Path) -> dict[str, Any]:
+    if path.exists():
+        return json.loads(path.read_text())
+    return {"records": [], "phases": {}}
+
+
+def save_state(path: Path, state: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def _code_version() -> str:
+    """The commit whose code this process imported, "+dirty" when ACE's packages had uncommitted changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=ROOT, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "ace_env", "ace_graph", "synth", "train",
+                                "cypher"], capture_output=True, text=True, cwd=ROOT, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+    return head + ("+dirty" if dirty else "")
+
+
+CODE = _code_version()  # taken at import: later commits do not change the code a running process uses
+
+
+def commit() -> str:
+    return CODE
+
+
+def say(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# --------------------------------------------------------------------------- training
+
+
+class Trainer:
+    """SFT one transcript at a time: AdamW at a constant rate, loss on assistant tokens only, logits
+    computed only at the positions that predict them (never full-vocabulary logits for the whole text)."""
+
+    def __init__(self, model_dir: str, lr: float, seed: int, optimizer_state: Path | None = None):
+        import torch
+
+        torch.manual_seed(seed)
+        self.tokenizer, self.model, self.template = load_model(model_dir)
+        self.model.train()
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=lr)
+        if optimizer_state is not None and optimizer_state.exists():
+            self.opt.load_state_dict(torch.load(optimizer_state, weights_only=True))
+
+    def examples(self, tasks: list[Task], max_length: int) -> list[dict[str, list[int]]]:
+        rows, skipped = oracle_transcripts(tasks)
+        out = tokenize(self.tokenizer, self.template, rows, max_length, True, skipped)
+        if skipped:
+            say(f"  {len(skipped)} transcript(s) left out: {skipped[0]}")
+        return out
+
+    def step(self, example: dict[str, list[int]]) -> float:
+        import torch
+
+        ids = torch.tensor([example["input_ids"]])
+        mask = example["assistant_masks"]
+        positions = [i - 1 for i in range(1, len(mask)) if mask[i]]
+        targets = torch.tensor([example["input_ids"][p + 1] for p in positions])
+        out = self.model(input_ids=ids, logits_to_keep=torch.tensor(positions))
+        loss = torch.nn.functional.cross_entropy(out.logits[0].float(), targets)
+        loss.backward()
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        return loss.item()
+
+    def policy(self) -> HFPolicy:
+        self.model.eval()
+        return HFPolicy.from_model("hf:evidence", self.tokenizer, self.model, self.template, cache_tokens=0)
+
+    def save(self, out: Path) -> None:
+        import torch
+
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(tmp)
+        self.tokenizer.chat_template = self.template
+        self.tokenizer.save_pretrained(tmp)
+        torch.save(self.opt.state_dict(), tmp / "optimizer.pt")
+        if out.exists():
+            for f in out.iterdir():
+                f.unlink()
+            out.rmdir()
+        tmp.rename(out)
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def held_out_steps(tasks: list[Task]) -> list[dict[str, Any]]:
+    """Every held-out oracle step in a fixed order, with its composition (previous call's tool → tool)."""
+    out = []
+    for task in tasks:
+        tags = tag_task(task)
+        last = None
+        for tag in tags:
+            out.append({"task": task.id, "flat": tag.flat, "tool": tag.tool, "prev": last})
+            if tag.tool is not None:
+                last = tag.tool
+    return out
+
+
+def evaluate(policy: HFPolicy, tasks: list[Task], steps: list[dict[str, Any]], targets: set[tuple[str, str]]) -> dict[str, Any]:
+    run = score_tasks(policy, tasks)
+    by_key = {(s.task_id, s.flat): s for s in run.scores}
+    exact, nll = [], []
+    for st in steps:
+        s = by_key.get((st["task"], st["flat"]))
+        exact.append(None if s is None else int(bool(s.exact)))
+        nll.append(None if s is None else round(s.nll, 4))
+    on = [i for i, st in enumerate(steps) if (st["prev"], st["tool"]) in targets]
+    off = [i for i, st in enumerate(steps) if (st["prev"], st["tool"]) not in targets]
+
+    def mean(xs: list[Any], idx: list[int]) -> tuple[float | None, int]:
+        vals = [xs[i] for i in idx if xs[i] is not None]
+        return (round(sum(vals) / len(vals), 4) if vals else None), len(vals)
+
+    primary, n_primary = mean(exact, on)
+    return {
+        "primary_exact": primary, "primary_n": n_primary, "primary_nll": mean(nll, on)[0],
+        "other_exact": mean(exact, off)[0], "other_n": mean(exact, off)[1], "other_nll": mean(nll, off)[0],
+        "all_exact": mean(exact, list(range(len(steps))))[0],
+        "step_exact": "".join("." if x is None else str(x) for x in exact), "step_nll": nll,
+        "eval_seconds": round(run.seconds, 1),
+    }
+
+
+# --------------------------------------------------------------------------- phases
+
+
+def warm_start(args: argparse.Namespace, state: dict[str, Any], splits: dict[str, Any], held: list[Task],
+               steps: list[dict[str, Any]]) -> Path:
+    warm_dir = args.work / "warm"
+    phase = state["phases"].setdefault("warm", {"epochs": []})
+    if phase.get("done") and warm_dir.exists():
+        return warm_dir
+    tasks = tasks_of(splits["train"][: args.warm_tasks])
+    start_dir = warm_dir if (warm_dir.exists() and phase["epochs"]) else args.model
+    if start_dir == args.model:
+        phase["epochs"] = []
+    trainer = Trainer(str(start_dir), args.lr, 0, warm_dir / "optimizer.pt" if start_dir == warm_dir else None)
+    examples = trainer.examples(tasks, args.max_length)
+    if not examples:
+        raise SystemExit(f"warm start: no transcript fits in --max-length {args.max_length}")
+    while len(phase["epochs"]) < args.warm_epochs:
+        t0 = time.perf_counter()
+        order = list(range(len(examples)))
+        random.Random(len(phase["epochs"])).shuffle(order)
+        losses = []
+        for k, i in enumerate(order):
+            trainer.model.train()
+            losses.append(trainer.step(examples[i]))
+            if (k + 1) % 10 == 0:
+                say(f"warm start epoch {len(phase['epochs']) + 1}: {k + 1}/{len(order)} loss {losses[-1]:.3f}")
+        result = evaluate(trainer.policy(), held, steps, set())
+        phase["epochs"].append({"train_seconds": round(time.perf_counter() - t0, 1), "first_loss": losses[0],
+                                "last_loss": losses[-1], "held_out_exact": result["all_exact"],
+                                "held_out_nll": result["other_nll"], "examples": len(examples),
+                                "tokens": sum(len(e["input_ids"]) for e in examples)})
+        trainer.save(warm_dir)
+        save_state(args.state, state)
+        say(f"warm start epoch {len(phase['epochs'])}: held-out exact {result['all_exact']}")
+        if (result["all_exact"] or 0) >= args.warm_target:
+            break
+    phase.update(done=True, model=str(args.model), tasks=len(tasks), lr=args.lr, max_length=args.max_length)
+    save_state(args.state, state)
+    return warm_dir
+
+
+def diagnose(args: argparse.Namespace, state: dict[str, Any], splits: dict[str, Any], warm: Path,
+             held: list[Task]) -> list[tuple[str, str]]:
+    if "diagnosis" in state["phases"]:
+        return [tuple(t) for t in state["phases"]["diagnosis"]["targets"]]
+    pool = tasks_of(splits["pool"])
+    tokenizer, model, template = load_model(str(warm))
+    policy = HFPolicy.from_model("hf:warm", tokenizer, model, template, cache_tokens=0)
+    run = score_tasks(policy, pool)
+    by_id = {t.id: t for t in pool}
+    settings = neo4j_settings()
+    driver = get_driver(settings)
+    try:
+        store = GraphStore(driver, settings.database)
+        experiment = args.experiment
+        ingest_records(store, records(run.scores, by_id, f"{experiment}/warm/pool"), by_id, experiment, "warm",
+                       "pool", mode=GOLD_PREFIX)
+        rows = [r for r in store.run("composition-success", scope=f"{experiment}/warm/pool", level="tool")
+                if r["kind"] == "composition"]
+    finally:
+        driver.close()
+    held_pairs = {tuple(p.split(">", 1)) for t in held for p in adjacent_pairs(tag_task(t))[0]}
+    seeds = {t.id: t for t in tasks_of(splits["train"] + splits["pool"])}
+    with_seeds = seeds_by_target([{"from": r["from"], "to": r["to"]} for r in rows], seeds)
+    eligible = [r for r in rows if r["n"] >= args.min_n and (r["from"], r["to"]) in held_pairs
+                and with_seeds.get((r["from"], r["to"]))]
+    eligible.sort(key=lambda r: (-r["failures"] / r["n"], -r["n"], r["from"], r["to"]))
+    targets = [(r["from"], r["to"]) for r in eligible[: args.targets]]
+    observed = sorted({(r["from"], r["to"]) for r in rows if with_seeds.get((r["from"], r["to"]))})
+    state["phases"]["diagnosis"] = {
+        "scope": f"{experiment}/warm/pool", "steps": len(run.scores),
+        "exact": round(sum(bool(s.exact) for s in run.scores) / max(len(run.scores), 1), 4),
+        "compositions_observed": len(rows), "eligible": len(eligible), "targets": targets,
+        "target_rows": [{k: r[k] for k in ("from", "to", "n", "failures")} for r in eligible[: args.targets]],
+        "observed_with_seeds": observed,
+    }
+    save_state(args.state, state)
+    return targets
+
+
+def arm_tasks(args: argparse.Namespace, state: dict[str, Any], splits: dict[str, Any], arm: str, seed: int,
+              targets: list[tuple[str, str]]) -> list[Task]:
+    """The arm's training tasks for one seed, in training order (cached as a task file under --work)."""
+    path = args.work / "data" / f"{arm}-{seed}.jsonl"
+    if path.exists():
+        return [Task.from_dict(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    rng = random.Random(f"{arm}:{seed}")
+    want = max(args.budgets)
+    if arm == "more-real":
+        tasks = tasks_of(splits["pool"], CATEGORIES)
+    else:
+        if arm == "ace":
+            aim = targets
+        else:
+            observed = [tuple(p) for p in state["phases"]["diagnosis"]["observed_with_seeds"]]
+            aim = rng.sample(observed, min(len(observed), len(targets)))
+        seeds = {t.id: t for t in tasks_of(splits["train"] + splits["pool"])}
+        frontier = [{"from": a, "to": b} for a, b in aim]
+        config = SynthConfig(n=want, rounds=2, plans=max(8, 2 * len(aim)), rollouts_per_task=1, seed=seed)
+        result = synthesize(frontier, seeds, seeds_by_target(frontier, seeds), sim_policy(WeaknessSpec()), config)
+        tasks = result.tasks
+        state["phases"].setdefault("synthesis", {})[f"{arm}-{seed}"] = {
+            "aimed_at": [f"{a}>{b}" for a, b in aim], **result.summary(), "commit": commit()}
+    rng.shuffle(tasks)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks))
+    save_state(args.state, state)
+    return tasks
+
+
+def run_arm(args: argparse.Namespace, state: dict[str, Any], warm: Path, arm: str, seed: int, tasks: list[Task],
+            held: list[Task], steps: list[dict[str, Any]], targets: set[tuple[str, str]]) -> None:
+    done = {r["samples"] for r in state["records"] if r["arm"] == arm and r["seed"] == seed}
+    todo = [b for b in sorted(args.budgets) if b not in done]
+    if not todo:
+        return
+    ckpt = args.work / "runs" / f"{arm}-{seed}"
+    at = 0
+    if ckpt.exists() and (ckpt / "position.json").exists():
+        at = json.loads((ckpt / "position.json").read_text())["samples"]
+    if at and at not in done:
+        at = 0  # a checkpoint without its record: start over
+    if at >= min(todo) or (done and at < max(done)):
+        at = 0
+    start = ckpt if at else warm
+    trainer = Trainer(str(start), args.lr, seed, ckpt / "optimizer.pt" if at else None)
+    examples = trainer.examples(tasks, args.max_length)
+    if not examples:
+        raise SystemExit(f"arm {arm} seed {seed}: no training example")
+    tokens = loss_tokens = 0
+    for k in range(at):
+        tokens += len(examples[k % len(examples)]["input_ids"])
+        loss_tokens += sum(examples[k % len(examples)]["assistant_masks"])
+    t0 = time.perf_counter()
+    losses: list[float] = []
+    for k in range(at, max(todo)):
+        ex = examples[k % len(examples)]
+        trainer.model.train()
+        losses.append(trainer.step(ex))
+        tokens += len(ex["input_ids"])
+        loss_tokens += sum(ex["assistant_masks"])
+        n = k + 1
+        if n % 8 == 0:
+            say(f"{arm} seed {seed}: {n} samples, loss {sum(losses[-8:]) / 8:.3f}")
+        if n in todo:
+            result = evaluate(trainer.policy(), held, steps, targets)
+            record = {"arm": arm, "seed": seed, "samples": n, "tokens": tokens, "loss_tokens": loss_tokens,
+                      "unique_samples": len(examples), "train_seconds": round(time.perf_counter() - t0, 1),
+                      "mean_loss": round(sum(losses) / len(losses), 4), **result, "commit": commit(),
+                      "date": time.strftime("%Y-%m-%d %H:%M"), "load": round(os.getloadavg()[0], 2)}
+            state["records"] = [r for r in state["records"]
+                                if not (r["arm"] == arm and r["seed"] == seed and r["samples"] == n)] + [record]
+            trainer.save(ckpt)
+            (ckpt / "position.json").write_text(json.dumps({"samples": n}))
+            save_state(args.state, state)
+            say(f"{arm} seed {seed} @ {n}: primary exact {result['primary_exact']} (n={result['primary_n']}), "
+                f"other {result['other_exact']}")
+            t0 = time.perf_counter()
+            losses = []
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def _reach(curve: list[tuple[int, float]], value: float) -> float:
+    """Samples (interpolated linearly in log2) at which a rising curve first reaches ``value``; inf if never."""
+    prev = None
+    for n, v in curve:
+        if v >= value:
+            if prev is None or prev[1] >= value:
+                return float(n)
+            (n0, v0) = prev
+            frac = (value - v0) / (v - v0) if v != v0 else 0.0
+            return 2 ** (math.log2(n0) + frac * (math.log2(n) - math.log2(n0)))
+        prev = (n, v)
+    return math.inf
+
+
+def report(state: dict[str, Any], n_boot: int = 1000) -> dict[str, Any]:
+    recs = state["records"]
+    steps = state.get("held_out_steps", [])
+    targets = {tuple(t) for t in state["phases"].get("diagnosis", {}).get("targets", [])}
+    on = [i for i, st in enumerate(steps) if (st["prev"], st["tool"]) in targets]
+    tasks = sorted({steps[i]["task"] for i in on})
+    by_task = {t: [i for i in on if steps[i]["task"] == t] for t in tasks}
+    table: dict[str, dict[int, list[float]]] = {}
+    for r in recs:
+        if r.get("primary_exact") is not None:
+            table.setdefault(r["arm"], {}).setdefault(r["samples"], []).append(r["primary_exact"])
+    out: dict[str, Any] = {"table": {arm: {n: round(sum(v) / len(v), 4) for n, v in sorted(c.items())}
+                                     for arm, c in table.items()},
+                           "seeds": {arm: {n: len(v) for n, v in sorted(c.items())} for arm, c in table.items()}}
+    if "ace" not in table or "random" not in table or not tasks:
+        return out
+    budgets = sorted(set(table["ace"]) & set(table["random"]))
+    seeds = sorted({r["seed"] for r in recs if r["arm"] in ("ace", "random")})
+    cell = {(r["arm"], r["seed"], r["samples"]): r["step_exact"] for r in recs}
+
+    warm = next((r["step_exact"] for r in recs if r["arm"] == "warm"), None)
+
+    def warm_value(idx: list[int]) -> float | None:
+        vals = [int(warm[i]) for i in idx if warm is not None and warm[i] != "."]
+        return sum(vals) / len(vals) if vals else None
+
+    def curves(task_sample: list[str], seed_sample: list[int]) -> tuple[list[tuple[int, float]], float] | None:
+        idx = [i for t in task_sample for i in by_task[t]]
+        def value(arm: str, n: int) -> float | None:
+            vals = []
+            for s in seed_sample:
+                e = cell.get((arm, s, n))
+                if e is None:
+                    return None
+                vals += [int(e[i]) for i in idx if e[i] != "."]
+            return sum(vals) / len(vals) if vals else None
+        ace = [(n, value("ace", n)) for n in budgets]
+        final = value("random", budgets[-1])
+        start = warm_value(idx)
+        if final is None or start is None or any(v is None for _, v in ace) or final <= start:
+            return None  # random did not improve on the warm start: there is nothing to reach faster
+        return ace, final
+
+    def speed(task_sample: list[str], seed_sample: list[int]) -> float | None:
+        c = curves(task_sample, seed_sample)
+        if c is None:
+            return None
+        ace, final = c
+        return _reach(ace, final) / budgets[-1]
+
+    point = speed(tasks, seeds)
+    rng = random.Random(0)
+    boots = []
+    for _ in range(n_boot):
+        s = speed([rng.choice(tasks) for _ in tasks], [rng.choice(seeds) for _ in seeds])
+        if s is not None:
+            boots.append(s)
+    boots.sort()
+    lo = boots[int(0.025 * len(boots))] if boots else None
+    hi = boots[min(int(0.975 * len(boots)), len(boots) - 1)] if boots else None
+    out["speed_up"] = {"point": point, "note": None if point is not None else
+                       "random's final primary value is not above the warm start's: no speed-up to measure", "low": lo, "high": hi, "budgets": budgets, "seeds": seeds,
+                       "target_tasks": len(tasks), "target_steps": len(on), "bootstrap": len(boots),
+                       "claim_holds": hi is not None and hi <= 0.7}
+    return out
+
+
+def print_report(state: dict[str, Any]) -> None:
+    rep = report(state)
+    state["speed_up"] = rep.get("speed_up")
+    diag = state["phases"].get("diagnosis", {})
+    print(f"targets ({len(diag.get('targets', []))}): " + ", ".join(f"{a}>{b}" for a, b in diag.get("targets", [])))
+    warm = [r for r in state["records"] if r["arm"] == "warm"]
+    if warm:
+        print(f"warm start: primary exact {warm[0]['primary_exact']} (n={warm[0]['primary_n']}), "
+              f"other {warm[0]['other_exact']} (n={warm[0]['other_n']})")
+    budgets = sorted({r["samples"] for r in state["records"] if r["arm"] != "warm"})
+    print(f"{'arm':10s}" + "".join(f"{b:>12d}" for b in budgets) + "   (primary exact, mean over seeds [seeds])")
+    for arm in ARMS:
+        if arm not in rep["table"]:
+            continue
+        row = rep["table"][arm]
+        print(f"{arm:10s}" + "".join(f"{row.get(b, float('nan')):>8.3f} [{rep['seeds'][arm].get(b, 0)}]"
+                                     for b in budgets))
+    if rep.get("speed_up"):
+        s = rep["speed_up"]
+        print(f"speed-up (ace samples / random's at its final value): {s['point']} "
+              f"[95% CI {s['low']}, {s['high']}]; claim (upper <= 0.7) holds: {s['claim_holds']}")
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--state", type=Path, default=STATE)
+    ap.add_argument("--work", type=Path, default=ROOT / "out" / "evidence")
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--budgets", nargs="+", type=int, default=[32, 64, 128])
+    ap.add_argument("--warm-tasks", type=int, default=60)
+    ap.add_argument("--warm-epochs", type=int, default=3)
+    ap.add_argument("--warm-target", type=float, default=0.10)
+    ap.add_argument("--targets", type=int, default=8)
+    ap.add_argument("--min-n", type=int, default=3)
+    ap.add_argument("--lr", type=float, default=5e-5)
+    ap.add_argument("--max-length", type=int, default=1024)
+    ap.add_argument("--experiment", default="evidence")
+    ap.add_argument("--quick", action="store_true", help="A smoke run on a tiny model built offline.")
+    ap.add_argument("--report", action="store_true", help="Print the table from the state file and stop.")
+    args = ap.parse_args(argv)
+    if args.quick:
+        from train.tiny import build_tiny_model
+
+        if args.state == STATE:
+            raise SystemExit("--quick writes its own --state (not the committed results)")
+        args.model = str(build_tiny_model(args.work / "tiny", seed=0))
+        args.budgets, args.seeds, args.warm_epochs, args.min_n, args.targets = [1, 2], [0], 1, 1, 3
+        args.warm_tasks, args.max_length, args.experiment = 4, 4096, "evidence-quick"
+    state = load_state(args.state)
+    if args.report:
+        print_report(state)
+        return 0
+    for name, value in (("budgets", args.budgets), ("seeds", args.seeds)):
+        if not value or min(value) < (1 if name == "budgets" else 0):
+            raise SystemExit(f"--{name} must be positive")
+    splits = load_splits(SPLITS, args.quick)
+    state.setdefault("settings", {"splits": str(SPLITS.name) if not args.quick else "quick", "model": args.model,
+                                  "warm_tasks": args.warm_tasks, "lr": args.lr, "max_length": args.max_length,
+                                  "targets": args.targets, "min_n": args.min_n})
+    print(machine_facts())
+    held = tasks_of(splits["held_out"])
+    steps = held_out_steps(held)
+    state["held_out_steps"] = steps
+    warm = warm_start(args, state, splits, held, steps)
+    targets = diagnose(args, state, splits, warm, held)
+    if not targets:
+        raise SystemExit("the diagnosis found no eligible target composition (see phases.diagnosis in the state)")
+    say(f"targets: {', '.join(f'{a}>{b}' for a, b in targets)}")
+    if not any(r["arm"] == "warm" for r in state["records"]):
+        tokenizer, model, template = load_model(str(warm))
+        result = evaluate(HFPolicy.from_model("hf:warm", tokenizer, model, template, cache_tokens=0), held, steps,
+                          set(targets))
+        state["records"].append({"arm": "warm", "seed": None, "samples": 0, **result, "commit": commit()})
+        save_state(args.state, state)
+    for seed in args.seeds:
+        for arm in args.arms:
+            tasks = arm_tasks(args, state, splits, arm, seed, targets)
+            say(f"{arm} seed {seed}: {len(tasks)} training tasks")
+            run_arm(args, state, warm, arm, seed, tasks, held, steps, set(targets))
+    print_report(state)
+    save_state(args.state, state)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
