@@ -48,6 +48,7 @@ from ace_env.sandbox import Budget
 from ace_env.tasks import Task
 from ace_env.verifier import over_budget, verify
 from train.filtering import FillStats, Group, fill_batch
+from train.logprobs import install_bounded_lm_head
 from train.policies.base import GenerationConfig, Policy
 from train.policies.hf import HFPolicy, set_torch_threads
 from train.policies.template import ACE_CHAT_TEMPLATE, has_tool_support
@@ -91,15 +92,36 @@ class GRPORunConfig:
                           "(a `trl vllm-serve` at --vllm-server-url; one training process)."},
     )
     vllm_server_url: str = field(default="", metadata={"help": "Base URL of `trl vllm-serve` for --vllm server."})
+    micro_batch: int = field(
+        default=1,
+        metadata={"help": "Episodes per forward/backward pass; a step accumulates prompts-per-step × generations / "
+                          "micro-batch passes (training memory grows with it, not with the batch)."},
+    )
+    max_sequence_tokens: int = field(
+        default=8192,
+        metadata={"help": "Longest episode (prompt + whole conversation, tokens) trained on; a longer one stops the "
+                          "run with a one-line error before its forward pass (capped at the model's context)."},
+    )
+    gradient_checkpointing: bool = field(
+        default=True,
+        metadata={"help": "Recompute each layer's activations in the backward pass (about a third more compute, "
+                          "activation memory of one layer instead of all)."},
+    )
 
     def __post_init__(self) -> None:
-        for name in ("steps", "prompts_per_step", "generations", "max_tokens", "step_cap"):
+        for name in ("steps", "prompts_per_step", "generations", "max_tokens", "step_cap", "micro_batch"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}.")
         if self.generations < 2:
             raise ConfigError("generations must be at least 2: GRPO compares samples within a group.")
         if not 0.0 <= self.partial_credit <= 1.0:
             raise ConfigError(f"partial-credit must be in [0, 1], got {self.partial_credit}.")
+        if (self.prompts_per_step * self.generations) % self.micro_batch:
+            raise ConfigError(f"micro-batch ({self.micro_batch}) must divide prompts-per-step × generations "
+                              f"({self.prompts_per_step * self.generations}).")
+        if self.max_sequence_tokens < self.max_tokens + 16:
+            raise ConfigError(f"max-sequence-tokens ({self.max_sequence_tokens}) leaves no room for a prompt and an "
+                              f"answer of max-tokens ({self.max_tokens}).")
         if self.max_groups_sampled == 0:
             self.max_groups_sampled = 4 * self.prompts_per_step
         if self.max_groups_sampled < self.prompts_per_step:
@@ -160,6 +182,20 @@ def episode_tokens(tokenizer: Any, template: str, messages: list[dict[str, Any]]
     return ids[:first], ids[first:], mask[first:]
 
 
+def check_sequence_length(task_id: str, n_tokens: int, limit: int) -> None:
+    """Refuse an episode longer than ``limit`` tokens, in one line, before the trainer's forward pass sees it.
+
+    Training memory grows with the longest episode of a micro-batch (activations,
+    attention); past the limit the run would end in the OOM killer instead.
+    """
+    if n_tokens > limit:
+        raise ConfigError(
+            f"episode of task {task_id} is {n_tokens} tokens, over the training limit of {limit} "
+            "(--max-sequence-tokens; training memory grows with episode length): lower --step-cap or --max-tokens, "
+            "or raise --max-sequence-tokens if the machine has the memory (benchmarks/memory_bench.py measures it)."
+        )
+
+
 @dataclass
 class StepRecord:
     """What one optimizer step cost and found; one line of the metrics file."""
@@ -192,6 +228,8 @@ class ACERollout:
         self._refill: Iterator[str] = itertools.cycle(order)
         self.records: list[StepRecord] = []
         self._calls = 0
+        #: Longest episode trained on (train_grpo lowers it to the model's context).
+        self.max_sequence_tokens = config.max_sequence_tokens
 
     def _hf_policy(self, trainer: Any) -> HFPolicy:
         model = trainer.accelerator.unwrap_model(trainer.model)
@@ -285,6 +323,7 @@ class ACERollout:
                 task = self.tasks[row["task_id"]]
                 p, c, m = episode_tokens(trainer.processing_class, self.template, row["messages"],
                                          offered_schemas(task, 0), self.config.compact_tools)
+                check_sequence_length(row["task_id"], len(p) + len(c), self.max_sequence_tokens)
                 out["prompt_ids"].append(p)
                 out["completion_ids"].append(c)
                 out["env_mask"].append(m if live else [0] * len(m))
@@ -371,6 +410,93 @@ def vllm_settings(config: GRPORunConfig, have_gpu: bool, have_vllm: bool) -> dic
     return settings
 
 
+def trim_padding(inputs: dict[str, Any]) -> dict[str, Any]:
+    """One micro-batch of TRL's GRPO inputs without the columns that are padding in all of its rows.
+
+    TRL pads the whole generation batch to its longest prompt (left) and longest
+    completion (right) and then splits it; a micro-batch of short episodes would
+    otherwise pay for the longest one's length, and carry an attention mask.
+    Every (rows, completion length) tensor (ids, masks, old/reference/sampling
+    log-probabilities, token-level ratios) is cut the same way.
+    """
+    prompt_mask, completion_mask = inputs["prompt_mask"], inputs["completion_mask"]
+    rows, P, C = prompt_mask.size(0), prompt_mask.size(1), completion_mask.size(1)
+    used_p = prompt_mask.bool().any(0)
+    used_c = completion_mask.bool().any(0)
+    start = int(used_p.int().argmax()) if bool(used_p.any()) else P
+    end = C - int(used_c.flip(0).int().argmax()) if bool(used_c.any()) else 1
+    if start == 0 and end == C:
+        return inputs
+    out = dict(inputs)
+    for key, value in inputs.items():
+        if not hasattr(value, "dim") or value.dim() != 2 or value.size(0) != rows:
+            continue
+        if key in ("prompt_ids", "prompt_mask"):
+            out[key] = value[:, start:]
+        elif value.size(1) == C:
+            out[key] = value[:, :end]
+    return out
+
+
+def bounded_grpo_trainer() -> type:
+    """TRL's ``GRPOTrainer`` with log-probabilities computed only on the policy's own tokens.
+
+    Two overrides, both small: ``_compute_loss`` trims a micro-batch's padding
+    (:func:`trim_padding`) and remembers which completion tokens carry loss
+    (``completion_mask × env_mask``); ``_get_per_token_logps_and_entropies`` marks
+    every other position ``-100`` before calling the model's fused head, so the
+    bounded head (:func:`train.logprobs.install_bounded_lm_head`) projects only
+    the policy's tokens.  Other positions get log-probability 0; TRL masks them
+    out of the loss and the metrics anyway.  Multimodal or MoE inputs go to TRL's
+    own method.
+    """
+    import torch
+    from trl import GRPOTrainer
+
+    class BoundedGRPOTrainer(GRPOTrainer):
+        _ace_loss_mask = None
+
+        def _compute_loss(self, model, inputs):
+            inputs = trim_padding(inputs)
+            mask = inputs["completion_mask"]
+            if "tool_mask" in inputs:
+                mask = mask * inputs["tool_mask"]
+            self._ace_loss_mask = mask
+            try:
+                return super()._compute_loss(model, inputs)
+            finally:
+                self._ace_loss_mask = None
+
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
+                                               batch_size=None, compute_entropy=False, compute_aux_loss=False,
+                                               **extra):
+            if compute_aux_loss or any(v is not None for v in extra.values()):
+                return super()._get_per_token_logps_and_entropies(
+                    model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                    compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)
+            loss_mask = self._ace_loss_mask
+            if loss_mask is not None and tuple(loss_mask.shape) != (input_ids.size(0), logits_to_keep):
+                loss_mask = None
+            batch_size = batch_size or input_ids.size(0)
+            logps, entropies = [], []
+            for start in range(0, input_ids.size(0), batch_size):
+                ids = input_ids[start:start + batch_size]
+                attention = attention_mask[start:start + batch_size]
+                labels = ids.masked_fill(attention == 0, -100)
+                labels[:, :-logits_to_keep] = -100
+                if loss_mask is not None:
+                    keep = loss_mask[start:start + batch_size].bool()
+                    labels[:, -logits_to_keep:] = labels[:, -logits_to_keep:].masked_fill(~keep, -100)
+                with self.accelerator.autocast():
+                    outputs = model(input_ids=ids, attention_mask=attention, labels=labels, fused_lm_head=True)
+                logps.append(outputs.log_probs[:, -logits_to_keep:])
+                if compute_entropy:
+                    entropies.append(outputs.entropy[:, -logits_to_keep:])
+            return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
+
+    return BoundedGRPOTrainer
+
+
 def train_grpo(
     model_dir: Path,
     tasks: dict[str, Task],
@@ -380,18 +506,26 @@ def train_grpo(
     report_to: Sequence[str] = (),
     on_checkpoint: Callable[[int, Path], None] | None = None,
     checkpoint_every: int = 0,
+    policy_factory: Callable[[Any], Policy] | None = None,
 ) -> list[dict[str, Any]]:
     """Train ``model_dir`` with GRPO on ``tasks``; the result is saved to ``out`` (loadable as ``hf:out``).
 
     Returns the metrics lines.  ``on_checkpoint(step, folder)`` is called for
     every ``checkpoint_every`` steps (the CLI evaluates there and writes the
-    result back to the graph).
+    result back to the graph).  ``policy_factory(trainer)`` replaces the policy
+    that samples the rollouts (default: the trainer's own model; the memory
+    benchmark uses the simulated agent to make episodes without generating).
+
+    Memory: each forward/backward pass holds ``micro_batch`` episodes, with
+    gradient checkpointing and the bounded head (log-probabilities of the policy's
+    tokens only, a few MiB of logits at a time), so it grows with the longest
+    episode, not with prompts-per-step × generations.
     """
     try:
         import torch
         from datasets import Dataset
         from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-        from trl import GRPOConfig, GRPOTrainer
+        from trl import GRPOConfig
     except ModuleNotFoundError as e:
         raise ConfigError("GRPO needs the train extra: pip install -e '.[train]'") from e
 
@@ -407,11 +541,13 @@ def train_grpo(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(str(model_dir))
-    policy_factory = None
-    if config.vllm != "off":
+    if policy_factory is None and config.vllm != "off":
         def policy_factory(trainer: Any) -> Policy:
             return TrainerVLLMPolicy(trainer, template, compact_tools=config.compact_tools)
     rollout = ACERollout(tasks, config, template, policy_factory=policy_factory)
+    context = int(getattr(model.config.get_text_config(), "max_position_embeddings", 0) or 0)
+    if context:
+        rollout.max_sequence_tokens = min(config.max_sequence_tokens, context)
     metrics = MetricsWriter(metrics_out, rollout)
     if metrics_out is not None and int(os.environ.get("RANK", "0")) == 0:
         metrics_out.parent.mkdir(parents=True, exist_ok=True)
@@ -424,9 +560,10 @@ def train_grpo(
         output_dir=str(out / "trainer"),
         # TRL scores log-probabilities at this temperature; the rollouts are sampled at it (either way).
         temperature=config.temperature,
-        per_device_train_batch_size=B * G,
-        gradient_accumulation_steps=1,
-        steps_per_generation=1,
+        # One generation of B × G episodes per optimizer step, trained micro_batch episodes per forward/backward.
+        per_device_train_batch_size=config.micro_batch,
+        gradient_accumulation_steps=B * G // config.micro_batch,
+        steps_per_generation=B * G // config.micro_batch,
         num_generations=G,
         max_steps=config.steps,
         learning_rate=config.learning_rate,
@@ -441,7 +578,7 @@ def train_grpo(
         fp16=False,
         dataloader_num_workers=0,
         disable_tqdm=True,
-        gradient_checkpointing=False,
+        gradient_checkpointing=config.gradient_checkpointing,
         # On CPU (also under `accelerate launch --multi_gpu --num_processes K` without GPUs) this makes
         # accelerate run K processes with the gloo backend.
         use_cpu=not torch.cuda.is_available(),
@@ -460,7 +597,7 @@ def train_grpo(
                         on_checkpoint(state.global_step, folder)
 
         callbacks.append(_Checkpoints())
-    trainer = GRPOTrainer(
+    trainer = bounded_grpo_trainer()(
         model=model,
         reward_funcs=[ace_reward],
         args=args,
@@ -469,6 +606,10 @@ def train_grpo(
         rollout_func=rollout,
         callbacks=callbacks,
     )
+    install_bounded_lm_head(trainer.model, temperature=trainer.temperature,
+                            entropy_grad=bool(getattr(trainer, "_entropy_bonus_enabled", False)))
+    if trainer.ref_model is not None:
+        install_bounded_lm_head(trainer.ref_model, temperature=trainer.temperature, entropy=False)
     trainer.train()
     if trainer.accelerator.is_main_process:
         out.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ from typing import Any, Iterable
 
 from ace_env.tasks import Task
 from train.export import ExportError, to_openai_sft
+from train.logprobs import install_bounded_lm_head
 from train.policies.base import PolicyError
 from train.policies.hf import load_model
 from train.rollouts import offered_schemas
@@ -42,10 +43,16 @@ class SFTRunConfig:
     max_length: int = field(default=1024, metadata={"help": "Tokens kept per transcript (the start is kept)."})
     seed: int = field(default=0, metadata={"help": "Seed of initialisation order and shuffling."})
     compact_tools: bool = field(default=True, metadata={"help": "List tools compactly, as rollouts do."})
+    micro_batch: int = field(
+        default=1, metadata={"help": "Transcripts per forward/backward pass; a step accumulates batch-size / "
+                                     "micro-batch passes (memory grows with it, not with the batch)."})
 
     def __post_init__(self) -> None:
         if self.epochs <= 0 or self.learning_rate <= 0 or self.batch_size < 1 or self.max_length < 16:
             raise PolicyError("epochs and learning rate must be > 0, batch size >= 1 and max length >= 16")
+        if self.micro_batch < 1 or self.batch_size % min(self.micro_batch, self.batch_size):
+            raise PolicyError(f"micro-batch ({self.micro_batch}) must be at least 1 and divide the batch size "
+                              f"({self.batch_size})")
 
 
 def oracle_transcripts(tasks: Iterable[Task]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -113,6 +120,10 @@ def train_sft_rows(config: SFTRunConfig, rows: list[dict[str, Any]], skipped: li
     if not rows:
         raise PolicyError("nothing to train on: no conversations")
     tokenizer, model, template = load_model(config.model)
+    context = int(getattr(model.config.get_text_config(), "max_position_embeddings", 0) or 0)
+    if context and config.max_length > context:
+        raise PolicyError(f"max length {config.max_length} is over the model's context of {context} tokens: "
+                          f"lower --max-length to at most {context}")
     examples = tokenize(tokenizer, template, rows, config.max_length, config.compact_tools, skipped)
     if not examples:
         raise PolicyError(f"no transcript fits in {config.max_length} tokens ({skipped[0]})")
@@ -123,7 +134,12 @@ def train_sft_rows(config: SFTRunConfig, rows: list[dict[str, Any]], skipped: li
         output_dir=str(work),
         num_train_epochs=config.epochs,
         learning_rate=config.learning_rate,
-        per_device_train_batch_size=config.batch_size,
+        # Memory: micro_batch transcripts per forward/backward pass (gradients accumulated up to batch_size), each
+        # layer's activations recomputed in the backward pass, and the bounded head (train.logprobs) scoring only
+        # the assistant tokens, a few MiB of logits at a time.
+        per_device_train_batch_size=min(config.micro_batch, config.batch_size),
+        gradient_accumulation_steps=config.batch_size // min(config.micro_batch, config.batch_size),
+        gradient_checkpointing=True,
         max_length=config.max_length,
         seed=config.seed,
         logging_steps=1,
@@ -139,6 +155,7 @@ def train_sft_rows(config: SFTRunConfig, rows: list[dict[str, Any]], skipped: li
         disable_tqdm=True,
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(examples), processing_class=tokenizer)
+    install_bounded_lm_head(trainer.model)
     start = time.perf_counter()
     result = trainer.train()
     seconds = time.perf_counter() - start
