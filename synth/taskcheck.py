@@ -75,6 +75,7 @@ VALUE_UNOBTAINABLE = "value_not_obtainable"
 LOOKALIKE_ID_IN_TEXT = "lookalike_id_in_text"
 CASCADE_RECOVERY_IN_TEXT = "cascade_recovery_in_text"
 LOOKALIKE_NOT_SHOWN = "lookalike_not_in_shown_result"
+DISTRACTOR_NOT_NEW = "distractor_already_offered"
 TEMPLATE_TEXT = "template_text"
 SPLICED_TEXT = "spliced_text"
 QUOTE_MISMATCH = "quote_differs_from_ground_truth"
@@ -94,6 +95,7 @@ REASONS = (
     LOOKALIKE_ID_IN_TEXT,
     CASCADE_RECOVERY_IN_TEXT,
     LOOKALIKE_NOT_SHOWN,
+    DISTRACTOR_NOT_NEW,
     TEMPLATE_TEXT,
     SPLICED_TEXT,
     QUOTE_MISMATCH,
@@ -646,6 +648,29 @@ def lookalike_problems(task: Task, oracle: Oracle | None = None) -> list[str]:
     return out
 
 
+def distractor_problems(task: Task) -> list[str]:
+    """For a distractor task: each added distractor must be a tool the seed did not already offer, i.e. a
+    function of a class the seed does not involve (``provenance["seed_classes"]``), never one the ground
+    truth calls.  BFCL offers every function of an involved class, so one of those distracts nothing."""
+    if task.provenance.get("strategy") != "distractor":
+        return []
+    seed_classes = set(task.provenance.get("seed_classes") or [])
+    added = task.provenance.get("added_distractors") or []
+    if not added:
+        return ["no distractor was added"]
+    used = {name for _, _, _, name in flat_calls(task)}
+    out = []
+    for name in added:
+        info = bfcl.functions().get(name)
+        if info is None or info.class_name in seed_classes:
+            out.append(f"{name} is already offered by the seed (its class {getattr(info, 'class_name', '?')} is involved)")
+        elif name in used:
+            out.append(f"{name} is called by the ground truth")
+        elif name not in task.distractors or name not in task.tools:
+            out.append(f"{name} is not offered as a distractor")
+    return out
+
+
 # --------------------------------------------------------------------------- text rules
 
 #: Wrapper phrases of a template voice (a person writes the request, not a frame around it).
@@ -870,6 +895,10 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
             if LOOKALIKE_NOT_SHOWN not in reasons:
                 reasons.append(LOOKALIKE_NOT_SHOWN)
             notes.append(detail)
+    for detail in distractor_problems(task):
+        if DISTRACTOR_NOT_NEW not in reasons:
+            reasons.append(DISTRACTOR_NOT_NEW)
+        notes.append(detail)
     for reason, detail in strategy_text_problems(task) + text_problems(task):
         if reason not in reasons:
             reasons.append(reason)
@@ -917,4 +946,5 @@ __all__ = [
     "text_problems",
     "lookalike_problems",
     "near_identical",
+    "distractor_problems",
 ]

@@ -1,8 +1,10 @@
 """distractor: similar tools that point the wrong way, offered where the choice is made.
 
-At the target pair's decision step (the ``to`` tool), 1-3 functions of the
-same domain (the same class, or a class of a neighbouring domain: files,
-money, travel and driving, social) whose names, descriptions and parameters
+At the target pair's decision step (the ``to`` tool), 1-3 functions the seed
+does not already offer, of a class of the same domain that the seed does not
+involve (money, travel and driving, social; BFCL offers every function of an
+involved class, so nothing of those classes would be new) whose names,
+descriptions and parameters
 overlap the right tool's (``get_nearest_airport_by_city`` beside
 ``get_zipcode_based_on_city``, ``cp`` beside ``mv``, ``withdraw_funds`` beside
 ``fund_account``) are offered and declared distractors: calling one fails the
@@ -44,6 +46,32 @@ DOMAINS = (
     frozenset({"MessageAPI", "TwitterAPI", "TicketAPI"}),  # people, posts, messages, tickets
     frozenset({"MathAPI"}),
 )
+
+
+#: Wrong-way twins across classes (BFCL's own functions): a careless agent could take one for the key:
+#: a flight cost for a driving distance, an invoice for an order's details, a booking for an order.
+TWINS: dict[str, tuple[str, ...]] = {
+    "estimate_distance": ("get_flight_cost", "get_nearest_airport_by_city"),
+    "get_zipcode_based_on_city": ("get_nearest_airport_by_city",),
+    "estimate_drive_feasibility_by_mileage": ("get_flight_cost",),
+    "place_order": ("purchase_insurance", "book_flight"),
+    "get_order_details": ("retrieve_invoice", "get_ticket"),
+    "cancel_order": ("cancel_booking", "close_ticket"),
+    "get_stock_info": ("compute_exchange_rate", "get_flight_cost"),
+    "get_order_history": ("get_booking_history",),
+    "retrieve_invoice": ("get_order_details", "get_ticket", "get_transaction_history"),
+    "book_flight": ("place_order",),
+    "cancel_booking": ("cancel_order", "close_ticket"),
+    "get_booking_history": ("get_order_history", "get_transaction_history"),
+    "fund_account": ("set_budget_limit", "register_credit_card"),
+    "withdraw_funds": ("set_budget_limit",),
+    "get_account_info": ("get_credit_card_balance",),
+    "send_message": ("post_tweet", "comment"),
+    "post_tweet": ("send_message", "create_ticket"),
+    "create_ticket": ("send_message", "post_tweet", "contact_customer_support"),
+    "contact_customer_support": ("create_ticket", "send_message"),
+    "get_ticket": ("get_order_details", "get_tweet"),
+}
 
 
 def same_domain(a: str, b: str) -> bool:
@@ -102,15 +130,21 @@ def with_distractors(seed: Task, chosen: list[str]) -> tuple[list[str], list[str
 
 
 def _distractor_candidates(seed: Task, names: list[str]) -> list[str]:
+    """Functions similar to ``names`` that the seed does not already offer.
+
+    A function of a class the seed involves is never new: BFCL offers every function of an involved
+    class (those it withholds in miss_func come back later and are part of the task).  So a distractor
+    comes from a same-domain class the seed does not involve, and within BFCL's 128 functions that is
+    the only kind of new tool there is.
+    """
     used = {n for _, _, _, n in flat_calls(seed)}
     pool: dict[str, float] = {}
     for name in names:
-        for other, score in _similar(name)[:8]:
+        twins = [(t, 10.0 - i) for i, t in enumerate(TWINS.get(name, ())) if t in bfcl.functions()]
+        for other, score in twins + list(_similar(name)[:12]):
             cls = bfcl.functions()[other].class_name
-            if other in used or other in seed.distractors or score <= 0 or not loads_empty(cls):
-                continue
-            if other not in seed.tools and cls in seed.involved_classes:
-                continue  # a function the seed withholds on purpose stays withheld
+            if other in used or other in seed.tools or other in seed.distractors or score <= 0 \
+                    or cls in seed.involved_classes or not loads_empty(cls):
                 continue
             pool[other] = max(pool.get(other, 0.0), score)
     return [n for n, _ in sorted(pool.items(), key=lambda x: (-x[1], x[0]))]
@@ -133,4 +167,5 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
     classes, tools, config, distractors = with_distractors(seed, chosen)
     return build(seed, "distractor", target, strength, f"distractor tools offered: {', '.join(chosen)}",
                   config=config, classes=classes, tools=tools, distractors=distractors,
-                  extra={"added_distractors": chosen})
+                  extra={"added_distractors": chosen, "seed_classes": list(seed.involved_classes),
+                         "seed_tools": len(seed.tools)})

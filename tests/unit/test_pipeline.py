@@ -131,7 +131,9 @@ def test_a_hanging_rollout_is_verified_under_the_budget(seeds):
     tasks, by_target = seeds
     math = [t for t in tasks.values() if "MathAPI" in t.involved_classes and usable_seed(t)]
     assert math  # power() is offered only with MathAPI: aim at a target its tasks hold
-    pair = next(p for t in math for p in adjacent_pairs(tag_task(t))[0])
+    # a pair where a distractor can be offered (a same-domain class the seed does not involve)
+    pair = next(p for t in math for p in adjacent_pairs(tag_task(t))[0]
+                if p in ("get_stock_info>place_order", "get_zipcode_based_on_city>estimate_distance"))
     a, b = pair.split(">")
     frontier = [{"from": a, "to": b, "n": 100, "fragility": 0.5, "fragility_low": 0.4}]
     ids = [t.id for t in math if pair in adjacent_pairs(tag_task(t))[0]]

@@ -11,7 +11,7 @@ from ace_env import bfcl
 from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
 from synth import strategies
 from synth.strategies.depth import LINKS_BY_ANCHOR
-from synth.strategies.distractor import same_domain
+from synth.strategies.distractor import TWINS, same_domain
 from synth.taskcheck import (
     adjacent_positions,
     check_task,
@@ -222,7 +222,11 @@ def test_distractors_are_same_domain_lookalikes_of_the_decision_tool(seeds):
         used = {n for _, _, _, n in flat_calls(task)}
         for name in task.distractors:
             assert name not in used
-            assert same_domain(right, bfcl.functions()[name].class_name), (target, name)
+            # new at the decision step: never a tool the seed already offers (a class it does not involve),
+            # and a wrong-way twin of the right tool or a same-domain look-alike of it
+            assert name not in seed.tools and bfcl.functions()[name].class_name not in seed.involved_classes
+            assert name in TWINS.get(target[1], ()) or same_domain(right, bfcl.functions()[name].class_name), \
+                (target, name)
         # calling one where the choice is made fails the task
         k = adjacent_positions(task, target)[0]
         t, i, _, _ = flat_calls(task)[k + 1]

@@ -14,6 +14,7 @@ from synth import strategies
 from synth.pipeline import seeds_by_target
 from synth.taskcheck import (
     CASCADE_RECOVERY_IN_TEXT,
+    DISTRACTOR_NOT_NEW,
     DUPLICATE,
     EMPTY_ACCEPTED,
     GT_ERROR,
@@ -31,6 +32,7 @@ from synth.taskcheck import (
     Seen,
     adjacent_positions,
     check_task,
+    distractor_problems,
     error_output,
     flat_calls,
     lookalike_problems,
@@ -292,3 +294,17 @@ def test_bfcl_seeds_without_provenance_are_not_used():
     used = by_target[("get_zipcode_based_on_city", "estimate_distance")]
     assert used and "multi_turn_base_62" not in used
     assert all(usable_seed(tasks[i]) for i in used)
+
+
+def test_a_distractor_already_offered_by_the_seed_is_rejected():
+    task = _made("distractor", ("place_order", "get_order_details"))
+    assert check_task(task).valid and not distractor_problems(task)
+    added = task.provenance["added_distractors"]
+    assert all(bfcl.functions()[n].class_name not in task.provenance["seed_classes"] for n in added)
+    # the old kind: a TradingBot function BFCL already offers in every TradingBot turn
+    stale = Task.from_dict(copy.deepcopy(task.to_dict()))
+    stale.distractors = ["cancel_order"]
+    stale.provenance["added_distractors"] = ["cancel_order"]
+    check = check_task(stale)
+    assert DISTRACTOR_NOT_NEW in check.reasons, check.reasons
+    assert any("already offered" in n for n in check.notes)
