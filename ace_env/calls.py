@@ -100,11 +100,35 @@ def _parse_string_cached(text: str) -> Call | MalformedCall:
     return _parse_string(text)
 
 
+def respelled_name(node: ast.Call, source: str) -> str | None:
+    """The first name in a call whose source text differs from the name :mod:`ast` gives it, else None.
+
+    ``ast`` NFKC-normalises identifiers: ``ｔｏｕｃｈ(...)`` (fullwidth) or
+    ``𝗍ouch(...)`` parse as ``touch``.  A runtime would not dispatch them, and
+    the same names in JSON are not ``touch`` either, so identifiers must
+    compare exactly as written: callers refuse such a call.
+    """
+    if source.isascii():  # NFKC leaves ASCII alone
+        return None
+    if isinstance(node.func, ast.Name):
+        written = ast.get_source_segment(source, node.func)
+        if written != node.func.id:
+            return written or "?"
+    for kw in node.keywords:
+        if kw.arg is None:
+            continue
+        written = (ast.get_source_segment(source, kw) or "").split("=", 1)[0].strip()
+        if written != kw.arg:
+            return written or "?"
+    return None
+
+
 def _parse_string(text: str) -> Call | MalformedCall:
     if len(text) > MAX_CALL_CHARS:
         return MalformedCall(_short(text), f"call string longer than {MAX_CALL_CHARS} characters")
+    source = text.strip()
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = ast.parse(source, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as e:
         return MalformedCall(_short(text), f"not a Python call expression ({type(e).__name__})")
     node = tree.body
@@ -114,6 +138,10 @@ def _parse_string(text: str) -> Call | MalformedCall:
         return MalformedCall(
             _short(text), f"the callee must be a bare function name, not {type(node.func).__name__}"
         )
+    respelled = respelled_name(node, source)
+    if respelled is not None:
+        return MalformedCall(_short(text), f"the name {respelled!r} is not plain: Python would read it as another "
+                             "name (Unicode compatibility characters); names must be written as the tools spell them")
     args: list[Any] = []
     for a in node.args:
         if isinstance(a, ast.Starred):

@@ -45,7 +45,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ace_env.calls import MAX_CALL_CHARS, Call, nesting_depth
+from ace_env.calls import MAX_CALL_CHARS, Call, nesting_depth, respelled_name
 from ace_env.errors import RolloutFormatError
 from ace_env.modelout import parse_output
 from ace_env.rollouts import Rollout, parse_rollout, rollout_id_of
@@ -151,7 +151,8 @@ def _literal(node: ast.AST) -> tuple[bool, Any]:
 
 def _render_node(node: ast.Call, source: str) -> str:
     """A call node as a call string: rendered from its literals, else its source text."""
-    if isinstance(node.func, ast.Name) and not any(isinstance(a, ast.Starred) for a in node.args):
+    if (isinstance(node.func, ast.Name) and not any(isinstance(a, ast.Starred) for a in node.args)
+            and respelled_name(node, source) is None):
         args, kwargs, ok = [], {}, True
         for a in node.args:
             good, value = _literal(a)

@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ace_env.calls import MAX_CALL_CHARS, Call
+from ace_env.calls import MAX_CALL_CHARS, Call, respelled_name
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
@@ -181,6 +181,8 @@ def _render(node: ast.Call, source: str) -> Any:
     segment = ast.get_source_segment(source, node) or ""
     if not isinstance(node.func, ast.Name):
         return malformed("the callee must be a bare function name", segment)
+    if respelled_name(node, source) is not None:
+        return malformed("a name that is not written as the tools spell it (Unicode compatibility characters)", segment)
     args, kwargs = [], {}
     for a in node.args:
         if isinstance(a, ast.Starred):

@@ -8,6 +8,7 @@ writers renamed a regular file over them.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -162,3 +163,46 @@ def test_killed_sim_leaves_no_temporary_file(tmp_path):
     assert [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     assert main(["sim", "rollouts", "--tasks", "bfcl:base", "--n", "3", "--out", str(out), "--json"]) == 0
     assert [p.name for p in tmp_path.iterdir()] == ["r.jsonl"]
+
+
+# --------------------------------------------------------------------------- defect 5: names as written
+
+
+def _fullwidth(name):
+    return "".join(chr(ord(c) + 0xFEE0) if c.isascii() and c.isalnum() else c for c in name)
+
+
+def _respell(call, how):
+    name, _, rest = call.partition("(")
+    if how == "fullwidth-name":
+        return _fullwidth(name) + "(" + rest
+    if how == "math-sans-first-letter":  # U+1D5BA.. MATHEMATICAL SANS-SERIF SMALL A..Z, NFKC -> a..z
+        return chr(0x1D5BA + ord(name[0]) - ord("a")) + name[1:] + "(" + rest
+    key, sep, value = rest.partition("=")
+    return name + "(" + _fullwidth(key) + sep + value
+
+
+@pytest.mark.parametrize("how", ["fullwidth-name", "math-sans-first-letter", "fullwidth-keyword"])
+def test_names_compare_exactly_as_written(how, tmp_path, capsys):
+    # Defect 5: `ｔｏｕｃｈ(...)` and `𝗍ouch(...)` were credited as `touch` (reward 1.0): ast NFKC-normalises names.
+    from ace_env import bfcl
+    from ace_env.calls import MalformedCall, parse_call
+    from ace_env.verifier import ground_truth_rollout
+
+    task = next(t for t in bfcl.load_tasks("base")
+                if any("=" in c and c[0].islower() for turn in ground_truth_rollout(t) for c in turn))
+    turns = ground_truth_rollout(task)
+    t, i = next((t, i) for t, calls in enumerate(turns) for i, c in enumerate(calls) if "=" in c and c[0].islower())
+    respelled = _respell(turns[t][i], how)
+    assert respelled != turns[t][i]
+    assert isinstance(parse_call(respelled), MalformedCall)
+    forged = [list(calls) for calls in turns]
+    forged[t][i] = respelled
+    rollouts = tmp_path / "r.jsonl"
+    rollouts.write_text(json.dumps({"rollout_id": "gt", "task_id": task.id, "turns": turns}, ensure_ascii=False) + "\n"
+                        + json.dumps({"rollout_id": "forged", "task_id": task.id, "turns": forged},
+                                     ensure_ascii=False) + "\n")
+    assert main(["verify", "--tasks", "bfcl:base", "--rollouts", str(rollouts), "--json"]) in (0, 1)
+    verdicts = {v["rollout_id"]: v for v in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert verdicts["gt"]["reward"] == 1.0
+    assert verdicts["forged"]["reward"] < 1.0, verdicts["forged"]
