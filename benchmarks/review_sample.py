@@ -8,7 +8,9 @@ compositions as the frontier, 8 plans, 2 rounds, the simulated agent of
   reviewer needs (an opaque number, the strategy, the target, the user turns,
   the tools offered and the distractors, the ground truth and each call's
   output as the agent sees it, the output views), sampled evenly across
-  strategies;
+  strategies, one task per base task where the strategy has enough (cosmetic
+  variants of one BFCL task are not sampled side by side);
+* ``benchmarks/out/review_sample.md``: the same, rendered for reading;
 * ``benchmarks/out/review_tasks.jsonl``: the same tasks as ACE task files;
 * ``benchmarks/out/strategy_definitions.md``: the one-page definitions a
   reviewer judges against (copied from ``benchmarks/strategy_definitions.md``).
@@ -28,9 +30,34 @@ from pathlib import Path
 from ace_env import bfcl
 from ace_env.sim import DEMO_WEAKNESS, load_weakness
 from ace_env.verifier import replay_oracle
-from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
+from synth.pipeline import SynthConfig, base_task, seeds_by_target, sim_policy, synthesize, write_tasks
 
 HERE = Path(__file__).resolve().parent
+
+
+def render_markdown(rows: list[dict]) -> str:
+    """The sample as a readable page: per task, the user turns, then each ground-truth call and what the agent
+    sees of its output, the tools offered and the distractors."""
+    out = ["# Review sample", "", "Judge each task against `strategy_definitions.md`.", ""]
+    for row in rows:
+        out += [f"## {row['n']}. {row['strategy']} (target `{row['target']}`)", ""]
+        for t, turn in enumerate(row["turns"]):
+            for u in turn["user"]:
+                out.append(f"**User (turn {t + 1}):** {u}")
+            out.append("")
+            if not turn["ground_truth"]:
+                out += ["- *(no call: the right answer is to make none)*", ""]
+            for step in turn["ground_truth"]:
+                out.append(f"- `{step['call']}`")
+                out.append(f"  - output: `{step['output_seen_by_agent']}`")
+            out.append("")
+        out.append(f"Tools offered: {', '.join(f'`{x}`' for x in row['tools_offered'])}")
+        if row["distractors"]:
+            out.append(f"Distractors (declared wrong): {', '.join(f'`{x}`' for x in row['distractors'])}")
+        if row["output_views"]:
+            out.append(f"Output views: `{json.dumps(row['output_views'])}`")
+        out += ["", "---", ""]
+    return "\n".join(out)
 
 
 def main() -> None:
@@ -52,17 +79,24 @@ def main() -> None:
         by_strategy.setdefault(t.provenance["strategy"], []).append(t)
     rng = random.Random(args.seed)
     picked = []
+    bases: set[str] = set()
     pools = {k: rng.sample(v, len(v)) for k, v in sorted(by_strategy.items())}
     while len(picked) < min(args.sample, len(result.tasks)):
         for k in sorted(pools):
             if pools[k] and len(picked) < args.sample:
-                picked.append(pools[k].pop())
+                # a base task not in the sample yet when the strategy has one (no cosmetic variants side by side)
+                fresh = [t for t in pools[k] if base_task(t) not in bases]
+                task = fresh[-1] if fresh else pools[k][-1]
+                pools[k].remove(task)
+                picked.append(task)
+                bases.add(base_task(task))
     rng.shuffle(picked)
     args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
     with open(args.out / "review_sample.jsonl", "w", encoding="utf-8") as f:
         for n, task in enumerate(picked, 1):
             oracle = replay_oracle(task)
-            f.write(json.dumps({
+            rows.append({
                 "n": n,
                 "strategy": task.provenance["strategy"],
                 "target": task.provenance["target_edge"].replace(">", " -> "),
@@ -74,7 +108,9 @@ def main() -> None:
                 "distractors": task.distractors,
                 "output_views": task.output_views,
                 "long_context": task.long_context,
-            }, ensure_ascii=False) + "\n")
+            })
+            f.write(json.dumps(rows[-1], ensure_ascii=False) + "\n")
+    (args.out / "review_sample.md").write_text(render_markdown(rows), encoding="utf-8")
     write_tasks(args.out / "review_tasks.jsonl", picked)
     shutil.copy(HERE / "strategy_definitions.md", args.out / "strategy_definitions.md")
     print(json.dumps({"run": result.summary(), "sampled": len(picked),

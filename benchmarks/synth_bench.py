@@ -41,6 +41,7 @@ from ace_env.verifier import ground_truth_rollout, verify
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.tagger import tag_task
 from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
+from synth.repair import usable_version
 from synth.strategies import synthesize as apply_strategy
 from synth.taskcheck import check_task, seed_problems, target_present, value_provenance
 from train.export import (
@@ -81,18 +82,23 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}")
 
     seeds = {t.id: t for t in bfcl.load_tasks("all")}
-    excluded: dict[str, list[int]] = {}
+    counts: dict[str, list[int]] = {}  # category: [failing, repaired, excluded, all]
     why: dict[str, int] = {}
     for task in seeds.values():
-        excluded.setdefault(task.category, [0, 0])[1] += 1
-        excluded[task.category][0] += bool(seed_problems(task))
-        for cause in {f"{u.call.split('(')[0]}.{u.param}" for u in value_provenance(task)}:
-            why[cause] = why.get(cause, 0) + 1
-    print("seeds excluded (a ground-truth value nothing provides, or a text rule): "
-          + ", ".join(f"{c} {n}/{m}" for c, (n, m) in sorted(excluded.items())))
-    print("  values without provenance, by tool.parameter (tasks): "
+        row = counts.setdefault(task.category, [0, 0, 0, 0])
+        row[3] += 1
+        if seed_problems(task):
+            row[0] += 1
+            row[1] += usable_version(task) is not None
+            row[2] += usable_version(task) is None
+            if usable_version(task) is None:
+                for cause in {f"{u.call.split('(')[0]}.{u.param}" for u in value_provenance(task)}:
+                    why[cause] = why.get(cause, 0) + 1
+    print("seeds failing the provenance/text check, repaired by a lookup, excluded: "
+          + ", ".join(f"{c} {f}/{m} failing, {r} repaired, {x} excluded" for c, (f, r, x, m) in sorted(counts.items())))
+    print("  values without provenance in excluded seeds, by tool.parameter (tasks): "
           + ", ".join(f"{k} {v}" for k, v in sorted(why.items(), key=lambda x: (-x[1], x[0]))[:10]))
-    seeds = {i: t for i, t in seeds.items() if not seed_problems(t)}
+    seeds = {i: usable_version(t) for i, t in seeds.items() if usable_version(t) is not None}
     by_target = {t: [] for t in TARGETS}
     for task in seeds.values():
         pairs = set(adjacent_pairs(tag_task(task))[0])

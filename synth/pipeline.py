@@ -47,9 +47,10 @@ from ace_graph.compositions import adjacent_pairs
 from ace_graph.errors import ConfigError
 from ace_graph.tagger import tag_task
 from synth.planner import Plan, apply_style, make_plans, reflect
+from synth.repair import usable_version
 from synth.rewriter import rewrite_task
 from synth.strategies import synthesize as apply_strategy
-from synth.taskcheck import Seen, check_task, usable_seed
+from synth.taskcheck import Seen, adjacent_positions, check_task
 
 #: Rejection reason: the run already holds ``max_per_base`` tasks of this task's base task.
 SAME_BASE = "same_base_task"
@@ -180,6 +181,10 @@ def per_base_cap(config: "SynthConfig", seeds: dict[str, Task], by_target: dict[
     return max(2, -(-2 * config.n // max(1, len(bases))))
 
 
+def target_present_in(task: Task, target: tuple[str, str]) -> bool:
+    return bool(adjacent_positions(task, tuple(target)))
+
+
 def _rng(seed: int, *parts: Any) -> random.Random:
     # String seeds are hashed with SHA-512 by `random`: stable across processes and hash seeds.
     return random.Random(":".join(map(str, (seed,) + parts)))
@@ -219,8 +224,11 @@ def synthesize(
 
     runner = runner or LocalRunner()
     result = SynthResult(policy=policy_label(policy))
-    # a seed whose ground truth uses a value nothing provides (or whose text breaks a rule) is never copied
-    seeds_by_target = {target: [i for i in ids if i in seeds and usable_seed(seeds[i])]
+    # a seed whose ground truth uses a value nothing provides (or whose text breaks a rule) is repaired
+    # (the lookup that provides the value added) or never copied
+    usable = {i: usable_version(seeds[i]) for ids in seeds_by_target.values() for i in ids if i in seeds}
+    seeds = {**seeds, **{i: t for i, t in usable.items() if t is not None}}
+    seeds_by_target = {target: [i for i in ids if usable.get(i) is not None and target_present_in(usable[i], target)]
                        for target, ids in seeds_by_target.items()}
     domains = {
         target: tuple(sorted({c for sid in ids if sid in seeds for c in seeds[sid].involved_classes}))
@@ -392,7 +400,8 @@ def seeds_by_target(frontier: list[dict[str, Any]], seeds: dict[str, Task]) -> d
     """For each frontier edge, the usable seed tasks whose oracle makes the two calls adjacently (sorted ids).
 
     A seed that fails :func:`synth.taskcheck.seed_problems` (a ground-truth value
-    nothing provides, a text that breaks a text rule) is never used.
+    nothing provides, a text that breaks a text rule) is used in its repaired
+    version (:func:`synth.repair.usable_version`) or not at all.
 
     Computed from the seeds themselves, not from the graph, so tasks synthesized
     earlier and stored there never change which seeds a run uses.
@@ -401,9 +410,10 @@ def seeds_by_target(frontier: list[dict[str, Any]], seeds: dict[str, Task]) -> d
     wanted = {f"{r['from']}>{r['to']}": (r["from"], r["to"]) for r in frontier}
     out: dict[tuple[str, str], list[str]] = {pair: [] for pair in wanted.values()}
     for task_id in sorted(seeds):
-        if not usable_seed(seeds[task_id]):
-            continue  # a value of its ground truth comes from nowhere, or its text breaks a rule: not copied
-        for pair in adjacent_pairs(tag_task(seeds[task_id]))[0]:
+        seed = usable_version(seeds[task_id])
+        if seed is None:
+            continue  # a value of its ground truth comes from nowhere and no lookup provides it: not copied
+        for pair in adjacent_pairs(tag_task(seed))[0]:
             if pair in wanted:
                 out[wanted[pair]].append(task_id)
     return out

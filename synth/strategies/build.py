@@ -61,6 +61,7 @@ def build(seed: Task, strategy: str, target: tuple[str, str], strength: float, n
         "note": note,
         **(extra or {}),
         **seed_exemptions(seed),
+        **({"seed_repaired": list(seed.provenance["repaired"])} if seed.provenance.get("repaired") else {}),
     }
     probe = Task("", "ace", strategy, turns, config, classes, tools, seed.long_context, {}, distractors, views)
     repair_quotes(probe)  # a quote the text nearly shares with the ground truth is made equal to it
