@@ -2,9 +2,14 @@
 
 Round ``k`` of experiment ``E``:
 
-1. **eval** — checkpoint ``k`` of the policy rolls out on the evaluation
-   tasks; the verdicts are ingested as scope ``E/NAME/round-k`` (per-skill
-   success written back to the graph);
+1. **eval** — checkpoint ``k`` of the policy is scored on the evaluation
+   tasks, by default through the gold prefix (every oracle step with the
+   oracle's calls and outputs before it: teacher-forced exact match and NLL,
+   :mod:`train.goldprefix`), else by free-running rollouts; the results are
+   ingested as scope ``E/NAME/round-k`` (per-skill success written back to the
+   graph).  A small model fails free-running at its first calls, so its
+   free-running pass rate stays 0.000 whatever training does; gold-prefix
+   scores move;
 2. **frontier** — the weak compositions next to the capability boundary of
    that scope (:func:`ace_graph.frontier.frontier`);
 3. **synth** — tasks aimed at the frontier, their learnability measured with
@@ -41,7 +46,7 @@ from ace_graph.store import GraphStore
 from synth.pipeline import SynthConfig, seeds_by_target, synthesize, write_tasks
 from train.curriculum.core import CurriculumConfig, mix
 from train.curriculum.store import load_state, scopes_read
-from train.evaluation import evaluate
+from train.evaluation import evaluate, evaluate_gold_prefix
 from train.grpo import GRPORunConfig, train_grpo
 from train.models import resolve_model
 from train.policies import GenerationConfig, load_policy, policy_name
@@ -61,6 +66,9 @@ class LoopConfig:
     tasks: str = field(default="bfcl:base", metadata={"help": "Seed tasks (bfcl:CATEGORY or a task file)."})
     seeds: int = field(default=20, metadata={"help": "Seed tasks used for synthesis and the replay buffer."})
     eval_limit: int = field(default=5, metadata={"help": "Tasks of each evaluation (taken after the seed tasks)."})
+    gold_prefix: bool = field(default=True, metadata={"help": (
+        "Evaluate each checkpoint through the gold prefix (every oracle step scored with the oracle's prefix in "
+        "context: exact match and NLL); off: free-running rollouts.")})
     synth: int = field(default=8, metadata={"help": "Tasks to synthesize per round."})
     train_tasks: int = field(default=8, metadata={"help": "Size of each round's training mix."})
     sft_warm_start: bool = field(default=False, metadata={"help": "Round 0 starts with SFT on the seed tasks' oracle transcripts."})
@@ -169,6 +177,12 @@ class Loop:
     # ------------------------------------------------------------------ stages
 
     def _eval(self, k: int) -> dict[str, Any]:
+        if self.config.gold_prefix:
+            result = evaluate_gold_prefix(
+                self.store, self.checkpoint(k), self.eval_tasks, self.experiment, self.name, f"round-{k}",
+                self.root / f"round-{k}" / "eval-steps.jsonl")
+            return {k2: result[k2] for k2 in ("scope", "mode", "policy", "rollouts", "rewarded", "pass_rate", "steps",
+                                              "exact_match", "mean_nll", "tool_accuracy", "skills", "tools")}
         result = evaluate(
             self.store, self.checkpoint(k), self.eval_tasks, self.experiment, self.name, f"round-{k}",
             RolloutConfig(step_cap=self.config.step_cap, generation=GenerationConfig(max_tokens=self.config.max_tokens)),
@@ -269,6 +283,8 @@ class Loop:
             "stages": {s: self.done(k, s) is not None for s in STAGES},
             "scope": ev.get("scope"),
             "pass_rate": ev.get("pass_rate"),
+            "exact_match": ev.get("exact_match"),
+            "mean_nll": ev.get("mean_nll"),
             "frontier": [f"{e['from']}→{e['to']}" for e in fr.get("edges", [])][:5],
             "synthesized": (self.done(k, "synth") or {}).get("tasks"),
             "trained": (self.done(k, "train") or {}).get("model"),
@@ -288,6 +304,7 @@ def loop_status(store: GraphStore, experiment: str) -> dict[str, Any]:
         ev = json.loads((folder / "eval.json").read_text()) if stages["eval"] else {}
         fr = json.loads((folder / "frontier.json").read_text()) if stages["frontier"] else {}
         rounds.append({"round": k, "stages": stages, "scope": ev.get("scope"), "pass_rate": ev.get("pass_rate"),
+                       "exact_match": ev.get("exact_match"), "mean_nll": ev.get("mean_nll"),
                        "frontier": [f"{e['from']}→{e['to']}" for e in fr.get("edges", [])][:5]})
     history = store.run("capability-history", experiment=experiment, policy=policy_name(meta["policy"]),
                         level="skill") if rounds else []

@@ -13,12 +13,14 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ace_env.sandbox import Budget
 from ace_env.tasks import Task
+from ace_env.workspace import check_writable_kind
 from ace_graph.ingest import GOLD_PREFIX, ingest_file, ingest_records
 from ace_graph.store import GraphStore, scope_key
 from train.distributed import expected_ids, ray_rollouts
@@ -50,17 +52,10 @@ def rollout_to_file(
     else:
         policy = load_policy(policy_spec, compact_tools=compact_tools)
         rows = RolloutEngine(policy, config).run(tasks, on_done=on_done)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     start = time.perf_counter()
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with atomic_file(out) as f:
             totals = write_rollouts(in_order(rows, order), f)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     finally:
         if policy is not None:
             policy.close()
@@ -147,15 +142,26 @@ def evaluate_gold_prefix(
             "ingest": report.to_dict(), "skipped_reasons": run.skipped[:10]}
 
 
-def _write_jsonl(out: Path, rows: Iterable[dict[str, Any]]) -> None:
+@contextmanager
+def atomic_file(out: Path) -> Iterator[IO[str]]:
+    """A text file written under a temporary name and renamed over ``out`` when the block ends without
+    error (never half-written; removed on error).  ``out`` must be a regular file or not exist yet: it
+    is checked again right before the rename (:func:`ace_env.workspace.check_writable_kind`)."""
+    check_writable_kind(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
+            yield f
         os.chmod(tmp, 0o644)
+        check_writable_kind(out)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _write_jsonl(out: Path, rows: Iterable[dict[str, Any]]) -> None:
+    with atomic_file(out) as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")

@@ -56,9 +56,14 @@ def loop_cmd(
 
 def _print_rounds(rounds) -> None:
     out = console()
-    out.print(table("rounds", ("round", "stages done", "scope", "pass rate", "frontier (top 5)"), [
+    def shown(value, digits=3):
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    # exact match and NLL: gold-prefix evaluations (every oracle step, the oracle's prefix in context)
+    out.print(table("rounds", ("round", "stages done", "scope", "pass rate", "exact match", "mean NLL",
+                               "frontier (top 5)"), [
         (r["round"], ",".join(s for s in STAGES if r["stages"][s]) or "-", r["scope"] or "-",
-         "-" if r["pass_rate"] is None else f"{r['pass_rate']:.3f}",
+         shown(r["pass_rate"]), shown(r.get("exact_match")), shown(r.get("mean_nll")),
          ", ".join(r["frontier"]) or "-")
         for r in rounds]))
 

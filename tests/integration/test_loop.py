@@ -84,9 +84,11 @@ def test_loop_status_shows_rounds_and_per_skill_history(clean_db, tiny, run_dir,
     assert len(scopes) == 3  # each checkpoint its own scope
     rounds_in_graph = {row["round"] for row in status["skill_history"]}
     assert rounds_in_graph == {0, 1, 2}
-    # round 1 evaluated the model round 0 trained
-    ev1 = json.loads((run_dir / "round-1" / "eval-rollouts.jsonl").read_text().splitlines()[0])
-    assert str(run_dir / "round-0" / "model") in ev1["meta"]["policy"]
+    # round 1 evaluated the model round 0 trained, through the gold prefix (the default)
+    ev1 = json.loads((run_dir / "round-1" / "eval.json").read_text())
+    assert ev1["policy"] == f"hf:{run_dir / 'round-0' / 'model'}" and ev1["mode"] == "gold-prefix"
+    steps = (run_dir / "round-1" / "eval-steps.jsonl").read_text().splitlines()
+    assert len(steps) == ev1["steps"] > 2 and all(r["exact_match"] is not None for r in status["rounds"])
 
 
 def test_resuming_with_other_settings_is_refused(clean_db, tiny, run_dir, capsys):
