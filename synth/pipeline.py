@@ -46,7 +46,7 @@ from ace_env.tasks import Task
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.errors import ConfigError
 from ace_graph.tagger import tag_task
-from synth.planner import Plan, apply_style, make_plans, reflect
+from synth.planner import STYLES, Plan, apply_style, make_plans, reflect
 from synth.repair import usable_version
 from synth.rewriter import rewrite_task
 from synth.strategies import synthesize as apply_strategy
@@ -181,6 +181,24 @@ def per_base_cap(config: "SynthConfig", seeds: dict[str, Task], by_target: dict[
     return max(2, -(-2 * config.n // max(1, len(bases))))
 
 
+#: Seeds of a target tried per strategy before a plan on it is made.
+FEASIBILITY_TRIES = 3
+
+
+def infeasible(seeds: dict[str, Task], by_target: dict[tuple[str, str], list[str]],
+               config: "SynthConfig") -> list[tuple[tuple[str, str], str]]:
+    """(target, strategy) pairs where the strategy makes nothing on the target's first few seeds (a cascade
+    needs a read-only ``a`` called once, a distractor a same-domain class the seed does not involve, ...)."""
+    out = []
+    for target, ids in by_target.items():
+        for strategy in config.strategies:
+            tries = [seeds[i] for i in ids[:FEASIBILITY_TRIES] if i in seeds]
+            if not any(apply_strategy(strategy, s, target, 0.5, _rng(config.seed, "feasible", s.id, strategy))
+                       is not None for s in tries):
+                out.append((target, strategy))
+    return out
+
+
 def target_present_in(task: Task, target: tuple[str, str]) -> bool:
     return bool(adjacent_positions(task, tuple(target)))
 
@@ -235,10 +253,13 @@ def synthesize(
         for target, ids in seeds_by_target.items()
     }
     plan_rng = _rng(config.seed, "plans")
+    # (target, strategy) pairs no seed of the target supports are never planned (all their styles are taken)
+    never = {(a, b, strategy, style) for (a, b), strategy in infeasible(seeds, seeds_by_target, config)
+             for style in STYLES}
     plans = make_plans(frontier, seeds_by_target, domains, config.plans, list(config.strategies), plan_rng,
-                       round_=round_offset)
+                       round_=round_offset, taken=never)
     result.plans.extend(plans)
-    taken = {p.key for p in plans}
+    taken = {p.key for p in plans} | never
     fingerprints = Seen()  # exact and near duplicates within the run
     base_cap = per_base_cap(config, seeds, seeds_by_target)
     per_base: Counter = Counter()  # tasks accepted per base task: cosmetic variants of one task never fill a run

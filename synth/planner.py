@@ -139,11 +139,26 @@ def make_plans(
         for ti, t in enumerate(targets):
             combos.append((t, strategies[(ti + lap) % n_s], STYLES[(ti + lap // n_s) % n_y]))
     seen: set[tuple[str, str, str, str]] = set()
+    open_combos = []
     for target, strategy, style in combos:
         key = (target[0], target[1], strategy, style)
         if key in taken or key in seen:
             continue
         seen.add(key)
+        open_combos.append((target, strategy, style))
+    # Greedy order: the least used target first (every target before any repeats), then the least used
+    # strategy (every strategy before any repeats where the targets allow), then the walk's order.
+    by_target: dict[tuple[str, str], int] = {}
+    by_strategy: dict[str, int] = {}
+    ordered = []
+    remaining = list(enumerate(open_combos))
+    while remaining and len(ordered) < n:
+        best = min(remaining, key=lambda ic: (by_target.get(ic[1][0], 0), by_strategy.get(ic[1][1], 0), ic[0]))
+        remaining.remove(best)
+        ordered.append(best[1])
+        by_target[best[1][0]] = by_target.get(best[1][0], 0) + 1
+        by_strategy[best[1][1]] = by_strategy.get(best[1][1], 0) + 1
+    for target, strategy, style in ordered:
         depth = _DEPTH.get(strategy, 2) if strategy != "depth" else 3 + len(plans) % 3
         plans.append(
             Plan(

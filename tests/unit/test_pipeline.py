@@ -9,7 +9,7 @@ from ace_env.rollouts import load_task_set
 from ace_env.sim import parse_weakness
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.tagger import tag_task
-from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
+from synth.pipeline import SynthConfig, infeasible, sim_policy, synthesize, write_tasks
 from synth.taskcheck import check_task, target_present, usable_seed
 
 TARGETS = [("book_flight", "retrieve_invoice"), ("get_stock_info", "place_order"), ("cd", "mv")]
@@ -146,3 +146,12 @@ def test_a_hanging_rollout_is_verified_under_the_budget(seeds):
     stats = result.plans[0].stats
     assert stats.attributions == {"timeout": len(result.tasks)}  # one hanging sample per task, ended as timeout
     assert all(t.provenance["pass_rate"] == 0.5 for t in result.tasks)
+
+
+def test_pairs_a_strategy_cannot_make_are_not_planned(seeds):
+    """cd>mv has no distractor (the file system is BFCL's only file class): no plan is spent on it."""
+    tasks, by_target = seeds
+    config = SynthConfig(n=8, rounds=1, plans=15, rollouts_per_task=1, strategies=("distractor", "ambiguity"))
+    assert (("cd", "mv"), "distractor") in infeasible(tasks, by_target, config)
+    result = synthesize(FRONTIER, tasks, by_target, sim_policy(WEAK), config)
+    assert not [p for p in result.plans if p.target == ("cd", "mv") and p.strategy == "distractor"]

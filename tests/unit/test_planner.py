@@ -68,3 +68,13 @@ def test_style_frames_keep_the_request():
     for style in STYLES:
         assert text in apply_style(text, style)
     assert apply_style(text, "plain") == text
+
+
+def test_every_strategy_is_planned_before_any_repeats_and_taken_pairs_are_skipped():
+    plans = make_plans(FRONTIER, SEEDS, {}, 4, STRATEGIES, random.Random(0))
+    assert {p.strategy for p in plans} == set(STRATEGIES)
+    # a (target, strategy) pair that cannot be made on the target (all its styles taken) is never planned
+    never = {("cd", "mv", "distractor", style) for style in STYLES}
+    plans = make_plans(FRONTIER, SEEDS, {}, 40, STRATEGIES, random.Random(0), taken=never)
+    assert not [p for p in plans if p.target == ("cd", "mv") and p.strategy == "distractor"]
+    assert {p.strategy for p in plans[:4]} == set(STRATEGIES)
