@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,27 @@ def nesting_depth(value: Any, limit: int) -> int:
 
 def _too_deep(values: Any) -> bool:
     return nesting_depth(list(values), MAX_ARGUMENT_DEPTH + 1) > MAX_ARGUMENT_DEPTH + 1
+
+
+def _non_finite(values: Any) -> bool:
+    """Whether a NaN or an infinity is anywhere in ``values`` (no JSON number is; BFCL's tools never take one)."""
+    stack = [values]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, complex):
+            if not (math.isfinite(item.real) and math.isfinite(item.imag)):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(item)
+    return False
+
+
+NON_FINITE = "an argument is NaN or infinite (NaN, Infinity, or a number such as 1e400 that overflows)"
 
 
 @dataclass(frozen=True)
@@ -162,6 +184,8 @@ def _parse_string(text: str) -> Call | MalformedCall:
         kwargs[kw.arg] = value
     if (args or kwargs) and _too_deep([*args, *kwargs.values()]):
         return MalformedCall(_short(text), f"arguments nested deeper than {MAX_ARGUMENT_DEPTH} levels")
+    if (args or kwargs) and _non_finite([*args, *kwargs.values()]):
+        return MalformedCall(_short(text), NON_FINITE)
     return Call(node.func.id, tuple(args), kwargs)
 
 
@@ -205,4 +229,6 @@ def _parse_object(obj: dict[str, Any]) -> Call | MalformedCall:
         return MalformedCall(raw, "argument names must be identifiers")
     if arguments and _too_deep(arguments.values()):
         return MalformedCall(raw, f"arguments nested deeper than {MAX_ARGUMENT_DEPTH} levels")
+    if arguments and _non_finite(list(arguments.values())):
+        return MalformedCall(raw, NON_FINITE)
     return Call(name, (), dict(arguments))

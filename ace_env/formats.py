@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -293,6 +294,48 @@ def parse_any(obj: Any, line: int, id_suffix: str = "") -> Rollout:
     )
 
 
+class _Refused(Exception):
+    """A JSON value that is valid for Python's decoder but not for ACE (see :func:`strict_json`)."""
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _Refused(f"key {key[:40]!r} appears twice in one object")
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise _Refused(f"number {text[:40]} is too large for a float")
+    return value
+
+
+def strict_json(line: str, n: int) -> Any:
+    """One JSON line, decoded strictly: no duplicate keys, no NaN or Infinity, no float that overflows.
+
+    Python's decoder accepts all three (the last key wins; NaN, Infinity and
+    1e400 become floats no JSON can hold); a rollout line with them is refused
+    with :class:`RolloutFormatError` naming the line.
+    """
+    try:
+        return json.loads(line, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant,
+                          parse_float=_finite_float)
+    except _Refused as e:
+        raise RolloutFormatError(f"line {n}: not valid JSON for ACE ({e})") from e
+    except (ValueError, RecursionError) as e:  # ValueError: also an int over 4,300 digits
+        msg = e.msg if isinstance(e, json.JSONDecodeError) else (
+            "nested too deeply" if isinstance(e, RecursionError) else str(e)[:100])
+        raise RolloutFormatError(f"line {n}: not valid JSON ({msg})") from e
+
+
 def read_any(
     path: str | Path,
     skip_invalid: bool = False,
@@ -305,24 +348,27 @@ def read_any(
     unless ``skip_invalid``, in which case the message goes to ``errors``.
     ``id_suffix`` is appended to every rollout id (e.g. a sample number, to
     keep two BFCL result files of one checkpoint apart).  A line without an id
-    is named ``FILE:line-N``.
+    is named ``FILE:line-N``.  Lines are decoded strictly (:func:`strict_json`):
+    invalid UTF-8, a key twice in an object, NaN, Infinity, a float that
+    overflows and a ``rollout_id`` that repeats an earlier line's are bad lines.
     """
     path = Path(path)
     if path.is_dir():
         raise RolloutFormatError(f"rollout file {str(path)!r} is a folder, not a file")
     if not path.exists():
         raise RolloutFormatError(f"rollout file {str(path)!r} does not exist")
-    with open(path, encoding="utf-8-sig", errors="replace") as f:  # a leading BOM is not part of the JSON
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
+    first_line: dict[str, int] = {}
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
             try:
                 try:
-                    obj = json.loads(line)
-                except (ValueError, RecursionError) as e:  # ValueError: also an int over 4,300 digits
-                    msg = e.msg if isinstance(e, json.JSONDecodeError) else (
-                        "nested too deeply" if isinstance(e, RecursionError) else str(e)[:100])
-                    raise RolloutFormatError(f"line {n}: not valid JSON ({msg})") from e
+                    line = raw.decode("utf-8-sig" if n == 1 else "utf-8")  # a leading BOM is not part of the JSON
+                except UnicodeDecodeError as e:
+                    raise RolloutFormatError(f"line {n}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at byte {e.start + 1}); "
+                                             "save the file as UTF-8") from e
+                if not line.strip():
+                    continue
+                obj = strict_json(line, n)
                 if line.count("[") + line.count("{") > MAX_LINE_DEPTH and \
                         nesting_depth(obj, MAX_LINE_DEPTH) > MAX_LINE_DEPTH:
                     raise RolloutFormatError(f"line {n}: JSON nested deeper than {MAX_LINE_DEPTH} levels")
@@ -330,6 +376,11 @@ def read_any(
                 if rollout.rollout_id == f"line-{n}":  # no id in the line: name it by file and line
                     rollout.rollout_id = f"{path.name}:line-{n}"
                 rollout.rollout_id += id_suffix
+                # An id given as rollout_id must not repeat (BFCL result lines are keyed by their task id instead)
+                seen = first_line.setdefault(rollout.rollout_id, n) if "rollout_id" in obj else n
+                if seen != n:
+                    raise RolloutFormatError(f"line {n}: rollout id {rollout.rollout_id[:80]!r} repeats line {seen}; "
+                                             "ids must be unique within a file")
                 yield rollout
             except RolloutFormatError as e:
                 if not skip_invalid:

@@ -35,8 +35,10 @@ from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
 def load_task_set(spec: str) -> dict[str, Task]:
     """Tasks by id from ``bfcl:CAT``, a task JSONL file, or a folder of BFCL files (:func:`bfcl.load_folder`)."""
     if spec.startswith("bfcl:") or spec == "bfcl":
-
-        category = spec.partition(":")[2] or "all"
+        category = spec.partition(":")[2] if ":" in spec else "all"
+        if not category.strip():
+            raise TaskLoadError(f"task set {spec!r} names no category; give bfcl:CATEGORY (base, long_context, "
+                                "miss_func, miss_param, all)")
         return {t.id: t for t in bfcl.load_tasks(category)}
     path = Path(spec)
     if path.is_dir():
@@ -171,6 +173,10 @@ def parse_rollout(obj: Any, line: int) -> Rollout:
     return Rollout(rollout_id_of(obj, line, "rollout_id"), task_id, turns, line, obj.get("meta"))
 
 
+#: Longest rollout id accepted (an id is stored, printed and echoed in errors).
+MAX_ID_CHARS = 1024
+
+
 def rollout_id_of(obj: dict[str, Any], line: int, *keys: str) -> str:
     """The first of ``keys`` that is present and not null; ``line-N`` when none is.
 
@@ -183,5 +189,8 @@ def rollout_id_of(obj: dict[str, Any], line: int, *keys: str) -> str:
         if not isinstance(value, str) or not value:
             shown = json.dumps(value, default=str)[:40]
             raise RolloutFormatError(f"line {line}: {key!r} must be a non-empty string, not {shown}")
+        if len(value) > MAX_ID_CHARS:
+            raise RolloutFormatError(f"line {line}: {key!r} is {len(value):,} characters long ({value[:40]!r}...); "
+                                     f"ids are at most {MAX_ID_CHARS:,}")
         return value
     return f"line-{line}"

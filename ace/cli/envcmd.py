@@ -163,6 +163,8 @@ def verify_cmd(
     err = console(stderr=True)
     for msg in bad:
         err.print(f"skipped: {esc(msg)}")
+    if as_json and n == 0:  # stdout stays verdicts only; an empty result is said, not left silent
+        err.print(esc(f"warning: 0 rollouts verified ({len(bad)} lines skipped) from {', '.join(map(str, paths))}"))
     if not as_json:
         out = console()
         if show != "none":

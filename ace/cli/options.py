@@ -83,6 +83,16 @@ def load_tasks(spec: str) -> dict[str, Task]:
     return load_task_set(spec)
 
 
+def check_policy_spec(spec: str, flag: str = "--policy") -> str:
+    """A policy spec whose part after ``kind:`` is not empty (``sim:`` alone silently meant the default agent)."""
+    kind, sep, rest = (spec or "").partition(":")
+    examples = {"hf": "hf:smollm2-135m", "openai": "openai:MODEL@http://127.0.0.1:8000/v1", "sim": "sim:W.toml"}
+    if sep and kind in examples and not rest.strip():
+        raise ConfigError(f"{flag} {spec!r} names no {'weakness file' if kind == 'sim' else 'model'}; "
+                          f"give e.g. {examples[kind]}")
+    return spec
+
+
 # --------------------------------------------------------------------------- scopes
 
 

@@ -18,7 +18,7 @@ from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
 from ace_graph.store import GraphStore
-from train.evaluation import evaluate, evaluate_gold_prefix, rollout_to_file
+from train.evaluation import evaluate, rollout_to_file
 from train.policies import DEFAULT_POLICY, GenerationConfig, policy_name
 from train.rollouts import RolloutConfig
 
@@ -167,13 +167,6 @@ def eval_cmd(
     seed: int = typer.Option(0, "--seed", help="Sampling seed."),
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Conversations generated together."),
     min_support: int = typer.Option(5, "--min-support", min=1, help="Least attempts for a weak composition."),
-    gold_prefix: bool = typer.Option(
-        False, "--gold-prefix", help="Score every oracle step with the oracle's own calls and outputs before it "
-        "in context, instead of rolling out freely (hf: policies: NLL and teacher-forced exact match from one "
-        "forward pass per task). The scope is marked gold-prefix."),
-    generate: bool = typer.Option(
-        False, "--generate", help="With --gold-prefix: the policy writes each step and its call is verified by "
-        "execution (needed for sim: and openai: policies)."),
     call_timeout: float = call_timeout_option(),
     memory_limit: int = memory_limit_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
@@ -184,21 +177,12 @@ def eval_cmd(
     Each checkpoint is its own scope, so `ace query capability-history -P experiment=E -P policy=NAME`
     shows one row per checkpoint and skill. Example:
     `ace eval -p hf:runs/sft -e smoke -c sft-1 --name smollm2 --tasks bfcl:base --limit 5`.
-
-    With --gold-prefix every oracle step is scored with the oracle's prefix in context (the policy's
-    answer at each step, never an earlier mistake of its own), so compositions deep in a task are
-    measured even for a model that fails free-running; the per-step scores go to --out (default under
-    $ACE_HOME/runs/eval, `.gold-prefix.jsonl`) and --json prints steps, exact_match, mean_nll,
-    tool_accuracy and pass_rate (--generate).
     """
     from rich.console import Console
 
     graph_name = name or policy_name(policy)
-    if generate and not gold_prefix:
-        raise ConfigError("--generate goes with --gold-prefix (a free-running evaluation always generates)")
     if out is None:
-        suffix = ".gold-prefix.jsonl" if gold_prefix else ".jsonl"
-        out = ace_home() / "runs" / "eval" / experiment / graph_name / f"{checkpoint}{suffix}"
+        out = ace_home() / "runs" / "eval" / experiment / graph_name / f"{checkpoint}.jsonl"
         force = True
     out = Path(out)
     _check_out(out, force)
@@ -207,19 +191,10 @@ def eval_cmd(
     settings = neo4j_settings()
     driver = get_driver(settings)
     try:
-        store = GraphStore(driver, settings.database)
         with progress_bar(disable=as_json) as progress:
-            if gold_prefix:
-                steps = sum(max(len(t.ground_truth), 1) for task in task_list for t in task.turns)
-                bar = progress.add_task(f"scoring {policy} through the gold prefix", total=steps)
-                result = evaluate_gold_prefix(
-                    store, policy, task_list, experiment, graph_name, checkpoint, out, generate,
-                    config.generation, config.budget, batch_size, min_support,
-                    on_step=lambda n: progress.advance(bar, n))
-            else:
-                bar = progress.add_task(f"evaluating {policy}", total=len(task_list) * config.n_per_task)
-                result = evaluate(store, policy, task_list, experiment, graph_name, checkpoint, config, out,
-                                  min_support, on_done=lambda _row: progress.advance(bar))
+            bar = progress.add_task(f"evaluating {policy}", total=len(task_list) * config.n_per_task)
+            result = evaluate(GraphStore(driver, settings.database), policy, task_list, experiment, graph_name,
+                              checkpoint, config, out, min_support, on_done=lambda _row: progress.advance(bar))
     finally:
         driver.close()
     scope = result["scope"]
@@ -228,16 +203,10 @@ def eval_cmd(
         print(json.dumps(result, default=str))
         return
     console = Console()
-    if gold_prefix:
-        shown = {k: result[k] for k in ("steps", "compositions", "exact_match", "mean_nll", "tool_accuracy",
-                                        "pass_rate") if result[k] is not None}
-        console.print(f"{scope} (gold-prefix): " + ", ".join(f"{k} {v}" for k, v in shown.items())
-                      + f"; {result['skipped']} skipped; per-step scores in {out}", highlight=False)
-    else:
-        console.print(
-            f"{scope}: {result['rewarded']}/{result['rollouts']} rollouts rewarded "
-            f"(pass rate {result['pass_rate']:.3f}); rollouts in {out}", highlight=False,
-        )
+    console.print(
+        f"{scope}: {result['rewarded']}/{result['rollouts']} rollouts rewarded (pass rate {result['pass_rate']:.3f}); "
+        f"rollouts in {out}", highlight=False,
+    )
     cols = ["key", "attempts", "successes", "success_rate", "ci_low", "ci_high"]
     console.print(_table("per skill (weakest first)", skills, cols))
     console.print(_table("per tool (weakest first)", tools, cols))

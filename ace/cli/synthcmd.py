@@ -17,6 +17,7 @@ from ace.cli.options import (
     Progress,
     check_input,
     check_out,
+    check_policy_spec,
     config_options,
     console,
     esc,
@@ -149,6 +150,8 @@ def synth(
     if not experiment or out is None:
         raise ConfigError("`ace synth` needs --experiment and --out (or use `ace synth check FILE`).")
     check_out(out, force)
+    if policy is not None:
+        check_policy_spec(policy)
     unknown = [s for s in strategy if s not in STRATEGIES]
     if unknown:
         raise ConfigError(f"unknown strategy {unknown[0]!r}; known: {', '.join(sorted(STRATEGIES))}")

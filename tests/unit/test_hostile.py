@@ -206,3 +206,81 @@ def test_names_compare_exactly_as_written(how, tmp_path, capsys):
     verdicts = {v["rollout_id"]: v for v in map(json.loads, capsys.readouterr().out.splitlines())}
     assert verdicts["gt"]["reward"] == 1.0
     assert verdicts["forged"]["reward"] < 1.0, verdicts["forged"]
+
+
+# --------------------------------------------------------------------------- defect 8: no silent accepts
+
+
+def _line(rid="a", task="multi_turn_base_0", turns=None, **extra):
+    return json.dumps({"rollout_id": rid, "task_id": task, "turns": turns if turns is not None else [[]], **extra})
+
+
+BAD_LINES = {
+    "invalid-utf8-in-a-key": b'{"rollout\xff_id": "a", "task_id": "multi_turn_base_0", "turns": [[]]}\n',
+    "duplicate-json-key": b'{"rollout_id": "a", "rollout_id": "b", "task_id": "multi_turn_base_0", "turns": [[]]}\n',
+    "duplicate-rollout-id": (_line("a") + "\n" + _line("a") + "\n").encode(),
+    "nan-argument": b'{"rollout_id": "a", "task_id": "multi_turn_base_0", "turns": [[{"name": "cd", "arguments": {"folder": NaN}}]]}\n',
+    "infinity-argument": b'{"rollout_id": "a", "task_id": "multi_turn_base_0", "turns": [[{"name": "cd", "arguments": {"folder": -Infinity}}]]}\n',
+    "overflowing-float": b'{"rollout_id": "a", "task_id": "multi_turn_base_0", "turns": [[{"name": "cd", "arguments": {"folder": 1e400}}]]}\n',
+    "5mb-rollout-id": (_line("x" * 5_000_000) + "\n").encode(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_LINES))
+def test_bad_lines_are_errors_not_silently_accepted(case, tmp_path, capsys):
+    # Defect 8: each of these exited 0 (a mangled key, the last duplicate key, a dropped duplicate id,
+    # NaN/Infinity/1e400 arguments, a 5 MB id echoed in full).
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(BAD_LINES[case])
+    argv = ["verify", "--tasks", "bfcl:base", "--rollouts", str(path), "--json"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "line" in err and len(err) < 1000, err
+    assert main(argv + ["--skip-invalid"]) == 0
+    assert "skipped:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("call", ["cd(folder=1e400)", "cd(folder=-1e400)",
+                                  {"name": "cd", "arguments": '{"folder": NaN}'},
+                                  {"function": {"name": "cd", "arguments": '{"folder": Infinity}'}}])
+def test_non_finite_argument_in_a_call_is_malformed(call):
+    from ace_env.calls import MalformedCall, parse_call
+
+    parsed = parse_call(call)
+    assert isinstance(parsed, MalformedCall) and "NaN or infinite" in parsed.reason
+
+
+def test_verify_json_on_an_empty_file_says_so(tmp_path, capsys):
+    # Defect 8: `verify --json` on an empty file printed nothing at all.
+    path = tmp_path / "empty.jsonl"
+    path.write_text("")
+    assert main(["verify", "--tasks", "bfcl:base", "--rollouts", str(path), "--json"]) == 0
+    out = capsys.readouterr()
+    assert out.out == "" and "warning: 0 rollouts verified" in out.err
+
+
+@pytest.mark.parametrize("argv", [
+    ["verify", "--tasks", "bfcl:", "--rollouts", "ROLLOUTS"],
+    ["sim", "rollouts", "--tasks", "bfcl:", "--n", "1", "--out", "OUT"],
+    ["rollout", "-p", "sim:", "--tasks", "bfcl:base", "--limit", "1", "--out", "OUT"],
+    ["rollout", "-p", "openai:", "--tasks", "bfcl:base", "--limit", "1", "--out", "OUT"],
+    ["rollout", "-p", f"sim:{WEAKNESS}", "--tasks", "bfcl:base", "--limit", "1", "--seed", "-1", "--out", "OUT"],
+])
+def test_empty_names_and_negative_seed_are_refused(argv, tmp_path, capsys):
+    # Defect 8: `--tasks bfcl:` (empty category), `-p sim:` (empty path) and `rollout --seed -1` were accepted.
+    rollouts = tmp_path / "r.jsonl"
+    rollouts.write_text(_line() + "\n")
+    argv = [str(rollouts) if a == "ROLLOUTS" else str(tmp_path / "out.jsonl") if a == "OUT" else a for a in argv]
+    assert main(argv) in (1, 2)
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_rollout_whose_every_request_failed_exits_non_zero(tmp_path, capsys):
+    # Defect 8: `rollout -p openai:m@http://127.0.0.1:1/v1` exited 0 although every request failed.
+    out = tmp_path / "r.jsonl"
+    rc = main(["rollout", "-p", "openai:m@http://127.0.0.1:1/v1", "--tasks", "bfcl:base", "--limit", "1",
+               "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.count("error:") == 1 and "every one of the 1 rollouts" in err, err
