@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 
 from ace.cli import app, progress_bar
-from ace.cli.options import check_out
+from ace.cli.options import INT_MAX, check_out, check_policy_spec
 from ace_env.rollouts import load_task_set
 from ace_env.sandbox import Budget
 from ace_env.tasks import Task
@@ -18,7 +18,7 @@ from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
 from ace_graph.store import GraphStore
-from train.evaluation import evaluate, rollout_to_file
+from train.evaluation import evaluate, evaluate_gold_prefix, rollout_to_file
 from train.policies import DEFAULT_POLICY, GenerationConfig, policy_name
 from train.rollouts import RolloutConfig
 
@@ -39,7 +39,15 @@ def _tasks(spec: str, limit: int | None) -> list[Task]:
 
 
 def _check_out(out: Path, force: bool) -> None:
-    """The shared --out rule (:func:`ace.cli.options.check_out`), creating missing parent folders first."""
+    """The shared --out rule (:func:`ace.cli.options.check_out`), creating missing parent folders first.
+
+    A path with ``..`` after a folder name (``runs/eval/../../X.jsonl``, what ``ace eval -e .. --name ..``
+    made of its default) is refused: it leaves the folder it names.
+    """
+    parts = Path(out).parts
+    if any(p == ".." for p in parts[next((i for i, p in enumerate(parts) if p != ".."), len(parts)):]):
+        raise ConfigError(f"--out {str(out)!r} climbs out of a folder it names ('..' inside the path); names such as "
+                          "--experiment, --name and --checkpoint must be plain (not '.' or '..'); give a plain path")
     check_writable_kind(out)
     if not out.is_dir():
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -90,7 +98,7 @@ def rollout_cmd(
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0: greedy."),
     max_tokens: int = typer.Option(256, "--max-tokens", min=1, help="Longest answer, in tokens."),
     step_cap: int = typer.Option(8, "--step-cap", min=1, help="Most agent answers in one user turn."),
-    seed: int = typer.Option(0, "--seed", help="Sampling seed."),
+    seed: int = typer.Option(0, "--seed", min=0, max=INT_MAX, help="Sampling seed."),
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Conversations generated together."),
     full_schemas: bool = typer.Option(False, "--full-schemas", help="List tools as full JSON schemas (default: compact signatures)."),
     call_timeout: float = call_timeout_option(),
@@ -119,6 +127,7 @@ def rollout_cmd(
     `ace rollout -p openai:smollm2@http://10.0.0.1:8000/v1,http://10.0.0.2:8000/v1 --ray 10.0.0.1:6379 ...`.
     """
     out = Path(out)
+    check_policy_spec(policy)
     _check_out(out, force)
     task_list = _tasks(tasks, limit)
     config = _config(n_per_task, temperature, max_tokens, step_cap, seed, batch_size, call_timeout, memory_limit)
@@ -135,6 +144,22 @@ def rollout_cmd(
             f"({totals['tokens_per_s']} tokens/s); {totals['errors']} rollouts ended by a policy error, "
             f"{totals['over_budget']} by a tool call over budget"
         )
+    if totals["rollouts"] and totals["errors"] == totals["rollouts"]:
+        raise ConfigError(f"every one of the {totals['rollouts']} rollouts ended by a policy error "
+                          f"({_first_error(out)}); check that --policy {policy} answers")
+
+
+def _first_error(path: Path) -> str:
+    """The first policy error recorded in a rollout file (its rows' meta.errors), shortened."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                errors = (json.loads(line).get("meta") or {}).get("errors") or []
+                if errors:
+                    return str(errors[0]).splitlines()[0][:200]
+    except (OSError, ValueError, AttributeError):
+        pass
+    return "no message recorded"
 
 
 def _table(title: str, rows: list[dict[str, Any]], cols: list[str]):
@@ -167,6 +192,13 @@ def eval_cmd(
     seed: int = typer.Option(0, "--seed", help="Sampling seed."),
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Conversations generated together."),
     min_support: int = typer.Option(5, "--min-support", min=1, help="Least attempts for a weak composition."),
+    gold_prefix: bool = typer.Option(
+        False, "--gold-prefix", help="Score every oracle step with the oracle's own calls and outputs before it "
+        "in context, instead of rolling out freely (hf: policies: NLL and teacher-forced exact match from one "
+        "forward pass per task). The scope is marked gold-prefix."),
+    generate: bool = typer.Option(
+        False, "--generate", help="With --gold-prefix: the policy writes each step and its call is verified by "
+        "execution (needed for sim: and openai: policies)."),
     call_timeout: float = call_timeout_option(),
     memory_limit: int = memory_limit_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
@@ -177,12 +209,21 @@ def eval_cmd(
     Each checkpoint is its own scope, so `ace query capability-history -P experiment=E -P policy=NAME`
     shows one row per checkpoint and skill. Example:
     `ace eval -p hf:runs/sft -e smoke -c sft-1 --name smollm2 --tasks bfcl:base --limit 5`.
+
+    With --gold-prefix every oracle step is scored with the oracle's prefix in context (the policy's
+    answer at each step, never an earlier mistake of its own), so compositions deep in a task are
+    measured even for a model that fails free-running; the per-step scores go to --out (default under
+    $ACE_HOME/runs/eval, `.gold-prefix.jsonl`) and --json prints steps, exact_match, mean_nll,
+    tool_accuracy and pass_rate (--generate).
     """
     from rich.console import Console
 
     graph_name = name or policy_name(policy)
+    if generate and not gold_prefix:
+        raise ConfigError("--generate goes with --gold-prefix (a free-running evaluation always generates)")
     if out is None:
-        out = ace_home() / "runs" / "eval" / experiment / graph_name / f"{checkpoint}.jsonl"
+        suffix = ".gold-prefix.jsonl" if gold_prefix else ".jsonl"
+        out = ace_home() / "runs" / "eval" / experiment / graph_name / f"{checkpoint}{suffix}"
         force = True
     out = Path(out)
     _check_out(out, force)
@@ -191,10 +232,19 @@ def eval_cmd(
     settings = neo4j_settings()
     driver = get_driver(settings)
     try:
+        store = GraphStore(driver, settings.database)
         with progress_bar(disable=as_json) as progress:
-            bar = progress.add_task(f"evaluating {policy}", total=len(task_list) * config.n_per_task)
-            result = evaluate(GraphStore(driver, settings.database), policy, task_list, experiment, graph_name,
-                              checkpoint, config, out, min_support, on_done=lambda _row: progress.advance(bar))
+            if gold_prefix:
+                steps = sum(max(len(t.ground_truth), 1) for task in task_list for t in task.turns)
+                bar = progress.add_task(f"scoring {policy} through the gold prefix", total=steps)
+                result = evaluate_gold_prefix(
+                    store, policy, task_list, experiment, graph_name, checkpoint, out, generate,
+                    config.generation, config.budget, batch_size, min_support,
+                    on_step=lambda n: progress.advance(bar, n))
+            else:
+                bar = progress.add_task(f"evaluating {policy}", total=len(task_list) * config.n_per_task)
+                result = evaluate(store, policy, task_list, experiment, graph_name, checkpoint, config, out,
+                                  min_support, on_done=lambda _row: progress.advance(bar))
     finally:
         driver.close()
     scope = result["scope"]
@@ -203,10 +253,16 @@ def eval_cmd(
         print(json.dumps(result, default=str))
         return
     console = Console()
-    console.print(
-        f"{scope}: {result['rewarded']}/{result['rollouts']} rollouts rewarded (pass rate {result['pass_rate']:.3f}); "
-        f"rollouts in {out}", highlight=False,
-    )
+    if gold_prefix:
+        shown = {k: result[k] for k in ("steps", "compositions", "exact_match", "mean_nll", "tool_accuracy",
+                                        "pass_rate") if result[k] is not None}
+        console.print(f"{scope} (gold-prefix): " + ", ".join(f"{k} {v}" for k, v in shown.items())
+                      + f"; {result['skipped']} skipped; per-step scores in {out}", highlight=False)
+    else:
+        console.print(
+            f"{scope}: {result['rewarded']}/{result['rollouts']} rollouts rewarded "
+            f"(pass rate {result['pass_rate']:.3f}); rollouts in {out}", highlight=False,
+        )
     cols = ["key", "attempts", "successes", "success_rate", "ci_low", "ci_high"]
     console.print(_table("per skill (weakest first)", skills, cols))
     console.print(_table("per tool (weakest first)", tools, cols))
