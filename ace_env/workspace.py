@@ -49,3 +49,15 @@ def check_writable_kind(path: str | Path, what: str = "--out") -> Path:
     link = " (through a symlink)" if path.is_symlink() else ""
     raise ConfigError(f"{what} {str(path)!r} is {kind}{link}; ACE writes only regular files and folders, "
                       "never replaces a special file: give another path")
+
+
+def check_name(value: str, what: str = "name") -> str:
+    """A name that becomes a path component (a scope part, a folder under ``$ACE_HOME/runs``) must be plain.
+
+    Refused: empty, ``.`` and ``..`` (a folder above, so ``-e .. --name ..`` wrote outside
+    ``runs/``), and any name holding ``/``, ``\\`` or a NUL.
+    """
+    if not isinstance(value, str) or not value.strip() or value in (".", "..") or any(c in value for c in "/\\\0"):
+        raise ConfigError(f"{what} {value!r} is not a plain name (it names a folder and a scope): not empty, not "
+                          "'.' or '..', no '/' or '\\'; use letters, digits, '-', '_' and '.'")
+    return value

@@ -23,9 +23,9 @@ from typing import Any, Iterable, Sequence
 
 from ace_env import bfcl
 from ace_env.tasks import Task
+from ace_env.workspace import check_name
 from ace_graph import queries
 from ace_graph.compositions import LEVELS, SKILL, TOOL, adjacent_pairs, task_dependencies
-from ace_graph.errors import ConfigError
 from ace_graph.outcomes import RolloutRecord, aggregate
 from ace_graph.tagger import TAGS, tag_task
 from ace_graph.taxonomy import load_taxonomy, tool_skills
@@ -36,9 +36,7 @@ log = logging.getLogger(__name__)
 def scope_key(experiment: str, policy: str, checkpoint: str) -> str:
     """The key of a (experiment, policy, checkpoint) scope."""
     for name, value in (("experiment", experiment), ("policy", policy), ("checkpoint", checkpoint)):
-        if not value or "/" in value:
-
-            raise ConfigError(f"{name} must be a non-empty name without '/', got {value!r}")
+        check_name(value, name)
     return f"{experiment}/{policy}/{checkpoint}"
 
 

@@ -12,7 +12,7 @@ import typer
 from ace.cli.graphcmd import with_store
 from ace.cli.options import check_out, config_options, console, esc, json_option, load_tasks, table
 from ace.cli.traincmd import train_app
-from ace_env.workspace import ace_home, check_writable_kind
+from ace_env.workspace import ace_home, check_name, check_writable_kind
 from ace_graph.errors import ConfigError
 from train.evaluation import evaluate
 from train.export import ExportError, to_openai_sft
@@ -78,6 +78,9 @@ def grpo_cmd(
     `ace query capability-history` shows the run's progress per skill.
     Several GPUs or machines: `accelerate launch --num_processes K -m ace.cli train grpo ...`.
     """
+    check_name(experiment, "--experiment")  # evaluations go to $ACE_HOME/runs/grpo-eval/E/NAME and scope E/NAME/step-K
+    if name is not None:
+        check_name(name, "--name")
     out = check_out(Path(out), force, directory=True)
     metrics_path = check_writable_kind(Path(metrics_out), "--metrics-out") if metrics_out else out / "metrics.jsonl"
     model_dir = _local_model(policy)

@@ -10,6 +10,7 @@ from ace.cli import app
 from ace.cli.graphcmd import with_store
 from ace.cli.options import config_options, console, esc, json_option, table
 from ace.loop import STAGES, Loop, LoopConfig, loop_status
+from ace_env.workspace import check_name
 from ace_graph.errors import ConfigError
 
 loop_app = typer.Typer(
@@ -41,6 +42,7 @@ def loop_cmd(
         return
     if not experiment:
         raise ConfigError("ace loop needs --experiment E (or a subcommand: ace loop status -e E)")
+    check_name(experiment, "--experiment")  # its runs go to $ACE_HOME/runs/E
     err = console(stderr=True)
 
     def run(store):

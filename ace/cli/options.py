@@ -28,7 +28,7 @@ import typer
 
 from ace_env.rollouts import load_task_set
 from ace_env.tasks import Task
-from ace_env.workspace import check_writable_kind
+from ace_env.workspace import check_name, check_writable_kind
 from ace_graph.errors import ConfigError
 
 #: The largest integer Neo4j stores (int64); larger numbers are refused at the edge.
@@ -101,6 +101,8 @@ def parse_scope(text: str) -> tuple[str, str, str]:
     parts = (text or "").split("/")
     if len(parts) != 3 or not all(p.strip() for p in parts):
         raise ConfigError(f"scope {text!r} is not experiment/policy/checkpoint (e.g. demo/sim/round-0); see `ace scopes`")
+    for what, part in zip(("experiment", "policy", "checkpoint"), parts):
+        check_name(part, f"scope {text!r}: {what}")
     return parts[0], parts[1], parts[2]
 
 
@@ -117,6 +119,8 @@ def resolve_scope(
     missing = [f for f, v in (("--experiment", experiment), ("--policy", policy), ("--checkpoint", checkpoint)) if not v]
     if missing:
         raise ConfigError(f"give --scope E/P/C, or all of --experiment, --policy and --checkpoint (missing {', '.join(missing)})")
+    for flag, value in (("--experiment", experiment), ("--policy", policy), ("--checkpoint", checkpoint)):
+        check_name(value, flag)
     return experiment, policy, checkpoint  # type: ignore[return-value]
 
 

@@ -284,3 +284,44 @@ def test_rollout_whose_every_request_failed_exits_non_zero(tmp_path, capsys):
                "--out", str(out)])
     err = capsys.readouterr().err
     assert rc == 1 and err.count("error:") == 1 and "every one of the 1 rollouts" in err, err
+
+
+# --------------------------------------------------------------------------- defect 6: plain names
+
+
+@pytest.mark.parametrize("argv", [
+    ["eval", "-p", f"sim:{WEAKNESS}", "-e", "..", "--name", "..", "-c", "X", "--tasks", "bfcl:base", "--limit", "1"],
+    ["eval", "-p", f"sim:{WEAKNESS}", "-e", "e", "--name", "..", "-c", "../X", "--tasks", "bfcl:base", "--limit", "1"],
+    ["ingest", "ROLLOUTS", "-e", "..", "-p", "p", "-c", "c"],
+    ["ingest", "ROLLOUTS", "--scope", "./p/c"],
+    ["ingest", "ROLLOUTS", "-e", "e", "-p", "p", "-c", ".."],
+    ["verify", "--tasks", "bfcl:base", "--rollouts", "ROLLOUTS"],  # a control: no name involved, it works
+    ["loop", "-e", ".."],
+    ["train", "grpo", "-p", "hf:nothing-here", "--tasks", "bfcl:base", "-e", "..", "--out", "OUT"],
+    ["train", "grpo", "-p", "hf:nothing-here", "--tasks", "bfcl:base", "--name", ".", "--out", "OUT"],
+])
+def test_names_that_are_path_components_must_be_plain(argv, tmp_path, capsys, monkeypatch):
+    # Defect 6: `ace eval -e .. --name .. -c X` wrote $ACE_HOME/X.jsonl outside runs/ and stored the scope ../../X.
+    home = tmp_path / "home" / "deep" / "ace"
+    monkeypatch.setenv("ACE_HOME", str(home))
+    rollouts = tmp_path / "r.jsonl"
+    rollouts.write_text(_line() + "\n")
+    argv = [str(rollouts) if a == "ROLLOUTS" else str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    rc = main(argv)
+    err = capsys.readouterr().err
+    if argv[0] == "verify":
+        assert rc == 0, err
+        return
+    assert rc == 1 and err.count("error:") == 1 and "plain" in err, err
+    written = [p for p in (tmp_path / "home").rglob("*") if p.is_file()]
+    assert written == [], written
+
+
+def test_scope_key_refuses_dot_names():
+    from ace_graph.errors import ConfigError
+    from ace_graph.store import scope_key
+
+    for parts in ((".", "p", "c"), ("e", "..", "c"), ("e", "p", "a/b"), ("e", "p", "")):
+        with pytest.raises(ConfigError, match="plain"):
+            scope_key(*parts)
+    assert scope_key("e", "p", "round-1.5") == "e/p/round-1.5"
