@@ -325,3 +325,63 @@ def test_scope_key_refuses_dot_names():
         with pytest.raises(ConfigError, match="plain"):
             scope_key(*parts)
     assert scope_key("e", "p", "round-1.5") == "e/p/round-1.5"
+
+
+# --------------------------------------------------------------------------- defect 9: workers die with their parent
+
+
+def _dead(pid):
+    """Gone, or a zombie (dead; only its exit status is left for a parent that may never reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def _children(pid):
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat_line = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat_line.rpartition(")")[2].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_forked_workers_die_with_their_killed_parent(tmp_path):
+    # Defect 9: after a kill -9 of `ace ingest`, its forked verifier worker was reported alive 0.5 s later.
+    # kill -9 at several points (the task file's oracle check, then verification); each time every child
+    # must be dead (gone or a zombie) within 0.5 s of the parent's death.
+    from ace_env import bfcl
+    from ace_env.verifier import ground_truth_rollout
+
+    tasks = tmp_path / "tasks.jsonl"
+    base = bfcl.load_tasks("base")[:20]
+    tasks.write_text("".join(json.dumps({**t.to_dict(), "id": f"u{i}", "source": "user"}) + "\n"
+                             for i, t in enumerate(base)))
+    rollouts = tmp_path / "r.jsonl"
+    with open(rollouts, "w") as f:
+        for k in range(4000):
+            i = k % len(base)
+            f.write(json.dumps({"rollout_id": f"r{k}", "task_id": f"u{i}", "turns": ground_truth_rollout(base[i])}) + "\n")
+    for delay in (0.0, 0.5, 1.5, 3.0, 5.0):
+        proc = subprocess.Popen([sys.executable, "-m", "ace.cli", "verify", "--tasks", str(tasks), "--rollouts",
+                                 str(rollouts), "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        kids = []
+        while time.monotonic() < deadline and proc.poll() is None and not kids:
+            kids = _children(proc.pid)
+            time.sleep(0.02)
+        time.sleep(delay)
+        kids = set(kids) | set(_children(proc.pid))
+        proc.kill()
+        proc.wait()
+        limit = time.monotonic() + 0.5
+        while time.monotonic() < limit and not all(_dead(k) for k in kids):
+            time.sleep(0.01)
+        assert kids and all(_dead(k) for k in kids), (delay, [k for k in kids if not _dead(k)])
