@@ -9,7 +9,10 @@ were.  Add a file to tests/corpus/rollouts or tests/corpus/tasks to add a case.
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import signal
+import stat
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,9 @@ from ace_env.verifier import ground_truth_rollout
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 ROLLOUTS = sorted((CORPUS / "rollouts").glob("*.jsonl"))
 TASKS = sorted((CORPUS / "tasks").glob("*.jsonl"))
+COMMANDS = [line.strip() for path in sorted((CORPUS / "commands").glob("*.txt"))
+            for line in path.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")]
+WEAKNESS = Path(__file__).resolve().parents[2] / "ace_env" / "demo_weakness.toml"
 CASE_TIMEOUT_S = 180
 PWNED = Path("/tmp/ace-pwned")
 
@@ -85,7 +91,35 @@ def seeded(neo4j_driver, neo4j_database, tmp_path_factory):
 
 
 def test_corpus_is_there():
-    assert len(ROLLOUTS) >= 20 and len(TASKS) >= 7
+    assert len(ROLLOUTS) >= 20 and len(TASKS) >= 7 and len(COMMANDS) >= 20
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_command_case(command, seeded, tmp_path, tmp_path_factory, capsys):
+    """A hostile command line (tests/corpus/commands): refused in one line, nothing written, nothing stored."""
+    driver, database = seeded
+    case = tmp_path / "case"
+    case.mkdir()
+    os.mkfifo(case / "fifo")
+    (case / "link").symlink_to(case / "fifo")
+    task = next(t for t in bfcl.load_tasks("base") if t.id == "multi_turn_base_15")
+    rollouts = tmp_path_factory.mktemp("input") / "r.jsonl"
+    rollouts.write_text(json.dumps({"rollout_id": "g", "task_id": task.id, "turns": ground_truth_rollout(task)}) + "\n")
+    fill = {"{tmp}": case, "{fifo}": case / "fifo", "{link}": case / "link", "{rollouts}": rollouts,
+            "{weakness}": WEAKNESS}
+    argv = []
+    for word in shlex.split(command):
+        for key, value in fill.items():
+            word = word.replace(key, str(value))
+        argv.append(word)
+    capsys.readouterr()
+    before = _counts(driver, database)
+    rc, _, err = _run(argv, capsys)
+    assert rc in (1, 2), (argv, rc, err)
+    assert "Traceback" not in err and err.count("error:") == 1, (argv, err)
+    assert _counts(driver, database) == before
+    assert sorted(p.name for p in case.iterdir()) == ["fifo", "link"], (argv, list(case.iterdir()))
+    assert stat.S_ISFIFO(os.stat(case / "fifo").st_mode)
 
 
 @pytest.mark.parametrize("case", ROLLOUTS, ids=lambda p: p.stem)
