@@ -34,6 +34,12 @@ from ace_graph.errors import ConfigError
 #: The largest integer Neo4j stores (int64); larger numbers are refused at the edge.
 INT_MAX = 2**63 - 1
 
+#: Bounds of the size flags of the commands that roll a policy out (each flag's help states its own).
+MAX_SAMPLES_PER_TASK = 1024  # --n-per-task / -G
+MAX_NEW_TOKENS = 32_768  # --max-tokens
+MAX_STEP_CAP = 256  # --step-cap
+MAX_BATCH = 4096  # --batch-size
+
 TASKS_HELP = ("Tasks: bfcl:CATEGORY[,CATEGORY...] (base, long_context, miss_func, miss_param, all), a task JSONL "
               "file, or a folder of BFCL files (`ace export --format bfcl`; ids as in the files).")
 SCOPE_HELP = "Scope experiment/policy/checkpoint (see `ace scopes`)."

@@ -9,7 +9,15 @@ from typing import Any, Optional
 import typer
 
 from ace.cli import app, progress_bar
-from ace.cli.options import INT_MAX, check_out, check_policy_spec
+from ace.cli.options import (
+    INT_MAX,
+    MAX_BATCH,
+    MAX_NEW_TOKENS,
+    MAX_SAMPLES_PER_TASK,
+    MAX_STEP_CAP,
+    check_out,
+    check_policy_spec,
+)
 from ace_env.rollouts import load_task_set
 from ace_env.sandbox import Budget
 from ace_env.tasks import Task
@@ -93,13 +101,17 @@ def rollout_cmd(
     tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY, a task JSONL file, or a folder of BFCL files."),
     out: Path = typer.Option(..., "--out", "-o", help="Rollout JSONL to write (ACE rollouts with full messages)."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
-    n_per_task: int = typer.Option(1, "--n-per-task", "-G", min=1, help="Rollouts (samples) per task."),
+    n_per_task: int = typer.Option(1, "--n-per-task", "-G", min=1, max=MAX_SAMPLES_PER_TASK,
+                                   help=f"Rollouts (samples) per task (at most {MAX_SAMPLES_PER_TASK})."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N tasks of --tasks."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0: greedy."),
-    max_tokens: int = typer.Option(256, "--max-tokens", min=1, help="Longest answer, in tokens."),
-    step_cap: int = typer.Option(8, "--step-cap", min=1, help="Most agent answers in one user turn."),
+    max_tokens: int = typer.Option(256, "--max-tokens", min=1, max=MAX_NEW_TOKENS,
+                                   help=f"Longest answer, in tokens (at most {MAX_NEW_TOKENS})."),
+    step_cap: int = typer.Option(8, "--step-cap", min=1, max=MAX_STEP_CAP,
+                                 help=f"Most agent answers in one user turn (at most {MAX_STEP_CAP})."),
     seed: int = typer.Option(0, "--seed", min=0, max=INT_MAX, help="Sampling seed."),
-    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Conversations generated together."),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, max=MAX_BATCH,
+                                   help=f"Conversations generated together (at most {MAX_BATCH})."),
     full_schemas: bool = typer.Option(False, "--full-schemas", help="List tools as full JSON schemas (default: compact signatures)."),
     call_timeout: float = call_timeout_option(),
     memory_limit: int = memory_limit_option(),

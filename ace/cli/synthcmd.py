@@ -14,6 +14,9 @@ import typer
 from ace.cli import app
 from ace.cli.graphcmd import with_store
 from ace.cli.options import (
+    MAX_BATCH,
+    MAX_NEW_TOKENS,
+    MAX_STEP_CAP,
     Progress,
     check_input,
     check_out,
@@ -114,9 +117,12 @@ def synth(
     policy: Optional[str] = typer.Option(None, "--policy", "-p", help=POLICY_HELP),
     weakness: Optional[Path] = typer.Option(None, "--weakness", help="Planted weaknesses of the simulated agent (with a sim policy)."),
     temperature: float = typer.Option(1.0, "--temperature", min=0.0, help="Sampling temperature of a model's rollouts (above 0, so a task can pass sometimes)."),
-    max_tokens: int = typer.Option(256, "--max-tokens", min=1, help="Longest answer of a model, in tokens."),
-    step_cap: int = typer.Option(8, "--step-cap", min=1, help="Most answers of a model in one user turn."),
-    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Conversations a model generates together."),
+    max_tokens: int = typer.Option(256, "--max-tokens", min=1, max=MAX_NEW_TOKENS,
+                                   help=f"Longest answer of a model, in tokens (at most {MAX_NEW_TOKENS})."),
+    step_cap: int = typer.Option(8, "--step-cap", min=1, max=MAX_STEP_CAP,
+                                 help=f"Most answers of a model in one user turn (at most {MAX_STEP_CAP})."),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, max=MAX_BATCH,
+                                   help=f"Conversations a model generates together (at most {MAX_BATCH})."),
     call_timeout: float = call_timeout_option(),
     memory_limit: int = memory_limit_option(),
     seeds: str = typer.Option("bfcl:all", "--seeds", help="Seed tasks: bfcl:CATEGORY[,CATEGORY...] or a task JSONL file."),

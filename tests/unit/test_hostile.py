@@ -385,3 +385,14 @@ def test_forked_workers_die_with_their_killed_parent(tmp_path):
         while time.monotonic() < limit and not all(_dead(k) for k in kids):
             time.sleep(0.01)
         assert kids and all(_dead(k) for k in kids), (delay, [k for k in kids if not _dead(k)])
+
+
+@pytest.mark.parametrize("flag", ["-G", "--max-tokens", "--step-cap", "--batch-size"])
+def test_rollout_size_flags_have_a_bound(flag, tmp_path, capsys):
+    # Defect 4 (every size flag a bound): these took any number.
+    out = tmp_path / "r.jsonl"
+    rc = main(["rollout", "-p", f"sim:{WEAKNESS}", "--tasks", "bfcl:base", "--limit", "1", flag, "10" * 7,
+               "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("error:") == 1 and flag in err, err
+    assert not out.exists()
