@@ -67,6 +67,7 @@ from ace_env.calls import Call, parse_call
 from ace_env.executor import OK
 from ace_env.tasks import Task
 from ace_env.verifier import oracle_for
+from ace_env.workspace import check_writable_kind
 from ace_graph.errors import AceError
 
 FORMATS = ("bfcl", "trl", "openai-sft")
@@ -319,6 +320,7 @@ MARKER = ".ace-export"
 
 
 def _check_out(out: Path, force: bool) -> None:
+    check_writable_kind(out)  # never a device node, FIFO or socket (or a symlink to one)
     if out.exists() and not out.is_dir():
         raise ExportError(f"{out} exists and is not a folder; pick another --out")
     if not (out.is_dir() and any(out.iterdir())):
@@ -367,6 +369,7 @@ def export(tasks: Iterable[Task], fmt: str, out: str | Path, force: bool = False
             _write_jsonl(tasks, fmt, tmp, report)
         report.files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
         (tmp / MARKER).write_text(f"written by `ace export --format {fmt}`\n")
+        check_writable_kind(out)  # again, just before the rename
         _install(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

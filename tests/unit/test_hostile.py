@@ -396,3 +396,16 @@ def test_rollout_size_flags_have_a_bound(flag, tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and err.count("error:") == 1 and flag in err, err
     assert not out.exists()
+
+
+def test_export_library_refuses_special_files(tmp_path):
+    # Defect 1: train.export.export() (what `ace export` and the loop call) checks the rule itself too.
+    from ace_env import bfcl
+    from ace_graph.errors import AceError
+    from train.export import export
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(AceError, match="regular file"):
+        export(bfcl.load_tasks("base")[:1], "trl", fifo, force=True)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
