@@ -331,19 +331,28 @@ def generated(policy: Policy, transcripts: list[Transcript], config: GenerationC
             replies = policy.generate([tr.conversation(s) for tr, s in batch], config)
             if len(replies) != len(batch):
                 raise PolicyError(f"policy {policy.spec} answered {len(replies)} of {len(batch)} conversations")
-            firsts = []
-            for reply in replies:
-                calls = [] if reply.finish_reason == "error" else parse_message(reply.message).calls
-                firsts.append(calls[:1])
-            results = verifier.verify_many([
-                (tr.task.id, _replaced(tr.task, s, first), f"{tr.task.id}@{s.turn}.{s.index}")
-                for (tr, s), first in zip(batch, firsts)
-            ])
-            for (tr, s), reply, first, verdict in zip(batch, replies, firsts, results):
-                out[(tr.task.id, s.flat)] = _judge(tr, s, reply, first, verdict)
+            for (tr, s), score in zip(batch, judge_replies(verifier, batch, replies)):
+                out[(tr.task.id, s.flat)] = score
             if on_step:
                 on_step(len(batch))
     return out
+
+
+def judge_replies(verifier: BoundedVerifier, steps: list[tuple[Transcript, GoldStep]],
+                  replies: list[Any]) -> list[StepScore]:
+    """The verdict on each reply at its step: its first call replaces the oracle's call there, the rest of the
+    turn stays the oracle's, and the turn is verified in ``verifier`` (a started BoundedVerifier over the
+    steps' tasks, ``keep_steps=True``)."""
+    firsts = []
+    for reply in replies:
+        calls = [] if reply.finish_reason == "error" else parse_message(reply.message).calls
+        firsts.append(calls[:1])
+    results = verifier.verify_many([
+        (tr.task.id, _replaced(tr.task, s, first), f"{tr.task.id}@{s.turn}.{s.index}")
+        for (tr, s), first in zip(steps, firsts)
+    ])
+    return [_judge(tr, s, reply, first, verdict)
+            for (tr, s), reply, first, verdict in zip(steps, replies, firsts, results)]
 
 
 def _judge(tr: Transcript, s: GoldStep, reply: Any, first: list[Any], verdict: Any) -> StepScore:

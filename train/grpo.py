@@ -54,6 +54,7 @@ from train.policies.hf import HFPolicy, set_torch_threads
 from train.policies.template import ACE_CHAT_TEMPLATE, has_tool_support
 from train.policies.trainer_vllm import TrainerVLLMPolicy
 from train.rollouts import RolloutConfig, RolloutEngine, offered_schemas
+from train.transitions import Transitions
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,17 @@ class GRPORunConfig:
         metadata={"help": "Longest episode (prompt + whole conversation, tokens) trained on; a longer one stops the "
                           "run with a one-line error before its forward pass (capped at the model's context)."},
     )
+    transitions: bool = field(
+        default=False,
+        metadata={"help": "Train on single steps through the gold prefix (train.transitions): each prompt ends just "
+                          "before an oracle step, reward 1 when the sampled call, verified by execution, reproduces "
+                          "the step's effect."},
+    )
+    targets: str = field(
+        default="",
+        metadata={"help": "With --transitions: only the steps whose composition FROM>TO is listed (comma-separated, "
+                          "e.g. get_stock_info>place_order); empty: every call step."},
+    )
     gradient_checkpointing: bool = field(
         default=True,
         metadata={"help": "Recompute each layer's activations in the backward pass (about a third more compute, "
@@ -138,6 +150,8 @@ class GRPORunConfig:
             raise ConfigError(f"vllm must be one of {', '.join(VLLM_MODES)}, got {self.vllm!r}.")
         if self.vllm == "server" and not self.vllm_server_url:
             raise ConfigError("--vllm server needs --vllm-server-url (the address of `trl vllm-serve`).")
+        if self.targets and not self.transitions:
+            raise ConfigError("--targets goes with --transitions (whole episodes have no single target step).")
         if self.vllm_server_url and self.vllm != "server":
             raise ConfigError("--vllm-server-url is used only with --vllm server.")
 
@@ -216,14 +230,17 @@ class ACERollout:
         template: str,
         policy_factory: Callable[[Any], Policy] | None = None,
     ):
-        self.tasks = tasks
         self.config = config
         self.template = template
+        #: Transition mode: prompts are gold-prefix steps (train.transitions), keyed TASK@TURN.INDEX.
+        self.transitions = Transitions.from_tasks(tasks, config.targets, template, config.compact_tools) \
+            if config.transitions else None
+        self.tasks = self.transitions.tasks if self.transitions is not None else tasks
         #: Builds the sampling policy from the trainer (default: its model, as it is now).
         self.policy_factory = policy_factory or self._hf_policy
         #: The rollouts behind the last step's completions (with their verdicts), in order.
         self.last_rows: list[dict[str, Any]] = []
-        order = sorted(tasks)
+        order = sorted(self.tasks)
         random.Random(config.seed + 1).shuffle(order)
         self._refill: Iterator[str] = itertools.cycle(order)
         self.records: list[StepRecord] = []
@@ -239,6 +256,17 @@ class ACERollout:
 
     def _sample(self, policy: Policy, timing: dict[str, float]) -> Callable[[list[str]], list[Group]]:
         G = self.config.generations
+        if self.transitions is not None:
+            transitions = self.transitions
+
+            def sample_steps(keys: list[str]) -> list[Group]:
+                generation = GenerationConfig(temperature=self.config.temperature, max_tokens=self.config.max_tokens,
+                                              seed=self.config.seed + self._calls)
+                self._calls += 1
+                return transitions.sample(policy, keys, G, generation, Budget(call_seconds=self.config.call_timeout),
+                                          timing)
+
+            return sample_steps
 
         def sample(task_ids: list[str]) -> list[Group]:
             engine = RolloutEngine(
@@ -278,6 +306,15 @@ class ACERollout:
             return [Group(t, [r for _, r in by_task[t]], [row for row, _ in by_task[t]]) for t in task_ids]
 
         return sample
+
+    def _tokens(self, row: dict[str, Any], tokenizer: Any) -> tuple[list[int], list[int], list[int]]:
+        """(prompt_ids, completion_ids, env_mask) of one sampled row: the whole episode after its first
+        assistant token is the completion (the user's and the tools' tokens masked out); in transition
+        mode only the sampled answer."""
+        if self.transitions is not None:
+            return self.transitions.tokens(row, tokenizer)
+        return episode_tokens(tokenizer, self.template, row["messages"], offered_schemas(self.tasks[row["task_id"]], 0),
+                              self.config.compact_tools)
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         import torch
@@ -320,9 +357,7 @@ class ACERollout:
         out: dict[str, list[Any]] = {k: [] for k in ("prompt_ids", "completion_ids", "env_mask", "ace_reward", "ace_task_id")}
         for group, live in [(g, True) for g in kept] + [(g, False) for g in padding]:
             for row, reward in zip(group.samples, group.rewards):
-                task = self.tasks[row["task_id"]]
-                p, c, m = episode_tokens(trainer.processing_class, self.template, row["messages"],
-                                         offered_schemas(task, 0), self.config.compact_tools)
+                p, c, m = self._tokens(row, trainer.processing_class)
                 check_sequence_length(row["task_id"], len(p) + len(c), self.max_sequence_tokens)
                 out["prompt_ids"].append(p)
                 out["completion_ids"].append(c)
@@ -552,7 +587,7 @@ def train_grpo(
     if metrics_out is not None and int(os.environ.get("RANK", "0")) == 0:
         metrics_out.parent.mkdir(parents=True, exist_ok=True)
         metrics_out.write_text("", encoding="utf-8")
-    ids = sorted(tasks)
+    ids = sorted(rollout.tasks)  # task ids, or step keys in transition mode
     random.Random(config.seed).shuffle(ids)
     B, G = config.prompts_per_step, config.generations
     rows = [{"prompt": t} for t in itertools.islice(itertools.cycle(ids), B * config.steps)]
