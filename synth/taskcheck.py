@@ -45,6 +45,7 @@ Reason codes are short stable strings (the ``REASONS`` tuple).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -318,10 +319,16 @@ def _canonical_task(task: Task) -> Task:
                 dict(task.provenance), list(task.distractors))
 
 
+@functools.cache
+def _doc_text(tool: str) -> str:
+    """The tool's documentation as one string ('' for a tool BFCL does not have)."""
+    info = bfcl.functions().get(tool)
+    return json.dumps(info.doc) if info is not None else ""
+
+
 def _documented(tool: str, value: Any) -> bool:
     """A string value the tool's own documentation names (an enum member such as 'Buy')."""
-    info = bfcl.functions().get(tool)
-    return isinstance(value, str) and info is not None and value in json.dumps(info.doc)
+    return isinstance(value, str) and bool(value) and value in _doc_text(tool)
 
 
 def tool_default(tool: str, param: str) -> tuple[bool, Any]:
@@ -383,6 +390,20 @@ class Produced:
         if isinstance(value, str):
             return len(value) >= 3 and re.search(r"(?<![\w.])" + re.escape(value) + r"(?![\w])", self.text) is not None
         return number(value) is not None and value_in_text(value, self.text)  # a number inside a file's content
+
+
+#: What an output provides, by output text (outputs repeat across the attempts of a run).
+_PRODUCED: dict[str, Produced] = {}
+
+
+def _produced(output: str | None) -> Produced:
+    key = output or ""
+    hit = _PRODUCED.get(key)
+    if hit is None:
+        if len(_PRODUCED) >= 16384:
+            _PRODUCED.pop(next(iter(_PRODUCED)))
+        hit = _PRODUCED[key] = Produced(output)
+    return hit
 
 
 def _norm(x: Any) -> Any:
@@ -517,13 +538,12 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
                         continue
                     if number(v) is not None:
                         if seen is None:
-                            info = bfcl.functions().get(step.name)
-                            seen = numbers_in(text, *outputs, json.dumps(info.doc) if info else "") | {2.0, 100.0}
+                            seen = numbers_in(text, *outputs, _doc_text(step.name)) | {2.0, 100.0}
                         if computed_from(v, seen):
                             continue
                     out.append(Unprovided(t, i, step.call, param, v))
             outputs.append(step.output or "")
-            produced.append(Produced(step.output))
+            produced.append(_produced(step.output))
     return out
 
 
