@@ -1,11 +1,12 @@
 // Purpose: every stored scope (experiment/policy/checkpoint), of one
 //   experiment or of all when $experiment is null, with its round and
 //   totals and how many tool and skill compositions it measured. Newest
-//   round first within an experiment.
+//   round first within an experiment. deleting: a delete of the scope
+//   stopped part-way (not data; rerun `ace scope delete` to finish it).
 // Parameters: $experiment (string, or null for every experiment)
 // Columns: experiment, key, policy, checkpoint, round, rollouts, rewarded,
 //   near_success, steps, compositions_tool, compositions_skill, mode (free-running:
-//   rollouts; gold-prefix: every oracle step scored with the oracle's prefix)
+//   rollouts; gold-prefix: every oracle step scored with the oracle's prefix), deleting
 // Mode: read
 // Required: none
 // :params {experiment: null}
@@ -19,5 +20,5 @@ CALL (sc) {
 RETURN sc.experiment AS experiment, sc.key AS key, sc.policy AS policy, sc.checkpoint AS checkpoint,
        sc.round AS round, sc.rollouts AS rollouts, sc.rewarded AS rewarded,
        sc.near_success AS near_success, sc.steps AS steps, compositions_tool, compositions_skill,
-       coalesce(sc.mode, 'free-running') AS mode
+       coalesce(sc.mode, 'free-running') AS mode, coalesce(sc.deleting, false) AS deleting
 ORDER BY experiment, round DESC, key

@@ -36,7 +36,8 @@ def scopes(
     experiments = sorted({r["experiment"] for r in rows})
     console().print(table(
         f"{len(rows)} scopes in {len(experiments)} experiment{'s' * (len(experiments) != 1)}",
-        COLUMNS, [[r[c] for c in COLUMNS] for r in rows],
+        COLUMNS, [[f"{r[c]} (being deleted: rerun `ace scope delete`)" if c == "key" and r.get("deleting") else r[c]
+                  for c in COLUMNS] for r in rows],
         right=COLUMNS[3:],
     ))
 

@@ -77,6 +77,8 @@ def test_scope_delete_of_100k_rollouts_is_batched_and_a_killed_delete_is_finishe
             assert "being deleted" in err and f"ace scope delete {SCOPE} --yes" in err, err
         assert main(["query", "capability-history", "-P", "experiment=bulk", "-P", "policy=sim", "--json"]) == 0
         assert json.loads(capsys.readouterr().out) == []
+        assert main(["scopes"]) == 0
+        assert "being deleted" in capsys.readouterr().out
     # The rerun finishes it.
     assert main(["scope", "delete", SCOPE, "--yes", "--json"]) == 0
     done = json.loads(capsys.readouterr().out)
