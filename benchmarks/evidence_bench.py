@@ -32,6 +32,11 @@ Design, fixed before any run (the splits file and this docstring are committed f
   simulated agent (which only ranks plans; the targets come from the real model).
   The arm's tasks are shuffled with the run's seed; fewer tasks than the budget are
   cycled (``unique_samples`` says how many).
+* ``grpo`` — GRPO in transition mode (:mod:`train.transitions`) from the warm start on the
+  targets' steps in train and pool tasks: each prompt is a gold prefix ending before a
+  target step, reward 1 when the sampled call reproduces the step's effect by execution;
+  ``--grpo-steps`` steps of ``--grpo-prompts`` × ``--grpo-generations`` samples (its record's
+  ``samples`` counts completions), with the reward curve and kept/sampled groups per step.
 * **Checkpoints** at ``--budgets`` samples (default 32 64 128) within one run per
   (arm, seed), seeds ``--seeds`` (default 0 1 2).
 * **Primary metric**: held-out gold-prefix exact match on the steps whose composition
@@ -82,6 +87,7 @@ from ace_graph.store import GraphStore  # noqa: E402
 from ace_graph.tagger import tag_task  # noqa: E402
 from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize  # noqa: E402
 from train.goldprefix import records, score_tasks  # noqa: E402
+from train.grpo import GRPORunConfig, train_grpo  # noqa: E402
 from train.policies.hf import HFPolicy, load_model  # noqa: E402
 from train.sft import oracle_transcripts, tokenize  # noqa: E402
 
@@ -90,7 +96,7 @@ SPLITS = ROOT / "evidence_splits.json"
 STATE = ROOT / "results" / "evidence.json"
 SPLIT_SEED = 20261203
 CATEGORIES = ("base", "long_context", "miss_func", "miss_param")
-ARMS = ("ace", "random", "more-real")
+ARMS = ("ace", "random", "more-real", "grpo")
 
 
 # --------------------------------------------------------------------------- splits and state
@@ -413,6 +419,34 @@ def run_arm(args: argparse.Namespace, state: dict[str, Any], warm: Path, arm: st
             losses = []
 
 
+def run_grpo_arm(args: argparse.Namespace, state: dict[str, Any], splits: dict[str, Any], warm: Path, seed: int,
+                 held: list[Task], steps: list[dict[str, Any]], targets: list[tuple[str, str]]) -> None:
+    """GRPO on the targets' transitions from the warm start; one record at the end (resumable per seed)."""
+    if any(r["arm"] == "grpo" and r["seed"] == seed for r in state["records"]):
+        return
+    out = args.work / "runs" / f"grpo-{seed}"
+    tasks = {t.id: t for t in tasks_of(splits["train"] + splits["pool"])}
+    config = GRPORunConfig(steps=args.grpo_steps, prompts_per_step=args.grpo_prompts,
+                           generations=args.grpo_generations, max_tokens=64, learning_rate=args.grpo_lr,
+                           transitions=True, targets=",".join(f"{a}>{b}" for a, b in targets), seed=seed)
+    t0 = time.perf_counter()
+    lines = train_grpo(warm, tasks, out, config, metrics_out=args.work / "runs" / f"grpo-{seed}.metrics.jsonl")
+    seconds = time.perf_counter() - t0
+    tokenizer, model, template = load_model(str(out))
+    result = evaluate(HFPolicy.from_model("hf:grpo", tokenizer, model, template, cache_tokens=0), held, steps,
+                      set(targets))
+    samples = args.grpo_steps * args.grpo_prompts * args.grpo_generations
+    state["records"].append({
+        "arm": "grpo", "seed": seed, "samples": samples, "train_seconds": round(seconds, 1), **result,
+        "grpo": [{k: x.get(k) for k in ("step", "reward_mean", "reward_std", "groups_sampled", "groups_kept", "loss")}
+                 for x in lines],
+        "lr": args.grpo_lr, "commit": commit(), "date": time.strftime("%Y-%m-%d %H:%M"),
+        "load": round(os.getloadavg()[0], 2)})
+    save_state(args.state, state)
+    say(f"grpo seed {seed}: {len(lines)} steps, mean reward {[x['reward_mean'] for x in lines]}; "
+        f"primary exact {result['primary_exact']}")
+
+
 # --------------------------------------------------------------------------- statistics
 
 
@@ -514,6 +548,12 @@ def print_report(state: dict[str, Any]) -> None:
         row = rep["table"][arm]
         print(f"{arm:10s}" + "".join(f"{row.get(b, float('nan')):>8.3f} [{rep['seeds'][arm].get(b, 0)}]"
                                      for b in budgets))
+    for r in (x for x in state["records"] if x["arm"] == "grpo"):
+        print(f"grpo seed {r['seed']}: {r['samples']} completions, rewards per step "
+              f"{[x['reward_mean'] for x in r['grpo']]}, kept/sampled {[(x['groups_kept'], x['groups_sampled']) for x in r['grpo']]}; "
+              f"primary exact {r['primary_exact']} (warm {warm[0]['primary_exact'] if warm else '?'})")
+    for name, why in state.get("empty_arms", {}).items():
+        print(f"{name}: no training data ({why}; see phases.synthesis)")
     if rep.get("speed_up"):
         s = rep["speed_up"]
         print(f"speed-up (ace samples / random's at its final value): {s['point']} "
@@ -539,6 +579,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lr", type=float, default=5e-5)
     ap.add_argument("--max-length", type=int, default=1024)
     ap.add_argument("--experiment", default="evidence")
+    ap.add_argument("--grpo-steps", type=int, default=8)
+    ap.add_argument("--grpo-prompts", type=int, default=2)
+    ap.add_argument("--grpo-generations", type=int, default=4)
+    ap.add_argument("--grpo-lr", type=float, default=1e-6)
+    ap.add_argument("--grpo-seeds", nargs="+", type=int, default=[0], help="Seeds the grpo arm runs for.")
     ap.add_argument("--quick", action="store_true", help="A smoke run on a tiny model built offline.")
     ap.add_argument("--report", action="store_true", help="Print the table from the state file and stop.")
     args = ap.parse_args(argv)
@@ -550,6 +595,7 @@ def main(argv: list[str] | None = None) -> int:
         args.model = str(build_tiny_model(args.work / "tiny", seed=0))
         args.budgets, args.seeds, args.warm_epochs, args.min_n, args.targets = [1, 2], [0], 1, 1, 3
         args.warm_tasks, args.max_length, args.experiment = 4, 4096, "evidence-quick"
+        args.grpo_steps, args.grpo_prompts, args.grpo_generations = 1, 1, 2
     state = load_state(args.state)
     if args.report:
         print_report(state)
@@ -578,8 +624,16 @@ def main(argv: list[str] | None = None) -> int:
         save_state(args.state, state)
     for seed in args.seeds:
         for arm in args.arms:
+            if arm == "grpo":
+                if seed in args.grpo_seeds:
+                    run_grpo_arm(args, state, splits, warm, seed, held, steps, targets)
+                continue
             tasks = arm_tasks(args, state, splits, arm, seed, targets)
             say(f"{arm} seed {seed}: {len(tasks)} training tasks")
+            if not tasks:  # said in the state (phases.synthesis) and by the report; the other arms go on
+                state.setdefault("empty_arms", {})[f"{arm}-{seed}"] = "the synthesizer made no task"
+                save_state(args.state, state)
+                continue
             run_arm(args, state, warm, arm, seed, tasks, held, steps, set(targets))
     print_report(state)
     save_state(args.state, state)
