@@ -173,9 +173,10 @@ def _parse(name: str, path: Path) -> Query:
             current = "purpose"
             if value:
                 description.append(value)
-    missing = [f for f, v in (("Parameters:", params), ("Columns:", columns)) if v is None]
+    missing = [f for f, v in (("Parameters:", params), ("Columns:", columns), ("Mode:", mode)) if v is None]
     if missing:
-        raise ConfigError(f"The header of {path} lacks {' and '.join(missing)} (write `none` when there are none).")
+        raise ConfigError(f"The header of {path} lacks {' and '.join(missing)} (write `none` when there are none; "
+                          "Mode: is `read` or `write`).")
     body = "\n".join(lines[len(header):]).strip()
     code, _ = _scan(body)
     used = tuple(dict.fromkeys(_PARAM_RE.findall(_strings_removed(code))))
@@ -191,7 +192,7 @@ def _parse(name: str, path: Path) -> Query:
         raise ConfigError(f"{path}: its :params/Required lines name {', '.join(stray)}, which Parameters: does not declare")
     text = body[:-1].rstrip() if body.endswith(";") else body
     return Query(name, text, " ".join(description).strip(), params_t, tuple(columns), path,
-                 mode=mode or "write", example=example, required=tuple(required))
+                 mode=mode or "write", example=example, required=tuple(required))  # mode checked above
 
 
 def _parse_params_line(path: Path, text: str) -> dict[str, Any]:

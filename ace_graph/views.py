@@ -22,7 +22,6 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -37,8 +36,6 @@ log = logging.getLogger(__name__)
 
 READ = "read"
 WRITE = "write"
-_WRITE_PREFIXES = ("ingest-", "upsert-", "curriculum-upsert", "schema")
-_MODE_RE = re.compile(r"^//\s*Mode\s*:\s*(\w+)", re.IGNORECASE)
 _HINT_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)\s*(\(([^()]*(?:\([^()]*\)[^()]*)*)\))?")
 
 #: Defaults the query console offers for common parameters (the rest start empty).
@@ -55,23 +52,8 @@ PARAM_DEFAULTS: dict[str, Any] = {
 
 
 def query_mode(name: str, directory: Path | None = None) -> str:
-    """``read`` or ``write``: the file's ``Mode:`` header line, else inferred from its name."""
-    return _query_mode(name, directory)
-
-
-@lru_cache(maxsize=None)
-def _query_mode(name: str, directory: Path | None) -> str:
-    query = queries.load(name, directory)
-    for line in query.path.read_text(encoding="utf-8").splitlines():
-        if not line.lstrip().startswith("//"):
-            break
-        m = _MODE_RE.match(line.strip())
-        if m:
-            mode = m.group(1).lower()
-            if mode not in (READ, WRITE):
-                raise ConfigError(f"{query.path}: Mode must be `read` or `write`, not {m.group(1)!r}.")
-            return mode
-    return WRITE if name.startswith(_WRITE_PREFIXES) else READ
+    """``read`` or ``write``: the file's ``Mode:`` header line (:mod:`ace_graph.queries` refuses a file without one)."""
+    return queries.load(name, directory).mode
 
 
 def read_queries(directory: Path | None = None) -> list[str]:

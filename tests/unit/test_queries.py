@@ -55,6 +55,7 @@ def test_header_fields_are_parsed(tmp_path):
         "//   across all rollouts of a task.\n"
         "// Parameters: $task_id (string), $limit (int)\n"
         "// Columns: skill, failures\n"
+        "// Mode: read\n"
         "MATCH (r:Rollout {task_id: $task_id})-[:HAS_STEP]->(s:Step)-[:USES]->(k:Skill)\n"
         "RETURN k.id AS skill, count(*) AS failures\n"
         "ORDER BY failures DESC LIMIT $limit;\n"
@@ -76,6 +77,7 @@ def test_multiline_parameters_and_none(tmp_path):
         "//   $a: first\n"
         "//   $b: second\n"
         "// Columns: none\n"
+        "// Mode: write\n"
         "MATCH (n) WHERE n.a = $a AND n.b = $b SET n.seen = true\n"
     ))
     q = queries.load("q", d)
@@ -87,6 +89,7 @@ def test_statements_split_only_on_line_ending_semicolons(tmp_path):
         "// Purpose: several statements\n"
         "// Parameters: none\n"
         "// Columns: none\n"
+        "// Mode: write\n"
         "CREATE (:A {s: 'x;\ny'});\n"          # ';' inside a string spanning lines
         "// a comment; with a semicolon;\n"
         "CREATE (:B {url: 'http://h/p'}); // trailing comment\n"
@@ -103,23 +106,26 @@ def test_statements_split_only_on_line_ending_semicolons(tmp_path):
 
 
 def test_undeclared_parameter_is_rejected(tmp_path):
-    d = write(tmp_path, "bad", "// Purpose: x\n// Parameters: $a\n// Columns: n\nMATCH (n {a: $a, b: $b}) RETURN n\n")
+    d = write(tmp_path, "bad", "// Purpose: x\n// Parameters: $a\n// Columns: n\n// Mode: read\nMATCH (n {a: $a, b: $b}) RETURN n\n")
     with pytest.raises(ConfigError, match=r"\$b"):
         queries.load("bad", d)
 
 
 def test_dollar_inside_string_is_not_a_parameter(tmp_path):
-    d = write(tmp_path, "ok", "// Purpose: x\n// Parameters: none\n// Columns: p\nRETURN '$5 off' AS p\n")
+    d = write(tmp_path, "ok", "// Purpose: x\n// Parameters: none\n// Columns: p\n// Mode: read\nRETURN '$5 off' AS p\n")
     assert queries.load("ok", d).params == ()
 
 
 def test_missing_header_or_fields_is_rejected(tmp_path):
     write(tmp_path, "noheader", "MATCH (n) RETURN n\n")
-    write(tmp_path, "nocolumns", "// Purpose: x\n// Parameters: none\nMATCH (n) RETURN n\n")
+    write(tmp_path, "nocolumns", "// Purpose: x\n// Parameters: none\n// Mode: read\nMATCH (n) RETURN n\n")
+    write(tmp_path, "nomode", "// Purpose: x\n// Parameters: none\n// Columns: n\nMATCH (n) RETURN n\n")
     with pytest.raises(ConfigError, match="no header"):
         queries.load("noheader", tmp_path)
     with pytest.raises(ConfigError, match="Columns:"):
         queries.load("nocolumns", tmp_path)
+    with pytest.raises(ConfigError, match="Mode:"):  # one rule: never guessed from the name
+        queries.load("nomode", tmp_path)
 
 
 @pytest.mark.parametrize("name", ["nope", "../pyproject", "schema.cypher", ""])

@@ -33,10 +33,13 @@ def test_mode_not_the_name_decides(tmp_path):
     (tmp_path / "harmless-name.cypher").write_text(
         "// Purpose: x\n// Parameters: none\n// Columns: none\n// Mode: write\nCREATE (:X)\n")
     (tmp_path / "no-mode.cypher").write_text("// Purpose: x\n// Parameters: none\n// Columns: none\nCREATE (:X)\n")
+    (tmp_path / "no-mode-read.cypher").write_text("// Purpose: x\n// Parameters: none\n// Columns: n\nRETURN 1 AS n\n")
     assert not queries.load("upsert-looks-like-a-write", tmp_path).writes
     assert queries.load("upsert-looks-like-a-write", tmp_path).defaults == {"limit": 5}
     assert queries.load("harmless-name", tmp_path).writes
-    assert queries.load("no-mode", tmp_path).writes  # no Mode line: never run as a read
+    for name in ("no-mode", "no-mode-read"):  # no Mode line: refused, whatever the name or the text
+        with pytest.raises(ConfigError, match="Mode:"):
+            queries.load(name, tmp_path)
     (tmp_path / "bad.cypher").write_text("// Purpose: x\n// Parameters: none\n// Columns: none\n// Mode: maybe\nRETURN 1\n")
     with pytest.raises(ConfigError, match="Mode: maybe"):
         queries.load("bad", tmp_path)
