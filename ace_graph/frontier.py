@@ -16,6 +16,7 @@ from typing import Any
 from ace_graph import queries
 from ace_graph.errors import ConfigError
 from ace_graph.scopes import LEVELS, check_level, require_scope
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 
 INT64_MAX = 2**63 - 1
 
@@ -25,9 +26,9 @@ class FrontierConfig:
     """Thresholds of the weak-composition and frontier queries; every field says what it does."""
 
     level: str = field(default="skill", metadata={"help": "Granularity: 'skill' or 'tool'."})
-    min_support: int = field(default=20, metadata={"help": (
+    min_support: int = field(default=MIN_SUPPORT, metadata={"help": (
         "Minimum times b was reached right after a for the edge a→b to count.")})
-    min_lift: float = field(default=0.05, metadata={"help": (
+    min_lift: float = field(default=MIN_LIFT, metadata={"help": (
         "How far above 0 the fragility's 95% lower bound must be (guards against testing many edges at once).")})
     min_prereq: float = field(default=0.6, metadata={"help": (
         "Frontier only: success of a, and of b away from a, must each reach this.")})

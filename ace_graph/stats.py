@@ -59,6 +59,13 @@ def clopper_pearson(successes: int, n: int, z: float = Z95) -> tuple[float, floa
     return lo, hi
 
 
+#: Least times b must be reached right after a before the edge a→b is judged (the one default of every
+#: composition query, the frontier, the estimator's probes and the dashboard).
+MIN_SUPPORT = 20
+#: How far above 0 the fragility's 95% lower bound must be (guards against testing many edges at once).
+MIN_LIFT = 0.05
+
+
 @dataclass(frozen=True)
 class Fragility:
     n_after: int
@@ -71,7 +78,7 @@ class Fragility:
     lower: float
     upper: float
 
-    def significant(self, min_support: int = 20, min_lower: float = 0.0) -> bool:
+    def significant(self, min_support: int = MIN_SUPPORT, min_lower: float = 0.0) -> bool:
         return self.n_after >= min_support and self.lower > min_lower
 
 

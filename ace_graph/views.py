@@ -31,6 +31,7 @@ from ace_env.tasks import Task
 from ace_env.verifier import oracle_for, verify
 from ace_graph import queries
 from ace_graph.errors import ConfigError
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +43,8 @@ _HINT_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)\s*(\(([^()]*(?:\([^()]*\)[^()
 PARAM_DEFAULTS: dict[str, Any] = {
     "level": "skill",
     "limit": 20,
-    "min_support": 20,
-    "min_lift": 0.05,
+    "min_support": MIN_SUPPORT,
+    "min_lift": MIN_LIFT,
     "min_prereq": 0.6,
 }
 
@@ -155,15 +156,15 @@ class GraphViews:
 
     # ---- compositions
 
-    def weak(self, scope: str, level: str, min_support: int = 20, min_lift: float = 0.05, limit: int = 5):
+    def weak(self, scope: str, level: str, min_support: int = MIN_SUPPORT, min_lift: float = MIN_LIFT, limit: int = 5):
         return self.run(
             "weak-compositions", scope=scope, level=level, min_support=min_support, min_lift=min_lift, limit=limit
         )
 
-    def fragile(self, scope: str, level: str, min_support: int = 20, min_lift: float = 0.05):
+    def fragile(self, scope: str, level: str, min_support: int = MIN_SUPPORT, min_lift: float = MIN_LIFT):
         return self.run("fragile-edges", scope=scope, level=level, min_support=min_support, min_lift=min_lift)
 
-    def frontier(self, scope: str, level: str, min_support: int = 20, min_lift: float = 0.05,
+    def frontier(self, scope: str, level: str, min_support: int = MIN_SUPPORT, min_lift: float = MIN_LIFT,
                  min_prereq: float = 0.6, limit: int = 50):
         return self.run("frontier", scope=scope, level=level, min_support=min_support, min_lift=min_lift,
                         min_prereq=min_prereq, limit=limit)
@@ -191,7 +192,7 @@ class GraphViews:
     def capability_history(self, experiment: str, policy: str, level: str):
         return self.run("capability-history", experiment=experiment, policy=policy, level=level)
 
-    def composition_history(self, experiment: str, policy: str, level: str, min_support: int = 20):
+    def composition_history(self, experiment: str, policy: str, level: str, min_support: int = MIN_SUPPORT):
         return self.run("view-composition-history", experiment=experiment, policy=policy, level=level,
                         min_support=min_support)
 

@@ -21,6 +21,8 @@ from typing import Any
 import streamlit as st
 from pyvis.network import Network
 
+from ace_graph.stats import MIN_LIFT
+
 FRAGILE = "#d62728"
 OBSERVED = "#9e9e9e"
 PRIOR = "#4c78a8"
@@ -50,7 +52,7 @@ def build_html(
     nodes: list[dict[str, Any]],
     edges: list[dict[str, Any]],
     *,
-    min_lift: float = 0.05,
+    min_lift: float = MIN_LIFT,
     height: int = 720,
 ) -> str:
     """Self-contained HTML of the network for ``st.components.v1.html``."""

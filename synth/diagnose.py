@@ -36,7 +36,7 @@ from ace_graph.compositions import adjacent_pairs
 from ace_graph.errors import ConfigError
 from ace_graph.estimate import AMBIGUOUS, COMPOSITION, EdgeEstimate, EstimatorConfig, ScopeEstimate, estimate_scope
 from ace_graph.ingest import prepare
-from ace_graph.stats import Z95, clopper_pearson
+from ace_graph.stats import MIN_SUPPORT, Z95, clopper_pearson
 from ace_graph.store import GraphStore
 from ace_graph.tagger import tag_task
 from synth.strategies.probe import WITH, WITHOUT, probe_with, probe_without
@@ -120,7 +120,7 @@ def make_probes(edge: tuple[str, str], seeds: list[Task], per_kind: int, seed: i
     return out
 
 
-def needs_probes(e: EdgeEstimate, min_support: int = 20) -> bool:
+def needs_probes(e: EdgeEstimate, min_support: int = MIN_SUPPORT) -> bool:
     """Whether probes can decide something about this edge.
 
     An ``ambiguous`` edge, and a ``composition`` seen fewer than ``min_support`` times
@@ -139,7 +139,7 @@ def _missing(e: EdgeEstimate, min_support: int) -> str:
 MIN_AWAY = EstimatorConfig.min_away
 
 
-def probe_needs(e: EdgeEstimate, min_support: int = 20, z: float = Z95,
+def probe_needs(e: EdgeEstimate, min_support: int = MIN_SUPPORT, z: float = Z95,
                 min_away: int = MIN_AWAY) -> tuple[int, int]:
     """Steps an ambiguous edge lacks before its data can decide it: (``b`` without ``a``, ``a`` then ``b``).
 
@@ -169,7 +169,7 @@ def probe_needs(e: EdgeEstimate, min_support: int = 20, z: float = Z95,
 
 
 def allocate(probing: list[EdgeProbes], estimates: dict[tuple[str, str], EdgeEstimate], budget: int,
-             min_support: int = 20, min_away: int = MIN_AWAY) -> list[Task]:
+             min_support: int = MIN_SUPPORT, min_away: int = MIN_AWAY) -> list[Task]:
     """The probe tasks to roll out in one round, one entry per rollout.
 
     A probe rollout spent on an edge that stays ambiguous decides nothing, so
@@ -227,7 +227,7 @@ ProbeRound = Callable[[list[Task]], tuple[list[EdgeEstimate], int]]
 
 def run_probes(first: list[EdgeEstimate], tasks_for: Callable[[tuple[str, str]], dict[str, list[Task]]],
                probe_round: ProbeRound, budget: int, rounds: int = 2,
-               min_support: int = 20,
+               min_support: int = MIN_SUPPORT,
                min_away: int = MIN_AWAY) -> tuple[list[EdgeProbes], int, list[EdgeEstimate]]:
     """Spend up to ``budget`` probe rollouts over ``rounds`` rounds on the edges still ``ambiguous``
     (and the compositions still short of ``min_support`` steps: :func:`needs_probes`).
@@ -289,7 +289,7 @@ def diagnose(
     config: EstimatorConfig | None = None,
     batch_size: int = 500,
     rounds: int = 2,
-    min_support: int = 20,
+    min_support: int = MIN_SUPPORT,
 ) -> DiagnoseReport:
     """Probe the ambiguous tool-level edges of ``scope`` with up to ``budget`` rollouts, re-estimating after
     each of ``rounds`` rounds (:func:`run_probes`)."""
