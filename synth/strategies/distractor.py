@@ -49,28 +49,25 @@ DOMAINS = (
 
 
 #: Wrong-way twins across classes (BFCL's own functions): a careless agent could take one for the key:
-#: a flight cost for a driving distance, an invoice for an order's details, a booking for an order.
+#: a flight cost for a driving distance, an invoice for an order's details, a support ticket for an invoice.
+#: Only close confusions are listed; a tool with none (``place_order``: no other class buys stock) gets no
+#: distractor, and the planner does not plan one on it.
 TWINS: dict[str, tuple[str, ...]] = {
     "estimate_distance": ("get_flight_cost", "get_nearest_airport_by_city"),
     "get_zipcode_based_on_city": ("get_nearest_airport_by_city",),
     "estimate_drive_feasibility_by_mileage": ("get_flight_cost",),
-    "place_order": ("purchase_insurance", "book_flight"),
     "get_order_details": ("retrieve_invoice", "get_ticket"),
-    "cancel_order": ("cancel_booking", "close_ticket"),
-    "get_stock_info": ("compute_exchange_rate", "get_flight_cost"),
+    "cancel_order": ("cancel_booking",),
     "get_order_history": ("get_booking_history",),
     "retrieve_invoice": ("get_order_details", "get_ticket", "get_transaction_history"),
-    "book_flight": ("place_order",),
-    "cancel_booking": ("cancel_order", "close_ticket"),
+    "cancel_booking": ("cancel_order",),
     "get_booking_history": ("get_order_history", "get_transaction_history"),
-    "fund_account": ("set_budget_limit", "register_credit_card"),
-    "withdraw_funds": ("set_budget_limit",),
     "get_account_info": ("get_credit_card_balance",),
     "send_message": ("post_tweet", "comment"),
-    "post_tweet": ("send_message", "create_ticket"),
-    "create_ticket": ("send_message", "post_tweet", "contact_customer_support"),
+    "post_tweet": ("send_message",),
+    "create_ticket": ("contact_customer_support",),
     "contact_customer_support": ("create_ticket", "send_message"),
-    "get_ticket": ("get_order_details", "get_tweet"),
+    "get_ticket": ("get_order_details",),
 }
 
 
