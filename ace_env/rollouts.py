@@ -1,6 +1,6 @@
 """Task sets and rollout files.
 
-A task set is named ``bfcl:CATEGORY`` (``base``, ``long_context``,
+A task set is named ``bfcl:CATEGORY[,CATEGORY...]`` (``base``, ``long_context``,
 ``miss_func``, ``miss_param`` or ``all``) or is a JSONL file of ACE tasks (one
 :meth:`ace_env.tasks.Task.to_dict` per line).
 
@@ -33,13 +33,19 @@ from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
 
 
 def load_task_set(spec: str) -> dict[str, Task]:
-    """Tasks by id from ``bfcl:CAT``, a task JSONL file, or a folder of BFCL files (:func:`bfcl.load_folder`)."""
-    if spec.startswith("bfcl:") or spec == "bfcl":
-        category = spec.partition(":")[2] if ":" in spec else "all"
-        if not category.strip():
-            raise TaskLoadError(f"task set {spec!r} names no category; give bfcl:CATEGORY (base, long_context, "
-                                "miss_func, miss_param, all)")
-        return {t.id: t for t in bfcl.load_tasks(category)}
+    """Tasks by id from ``bfcl:CAT[,CAT...]`` (``bfcl`` alone: all), a task JSONL file, or a folder of BFCL
+    files (:func:`bfcl.load_folder`).  Every command that takes tasks reads them through here."""
+    if spec == "bfcl":
+        return {t.id: t for t in bfcl.load_tasks("all")}
+    if spec.startswith("bfcl:"):
+        categories = [c.strip() for c in spec.partition(":")[2].split(",")]
+        if not all(categories):
+            raise TaskLoadError(f"task set {spec!r} names an empty category; give bfcl:CATEGORY[,CATEGORY...] "
+                                "(base, long_context, miss_func, miss_param, all)")
+        tasks: dict[str, Task] = {}
+        for category in dict.fromkeys(categories):
+            tasks.update((t.id, t) for t in bfcl.load_tasks(category))
+        return tasks
     path = Path(spec)
     if path.is_dir():
         if not bfcl.is_bfcl_folder(path):
