@@ -83,7 +83,10 @@ def token_logprobs(hidden: Any, weight: Any, bias: Any, targets: Any, temperatur
     rows = rows or chunk_rows(weight.shape[0])
     inv_t = 1.0 / temperature
     if n == 0:
-        empty = hidden.new_zeros((0,), dtype=torch.float32) + weight.sum() * 0  # still connected to the graph
+        # Still connected to the backbone and the head (zero gradients): DDP requires every parameter to take part,
+        # and a micro-batch of fully masked episodes (GRPO's padding groups) scores nothing.
+        anchor = hidden.sum() + weight.sum() + (bias.sum() if bias is not None else 0)
+        empty = hidden.new_zeros((0,), dtype=torch.float32) + anchor * 0
         return empty, (empty.detach() if entropy else None), torch.zeros((0,), dtype=torch.bool, device=hidden.device)
     grad = torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)
     parts = []

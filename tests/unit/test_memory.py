@@ -111,6 +111,17 @@ def test_block_size_follows_the_byte_budget():
     assert logp.shape == (0,) and top1.shape == (0,)
     logp.sum().backward()  # an all-masked micro-batch is a differentiable zero, not an error
     assert torch.all(weight.grad == 0)
+    assert hidden.grad is not None  # the backbone takes part too (DDP refuses parameters left out of the loss)
+
+
+def test_a_micro_batch_with_no_loss_token_still_gives_every_parameter_a_gradient(tiny):
+    model = _model(tiny)
+    ids, attention, labels = _batch(model.config.vocab_size)
+    out = model(input_ids=ids, attention_mask=attention, labels=torch.full_like(labels, -100), fused_lm_head=True)
+    out.loss.backward()
+    assert float(out.loss) == 0.0
+    for name, param in model.named_parameters():
+        assert param.grad is not None and torch.all(param.grad == 0), name
 
 
 def test_generation_and_plain_forwards_are_unchanged(tiny):
