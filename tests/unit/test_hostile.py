@@ -330,25 +330,30 @@ def test_scope_key_refuses_dot_names():
 # --------------------------------------------------------------------------- defect 9: workers die with their parent
 
 
-def _dead(pid):
-    """Gone, or a zombie (dead; only its exit status is left for a parent that may never reap it)."""
+def _stat(pid):
+    """(state, parent pid, start time) of a process from /proc, or None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
+            fields = f.read().rpartition(")")[2].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return fields[0], int(fields[1]), int(fields[19])
+
+
+def _dead(proc_id):
+    """Gone, or a zombie (dead; only its exit status is left for a parent that may never reap it)."""
+    pid, started = proc_id
+    st = _stat(pid)
+    return st is None or st[2] != started or st[0] == "Z"  # another start time: the pid was reused
 
 
 def _children(pid):
     out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            try:
-                stat_line = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat_line.rpartition(")")[2].split()[1]) == pid:
-                out.append(int(entry.name))
+            st = _stat(int(entry.name))
+            if st is not None and st[1] == pid:
+                out.append((int(entry.name), st[2]))
     return out
 
 
@@ -356,7 +361,7 @@ def _children(pid):
 def test_forked_workers_die_with_their_killed_parent(tmp_path):
     # Defect 9: after a kill -9 of `ace ingest`, its forked verifier worker was reported alive 0.5 s later.
     # kill -9 at several points (the task file's oracle check, then verification); each time every child
-    # must be dead (gone or a zombie) within 0.5 s of the parent's death.
+    # must be dead (gone or a zombie) soon after the parent's death.
     from ace_env import bfcl
     from ace_env.verifier import ground_truth_rollout
 
@@ -366,10 +371,11 @@ def test_forked_workers_die_with_their_killed_parent(tmp_path):
                              for i, t in enumerate(base)))
     rollouts = tmp_path / "r.jsonl"
     with open(rollouts, "w") as f:
-        for k in range(4000):
+        for k in range(12000):
             i = k % len(base)
             f.write(json.dumps({"rollout_id": f"r{k}", "task_id": f"u{i}", "turns": ground_truth_rollout(base[i])}) + "\n")
-    for delay in (0.0, 0.5, 1.5, 3.0, 5.0):
+    killed = 0
+    for delay in (0.0, 0.3, 0.8, 1.5, 2.5):
         proc = subprocess.Popen([sys.executable, "-m", "ace.cli", "verify", "--tasks", str(tasks), "--rollouts",
                                  str(rollouts), "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
@@ -379,12 +385,17 @@ def test_forked_workers_die_with_their_killed_parent(tmp_path):
             time.sleep(0.02)
         time.sleep(delay)
         kids = set(kids) | set(_children(proc.pid))
+        if proc.poll() is not None:  # it finished before the kill: nothing to test at this point
+            continue
         proc.kill()
         proc.wait()
-        limit = time.monotonic() + 0.5
+        limit = time.monotonic() + 2.0  # typically 0.03-0.1 s; generous for a loaded 2-core machine
         while time.monotonic() < limit and not all(_dead(k) for k in kids):
             time.sleep(0.01)
-        assert kids and all(_dead(k) for k in kids), (delay, [k for k in kids if not _dead(k)])
+        assert kids, delay
+        assert all(_dead(k) for k in kids), (delay, [(k, _stat(k[0])) for k in kids if not _dead(k)])
+        killed += 1
+    assert killed >= 3
 
 
 @pytest.mark.parametrize("flag", ["-G", "--max-tokens", "--step-cap", "--batch-size"])
