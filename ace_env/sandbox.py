@@ -47,10 +47,13 @@ as a :class:`LineError` for that line, never as a crash of the run.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
 import os
+import resource
 import signal
+import threading
 import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Iterator, Sequence
@@ -160,20 +163,33 @@ def _address_space() -> int | None:
         return None
 
 
-def _die_with_parent() -> None:
-    """Linux: have the kernel SIGKILL this worker when its parent dies (even by kill -9).
+#: prctl(2) option: the signal this process gets when its parent dies (Linux).
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Have the kernel SIGKILL this worker when its parent dies (even by kill -9).
 
     A forked worker holds copies of the parent's descriptors, the database
     connection's socket among them; an orphan would keep that connection, and
-    the killed parent's open transaction with its locks, alive.
+    the killed parent's open transaction with its locks, alive.  Linux:
+    ``prctl(PR_SET_PDEATHSIG, SIGKILL)``.  Where that is not available (another
+    system, or prctl refused), a daemon thread checks the parent every 0.2 s and
+    ends the worker when it is gone.
     """
     try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        armed = ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL)) == 0
     except (OSError, AttributeError):
-        pass
+        armed = False
+    if armed:
+        return
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ace-parent-watch", daemon=True).start()
 
 
 def worker_setup(parent_end: Any, parent_pid: int, clock: Any, memory_mb: int) -> None:
@@ -183,9 +199,7 @@ def worker_setup(parent_end: Any, parent_pid: int, clock: Any, memory_mb: int) -
     ``memory_mb``, so a runaway allocation raises ``MemoryError`` inside the
     call; every tool call's start is stamped into ``clock`` for the watchdog.
     """
-    import resource
-
-    _die_with_parent()
+    _die_with_parent(parent_pid)
     if os.getppid() != parent_pid:  # the parent died before the death signal was armed
         os._exit(0)
     parent_end.close()  # our copy of the parent's end: without it, recv() sees EOF when the parent is gone

@@ -420,3 +420,32 @@ def test_export_library_refuses_special_files(tmp_path):
     with pytest.raises(AceError, match="regular file"):
         export(bfcl.load_tasks("base")[:1], "trl", fifo, force=True)
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_worker_without_prctl_still_dies_with_its_parent(tmp_path):
+    # The fallback where PR_SET_PDEATHSIG is not available: a thread that watches the parent.
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "import ace_env.sandbox as sandbox\n"
+        "class NoPrctl:\n"
+        "    def __init__(self, *a, **k): raise OSError('no prctl here')\n"
+        "sandbox.ctypes.CDLL = NoPrctl\n"
+        "parent = os.getpid()\n"
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    sandbox._die_with_parent(parent)\n"
+        "    time.sleep(60)\n"
+        "    os._exit(0)\n"
+        "print(child, flush=True)\n"
+        "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    child = int(proc.stdout.readline())
+    started = _stat(child)[2]
+    time.sleep(0.3)
+    proc.kill()
+    proc.wait()
+    limit = time.monotonic() + 3
+    while time.monotonic() < limit and not _dead((child, started)):
+        time.sleep(0.05)
+    assert _dead((child, started))
