@@ -273,16 +273,29 @@ class Seen(set):
         self.signatures: list[tuple[str, frozenset[str], frozenset[str]]] = []
 
     def near(self, task: Task) -> str | None:
-        """The id of an accepted task this one nearly duplicates, if any."""
+        """The id of an accepted task this one nearly duplicates, if any.
+
+        Two sets whose sizes differ by more than the threshold cannot be that similar (Jaccard is at most
+        the smaller size over the larger), so those pairs are skipped before any intersection is taken,
+        and the small oracle sets are compared before the text shingles.
+        """
         text, oracle = _shingles(task), _oracle_tokens(task)
+        nt, no = len(text), len(oracle)
         for tid, t2, o2 in self.signatures:
-            if _jaccard(text, t2) >= NEAR_DUPLICATE and _jaccard(oracle, o2) >= NEAR_DUPLICATE:
+            if not (_sizes_allow(no, len(o2)) and _sizes_allow(nt, len(t2))):
+                continue
+            if _jaccard(oracle, o2) >= NEAR_DUPLICATE and _jaccard(text, t2) >= NEAR_DUPLICATE:
                 return tid
         return None
 
     def accept(self, task: Task, fp: str) -> None:
         self.add(fp)
         self.signatures.append((task.id, _shingles(task), _oracle_tokens(task)))
+
+
+def _sizes_allow(a: int, b: int) -> bool:
+    """Whether sets of sizes a and b can reach the near-duplicate similarity at all."""
+    return max(a, b) == 0 or min(a, b) >= NEAR_DUPLICATE * max(a, b)
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -46,7 +46,7 @@ def _trivial(v: Any) -> bool:
 
 def fed_values(out: Any, args: dict[str, Any]) -> list[tuple[str, Any]]:
     """(key, value) pairs of ``out`` whose value is an argument value of the next call."""
-    wanted = [v for v in args.values() if not _trivial(v) and not isinstance(v, (list, dict))]
+    wanted = {(type(v), v) for v in args.values() if not _trivial(v) and not isinstance(v, (list, dict))}
     found: list[tuple[str, Any]] = []
 
     def walk(node: Any) -> None:
@@ -56,7 +56,7 @@ def fed_values(out: Any, args: dict[str, Any]) -> list[tuple[str, Any]]:
                 for x in vals:
                     if isinstance(x, (dict, list)):
                         walk(x)
-                    elif any(type(x) is type(w) and x == w for w in wanted):
+                    elif (type(x), x) in wanted:
                         found.append((k, x))
         elif isinstance(node, list):
             for x in node:
