@@ -21,7 +21,7 @@ from ace.cli.options import (
 from ace_env.rollouts import load_task_set
 from ace_env.sandbox import Budget
 from ace_env.tasks import Task
-from ace_env.workspace import ace_home, check_writable_kind
+from ace_env.workspace import ace_home, check_name, check_writable_kind
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
@@ -231,6 +231,8 @@ def eval_cmd(
     from rich.console import Console
 
     graph_name = name or policy_name(policy)
+    for value, flag in ((experiment, "--experiment"), (graph_name, "--name"), (checkpoint, "--checkpoint")):
+        check_name(value, flag)  # each names a folder under $ACE_HOME/runs/eval and a part of the scope
     if generate and not gold_prefix:
         raise ConfigError("--generate goes with --gold-prefix (a free-running evaluation always generates)")
     if out is None:

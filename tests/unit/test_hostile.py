@@ -292,6 +292,8 @@ def test_rollout_whose_every_request_failed_exits_non_zero(tmp_path, capsys):
 @pytest.mark.parametrize("argv", [
     ["eval", "-p", f"sim:{WEAKNESS}", "-e", "..", "--name", "..", "-c", "X", "--tasks", "bfcl:base", "--limit", "1"],
     ["eval", "-p", f"sim:{WEAKNESS}", "-e", "e", "--name", "..", "-c", "../X", "--tasks", "bfcl:base", "--limit", "1"],
+    ["eval", "-p", f"sim:{WEAKNESS}", "-e", "e", "-c", "../../X", "--tasks", "bfcl:base", "--limit", "1",
+     "--gold-prefix", "--generate"],
     ["ingest", "ROLLOUTS", "-e", "..", "-p", "p", "-c", "c"],
     ["ingest", "ROLLOUTS", "--scope", "./p/c"],
     ["ingest", "ROLLOUTS", "-e", "e", "-p", "p", "-c", ".."],
