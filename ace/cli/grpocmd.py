@@ -14,6 +14,7 @@ from ace.cli.options import check_out, config_options, console, esc, json_option
 from ace.cli.traincmd import train_app
 from ace_env.workspace import ace_home, check_name, check_writable_kind
 from ace_graph.errors import ConfigError
+from ace_graph.taskfiles import refuse_changes_to_stored_tasks
 from train.evaluation import evaluate
 from train.export import ExportError, to_openai_sft
 from train.grpo import GRPORunConfig, train_grpo
@@ -90,6 +91,9 @@ def grpo_cmd(
         raise ConfigError(f"--report-to {report_to!r}: choose none, tensorboard or wandb")
     graph_name = name or policy_name(policy)
     eval_list = _select(eval_tasks or tasks, 0, eval_limit) if eval_every else []
+    if eval_list:  # the evaluations store these tasks: a task file may not change a stored one
+        with_store(lambda store: refuse_changes_to_stored_tasks(store, {t.id: t for t in eval_list},
+                                                                eval_tasks or tasks))
     evaluations: list[dict[str, Any]] = []
 
     def on_checkpoint(step: int, folder: Path) -> None:

@@ -26,6 +26,7 @@ from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
 from ace_graph.store import GraphStore
+from ace_graph.taskfiles import refuse_changes_to_stored_tasks
 from train.evaluation import evaluate, evaluate_gold_prefix, rollout_to_file
 from train.policies import DEFAULT_POLICY, GenerationConfig, policy_name
 from train.rollouts import RolloutConfig
@@ -247,6 +248,7 @@ def eval_cmd(
     driver = get_driver(settings)
     try:
         store = GraphStore(driver, settings.database)
+        refuse_changes_to_stored_tasks(store, {t.id: t for t in task_list}, tasks)  # before any work
         with progress_bar(disable=as_json) as progress:
             if gold_prefix:
                 steps = sum(max(len(t.ground_truth), 1) for task in task_list for t in task.turns)

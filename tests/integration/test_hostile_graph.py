@@ -127,6 +127,13 @@ def test_user_task_file_cannot_change_a_synthesized_task(clean_db, neo4j_databas
     assert err.count("error:") == 1 and "ace:ace-depth-0123456789ab" in err and str(tasks) in err, err
     assert clean_db.execute_query(stored, database_=neo4j_database).records[0].data() == before
     assert not clean_db.execute_query("MATCH (r:Rollout) RETURN r", database_=neo4j_database).records
+    # `ace eval` stores the tasks it evaluates too (free-running and gold-prefix alike): refused the same way
+    for extra in ([], ["--gold-prefix", "--generate"]):
+        assert main(["eval", "-p", "sim:tests/integration/synth_weakness.toml", "--tasks", str(tasks), "-e", "B", "-c", "c", "--name", "p",
+                     "--out", str(tmp_path / "e.jsonl"), "--force", *extra]) == 1
+        err = capsys.readouterr().err
+        assert "ace:ace-depth-0123456789ab" in err, err
+        assert clean_db.execute_query(stored, database_=neo4j_database).records[0].data() == before
 
     # Restating the stored task unchanged (e.g. ingesting `ace synth`'s own output file) is fine.
     tasks.write_text(json.dumps(synthesized.to_dict()) + "\n")
