@@ -116,8 +116,8 @@ class GRPORunConfig:
     )
     gradient_checkpointing: bool = field(
         default=True,
-        metadata={"help": "Recompute each layer's activations in the backward pass (about a third more compute, "
-                          "activation memory of one layer instead of all)."},
+        metadata={"help": "Recompute each layer's activations in the backward pass (one more forward pass of "
+                          "compute; the activations of one layer are kept at a time instead of all)."},
     )
 
     def __post_init__(self) -> None:
