@@ -23,8 +23,9 @@ demo: setup
 	$(ACE) db start
 	$(ACE) init
 	$(ACE) demo
-	@echo "== one real round of the closed loop on SmolLM2-135M-Instruct (slow on 2 cores; a rerun resumes where it stopped)"
-	OMP_NUM_THREADS=1 $(ACE) loop -e demo-loop -p hf:smollm2-135m --rounds 1 --seeds 6 --eval-limit 3 --synth 4 \
+	@echo "== one real round of the closed loop on SmolLM2-135M-Instruct (slow on 2 cores; a rerun resumes where it stopped):"
+	@echo "   gold-prefix evaluation (exact match, NLL) before and after an SFT warm start on the seed tasks and one GRPO step"
+	OMP_NUM_THREADS=1 $(ACE) loop -e demo-loop -p hf:smollm2-135m --rounds 1 --seeds 6 --eval-limit 3 --synth 4 --sft-warm-start \
 		--train-tasks 4 --prompts-per-step 2 --generations 2 --max-groups-sampled 2 --max-tokens 48 --step-cap 2 \
 		--synth-rollouts 1
 	$(ACE) loop status -e demo-loop

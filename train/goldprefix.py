@@ -182,7 +182,8 @@ def _mean(values: list[float]) -> float | None:
 
 
 def summarize(scores: Iterable[StepScore]) -> dict[str, Any]:
-    """``steps``, ``exact_match``, ``mean_nll``, ``tool_accuracy``, ``pass_rate`` (generated) and
+    """``steps``, ``exact_match``, ``mean_nll``, ``tool_accuracy``, ``step_pass_rate`` (generated: the share
+    of steps whose call verified by execution) and
     ``compositions`` (steps with a predecessor call: the composition observations)."""
     scores = list(scores)
     nll = [s.nll for s in scores if s.nll is not None]
@@ -196,7 +197,7 @@ def summarize(scores: Iterable[StepScore]) -> dict[str, Any]:
         "exact_match": _mean(exact),
         "mean_nll": _mean(nll),
         "tool_accuracy": _mean(tool),
-        "pass_rate": _mean(passed),
+        "step_pass_rate": _mean(passed),
     }
 
 

@@ -227,7 +227,8 @@ def eval_cmd(
     answer at each step, never an earlier mistake of its own), so compositions deep in a task are
     measured even for a model that fails free-running; the per-step scores go to --out (default under
     $ACE_HOME/runs/eval, `.gold-prefix.jsonl`) and --json prints steps, exact_match, mean_nll,
-    tool_accuracy and pass_rate (--generate).
+    tool_accuracy, step_pass_rate (--generate: steps whose call verified by execution) and pass_rate (tasks
+    whose every step passed).
     """
     from rich.console import Console
 
@@ -271,7 +272,7 @@ def eval_cmd(
     console = Console()
     if gold_prefix:
         shown = {k: result[k] for k in ("steps", "compositions", "exact_match", "mean_nll", "tool_accuracy",
-                                        "pass_rate") if result[k] is not None}
+                                        "step_pass_rate", "pass_rate") if result[k] is not None}
         console.print(f"{scope} (gold-prefix): " + ", ".join(f"{k} {v}" for k, v in shown.items())
                       + f"; {result['skipped']} skipped; per-step scores in {out}", highlight=False)
     else:

@@ -123,8 +123,8 @@ def test_the_sim_policy_recovers_its_planted_composition_through_the_gold_prefix
     planted = {("book_flight", "retrieve_invoice"), ("get_stock_info", "place_order")}
     at = [s for s in run.scores if (s.prev_tool, s.tool) in planted]
     away = [s for s in run.scores if (s.prev_tool, s.tool) not in planted and s.tool is not None]
-    rate = 1 - summarize(at)["pass_rate"]
-    rest = 1 - summarize(away)["pass_rate"]
+    rate = 1 - summarize(at)["step_pass_rate"]
+    rest = 1 - summarize(away)["step_pass_rate"]
     assert len(at) >= 15 and rate > 0.35 and rest < 0.06
     # the same steps, a different seed: slips are drawn per step, not copied
     again = score_tasks(load_policy(f"sim:{spec_file}"), list(base.values()), generate=True,
