@@ -8,16 +8,17 @@ the flat list of calls, so a pair may span two turns).  One module each:
                 ``to`` step, is shown re-formatted (units, number and date
                 formats, key names, nesting, wrappers) by a per-task output
                 view; the ground truth's arguments stay canonical.
-``lookalike``   (:mod:`.lookalike`) near-twins of the entity the target uses are
-                added to the state, and the text names it by an attribute only a
-                lookup resolves (the card ending in 4165), not by its id.
-``cascade``     (:mod:`.cascade`) the upstream call returns a partial result
-                (truncated, stale, cut short); the ground truth checks again and
-                recovers; the text states the goal only.
-``depth``       (:mod:`.depth`) 1-3 coherent steps (reads about the same entity,
-                linked by data flow) added before or after the pair.
-``distractor``  (:mod:`.distractor`) same-domain look-alike tools offered at the
-                decision step and declared wrong.
+``lookalike``   (:mod:`.lookalike`) the value ``from`` passes to ``to`` is shown among
+                near-identical values of sibling records in ``from``'s result (an
+                output view); the text names the record's attribute, never the value.
+``cascade``     (:mod:`.cascade`) the upstream call (made once, for one entity)
+                returns a partial result (truncated, stale, cut short); the ground
+                truth checks again and recovers; the text states the goal only.
+``depth``       (:mod:`.depth`) 1-3 reads added after ``to``, each consuming the
+                output of the call before it in the chain.
+``distractor``  (:mod:`.distractor`) tools the seed does not offer (BFCL functions of
+                a class it does not involve), wrong-way twins of the decision tool,
+                offered at the decision step and declared wrong.
 ``random``      (:mod:`.baseline`) one of those edits at a random place of the seed.
 ``probe``       (:mod:`.probe`) tasks that separate a weak composition from a weak
                 tool for an ``ambiguous`` edge: ``b`` reached without ``a``, and
