@@ -35,12 +35,12 @@ from synth.taskcheck import adjacent_positions, flat_calls
 @dataclass(frozen=True)
 class Link:
     """``tool`` after ``anchor``: arguments from the anchor's output (``o:key`` or ``o:key.sub``, at least one),
-    its arguments (``a:param``) or a literal the intent states (``=value``)."""
+    its arguments (``a:param``) or a literal the intent states (``=value``, or ``=a||b`` for one of several)."""
 
     anchor: str
     tool: str
     args: tuple[tuple[str, str], ...]
-    say: tuple[str, ...]  # intents (imperatives); a literal the call uses is written in them
+    say: tuple[str, ...]  # intents (imperatives); a literal the call uses is written in them as {param}
 
 
 _LINKS = (
@@ -55,8 +55,13 @@ _LINKS = (
     Link("book_flight", "retrieve_invoice", (("access_token", "a:access_token"), ("booking_id", "o:booking_id")),
          ("get me the invoice for that booking", "pull up the invoice of the new booking")),
     Link("retrieve_invoice", "contact_customer_support",
-         (("booking_id", "o:invoice.booking_id"), ("message", "=Please confirm my seat for this booking.")),
-         ("send customer support the message 'Please confirm my seat for this booking.' about that booking",)),
+         (("booking_id", "o:invoice.booking_id"),
+          ("message", "=Please confirm my seat for this booking.||Can you confirm this booking is paid in full?"
+                      "||Please add a vegetarian meal to this booking.||I need a window seat on this flight, please."
+                      "||Please email me a copy of this invoice.")),
+         ("send customer support the message '{message}' about that booking",
+          "let customer support know, for that booking: '{message}'",
+          "write to customer support about that booking with the message '{message}'")),
     Link("post_tweet", "get_tweet", (("tweet_id", "o:id"),), ("show me the tweet once it's posted",)),
     Link("create_ticket", "get_ticket", (("ticket_id", "o:id"),), ("show me the ticket you created",)),
     Link("get_ticket", "get_user_tickets", (("status", "o:status"),),
@@ -78,10 +83,11 @@ def _get(out: Any, path: str) -> Any:
 def render(link: Link, args: dict[str, Any], out: Any, rng: random.Random) -> tuple[str, str] | None:
     """The added call string and its intent, or None when a value it needs is missing."""
     kwargs: dict[str, Any] = {}
+    literals: dict[str, str] = {}
     consumed = False
     for param, source in link.args:
-        if source.startswith("="):
-            kwargs[param] = source[1:]
+        if source.startswith("="):  # a literal the intent states: one of its '||'-separated choices
+            kwargs[param] = literals[param] = rng.choice(source[1:].split("||"))
             continue
         kind, _, name = source.partition(":")
         value = args.get(name) if kind == "a" else _get(out, name)
@@ -91,7 +97,7 @@ def render(link: Link, args: dict[str, Any], out: Any, rng: random.Random) -> tu
         kwargs[param] = value
     if not consumed:
         return None
-    return Call(link.tool, (), kwargs).render(), rng.choice(link.say)
+    return Call(link.tool, (), kwargs).render(), rng.choice(link.say).format(**literals)
 
 
 def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str, str, str]] | None:
