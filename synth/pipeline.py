@@ -37,12 +37,14 @@ import random
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from ace_env.sandbox import BoundedVerifier, Budget, LineError
 from ace_env.scaleout import LocalRunner, RayRunner
 from ace_env.sim import simulate_one
 from ace_env.tasks import Task
+from ace_env.workspace import check_writable_kind
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.errors import ConfigError
 from ace_graph.tagger import tag_task
@@ -441,15 +443,18 @@ def seeds_by_target(frontier: list[dict[str, Any]], seeds: dict[str, Task]) -> d
 
 
 def write_tasks(path: Any, tasks: Iterable[Task]) -> int:
-    """Write tasks as JSONL atomically (temp file, then rename)."""
-    from pathlib import Path
-
-    path = Path(path)
+    """Write tasks as JSONL atomically (temp file, then rename); never over a device, FIFO or socket."""
+    path = check_writable_kind(Path(path))
     tmp = path.with_name(path.name + ".partial")
     n = 0
-    with open(tmp, "w", encoding="utf-8") as f:
-        for t in tasks:
-            f.write(json.dumps(t.to_dict()) + "\n")  # key order matters: BFCL configs are ordered
-            n += 1
-    tmp.replace(path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for t in tasks:
+                f.write(json.dumps(t.to_dict()) + "\n")  # key order matters: BFCL configs are ordered
+                n += 1
+        check_writable_kind(path)  # again right before the rename: it may have changed meanwhile
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return n

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from ace.cli import main
+from ace_env import bfcl
 
 WEAKNESS = Path(__file__).resolve().parents[2] / "ace_env" / "demo_weakness.toml"
 
@@ -71,6 +72,19 @@ def test_out_refuses_special_files(writer, tmp_path, capsys):
         assert "regular file" in err and err.count("error:") == 1, err
         assert _kind(target) == before and os.path.lexists(target)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "a temporary file was left behind"
+
+
+def test_the_task_writer_itself_refuses_special_files(tmp_path):
+    # write_tasks is called by synth and the loop after their --out checks: it checks again, before the rename
+    from ace_env.errors import ConfigError as EnvConfigError
+    from synth.pipeline import write_tasks
+
+    for target in _special_files(tmp_path):
+        before = _kind(target)
+        with pytest.raises(EnvConfigError, match="regular file"):
+            write_tasks(target, bfcl.load_tasks("base")[:1])
+        assert _kind(target) == before
+    assert not list(tmp_path.glob("*.partial"))
 
 
 def test_regular_file_still_replaced_with_force(tmp_path, capsys):
