@@ -16,14 +16,15 @@ Design, fixed before any run (the splits file and this docstring are committed f
 * **Warm start**: SFT of SmolLM2-135M-Instruct on the oracle transcripts of the first
   ``--warm-tasks`` train-split base tasks (default 60), epochs until held-out exact
   match reaches 10% (at most ``--warm-epochs``, default 3); AdamW, constant lr 5e-5,
-  one transcript per step, 1,024 tokens at most, loss on assistant tokens only.
+  one transcript per step, 1,024 tokens at most (``--max-length``), loss on assistant tokens only.
 * **Diagnosis**: gold-prefix scoring of the warm start on the pool's base tasks, stored
   in the graph as the gold-prefix scope ``evidence/warm/pool``.  **Targets**: from the
   ``composition-success`` query (tool level) of that scope, the compositions a→b seen
   at least 3 times, weakest first (failure share, then support), that occur in a
   held-out task and have a usable seed task in the train or pool split; the first 8.
 * **Arms**, from the same warm start, equal sample counts (one sample = one task's
-  oracle transcript, one optimizer step; tokens are recorded per arm):
+  oracle transcript of at most ``--arm-max-length`` = 2,048 tokens, one optimizer step; tokens and
+  how many assistant answers the token window kept are recorded per arm):
   ``ace`` — the synthesizer (every strategy) aimed at the targets;
   ``random`` — the same synthesizer aimed at 8 compositions drawn uniformly from the
   pool's observed compositions (with usable seeds), so targeting is what differs;
@@ -180,6 +181,12 @@ class Trainer:
         out = tokenize(self.tokenizer, self.template, rows, max_length, True, skipped)
         if skipped:
             say(f"  {len(skipped)} transcript(s) left out: {skipped[0]}")
+        kept = [r for r in rows if not any(f"task {r['task_id']}:" in why for why in skipped)]
+        spans = sum(_spans(e["assistant_masks"]) for e in out)
+        answers = sum(sum(1 for m in r["messages"] if m["role"] == "assistant") for r in kept)
+        #: assistant answers inside the token window / all of them (a cut transcript loses its last steps)
+        self.window = {"assistant_answers_kept": spans, "assistant_answers": answers,
+                       "truncated": sum(1 for e in out if len(e["input_ids"]) >= max_length)}
         return out
 
     def step(self, example: dict[str, list[int]]) -> float:
@@ -214,6 +221,11 @@ class Trainer:
                 f.unlink()
             out.rmdir()
         tmp.rename(out)
+
+
+def _spans(mask: list[int]) -> int:
+    """Runs of 1 in an assistant mask: the assistant answers a tokenized transcript holds."""
+    return sum(1 for i, m in enumerate(mask) if m and (i == 0 or not mask[i - 1]))
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -384,7 +396,7 @@ def run_arm(args: argparse.Namespace, state: dict[str, Any], warm: Path, arm: st
         at = 0
     start = ckpt if at else warm
     trainer = Trainer(str(start), args.lr, seed, ckpt / "optimizer.pt" if at else None)
-    examples = trainer.examples(tasks, args.max_length)
+    examples = trainer.examples(tasks, args.arm_max_length)
     if not examples:
         raise SystemExit(f"arm {arm} seed {seed}: no training example")
     tokens = loss_tokens = 0
@@ -405,7 +417,7 @@ def run_arm(args: argparse.Namespace, state: dict[str, Any], warm: Path, arm: st
         if n in todo:
             result = evaluate(trainer.policy(), held, steps, targets)
             record = {"arm": arm, "seed": seed, "samples": n, "tokens": tokens, "loss_tokens": loss_tokens,
-                      "unique_samples": len(examples), "train_seconds": round(time.perf_counter() - t0, 1),
+                      "unique_samples": len(examples), "max_length": args.arm_max_length, **trainer.window, "train_seconds": round(time.perf_counter() - t0, 1),
                       "mean_loss": round(sum(losses) / len(losses), 4), **result, "commit": commit(),
                       "date": time.strftime("%Y-%m-%d %H:%M"), "load": round(os.getloadavg()[0], 2)}
             state["records"] = [r for r in state["records"]
@@ -577,7 +589,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--targets", type=int, default=8)
     ap.add_argument("--min-n", type=int, default=3)
     ap.add_argument("--lr", type=float, default=5e-5)
-    ap.add_argument("--max-length", type=int, default=1024)
+    ap.add_argument("--max-length", type=int, default=1024, help="Tokens per warm-start transcript.")
+    ap.add_argument("--arm-max-length", type=int, default=2048,
+                    help="Tokens per training transcript of the arms: long enough that the steps a transcript is "
+                         "about (deep in BFCL tasks) are trained, not cut off.")
     ap.add_argument("--experiment", default="evidence")
     ap.add_argument("--grpo-steps", type=int, default=8)
     ap.add_argument("--grpo-prompts", type=int, default=2)
@@ -594,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("--quick writes its own --state (not the committed results)")
         args.model = str(build_tiny_model(args.work / "tiny", seed=0))
         args.budgets, args.seeds, args.warm_epochs, args.min_n, args.targets = [1, 2], [0], 1, 1, 3
-        args.warm_tasks, args.max_length, args.experiment = 4, 4096, "evidence-quick"
+        args.warm_tasks, args.max_length, args.arm_max_length, args.experiment = 4, 4096, 4096, "evidence-quick"
         args.grpo_steps, args.grpo_prompts, args.grpo_generations = 1, 1, 2
     state = load_state(args.state)
     if args.report:
@@ -606,7 +621,12 @@ def main(argv: list[str] | None = None) -> int:
     splits = load_splits(SPLITS, args.quick)
     state.setdefault("settings", {"splits": str(SPLITS.name) if not args.quick else "quick", "model": args.model,
                                   "warm_tasks": args.warm_tasks, "lr": args.lr, "max_length": args.max_length,
+                                  "arm_max_length": args.arm_max_length,
                                   "targets": args.targets, "min_n": args.min_n})
+    recorded = state["settings"].setdefault("arm_max_length", args.arm_max_length)
+    if recorded != args.arm_max_length:
+        raise SystemExit(f"{args.state} was made with --arm-max-length {recorded}; resuming with another value "
+                         "would mix results (give another --state)")
     print(machine_facts())
     held = tasks_of(splits["held_out"])
     steps = held_out_steps(held)
