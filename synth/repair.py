@@ -18,7 +18,15 @@ import re
 from ace_env.calls import Call
 from ace_env.executor import Environment
 from ace_env.tasks import Task, Turn
-from synth.taskcheck import Produced, flat_calls, seed_problems, task_fingerprint, user_text_upto, value_provenance
+from synth.taskcheck import (
+    Produced,
+    deferred_turns,
+    flat_calls,
+    seed_problems,
+    task_fingerprint,
+    user_text_upto,
+    value_provenance,
+)
 
 #: Lookups that turn a name into an id: (tool, its one parameter).
 RESOLVERS = (
@@ -108,6 +116,8 @@ def usable_version(seed: Task) -> Task | None:
             _USABLE.pop(next(iter(_USABLE)))
         if not seed_problems(seed):
             _USABLE[key] = seed
+        elif deferred_turns(seed):  # a request put off to a later turn: no lookup repairs that
+            _USABLE[key] = None
         else:
             fixed = repair_provenance(seed)
             _USABLE[key] = fixed if fixed is not None and not seed_problems(fixed) else None

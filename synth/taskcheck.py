@@ -81,6 +81,7 @@ TEMPLATE_TEXT = "template_text"
 SPLICED_TEXT = "spliced_text"
 QUOTE_MISMATCH = "quote_differs_from_ground_truth"
 EMPTY_TURN_ACTIONABLE = "empty_turn_asks_for_action"
+DEFERRED_TURN = "seed_turn_deferred"
 REASONS = (
     GT_ERROR,
     GT_REJECTED,
@@ -101,6 +102,7 @@ REASONS = (
     SPLICED_TEXT,
     QUOTE_MISMATCH,
     EMPTY_TURN_ACTIONABLE,
+    DEFERRED_TURN,
 )
 #: Text and oracle similarity (both) at or above which two tasks of a run are near-duplicates.
 NEAR_DUPLICATE = 0.85
@@ -564,15 +566,35 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
 _SEED_PROBLEMS: dict[tuple[str, str], tuple[str, ...]] = {}
 
 
+def deferred_turns(task: Task) -> list[str]:
+    """Turns that hold a tool back (BFCL miss_func: ``tools_added`` in a later turn) or whose ground truth is
+    empty while a later turn's is not (BFCL miss_param, and miss_func's request turn).
+
+    Such a turn is a request put off to a later turn ("I have updated some more functions ... What about
+    now?"), not a turn that asks for nothing actionable; as a seed it breaks the text rule "a turn whose
+    ground truth is empty asks for nothing actionable", so a seed with one is not used.  BFCL's base and
+    long-context variants of the same task remain, so no base task is lost.
+    """
+    out = [f"turn {t}: adds tools held back before it ({', '.join(turn.tools_added)})"
+           for t, turn in enumerate(task.turns) if turn.tools_added]
+    for t, turn in enumerate(task.turns):
+        if not turn.ground_truth and any(later.ground_truth for later in task.turns[t + 1:]):
+            out.append(f"turn {t}: empty ground truth, the request is made in a later turn")
+    return out
+
+
 def seed_problems(seed: Task) -> tuple[str, ...]:
-    """Why a task may not be used as a seed (empty when it may): its ground truth uses a value
-    nothing provides (:func:`value_provenance`), or its text breaks a text rule."""
+    """Why a task may not be used as a seed (empty when it may): a turn puts a request off to a later turn
+    (:func:`deferred_turns`: BFCL miss_func and miss_param), its ground truth uses a value nothing provides
+    (:func:`value_provenance`), or its text breaks a text rule."""
     key = (seed.id, task_fingerprint(seed))
     if key not in _SEED_PROBLEMS:
         if len(_SEED_PROBLEMS) >= 8192:
             _SEED_PROBLEMS.pop(next(iter(_SEED_PROBLEMS)))
-        _SEED_PROBLEMS[key] = tuple([f"{VALUE_UNOBTAINABLE}: {u}" for u in value_provenance(seed)]
-                                    + [f"{EMPTY_TURN_ACTIONABLE}: {d}" for d in empty_turn_problems(seed)])
+        deferred = [f"{DEFERRED_TURN}: {d}" for d in deferred_turns(seed)]
+        _SEED_PROBLEMS[key] = tuple(deferred) if deferred else tuple(
+            [f"{VALUE_UNOBTAINABLE}: {u}" for u in value_provenance(seed)]
+            + [f"{EMPTY_TURN_ACTIONABLE}: {d}" for d in empty_turn_problems(seed)])
     return _SEED_PROBLEMS[key]
 
 
@@ -956,6 +978,8 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
 
 
 __all__ = [
+    "DEFERRED_TURN",
+    "deferred_turns",
     "REASONS",
     "Seen",
     "TaskCheck",

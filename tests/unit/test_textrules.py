@@ -9,15 +9,19 @@ import random
 from ace_env import bfcl
 from ace_env.tasks import Task, Turn
 from synth.planner import STYLES, apply_style
+from synth.repair import usable_version
 from synth.taskcheck import (
+    DEFERRED_TURN,
     EMPTY_TURN_ACTIONABLE,
     QUOTE_MISMATCH,
     SPLICED_TEXT,
     TEMPLATE_TEXT,
     check_task,
+    deferred_turns,
     empty_turn_problems,
     quote_problems,
     repair_quotes,
+    seed_problems,
     splice_problems,
     template_problems,
 )
@@ -95,3 +99,28 @@ def test_an_empty_turn_that_asks_for_a_doable_action_is_rejected():
     # chit-chat with an empty ground truth is fine
     chat = _fs([("Thanks for that!", []), (ask, ["touch(file_name='alpha_notes.txt')", "ls()"])], ("touch", "ls"))
     assert not empty_turn_problems(chat)
+
+
+def test_a_seed_that_puts_a_request_off_to_a_later_turn_is_not_used():
+    # issue 26: a turn whose ground truth is empty asks for nothing actionable; BFCL's miss_func and miss_param
+    # turns are complete or near-complete requests put off to the next turn, so such seeds are not used
+    ask = "Create a file called alpha_notes.txt."
+    whole = _fs([(ask, ["touch(file_name='alpha_notes.txt')", "ls()"])], ("touch", "ls"))
+    assert not deferred_turns(whole)
+    withheld = _fs([(ask, []), ("I have updated some more functions you can choose from. What about now?",
+                                ["touch(file_name='alpha_notes.txt')", "ls()"])], ("touch", "ls"))
+    withheld.turns[1].tools_added = ["touch"]
+    assert deferred_turns(withheld)
+    assert any(p.startswith(DEFERRED_TURN) for p in seed_problems(withheld))
+    assert usable_version(withheld) is None
+    missing = _fs([("Create a file for my notes.", []),
+                   ("Call it alpha_notes.txt.", ["touch(file_name='alpha_notes.txt')", "ls()"])], ("touch", "ls"))
+    assert deferred_turns(missing) and usable_version(missing) is None
+    # a closing chat turn with nothing after it puts nothing off
+    closing = _fs([(ask, ["touch(file_name='alpha_notes.txt')", "ls()"]), ("Thanks, that is all.", [])], ("touch", "ls"))
+    assert not deferred_turns(closing)
+    # BFCL: every miss_func and miss_param task is excluded, its base variant is not for that reason
+    tasks = {t.id: t for t in bfcl.load_tasks("all")}
+    for i in (0, 5):
+        assert deferred_turns(tasks[f"multi_turn_miss_func_{i}"]) and deferred_turns(tasks[f"multi_turn_miss_param_{i}"])
+        assert not deferred_turns(tasks[f"multi_turn_base_{i}"])
