@@ -22,6 +22,7 @@ from synth.taskcheck import (
     Produced,
     deferred_turns,
     flat_calls,
+    repair_text,
     seed_problems,
     task_fingerprint,
     user_text_upto,
@@ -87,6 +88,20 @@ def _lookup_for(task: Task, turn: int, index: int, value: object) -> str | None:
     return None
 
 
+def text_repaired(task: Task) -> Task:
+    """A copy of the task with the safe text repairs made (:func:`synth.taskcheck.repair_text`: glued sentences
+    spaced, a quote made equal to the ground truth's value it nearly equals); the task itself when none is."""
+    turns = [Turn([dict(m) for m in t.user], list(t.ground_truth), list(t.tools_added)) for t in task.turns]
+    copy = Task(task.id, task.source, task.category, turns, task.initial_config, list(task.involved_classes),
+                list(task.tools), task.long_context, dict(task.provenance), list(task.distractors),
+                list(task.output_views))
+    fixed = repair_text(copy)
+    if not fixed:
+        return task
+    copy.provenance = {**copy.provenance, "text_repaired": fixed}
+    return copy
+
+
 def repair_provenance(task: Task) -> Task | None:
     """The task with lookups added until every ground-truth value has provenance, or None if it cannot be."""
     for _ in range(MAX_REPAIRS + 1):
@@ -119,9 +134,9 @@ def usable_version(seed: Task) -> Task | None:
         elif deferred_turns(seed):  # a request put off to a later turn: no lookup repairs that
             _USABLE[key] = None
         else:
-            fixed = repair_provenance(seed)
+            fixed = repair_provenance(text_repaired(seed))
             _USABLE[key] = fixed if fixed is not None and not seed_problems(fixed) else None
     return _USABLE[key]
 
 
-__all__ = ["MAX_REPAIRS", "RESOLVERS", "repair_provenance", "usable_version"]
+__all__ = ["MAX_REPAIRS", "RESOLVERS", "repair_provenance", "text_repaired", "usable_version"]

@@ -324,6 +324,11 @@ def _trivial(v: Any) -> bool:
     return not isinstance(v, str) or len(v.strip()) < 3
 
 
+def _id_value(param: str, v: Any) -> bool:
+    """A small number passed as an id (``ticket_id=1``): it must come from somewhere like any other id."""
+    return param.lower().endswith("id") and isinstance(v, int) and not isinstance(v, bool)
+
+
 def _canonical_task(task: Task) -> Task:
     """The task without output views (its tools' results as BFCL returns them)."""
     if not task.output_views:
@@ -548,6 +553,12 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
                 if has_default and _same(arg, default):
                     continue
                 for v in leaves(arg):
+                    an_id = _id_value(param, v)  # an id is written or returned, never a default or computed
+                    if an_id:
+                        if value_in_text(v, text) or any(p.has(v) for p in produced):
+                            continue
+                        out.append(Unprovided(t, i, step.call, param, v))
+                        continue
                     if _trivial(v) or value_in_text(v, text) or _documented(step.name, v) or v in dates \
                             or any(p.has(v) for p in produced):
                         continue
@@ -594,7 +605,7 @@ def seed_problems(seed: Task) -> tuple[str, ...]:
         deferred = [f"{DEFERRED_TURN}: {d}" for d in deferred_turns(seed)]
         _SEED_PROBLEMS[key] = tuple(deferred) if deferred else tuple(
             [f"{VALUE_UNOBTAINABLE}: {u}" for u in value_provenance(seed)]
-            + [f"{EMPTY_TURN_ACTIONABLE}: {d}" for d in empty_turn_problems(seed)])
+            + [f"{reason}: {d}" for reason, d in text_problems(seed)])
     return _SEED_PROBLEMS[key]
 
 
@@ -780,7 +791,13 @@ def splice_problems(task: Task) -> list[str]:
     return out
 
 
-_QUOTED = re.compile(r"(?<![\w])'([^'\n]{3,}?)'(?![\w])|\"([^\"\n]{3,}?)\"")
+# a single-quoted string may hold apostrophes between letters ('I'll update you soon')
+_QUOTED = re.compile(r"(?<![\w])'((?:[^'\n]|(?<=\w)'(?=\w)){3,}?)'(?![\w])|\"([^\"\n]{3,}?)\"")
+_QUOTED_ANY = re.compile(r"(?<![\w])'((?:[^'\n]|(?<=\w)'(?=\w))+?)'(?![\w])|\"([^\"\n]+?)\"")
+#: A quote mark that opens a quote (after a non-letter, before a non-space; not a possessive 's) or a double quote.
+_OPENER = re.compile(r"(?<![\w])'(?!s\b)(?=[^\s'])|\"")
+#: Two sentences glued without a space ('rectified now.Use this message').
+_GLUED = re.compile(r"\b([a-z]{2,}[.!?]['\"]?)([A-Z][a-z]+)\b")
 
 
 def quoted(text: str) -> list[str]:
@@ -832,14 +849,107 @@ def _string_args(raw: str) -> list[str]:
 
 
 def repair_quotes(task: Task) -> int:
-    """Make each nearly-equal quote in the user text equal the ground truth's value (in place); how many."""
+    """Make each nearly-equal quote in the user text equal the ground truth's value (in place); how many.
+
+    A quote whose closing mark sits before the value's last characters ('... soon'. where the value ends
+    "soon.") takes them inside: '... soon.'"""
     fixed = 0
     for t, q, v in quote_problems(task):
         for m in task.turns[t].user:
-            if m.get("role") == "user" and q in (m.get("content") or ""):
-                m["content"] = m["content"].replace(q, v)
+            content = m.get("content") or ""
+            if m.get("role") != "user" or q not in content:
+                continue
+            tail = v[len(q):] if v.startswith(q) else ""
+            moved = False
+            for mark in ("'", '"'):
+                if tail and f"{mark}{q}{mark}{tail}" in content:
+                    content = content.replace(f"{mark}{q}{mark}{tail}", f"{mark}{v}{mark}")
+                    moved = True
+            m["content"] = content if moved else content.replace(q, v)
+            fixed += 1
+    return fixed
+
+
+def _unclosed(text: str) -> int | None:
+    """Where ``text`` opens a quote it never closes, or None."""
+    rest = _QUOTED_ANY.sub(lambda m: " " * len(m.group(0)), text)
+    m = _OPENER.search(rest)
+    return m.start() if m else None
+
+
+def unclosed_quote_problems(task: Task) -> list[str]:
+    """Turns whose text opens a quote it never closes ('... with the description 'There is an issue ...')."""
+    out = []
+    for t, turn in enumerate(task.turns):
+        text = _turn_text(turn)
+        at = _unclosed(text)
+        if at is not None:
+            out.append(f"turn {t}: a quote opened at {text[at:at + 30]!r} is never closed")
+    return out
+
+
+def repair_unclosed_quotes(task: Task) -> int:
+    """Close a quote the text leaves open where what follows the opening mark is a ground-truth string of
+    the turn ('password is 'SecurePass123' -> 'SecurePass123'; a typographic closing mark made plain; a
+    closing mark glued to the next word spaced); in place; how many.  Others stay (the task is rejected)."""
+    fixed = 0
+    for turn in task.turns:
+        values = sorted({v for raw in turn.ground_truth for v in _string_args(raw) if len(v) >= 3}, key=len,
+                        reverse=True)
+        for m in turn.user:
+            if m.get("role") != "user":
+                continue
+            for _ in range(4):
+                content = m.get("content") or ""
+                at = _unclosed(content)
+                if at is None or content[at] != "'":
+                    break
+                after = content[at + 1:]
+                v = next((v for v in values if after.startswith(v)), None)
+                if v is None:
+                    break
+                nxt, rest = after[len(v):len(v) + 1], after[len(v) + 1:]
+                if nxt in ("", " ", ".", ",", ";", "!", "?", "\n"):
+                    tail = after[len(v):]
+                elif nxt == "\u2019":
+                    tail = rest
+                elif nxt == "'" and rest[:1].isalpha():
+                    tail = " " + rest
+                else:
+                    break
+                m["content"] = f"{content[:at + 1]}{v}'{tail}"
                 fixed += 1
     return fixed
+
+
+def _glued(task: Task, t: int) -> list[re.Match[str]]:
+    """Glued sentences in turn ``t`` that are not part of a ground-truth string (a message may hold one)."""
+    values = [v for raw in task.turns[t].ground_truth for v in _string_args(raw)]
+    return [m for m in _GLUED.finditer(_turn_text(task.turns[t])) if not any(m.group(0) in v for v in values)]
+
+
+def glued_sentence_problems(task: Task) -> list[str]:
+    """Turns where two sentences are glued without a space ('rectified now.Use this message')."""
+    return [f"turn {t}: sentences glued at {m.group(0)!r}" for t in range(len(task.turns)) for m in _glued(task, t)]
+
+
+def repair_glued_sentences(task: Task) -> int:
+    """Put the missing space between glued sentences (in place); how many."""
+    fixed = 0
+    for t, turn in enumerate(task.turns):
+        for g in _glued(task, t):
+            for m in turn.user:
+                if m.get("role") == "user" and g.group(0) in (m.get("content") or ""):
+                    m["content"] = m["content"].replace(g.group(0), f"{g.group(1)} {g.group(2)}")
+                    fixed += 1
+    return fixed
+
+
+def repair_text(task: Task) -> int:
+    """The safe text repairs (glued sentences spaced, quotes left open closed after the ground truth's value,
+    nearly-equal quotes made equal), in place; how many."""
+    fixed = repair_glued_sentences(task) + repair_unclosed_quotes(task) + repair_quotes(task)
+    return fixed + repair_glued_sentences(task) if fixed else 0
 
 
 def empty_turn_problems(task: Task) -> list[str]:
@@ -879,6 +989,8 @@ def text_problems(task: Task) -> list[tuple[str, str]]:
     out += [(SPLICED_TEXT, d) for d in splice_problems(task)]
     out += [(QUOTE_MISMATCH, f"turn {t}: the text quotes {q!r}, the ground truth writes {v!r}")
             for t, q, v in quote_problems(task)]
+    out += [(QUOTE_MISMATCH, d) for d in unclosed_quote_problems(task)]
+    out += [(SPLICED_TEXT, d) for d in glued_sentence_problems(task)]
     out += [(EMPTY_TURN_ACTIONABLE, d) for d in empty_turn_problems(task)]
     return out
 
@@ -978,6 +1090,11 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
 
 
 __all__ = [
+    "repair_unclosed_quotes",
+    "glued_sentence_problems",
+    "repair_glued_sentences",
+    "repair_text",
+    "unclosed_quote_problems",
     "DEFERRED_TURN",
     "deferred_turns",
     "REASONS",

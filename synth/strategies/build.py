@@ -18,7 +18,7 @@ from synth.taskcheck import (
     execution_problems,
     flat_calls,
     leaves,
-    repair_quotes,
+    repair_text,
     task_fingerprint,
     text_order_problems,
 )
@@ -64,7 +64,7 @@ def build(seed: Task, strategy: str, target: tuple[str, str], strength: float, n
         **({"seed_repaired": list(seed.provenance["repaired"])} if seed.provenance.get("repaired") else {}),
     }
     probe = Task("", "ace", strategy, turns, config, classes, tools, seed.long_context, {}, distractors, views)
-    repair_quotes(probe)  # a quote the text nearly shares with the ground truth is made equal to it
+    repair_text(probe)  # a quote the text nearly shares with the ground truth made equal to it, glued sentences spaced
     task = Task(
         id=task_id(strategy, turns, config, tools, distractors, views),
         source="ace",

@@ -416,8 +416,8 @@ def shown_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tuple[li
     if ra.status != "ok" or rb.status != "ok" or not isinstance(out, dict):
         return None
     fed = [(key, v) for key, v in fed_values(out, rb.arguments) if key in out]
-    text = user_text_upto(seed, flat[k + 1][0])
-    fed = [(key, v) for key, v in fed if not value_in_text(v, text)]  # the text must not state it
+    text = user_text_upto(seed, len(seed.turns) - 1)
+    fed = [(key, v) for key, v in fed if not value_in_text(v, text)]  # no turn of the text may state it
     if not fed:
         return None
     key, value = fed[0]

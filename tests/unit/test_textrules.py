@@ -9,7 +9,7 @@ import random
 from ace_env import bfcl
 from ace_env.tasks import Task, Turn
 from synth.planner import STYLES, apply_style
-from synth.repair import usable_version
+from synth.repair import text_repaired, usable_version
 from synth.taskcheck import (
     DEFERRED_TURN,
     EMPTY_TURN_ACTIONABLE,
@@ -19,11 +19,16 @@ from synth.taskcheck import (
     check_task,
     deferred_turns,
     empty_turn_problems,
+    glued_sentence_problems,
     quote_problems,
     repair_quotes,
+    repair_text,
     seed_problems,
     splice_problems,
     template_problems,
+    text_problems,
+    unclosed_quote_problems,
+    value_provenance,
 )
 
 
@@ -124,3 +129,50 @@ def test_a_seed_that_puts_a_request_off_to_a_later_turn_is_not_used():
     for i in (0, 5):
         assert deferred_turns(tasks[f"multi_turn_miss_func_{i}"]) and deferred_turns(tasks[f"multi_turn_miss_param_{i}"])
         assert not deferred_turns(tasks[f"multi_turn_base_{i}"])
+
+
+def test_a_quote_must_equal_the_ground_truth_exactly_closed_and_in_a_sentence_of_its_own():
+    value = "Hi Sam, my plans have changed. I'll update you soon."
+    gt = ["touch(file_name='alpha_notes.txt')", f"echo(content=\"{value}\",file_name='alpha_notes.txt')"]
+    # the closing mark before the value's final period, an apostrophe inside the quote (review #3, #37)
+    early = _fs([("Make alpha_notes.txt and write 'Hi Sam, my plans have changed. I'll update you soon'. in it",
+                  gt)], ("touch", "echo"))
+    assert quote_problems(early) == [(0, value[:-1], value)]
+    assert QUOTE_MISMATCH in check_task(early).reasons
+    assert repair_text(early) and not text_problems(early)
+    assert f"'{value}'" in early.turns[0].user[0]["content"] and ".'." not in early.turns[0].user[0]["content"]
+    # a stray fragment after the quote ('soon'.'updating him.') cannot be repaired: rejected
+    stray = _fs([(f"Make alpha_notes.txt and write '{value[:-1]}'.'updating him.", gt)], ("touch", "echo"))
+    assert unclosed_quote_problems(stray)
+    repair_text(stray)
+    assert unclosed_quote_problems(stray) and QUOTE_MISMATCH in check_task(stray).reasons
+    # a quote never closed (review #8): closed right after the ground truth's value, else rejected
+    opened = _fs([(f"Make alpha_notes.txt and write '{value} My username is user123.", gt)], ("touch", "echo"))
+    assert unclosed_quote_problems(opened)
+    assert repair_text(opened) and not unclosed_quote_problems(opened) and not quote_problems(opened)
+    assert f"'{value}' My username" in opened.turns[0].user[0]["content"]
+    other = _fs([("Make alpha_notes.txt and write 'something else entirely. Thanks.", gt)], ("touch", "echo"))
+    repair_text(other)
+    assert unclosed_quote_problems(other)
+    # sentences glued without a space (review #24): spaced; a glued pair inside the quoted value is left alone
+    glued = _fs([(f"Make alpha_notes.txt, it should be done now.Use this text '{value}' in it.", gt)],
+                ("touch", "echo"))
+    assert glued_sentence_problems(glued) and SPLICED_TEXT in check_task(glued).reasons
+    assert repair_text(glued) and "now. Use this text" in glued.turns[0].user[0]["content"]
+    assert not text_problems(glued)
+    inside = ["touch(file_name='alpha_notes.txt')", "echo(content='done now.Use it',file_name='alpha_notes.txt')"]
+    assert not glued_sentence_problems(_fs([("Make alpha_notes.txt and write 'done now.Use it' in it.", inside)],
+                                           ("touch", "echo")))
+    # not quotes left open: a two-letter quote, a possessive after an abbreviation
+    fine = _fs([("Run 'ls' in the folder of Quasar Ltd.'s files and make alpha_notes.txt.", gt[:1])], ("touch", "touch"))
+    assert not unclosed_quote_problems(fine)
+
+
+def test_an_id_nothing_provides_is_unobtainable_even_when_small():
+    # review #24: get_ticket(ticket_id=1) with the id 1 in no text and no output (BFCL base 106)
+    seed = {t.id: t for t in bfcl.load_tasks("base")}["multi_turn_base_106"]
+    lacking = value_provenance(text_repaired(seed))
+    assert any(u.param == "ticket_id" and u.value == 1 for u in lacking)
+    assert usable_version(seed) is None
+    # an id an earlier output returns is provided (order_id=12446 from place_order)
+    assert not any(u.param == "order_id" for u in lacking)
