@@ -10,8 +10,8 @@ import pytest
 from ace_env import bfcl
 from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
 from synth import strategies
-from synth.strategies.depth import LINKS_BY_ANCHOR
 from synth.repair import usable_version
+from synth.strategies.depth import LINKS_BY_ANCHOR
 from synth.strategies.distractor import TWINS, same_domain
 from synth.taskcheck import (
     adjacent_positions,
