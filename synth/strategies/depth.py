@@ -7,7 +7,11 @@ from the *output* of the call before it in the chain (``place_order`` →
 order's symbol>)``; ``estimate_distance`` →
 ``estimate_drive_feasibility_by_mileage(distance=<the distance>)``;
 ``book_flight`` → ``retrieve_invoice(booking_id=<its booking_id>)`` →
-``contact_customer_support(booking_id=<the invoice's booking_id>, ...)``).
+``compute_exchange_rate(value=<the invoice's total>, ...)``).  A value taken from
+the previous call's output must be new there: not an argument of an earlier
+call of the chain nor in an earlier call's output (a support message on the
+booking id after the invoice would take the id from the booking step, not the
+invoice), and a call the task already makes on the same values is not added.
 Other arguments come from the anchor's own arguments (the same entity) or
 from the text the intent adds (a message the user dictates).  Only calls that
 leave the state as it was are added, so every step is verified by its output.
@@ -22,9 +26,10 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from ace_env.calls import Call
+from ace_env.calls import Call, parse_call
 from ace_env.executor import Environment
 from ace_env.tasks import Task
+from ace_env.values import leaves, number
 from ace_env.verifier import fingerprint
 from synth.strategies.build import build, copy_turns, parsed_output, pick_position
 from synth.strategies.registry import register
@@ -54,14 +59,13 @@ _LINKS = (
           "check if the car can drive that far without refuelling")),
     Link("book_flight", "retrieve_invoice", (("access_token", "a:access_token"), ("booking_id", "o:booking_id")),
          ("get me the invoice for that booking", "pull up the invoice of the new booking")),
-    Link("retrieve_invoice", "contact_customer_support",
-         (("booking_id", "o:invoice.booking_id"),
-          ("message", "=Please confirm my seat for this booking.||Can you confirm this booking is paid in full?"
-                      "||Please add a vegetarian meal to this booking.||I need a window seat on this flight, please."
-                      "||Please email me a copy of this invoice.")),
-         ("send customer support the message '{message}' about that booking",
-          "let customer support know, for that booking: '{message}'",
-          "write to customer support about that booking with the message '{message}'")),
+    # the invoice's total (not known before the invoice) converted: the booking id would be the booking step's
+    Link("retrieve_invoice", "compute_exchange_rate",
+         (("base_currency", "=USD"), ("target_currency", "=EUR||GBP||JPY||CAD||AUD"),
+          ("value", "o:invoice.travel_cost")),
+         ("convert that invoice's total from USD to {target_currency}",
+          "tell me what the invoiced amount comes to in {target_currency}, converting from USD",
+          "work out the invoice total in {target_currency} (it is in USD)")),
     Link("post_tweet", "get_tweet", (("tweet_id", "o:id"),), ("show me the tweet once it's posted",)),
     Link("create_ticket", "get_ticket", (("ticket_id", "o:id"),), ("show me the ticket you created",)),
     Link("get_ticket", "get_user_tickets", (("status", "o:status"),),
@@ -100,6 +104,39 @@ def render(link: Link, args: dict[str, Any], out: Any, rng: random.Random) -> tu
     return Call(link.tool, (), kwargs).render(), rng.choice(link.say).format(**literals)
 
 
+def _key(v: Any) -> str:
+    n = number(v) if not isinstance(v, bool) else None
+    return f"n:{n}" if n is not None else f"s:{v}".lower()
+
+
+def _values(x: Any) -> set[str]:
+    """The scalar values in ``x`` (arguments or an output), as comparable keys."""
+    return {_key(v) for v in leaves(x) if v is not None and not isinstance(v, bool)} if x is not None else set()
+
+
+def _fed(link: Link, call: str) -> list[Any]:
+    """The values ``call`` takes from the previous call's output (its ``o:`` arguments)."""
+    parsed = parse_call(call)
+    if not isinstance(parsed, Call):
+        return []
+    return [parsed.kwargs[p] for p, src in link.args if src.startswith("o:") and p in parsed.kwargs]
+
+
+def _made_already(seed: Task, call: str, link: Link) -> bool:
+    """Whether the task already calls the tool on the same values taken from an output (a support message on
+    the same booking, the same order's details): the added step would repeat it."""
+    fed = {p: v for p, v in zip([p for p, src in link.args if src.startswith("o:")], _fed(link, call))}
+    for turn in seed.turns:
+        for raw in turn.ground_truth:
+            if raw == call:
+                return True
+            c = parse_call(raw)
+            if isinstance(c, Call) and c.name == link.tool and fed and \
+                    all(_key(c.kwargs.get(p)) == _key(v) for p, v in fed.items()):
+                return True
+    return False
+
+
 def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str, str, str]] | None:
     """Up to ``want`` calls that extend the chain after flat call ``k + 1`` (``b``): (call, intent, link)."""
     flat = flat_calls(seed)
@@ -107,23 +144,32 @@ def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str,
     env = Environment(seed)
     anchor_args: dict[str, Any] = {}
     anchor_out: Any = None
+    a_args: dict[str, Any] = {}
+    a_out: Any = None
     anchor = flat[k + 1][3]
     for j, (t, _, raw, _) in enumerate(flat):
         if t > turn:
             break
         r = env.call(raw, t)
+        if j == k:
+            a_args, a_out = dict(r.arguments), parsed_output(r.output or "")
         if j == k + 1:
             if r.status != "ok":
                 return None
             anchor_args, anchor_out = dict(r.arguments), parsed_output(r.output or "")
+    # what the chain knew before the anchor's output: every chain call's arguments, the outputs before it
+    known = _values(a_args) | _values(a_out) | _values(anchor_args)
     chosen: list[tuple[str, str, str]] = []
     while len(chosen) < want:
         links = [x for x in LINKS_BY_ANCHOR.get(anchor, []) if x.tool in seed.tools]
         rng.shuffle(links)
         for link in links:
             made = render(link, anchor_args, anchor_out, rng)
-            if made is None or any(made[0] in u.ground_truth for u in seed.turns) or any(made[0] == c[0] for c in chosen):
+            if made is None or any(made[0] == c[0] for c in chosen) or _made_already(seed, made[0], link):
                 continue
+            fed = _fed(link, made[0])
+            if not fed or not any(_key(v) not in known for v in fed):
+                continue  # it would take a value the chain had before the previous call's output
             before = fingerprint(env.public_state())
             r = env.call(made[0], turn)
             out = parsed_output(r.output or "")
@@ -131,6 +177,7 @@ def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str,
                     (isinstance(out, dict) and "error" in out):
                 return chosen or None  # a failing or state-changing step ends the chain here
             chosen.append((made[0], made[1], f"{anchor}>{link.tool}"))
+            known |= _values(anchor_out) | _values(r.arguments)
             anchor, anchor_args, anchor_out = link.tool, dict(r.arguments), out
             break
         else:

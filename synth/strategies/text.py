@@ -27,9 +27,12 @@ def _sentence(text: str) -> str:
     return text if text[-1] in ".?!" else text + "."
 
 
-def phrase(intent: str, rng: random.Random) -> str:
-    """One phrasing of an intent written as a bare imperative (``show me the file``)."""
-    return rng.choice(_POLITE).format(x=intent)
+def phrase(intent: str, rng: random.Random, before: str = "") -> str:
+    """One phrasing of an intent written as a bare imperative (``show me the file``); no second "please" when
+    the intent or the sentence right before it (``before``) already says it."""
+    said = "please" in intent.lower() or "please" in re.split(r"(?<=[.?!])\s+", before.strip())[-1].lower()
+    forms = [f for f in _POLITE if "please" not in f] if said else _POLITE
+    return rng.choice(forms).format(x=intent)
 
 
 def then(base: str, intents: list[str], rng: random.Random) -> str:
@@ -38,7 +41,7 @@ def then(base: str, intents: list[str], rng: random.Random) -> str:
     if out and out[-1] not in ".?!":
         out += "."
     for x in intents:
-        out += " " + _sentence(rng.choice(_THEN).format(x=phrase(x, rng)).replace("?.", "?"))
+        out += " " + _sentence(rng.choice(_THEN).format(x=phrase(x, rng, out)).replace("?.", "?"))
     return out
 
 

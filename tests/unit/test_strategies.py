@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
@@ -13,6 +14,7 @@ from synth import strategies
 from synth.repair import usable_version
 from synth.strategies.depth import LINKS_BY_ANCHOR
 from synth.strategies.distractor import TWINS, same_domain
+from synth.strategies.text import phrase
 from synth.taskcheck import (
     adjacent_positions,
     check_task,
@@ -203,6 +205,14 @@ def test_depth_extends_the_target_chain_each_step_consuming_an_earlier_result(se
             prev = json.loads(steps[chain[-1]].output)
             produced = {json.dumps(v) for v in leaves(prev)}
             assert any(json.dumps(v) in produced for v in leaves(steps[j].arguments)), (call, steps[chain[-1]].call)
+            # ... and a value new there: in no earlier chain call's arguments or output (review: a support message
+            # on the booking id after the invoice took the id from the booking step, not from the invoice)
+            earlier = {json.dumps(v) for n in [k] + chain[:-1] for v in leaves(json.loads(steps[n].output or "null"))}
+            earlier |= {json.dumps(v) for n in [k] + chain for v in leaves(steps[n].arguments)}
+            assert any(json.dumps(v) in produced - earlier for v in leaves(steps[j].arguments)), call
+            # never a call the task already makes on the same values
+            name = call.split("(")[0]
+            assert not any(s.name == name and s.arguments == steps[j].arguments for s in _oracle_steps(seed)), call
             chain.append(j)
         assert [link.split(">")[0] for link in task.provenance["links"]][0] == target[1]
         # the text asks for the added steps after the seed's request, in the oracle's order
@@ -211,6 +221,25 @@ def test_depth_extends_the_target_chain_each_step_consuming_an_earlier_result(se
         assert text.startswith(old.rstrip(".?!")) and len(text) > len(old)
         assert check_task(task).valid
     assert made >= 5
+
+
+def test_depth_varies_its_extensions_and_its_wording(seeds):
+    target = ("book_flight", "retrieve_invoice")
+    added, texts = set(), []
+    for i in range(12):
+        for seed in seeds[target]:
+            task = strategies.STRATEGIES["depth"](seed, target, 1.0, random.Random(i))
+            if task is None:
+                continue
+            added.update(task.provenance["added"])
+            assert not any(c.startswith("contact_customer_support(") for c in task.provenance["added"])
+            texts += [m["content"] for t in task.turns for m in t.user]
+    assert len(added) >= 4  # not one call repeated over every task
+    for text in texts:
+        assert not re.search(r"please\W+(?:\w+\W+){0,1}please\b", text, re.I), text
+    # no phrasing of an intent that already says please adds another one
+    for k in range(50):
+        assert phrase("send 'a window seat, please.'", random.Random(k)).lower().count("please") == 1
 
 
 def test_depth_links_all_consume_an_output():
