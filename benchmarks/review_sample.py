@@ -8,8 +8,8 @@ compositions as the frontier, 8 plans, 2 rounds, the simulated agent of
   reviewer needs (an opaque number, the strategy, the target, the user turns,
   the tools offered and the distractors, the ground truth and each call's
   output as the agent sees it, the output views), sampled evenly across
-  strategies, one task per base task where the strategy has enough (cosmetic
-  variants of one BFCL task are not sampled side by side);
+  strategies, at most one task per base task and strategy (a base task's BFCL
+  variants counted as one), a base task no other strategy drew preferred;
 * ``benchmarks/out/review_sample.md``: the same, rendered for reading;
 * ``benchmarks/out/review_tasks.jsonl``: the same tasks as ACE task files;
 * ``benchmarks/out/strategy_definitions.md``: the one-page definitions a
@@ -30,7 +30,7 @@ from pathlib import Path
 from ace_env import bfcl
 from ace_env.sim import DEMO_WEAKNESS, load_weakness
 from ace_env.verifier import replay_oracle
-from synth.pipeline import SynthConfig, base_task, seeds_by_target, sim_policy, synthesize, write_tasks
+from synth.pipeline import SynthConfig, one_per_base, seeds_by_target, sim_policy, synthesize, write_tasks
 
 HERE = Path(__file__).resolve().parent
 
@@ -78,18 +78,8 @@ def main() -> None:
     for t in result.tasks:
         by_strategy.setdefault(t.provenance["strategy"], []).append(t)
     rng = random.Random(args.seed)
-    picked = []
-    bases: set[str] = set()
-    pools = {k: rng.sample(v, len(v)) for k, v in sorted(by_strategy.items())}
-    while len(picked) < min(args.sample, len(result.tasks)):
-        for k in sorted(pools):
-            if pools[k] and len(picked) < args.sample:
-                # a base task not in the sample yet when the strategy has one (no cosmetic variants side by side)
-                fresh = [t for t in pools[k] if base_task(t) not in bases]
-                task = fresh[-1] if fresh else pools[k][-1]
-                pools[k].remove(task)
-                picked.append(task)
-                bases.add(base_task(task))
+    # at most one task per base task and strategy (cosmetic variants of one BFCL task never side by side)
+    picked = one_per_base(result.tasks, min(args.sample, len(result.tasks)), rng)
     rng.shuffle(picked)
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []

@@ -126,11 +126,14 @@ class SynthConfig:
     max_per_base: int = 0
     """At most this many tasks of a run from one base task (BFCL's base, long-context, miss_func and miss_param
     variants of task N are one base task); 0: max(2, ceil(2 n / base tasks the plans can draw on))."""
+    max_per_base_strategy: int = 0
+    """At most this many tasks of a run from one base task by one strategy (near-copies of one base task made
+    by one strategy differ only cosmetically); 0: max(1, ceil(n / (strategies x base tasks)))."""
 
     def __post_init__(self) -> None:
 
-        if self.max_per_base < 0:
-            raise ConfigError("max_per_base must be 0 (automatic) or more")
+        if self.max_per_base < 0 or self.max_per_base_strategy < 0:
+            raise ConfigError("max_per_base and max_per_base_strategy must be 0 (automatic) or more")
         if self.n < 1 or self.rounds < 1 or self.plans < 1 or self.rollouts_per_task < 1:
             raise ConfigError("n, rounds, plans and rollouts_per_task must all be at least 1")
         if not self.strategies:
@@ -181,6 +184,42 @@ def per_base_cap(config: "SynthConfig", seeds: dict[str, Task], by_target: dict[
         return config.max_per_base
     bases = {_base_of(i) for ids in by_target.values() for i in ids if i in seeds}
     return max(2, -(-2 * config.n // max(1, len(bases))))
+
+
+def per_base_strategy_cap(config: "SynthConfig", seeds: dict[str, Task],
+                          by_target: dict[tuple[str, str], list[str]]) -> int:
+    """How many tasks one base task may give a run by one strategy (:attr:`SynthConfig.max_per_base_strategy`)."""
+    if config.max_per_base_strategy:
+        return config.max_per_base_strategy
+    bases = {_base_of(i) for ids in by_target.values() for i in ids if i in seeds}
+    return max(1, -(-config.n // max(1, len(bases) * len(config.strategies))))
+
+
+def one_per_base(tasks: list[Task], n: int, rng: random.Random) -> list[Task]:
+    """Up to ``n`` tasks drawn evenly across strategies, at most one per base task and strategy (a base task's
+    BFCL variants counted as one), a base task not drawn yet by any strategy preferred; a strategy without
+    another base task drops out."""
+    by_strategy: dict[str, list[Task]] = {}
+    for t in tasks:
+        by_strategy.setdefault(str(t.provenance.get("strategy")), []).append(t)
+    pools = {k: rng.sample(v, len(v)) for k, v in sorted(by_strategy.items())}
+    used: dict[str, set[str]] = {k: set() for k in pools}
+    every: set[str] = set()
+    picked: list[Task] = []
+    while len(picked) < n and any(pools.values()):
+        for k in sorted(pools):
+            if len(picked) >= n:
+                break
+            pools[k] = [t for t in pools[k] if base_task(t) not in used[k]]
+            if not pools[k]:
+                continue
+            fresh = [t for t in pools[k] if base_task(t) not in every]
+            task = (fresh or pools[k])[-1]
+            pools[k].remove(task)
+            picked.append(task)
+            used[k].add(base_task(task))
+            every.add(base_task(task))
+    return picked
 
 
 #: Seeds of a target tried per strategy before a plan on it is made.
@@ -265,6 +304,8 @@ def synthesize(
     fingerprints = Seen()  # exact and near duplicates within the run
     base_cap = per_base_cap(config, seeds, seeds_by_target)
     per_base: Counter = Counter()  # tasks accepted per base task: cosmetic variants of one task never fill a run
+    strategy_cap = per_base_strategy_cap(config, seeds, seeds_by_target)
+    per_base_strategy: Counter = Counter()  # (base task, strategy): no near-copies of one base by one strategy
     per_round = [config.n // config.rounds + (1 if r < config.n % config.rounds else 0) for r in range(config.rounds)]
     for r, quota in enumerate(per_round):
         round_no = round_offset + r
@@ -288,7 +329,8 @@ def synthesize(
 
         def _attempt(plan: Plan, round_no: int, attempt: int) -> bool:
             rng = _rng(config.seed, round_no, plan.id, attempt)
-            open_seeds = [i for i in plan.seeds if per_base[_base_of(i)] < base_cap]
+            open_seeds = [i for i in plan.seeds if per_base[_base_of(i)] < base_cap
+                          and per_base_strategy[(_base_of(i), plan.strategy)] < strategy_cap]
             plan.stats.attempted += 1
             result.attempted += 1
             if not open_seeds:
@@ -315,6 +357,7 @@ def synthesize(
                 return False
             plan.stats.valid += 1
             per_base[base_task(task)] += 1
+            per_base_strategy[(base_task(task), plan.strategy)] += 1
             task.provenance = {**task.provenance, "policy": result.policy}
             made_now.append((plan, task))
             result.tasks.append(task)

@@ -8,7 +8,7 @@ from collections import Counter
 from ace_env import bfcl
 from ace_env.sim import parse_weakness
 from synth import strategies
-from synth.pipeline import SynthConfig, base_task, seeds_by_target, sim_policy, synthesize
+from synth.pipeline import SynthConfig, base_task, one_per_base, seeds_by_target, sim_policy, synthesize
 from synth.taskcheck import adjacent_positions, flat_calls
 
 ZIP = ("get_zipcode_based_on_city", "estimate_distance")
@@ -56,3 +56,33 @@ def test_a_run_holds_at_most_max_per_base_tasks_of_one_base_task():
                             SynthConfig(n=16, rounds=1, plans=4, rollouts_per_task=1, max_per_base=cap))
         counts = Counter(base_task(t) for t in result.tasks)
         assert result.tasks and max(counts.values()) <= cap, counts
+
+
+def test_a_sample_holds_at_most_one_task_per_base_task_and_strategy():
+    class T:
+        def __init__(self, parent, strategy, n):
+            self.provenance, self.id = {"parents": [parent], "strategy": strategy}, f"t{n}"
+
+    tasks = [T("multi_turn_base_62", "depth", 0), T("multi_turn_long_context_62", "depth", 1),
+             T("multi_turn_base_62", "depth", 2), T("multi_turn_base_63", "depth", 3),
+             T("multi_turn_long_context_62", "ambiguity", 4), T("multi_turn_base_62", "ambiguity", 5)]
+    for seed in range(20):
+        picked = one_per_base(tasks, 10, random.Random(seed))
+        pairs = Counter((base_task(t), t.provenance["strategy"]) for t in picked)
+        # review: #9/#18/#40 were one base task by one strategy; a strategy without another base drops out
+        assert max(pairs.values()) == 1 and len(picked) == 3, pairs
+        assert set(pairs) == {("bfcl:62", "depth"), ("bfcl:63", "depth"), ("bfcl:62", "ambiguity")}
+    assert len(one_per_base(tasks, 2, random.Random(0))) == 2
+
+
+def test_a_run_holds_at_most_max_per_base_strategy_tasks_of_one_base_task_by_one_strategy():
+    seeds = {t.id: t for cat in ("base", "long_context") for t in bfcl.load_tasks(cat)}
+    frontier = [{"from": a, "to": b, "n": 100, "fragility": 0.5, "fragility_low": 0.4} for a, b in (STOCK, ZIP)]
+    by_target = seeds_by_target(frontier, seeds)
+    weak = parse_weakness({"defaults": {"error": 0.02}, "composition": [{"from": a, "to": b, "error": 0.5}
+                                                                          for a, b in (STOCK, ZIP)]})
+    result = synthesize(frontier, seeds, by_target, sim_policy(weak),
+                        SynthConfig(n=16, rounds=1, plans=4, rollouts_per_task=1, max_per_base=4,
+                                    max_per_base_strategy=1))
+    pairs = Counter((base_task(t), t.provenance["strategy"]) for t in result.tasks)
+    assert result.tasks and max(pairs.values()) == 1, pairs
