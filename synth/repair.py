@@ -49,6 +49,8 @@ def _names(text: str) -> list[str]:
     out: list[str] = []
     for m in _NAMES.finditer(text):
         words = m.group(0).split()
+        if text[m.end():m.end() + 1] == ".":  # 'Quasar Ltd.': the name's own abbreviation point
+            out.append(m.group(0) + ".")
         for n in range(len(words), 0, -1):
             for i in range(len(words) - n + 1):
                 out.append(" ".join(words[i:i + n]))

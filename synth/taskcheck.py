@@ -364,6 +364,21 @@ def tool_default(tool: str, param: str) -> tuple[bool, Any]:
 _NUMBER_EDGE = r"(?<![\d.,]){}(?![\d])"
 
 
+_IDENTIFIER = re.compile(r"^(?=.*[A-Z])[A-Z0-9][A-Z0-9_-]{1,15}$")
+
+
+def identifier_like(value: Any) -> bool:
+    """A code-like string (a ticker 'ZETA', an id 'USR002', an airport 'SFO'): upper-case letters, digits,
+    '_' or '-', no spaces; such a value is provided only where it is written or returned exactly."""
+    return isinstance(value, str) and _IDENTIFIER.match(value) is not None
+
+
+def identifier_in_text(value: str, text: str) -> bool:
+    """Whether the text writes the identifier as a whole token, case-sensitively ('Omega' does not write
+    'OMEG', 'Zeta Corp' does not write 'ZETA')."""
+    return re.search(r"(?<![\w])" + re.escape(value) + r"(?![\w])", text) is not None
+
+
 def value_in_text(value: Any, text: str) -> bool:
     """Literal, case-insensitive presence of a value in text (numbers also as 1,234.5; whole numbers only)."""
     low = text.lower()
@@ -398,13 +413,17 @@ class Produced:
         parsed = _json_or_none(output) if output else None
         if parsed is None:
             self.exact: set[Any] = set()
+            self.raw: set[str] = set()
             self.text = output or ""
             return
         items = _leaves_and_keys(parsed)
+        self.raw = {x for x in items if isinstance(x, str)}
         self.exact = {_norm(x) for x in items}
         self.text = "\n".join(x for x in items if isinstance(x, str))
 
     def has(self, value: Any) -> bool:
+        if identifier_like(value):  # exactly, as a leaf or key or a whole token of a string leaf
+            return value in self.raw or identifier_in_text(value, self.text)
         if _norm(value) in self.exact:
             return True
         if isinstance(value, str):
@@ -558,6 +577,11 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
                         if value_in_text(v, text) or any(p.has(v) for p in produced):
                             continue
                         out.append(Unprovided(t, i, step.call, param, v))
+                        continue
+                    if identifier_like(v):
+                        if not (identifier_in_text(v, text) or identifier_in_text(v, _doc_text(step.name))
+                                or any(p.has(v) for p in produced)):
+                            out.append(Unprovided(t, i, step.call, param, v))
                         continue
                     if _trivial(v) or value_in_text(v, text) or _documented(step.name, v) or v in dates \
                             or any(p.has(v) for p in produced):

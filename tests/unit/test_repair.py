@@ -6,7 +6,8 @@ from ace_env import bfcl
 from ace_env.verifier import ground_truth_rollout, verify
 from synth.pipeline import seeds_by_target
 from synth.repair import repair_provenance, usable_version
-from synth.taskcheck import adjacent_positions, seed_problems, value_provenance
+from synth.taskcheck import (Produced, adjacent_positions, identifier_in_text, identifier_like, seed_problems,
+                             value_provenance)
 
 BOOK = ("book_flight", "retrieve_invoice")
 
@@ -45,3 +46,30 @@ def test_repaired_seeds_feed_the_targets_that_had_almost_none():
     assert repaired and all(s.provenance["repaired"] for s in repaired)
     # airport codes the user names only as cities come from the airport lookup now
     assert any(c.startswith("get_nearest_airport_by_city(") for s in repaired for c in s.provenance["repaired"])
+
+
+def test_an_identifier_is_provided_only_as_an_exact_whole_token():
+    """'Zeta Corp' does not write the ticker 'ZETA', 'Omega' does not write 'OMEG' (review v2: 2, 7, 8, 16, 33)."""
+    assert identifier_like("ZETA") and identifier_like("USR002") and not identifier_like("Zeta Corp")
+    assert not identifier_in_text("ZETA", "Add Zeta Corp to my watchlist")
+    assert not identifier_in_text("OMEG", "the stock of Omega Industries")
+    assert not identifier_in_text("OMEG", "OMEGA is listed")
+    assert identifier_in_text("ZETA", "buy 'ZETA' shares")
+    assert not Produced('{"symbol": "ZETAX"}').has("ZETA") and Produced('{"symbol": "ZETA"}').has("ZETA")
+    assert not Produced('{"name": "zeta"}').has("ZETA")
+
+
+def test_a_ticker_guessed_from_a_company_name_is_repaired_with_the_symbol_lookup():
+    seed = _base(107)  # places orders for 'ZETA', the user only says 'Zeta Corp'
+    assert "ZETA" in [u.value for u in value_provenance(seed)]
+    fixed = repair_provenance(seed)
+    assert fixed is not None and not value_provenance(fixed)
+    assert fixed.provenance["repaired"] == ["get_symbol_by_name(name='Zeta Corp')"]
+    assert verify(fixed, ground_truth_rollout(fixed)).reward == 1.0
+
+
+def test_a_company_name_with_its_abbreviation_point_is_looked_up_whole():
+    seed = _base(114)  # "the current price of 'Quasar Ltd.'", ground truth uses 'QUAS'
+    fixed = repair_provenance(seed)
+    assert fixed is not None and fixed.provenance["repaired"] == ["get_symbol_by_name(name='Quasar Ltd.')"]
+    assert not value_provenance(fixed)
