@@ -7,9 +7,9 @@ from the *output* of the call before it in the chain (``place_order`` →
 order's symbol>)``; ``estimate_distance`` →
 ``estimate_drive_feasibility_by_mileage(distance=<the distance>)``;
 ``book_flight`` → ``retrieve_invoice(booking_id=<its booking_id>)`` →
-``compute_exchange_rate(value=<the invoice's total>, ...)``).  A value taken from
-the previous call's output must be new there: not an argument of an earlier
-call of the chain nor in an earlier call's output (a support message on the
+``compute_exchange_rate(value=<the invoice's total>, ...)``).  Every value taken from
+the previous call's output must be new there: not in the user text up to the
+turn, not an argument or an output of any earlier call of the task (a support message on the
 booking id after the invoice would take the id from the booking step, not the
 invoice), and a call the task already makes on the same values is not added.
 Other arguments come from the anchor's own arguments (the same entity) or
@@ -34,7 +34,7 @@ from ace_env.verifier import fingerprint
 from synth.strategies.build import build, copy_turns, parsed_output, pick_position
 from synth.strategies.registry import register
 from synth.strategies.text import then
-from synth.taskcheck import adjacent_positions, flat_calls
+from synth.taskcheck import adjacent_positions, flat_calls, user_text_upto, value_in_text
 
 
 @dataclass(frozen=True)
@@ -147,10 +147,13 @@ def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str,
     a_args: dict[str, Any] = {}
     a_out: Any = None
     anchor = flat[k + 1][3]
+    earlier: set[str] = set()  # every argument and output of the task before the anchor's output
     for j, (t, _, raw, _) in enumerate(flat):
         if t > turn:
             break
         r = env.call(raw, t)
+        if j <= k:
+            earlier |= _values(dict(r.arguments)) | _values(parsed_output(r.output or ""))
         if j == k:
             a_args, a_out = dict(r.arguments), parsed_output(r.output or "")
         if j == k + 1:
@@ -158,7 +161,8 @@ def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str,
                 return None
             anchor_args, anchor_out = dict(r.arguments), parsed_output(r.output or "")
     # what the chain knew before the anchor's output: every chain call's arguments, the outputs before it
-    known = _values(a_args) | _values(a_out) | _values(anchor_args)
+    known = _values(a_args) | _values(a_out) | _values(anchor_args) | earlier
+    text = user_text_upto(seed, turn)
     chosen: list[tuple[str, str, str]] = []
     while len(chosen) < want:
         links = [x for x in LINKS_BY_ANCHOR.get(anchor, []) if x.tool in seed.tools]
@@ -168,8 +172,8 @@ def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str,
             if made is None or any(made[0] == c[0] for c in chosen) or _made_already(seed, made[0], link):
                 continue
             fed = _fed(link, made[0])
-            if not fed or not any(_key(v) not in known for v in fed):
-                continue  # it would take a value the chain had before the previous call's output
+            if not fed or any(_key(v) in known or value_in_text(v, text) for v in fed):
+                continue  # it would take a value the task had before the previous call's output (review v2: 23, 34)
             before = fingerprint(env.public_state())
             r = env.call(made[0], turn)
             out = parsed_output(r.output or "")

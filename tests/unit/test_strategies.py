@@ -24,6 +24,7 @@ from synth.taskcheck import (
     target_present,
     usable_seed,
     user_text_upto,
+    value_in_text,
 )
 
 TARGETS = [
@@ -315,3 +316,35 @@ def test_registry_walk_every_oracle_scores_one(seeds):
                 assert again is not None and again.to_dict() == task.to_dict()
                 assert task.provenance["rng"] == {"seed": 100, "index": index * 10 + j}
         assert made >= 3, f"{name} made only {made} tasks"
+
+
+def _json(text):
+    try:
+        return json.loads(text or "null")
+    except ValueError:
+        return text
+
+
+def test_depth_takes_no_value_the_task_already_had(seeds):
+    """An added step's input from the previous call's output is in no earlier output or argument of the task
+    and not in the user text (review v2: the invoice total get_flight_cost had already returned, 23/34/35/38)."""
+    made = 0
+    for seed, target, task in _runs(seeds, "depth", strength=1.0):
+        if task is None:
+            continue
+        made += 1
+        steps = _oracle_steps(task)
+        k = adjacent_positions(task, target)[0]
+        prev = k + 1
+        t = flat_calls(task)[k + 1][0]
+        text = user_text_upto(task, t)
+        for call in task.provenance["added"]:
+            j = next(n for n, s in enumerate(steps) if s.call == call)
+            produced = {json.dumps(v) for v in leaves(_json(steps[prev].output))}
+            fed = [v for v in leaves(steps[j].arguments) if json.dumps(v) in produced]
+            earlier = {json.dumps(v) for n in range(prev) for v in leaves(_json(steps[n].output))}
+            earlier |= {json.dumps(v) for n in range(prev + 1) for v in leaves(steps[n].arguments)}
+            assert fed and not any(json.dumps(v) in earlier for v in fed), (task.id, call)
+            assert not any(value_in_text(v, text) for v in fed), (task.id, call)
+            prev = j
+    assert made >= 3
