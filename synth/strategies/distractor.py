@@ -1,6 +1,7 @@
 """distractor: similar tools that point the wrong way, offered where the choice is made.
 
-At the target pair's decision step (the ``to`` tool), 1-3 functions the seed
+At the target pair's decision step (the ``to`` tool), from that step's turn on
+(``tools_added`` of the turn, so earlier turns do not offer them), 1-3 functions the seed
 does not already offer, of a class of the same domain that the seed does not
 involve (money, travel and driving, social; BFCL offers every function of an
 involved class, so nothing of those classes would be new) whose names,
@@ -23,7 +24,7 @@ from typing import Any
 from ace_env import bfcl
 from ace_env.executor import copy_json
 from ace_env.tasks import Task
-from synth.strategies.build import build, pick_position
+from synth.strategies.build import build, copy_turns, pick_position
 from synth.strategies.registry import register
 from synth.taskcheck import flat_calls
 
@@ -149,7 +150,8 @@ def _distractor_candidates(seed: Task, names: list[str]) -> list[str]:
 
 @register("distractor")
 def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
-    if pick_position(seed, target, rng) is None:
+    k = pick_position(seed, target, rng)
+    if k is None:
         return None
     cands = _distractor_candidates(seed, [target[1]])[:6]
     if not cands:
@@ -162,7 +164,10 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
         if pick not in chosen:
             chosen.append(pick)
     classes, tools, config, distractors = with_distractors(seed, chosen)
-    return build(seed, "distractor", target, strength, f"distractor tools offered: {', '.join(chosen)}",
-                  config=config, classes=classes, tools=tools, distractors=distractors,
+    turns = copy_turns(seed.turns)
+    at = flat_calls(seed)[k + 1][0]  # the decision step's turn: the distractors arrive there, not in turn 1
+    turns[at].tools_added = turns[at].tools_added + [n for n in chosen if n not in turns[at].tools_added]
+    return build(seed, "distractor", target, strength, f"distractor tools offered from turn {at + 1}: {', '.join(chosen)}",
+                  turns=turns, config=config, classes=classes, tools=tools, distractors=distractors,
                   extra={"added_distractors": chosen, "seed_classes": list(seed.involved_classes),
-                         "seed_tools": len(seed.tools)})
+                         "seed_tools": len(seed.tools), "distractor_turn": at})

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from ace_env import bfcl
+from ace_env.tasks import Task
 from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
 from synth import strategies
 from synth.repair import usable_version
@@ -347,4 +348,23 @@ def test_depth_takes_no_value_the_task_already_had(seeds):
             assert fed and not any(json.dumps(v) in earlier for v in fed), (task.id, call)
             assert not any(value_in_text(v, text) for v in fed), (task.id, call)
             prev = j
+    assert made >= 3
+
+
+def test_distractors_arrive_at_the_decision_steps_turn(seeds):
+    """Review v2: every distractor task offered its distractors from turn 1; they come with b's turn."""
+    made = 0
+    for seed, target, task in _runs(seeds, "distractor"):
+        if task is None:
+            continue
+        made += 1
+        k = adjacent_positions(task, target)[0]
+        at = flat_calls(task)[k + 1][0]
+        assert set(task.distractors) <= set(task.turns[at].tools_added), (task.id, at)
+        for d in task.distractors:
+            assert d in task.offered_tools(at) and d in task.offered_tools(len(task.turns) - 1)
+            assert not any(d in task.offered_tools(t) for t in range(at))
+        assert check_task(task).valid
+        assert verify(task, ground_truth_rollout(task)).reward == 1.0
+        assert Task.from_dict(task.to_dict()).offered_tools(at) == task.offered_tools(at)
     assert made >= 3
