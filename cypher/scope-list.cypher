@@ -1,12 +1,12 @@
 // Purpose: every stored scope (experiment/policy/checkpoint), of one
 //   experiment or of all when $experiment is null, with its round and
 //   totals and how many tool and skill compositions it measured. Newest
-//   round first within an experiment. deleting: a delete of the scope
-//   stopped part-way (not data; rerun `ace scope delete` to finish it).
+//   round first within an experiment. mode: free-running (rollouts) or
+//   gold-prefix (every oracle step scored with the oracle's prefix). deleting: a
+//   delete of the scope stopped part-way (not data; rerun `ace scope delete`).
 // Parameters: $experiment (string, or null for every experiment)
 // Columns: experiment, key, policy, checkpoint, round, rollouts, rewarded,
-//   near_success, steps, compositions_tool, compositions_skill, mode (free-running:
-//   rollouts; gold-prefix: every oracle step scored with the oracle's prefix), deleting
+//   near_success, steps, compositions_tool, compositions_skill, mode, deleting
 // Mode: read
 // Required: none
 // :params {experiment: null}

@@ -22,6 +22,7 @@ import pytest
 from ace.cli import main
 from ace_env import bfcl
 from ace_env.scaleout import SINGLE_MACHINE_ENV, connect
+from ace_env.sim import DEMO_WEAKNESS
 from ace_env.verifier import ground_truth_rollout
 
 RAY = str(Path(sys.executable).parent / "ray")
@@ -188,7 +189,7 @@ def test_local_ray_listens_on_loopback_only():
 
 def test_rollout_on_ray_equals_local(ray_address, tmp_path, capsys):
     """`ace rollout --ray` with the (seeded, deterministic) simulated agent writes the local run's file."""
-    base = ["rollout", "-p", "sim:", "--tasks", "bfcl:base", "--limit", "12", "-G", "3", "--seed", "5",
+    base = ["rollout", "-p", f"sim:{DEMO_WEAKNESS}", "--tasks", "bfcl:base", "--limit", "12", "-G", "3", "--seed", "5",
             "--batch-size", "4", "--json"]
     local, cluster = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
     assert main(base + ["--out", str(local)]) == 0
