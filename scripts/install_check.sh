@@ -12,7 +12,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-BFCL_VERSION="$(sed -n 's/^BFCL_VERSION="\(.*\)"$/\1/p' scripts/setup.sh)"
+BFCL_VERSION="$(sed -n 's/^BFCL_VERSION = "\(.*\)"$/\1/p' ace_env/bfcl.py)"  # written once, there
+[ -n "$BFCL_VERSION" ] || { echo "install-check: ERROR: no BFCL_VERSION in ace_env/bfcl.py" >&2; exit 1; }
 
 say() { echo "install-check: $*"; }
 die() { echo "install-check: ERROR: $*" >&2; exit 1; }
