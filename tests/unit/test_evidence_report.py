@@ -1,0 +1,55 @@
+"""The evidence benchmark's speed-up: samples the targeted arm needs to reach the random arm's final value."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "evidence_bench.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("evidence_bench_under_test", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _state(random_exact, random_nll, ace_exact, ace_nll):
+    steps = [{"task": t, "flat": i, "tool": "b", "prev": "a"} for t in ("t1", "t2") for i in (0, 1)]
+    steps.append({"task": "t3", "flat": 0, "tool": "c", "prev": "x"})  # off target: never counted
+    recs = [{"arm": "warm", "seed": None, "samples": 0, "primary_exact": 0.0, "primary_nll": 1.0,
+             "step_exact": "00001", "step_nll": [1.0, 1.0, 1.0, 1.0, 0.0]}]
+    for arm, exact, nll in (("random", random_exact, random_nll), ("ace", ace_exact, ace_nll)):
+        for n, e, v in zip((32, 64, 128), exact, nll):
+            recs.append({"arm": arm, "seed": 0, "samples": n, "primary_exact": e.count("1") / 4,
+                         "primary_nll": v, "step_exact": e + "1", "step_nll": [v] * 4 + [0.0]})
+    return {"records": recs, "held_out_steps": steps, "phases": {"diagnosis": {"targets": [["a", "b"]]}}}
+
+
+def test_targeted_arm_that_reaches_randoms_final_value_at_a_quarter_of_the_samples(bench):
+    state = _state(["0000", "1000", "1100"], [0.9, 0.8, 0.6], ["1100", "1110", "1111"], [0.6, 0.5, 0.4])
+    rep = bench.report(state, n_boot=50)
+    assert rep["speed_up"]["point"] == pytest.approx(32 / 128)
+    assert rep["speed_up_nll"]["point"] == pytest.approx(32 / 128)
+    assert rep["table"]["ace"][128] == 1.0 and rep["nll"]["random"][128] == 0.6
+
+
+def test_interpolates_between_budgets_in_log2(bench):
+    # ace: NLL 0.9 at 32, 0.5 at 64; random ends at 0.7 -> halfway in log2 between 32 and 64
+    state = _state(["0000", "0000", "1000"], [0.9, 0.8, 0.7], ["0000", "1000", "1100"], [0.9, 0.5, 0.4])
+    s = bench.speed_up(state, "nll", n_boot=20)
+    assert s["point"] == pytest.approx(2 ** 5.5 / 128)
+    assert s["claim_holds"] is (s["high"] <= 0.7)
+
+
+def test_no_speed_up_when_random_did_not_improve_on_the_warm_start(bench):
+    state = _state(["0000", "0000", "0000"], [1.1, 1.2, 1.0], ["1000", "1000", "1000"], [0.5, 0.5, 0.5])
+    rep = bench.report(state, n_boot=20)
+    assert rep["speed_up"]["point"] is None and "not better" in rep["speed_up"]["note"]
+    assert rep["speed_up_nll"]["point"] is None
