@@ -35,6 +35,7 @@ test:
 	ACE_VLLM=1 scripts/setup.sh
 	$(TEST_ENV) $(ACE) db start
 	$(TEST_ENV) $(ACE) init
+	.venv/bin/ruff check .
 	$(TEST_ENV) .venv/bin/python -m pytest -q --durations=15
 
 db-stop:
