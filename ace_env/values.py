@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-#: Numbers too common to say where a value came from (counters, flags, first ids).
-TRIVIAL_NUMBERS = (0.0, 1.0, 2.0)
+#: Numbers too common to say where a value came from (counters, flags, first ids, offsets).
+TRIVIAL_NUMBERS = (-2.0, -1.0, 0.0, 1.0, 2.0)
 
 
 def number(value: Any) -> float | None:
@@ -22,15 +22,27 @@ def number(value: Any) -> float | None:
 
 
 def is_trivial(value: Any) -> bool:
-    """Whether a value is too common to trace: None, a bool, a blank string, or 0, 1, 2.
+    """Whether a value is too common to trace: None, a bool, a string of fewer than two non-blank characters,
+    or a whole number from -2 to 2.
 
-    An agent writes such a value without having read it anywhere, so it is
-    never evidence that an argument came from the user or from a tool output.
+    The one definition used by the tagger, the task checks, the strategies and the user simulator.  An
+    agent writes such a value without having read it anywhere, so it is never evidence that an argument
+    came from the user or from a tool output, and it needs no provenance.  Why this rule: a counter, flag,
+    first id or offset (0, 1, 2, -1) and a one-character string ('a', '/') are written from nowhere; a
+    two-character string is a state or country code ('CA'), a unit or a file name the user gives, and a
+    fractional number (1.5) is a price or a rate read from somewhere, so neither is trivial (the checks had
+    their own rules before: strings under 3 characters and any number in [-2, 2] counted as trivial, which
+    let such values pass the provenance check unread).
+
+    >>> [is_trivial(v) for v in (None, True, " ", "a", 1, -2, 2.0)]
+    [True, True, True, True, True, True, True]
+    >>> [is_trivial(v) for v in ("CA", 3, 1.5, "USR002", [])]
+    [False, False, False, False, False]
     """
     if value is None or isinstance(value, bool):
         return True
     if isinstance(value, str):
-        return not value.strip()
+        return len(value.strip()) < 2
     n = number(value)
     return n is not None and n in TRIVIAL_NUMBERS
 

@@ -31,7 +31,8 @@ Operations (``op`` plus its fields), all deterministic:
 ``perturb``     ``keys``, ``factor``: numbers are multiplied (a partly wrong, stale value).
 ``truncate``    ``keys``, ``keep``: lists keep their first ``keep`` items.
 ``mask``        ``keys``, ``keep``: strings keep their first ``keep`` characters, then ``…`` (incomplete).
-``add``         ``fields``: extra top-level fields (a status flag, a note).
+``add``         ``fields``: extra top-level fields (a status flag, a note); with ``"first": true``
+                they come before the result's own fields (read first, never cut off after a long list).
 """
 
 from __future__ import annotations
@@ -204,6 +205,8 @@ def _mask(value: Any, op: dict[str, Any]) -> Any:
 def _add(value: Any, op: dict[str, Any]) -> Any:
     if not isinstance(value, dict):
         return value
+    if op.get("first"):
+        return {**op["fields"], **{k: v for k, v in value.items() if k not in op["fields"]}}
     return {**value, **op["fields"]}
 
 

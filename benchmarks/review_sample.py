@@ -7,7 +7,9 @@ compositions as the frontier, 8 plans, 2 rounds, the simulated agent of
 * ``benchmarks/out/review_sample.jsonl``: one line per task with only what a
   reviewer needs (an opaque number, the strategy, the target, the user turns,
   the tools offered and the distractors, the ground truth and each call's
-  output as the agent sees it, the output views), sampled evenly across
+  output as the agent sees it, in full: the rollout engine gives the agent the
+  whole output, so a flag or a value is never cut off here either; the
+  output views), sampled evenly across
   strategies, at most one task per base task and strategy (a base task's BFCL
   variants counted as one), a base task no other strategy drew preferred;
 * ``benchmarks/out/review_sample.md``: the same, rendered for reading;
@@ -92,7 +94,7 @@ def main() -> None:
                 "target": task.provenance["target_edge"].replace(">", " -> "),
                 "turns": [{
                     "user": [m["content"] for m in turn.user if m.get("role") == "user"],
-                    "ground_truth": [{"call": s.call, "output_seen_by_agent": s.output[:600]} for s in oturn.steps],
+                    "ground_truth": [{"call": s.call, "output_seen_by_agent": s.output} for s in oturn.steps],
                 } for turn, oturn in zip(task.turns, oracle.turns)],
                 "tools_offered": task.tools,
                 "distractors": task.distractors,

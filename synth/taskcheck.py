@@ -38,7 +38,12 @@
     (:func:`seed_problems`, applied by the pipeline);
 (k) a lookalike task's text does not contain the target's id;
 (l) a cascade task's text does not describe the failure or the recovery (no
-    "if ... fails / is missing / is declined", "retry", "fall back", ...).
+    "if ... fails / is missing / is declined", "retry", "fall back", ...);
+(m) a cascade task damages the value passed on (:func:`cascade_problems`): a value ``b`` takes from the
+    complete result of the check is nowhere in the partial result, and the partial result's flag is its
+    first field;
+(n) the user text reads as one request (:func:`coherence_problems`): no narrated or second-person framing,
+    no self-contradicting instruction, no clause glued onto the request.
 
 Reason codes are short stable strings (the ``REASONS`` tuple).
 """
@@ -53,12 +58,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ace_env import bfcl
+from ace_env import bfcl, twins
 from ace_env.calls import Call, parse_call
 from ace_env.executor import OK
 from ace_env.perturb import alter_call
 from ace_env.tasks import Task, Turn
-from ace_env.values import leaves, number
+from ace_env.values import is_trivial, leaves, number
 from ace_env.verifier import Oracle, ground_truth_rollout, replay_oracle, verify
 from ace_graph.tagger import tag_task
 
@@ -82,6 +87,8 @@ SPLICED_TEXT = "spliced_text"
 QUOTE_MISMATCH = "quote_differs_from_ground_truth"
 EMPTY_TURN_ACTIONABLE = "empty_turn_asks_for_action"
 DEFERRED_TURN = "seed_turn_deferred"
+CASCADE_MISSES_VALUE = "cascade_misses_value_passed_on"
+INCOHERENT_TEXT = "incoherent_text"
 REASONS = (
     GT_ERROR,
     GT_REJECTED,
@@ -103,6 +110,8 @@ REASONS = (
     QUOTE_MISMATCH,
     EMPTY_TURN_ACTIONABLE,
     DEFERRED_TURN,
+    CASCADE_MISSES_VALUE,
+    INCOHERENT_TEXT,
 )
 #: Text and oracle similarity (both) at or above which two tasks of a run are near-duplicates.
 NEAR_DUPLICATE = 0.85
@@ -317,11 +326,9 @@ def _oracle_tokens(task: Task) -> frozenset[str]:
 
 
 def _trivial(v: Any) -> bool:
-    if v is None or isinstance(v, bool):
-        return True
-    if isinstance(v, (int, float)):
-        return -2 <= v <= 2
-    return not isinstance(v, str) or len(v.strip()) < 3
+    """A value too common to need provenance (:func:`ace_env.values.is_trivial`); a leaf that is neither a
+    string nor a number (a list, an object) is not a value of its own."""
+    return is_trivial(v) or not isinstance(v, (str, int, float))
 
 
 def _id_value(param: str, v: Any) -> bool:
@@ -377,6 +384,34 @@ def identifier_in_text(value: str, text: str) -> bool:
     """Whether the text writes the identifier as a whole token, case-sensitively ('Omega' does not write
     'OMEG', 'Zeta Corp' does not write 'ZETA')."""
     return re.search(r"(?<![\w])" + re.escape(value) + r"(?![\w])", text) is not None
+
+
+_ID_LABEL = r"\b([A-Za-z]+)[ _-]?(?:id|ID|Id)\b(?:\s+(?:is|of|=|:))?\s*['\"]?"
+
+
+#: Labels that name an id of a kind of its own: a value so labelled is that kind's id, not a person's
+#: ("Reference id 'USR002'"); any other word before "id" ("user id", "my account with id") names no kind.
+_OTHER_ID_KINDS = frozenset({"reference", "order", "booking", "ticket", "transaction", "card", "tweet", "message",
+                             "invoice", "confirmation", "tracking", "flight", "reservation"})
+
+
+def labelled_otherwise(param: str, value: str, text: str) -> bool:
+    """Whether every place the text writes an id calls it an id of another kind than the parameter's ('Reference
+    id 'USR002'' labels it a reference, not whose id it is, so it does not provide ``receiver_id``; "user id" or
+    "my account with id" name no other kind and count).  Only for a
+    parameter ``<role>_id`` whose role word is not ``id``; a value written without such a label counts."""
+    role = [w for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", param.lower()) if w and w != "id"]
+    if not param.lower().endswith("id") or not role:
+        return False
+    spots = [m.start() for m in re.finditer(r"(?<![\w])" + re.escape(value) + r"(?![\w])", text)]
+    if not spots:
+        return False
+    for at in spots:
+        m = re.search(_ID_LABEL + r"$", text[max(0, at - 40):at])
+        label = m.group(1).lower() if m is not None else ""
+        if m is None or label not in _OTHER_ID_KINDS or label in role or role[0].startswith(label):
+            return False
+    return True
 
 
 def value_in_text(value: Any, text: str) -> bool:
@@ -491,22 +526,32 @@ def numbers_in(*texts: str) -> set[float]:
     return {float(m.group(0).replace(",", "")) for t in texts for m in _NUMBER.finditer(t or "")}
 
 
-def computed_from(value: Any, seen: set[float]) -> bool:
-    """Whether a number is one arithmetic step (+, -, *, /) from two numbers already seen."""
+def computed_from(value: Any, seen: set[float], aux: set[float] | frozenset[float] = frozenset()) -> bool:
+    """Whether a number is one of ``seen`` or one arithmetic step (+, -, *, /) from two numbers, at least one
+    of them in ``seen`` (what the user wrote or an output returned).
+
+    ``aux`` holds numbers that take part in a step but are not values of their own: the tool documentation's
+    bounds and the constants 2 and 100.  A tank's capacity (the documentation's "up to 50 gallons") is
+    the amount to add only once the current level was read (50 - 0); alone, or halved by a constant
+    (100 / 2), it provides nothing (review v3: a fill of 50 with the level never shown)."""
     v = number(value)
     if v is None:
         return False
     target = round(v, 2)
-    rounded = {round(x, 2) for x in seen}
-    for x in seen:  # is there a y with x + y, x - y, y - x, x * y, x / y or y / x equal to v?
+    real = {round(x, 2) for x in seen}
+    if target in real:
+        return True
+    every = real | {round(x, 2) for x in aux}
+    for x in set(seen) | set(aux):  # is there a y with x + y, x - y, y - x, x * y, x / y or y / x equal to v?
+        pool = every if round(x, 2) in real else real
         wanted = [v - x, x - v, v + x]
         if x:
             wanted += [v / x, v * x]
         if v:
             wanted.append(x / v)
-        if any(round(w, 2) in rounded for w in wanted):
+        if any(round(w, 2) in pool for w in wanted):
             return True
-    return target in rounded
+    return False
 
 
 def _leaves_and_keys(value: Any) -> list[Any]:
@@ -567,6 +612,7 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
         dates = dates_in(text)
         for i, step in enumerate(turn.steps):
             seen: set[float] | None = None
+            aux: set[float] = set()
             for param, arg in step.arguments.items():
                 has_default, default = tool_default(step.name, param)
                 if has_default and _same(arg, default):
@@ -579,7 +625,8 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
                         out.append(Unprovided(t, i, step.call, param, v))
                         continue
                     if identifier_like(v):
-                        if not (identifier_in_text(v, text) or identifier_in_text(v, _doc_text(step.name))
+                        written = identifier_in_text(v, text) and not labelled_otherwise(param, v, text)
+                        if not (written or identifier_in_text(v, _doc_text(step.name))
                                 or any(p.has(v) for p in produced)):
                             out.append(Unprovided(t, i, step.call, param, v))
                         continue
@@ -588,8 +635,9 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
                         continue
                     if number(v) is not None:
                         if seen is None:
-                            seen = numbers_in(text, *outputs, _doc_text(step.name)) | {2.0, 100.0}
-                        if computed_from(v, seen):
+                            seen = numbers_in(text, *outputs)
+                            aux = numbers_in(_doc_text(step.name)) | {2.0, 100.0}
+                        if computed_from(v, seen, aux):
                             continue
                     out.append(Unprovided(t, i, step.call, param, v))
             outputs.append(step.output or "")
@@ -738,6 +786,36 @@ def lookalike_problems(task: Task, oracle: Oracle | None = None) -> list[str]:
     return out
 
 
+def cascade_problems(task: Task, oracle: Oracle | None = None) -> list[str]:
+    """For a cascade task: the partial result must hide a value ``b`` takes from the complete one (so going on
+    without the check changes ``b``'s arguments) and carry its flag first (read before any long field).
+
+    The target step is ``b``; the call right before it is the check (``a`` again, complete) and the one
+    before that the partial call."""
+    if task.provenance.get("strategy") != "cascade":
+        return []
+    step = target_step(task)
+    if step is None or step < 2:
+        return ["no partial call and check before the target step"]
+    oracle = oracle or replay_oracle(task)
+    steps = [s for turn in oracle.turns for s in turn.steps]
+    partial, complete = _json_or_none(steps[step - 2].output or ""), _json_or_none(steps[step - 1].output or "")
+    if not isinstance(partial, dict) or not isinstance(complete, dict):
+        return ["the partial call or the check returns no record"]
+    shown = {_norm(x) for x in leaves(partial)}
+    full = {_norm(x) for x in leaves(complete)}
+    taken = [v for v in leaves(steps[step].arguments) if not is_trivial(v) and _norm(v) in full]
+    out = []
+    if not taken:
+        out.append(f"{steps[step].call} takes nothing from the complete result of {steps[step - 1].call}")
+    elif all(_norm(v) in shown for v in taken):
+        out.append(f"the partial result still shows every value {steps[step].call} takes ({taken!r}): "
+                   f"the check changes nothing b uses")
+    if next(iter(partial), None) in complete:
+        out.append("the partial result's first field is not its flag")
+    return out
+
+
 def distractor_problems(task: Task) -> list[str]:
     """For a distractor task: each added distractor must be a tool the seed did not already offer, i.e. a
     function of a class the seed does not involve (``provenance["seed_classes"]``), never one the ground
@@ -752,6 +830,14 @@ def distractor_problems(task: Task) -> list[str]:
     out = []
     for name in added:
         info = bfcl.functions().get(name)
+        if twins.is_twin(name):  # ACE's wrong-way twin: new unless the seed offered it already
+            if name in (task.provenance.get("seed_tool_names") or []):
+                out.append(f"{name} is already offered by the seed")
+            elif name in used:
+                out.append(f"{name} is called by the ground truth")
+            elif name not in task.distractors or name not in task.tools:
+                out.append(f"{name} is not offered as a distractor")
+            continue
         if info is None or info.class_name in seed_classes:
             out.append(f"{name} is already offered by the seed (its class {getattr(info, 'class_name', '?')} is involved)")
         elif name in used:
@@ -1007,6 +1093,55 @@ def empty_turn_problems(task: Task) -> list[str]:
     return out
 
 
+#: Narrated or role-play framing: the text describes a scene or casts the agent as the user instead of asking
+#: (review v3 #14, #18: "Consider this: A patient, a traveler in this context, ...", "imagine you're poised to").
+_FRAMING = re.compile(
+    r"\bconsider this\s*:|\bimagine (?:you|that)\b|\byou(?:'re| are) poised\b|\breflect on\b|\bin this context\b|"
+    r"\bour (?:traveler|traveller|patient|user|client|customer|protagonist)\b|\byou(?:'ve| have) resolved\b|"
+    r"\byou(?:'re| are) driven to\b|\bcuriosity strikes\b|\bleads you to\b|\bhaving established the\b|"
+    r"\bthat's it, let me just\b",
+    re.I)
+#: A clause glued onto the request, acting on an "it" the turn never named (#21: "... due to an unfilled tank
+#: so round it to nearest hundredth and fill that in").
+_GLUED_CLAUSE = re.compile(r"[a-z,] so (?:round|fill|use|set|convert|add|put|multiply|divide|send)\s+(?:it|that|this)\b",
+                           re.I)
+#: "Use <word> of <value>" overriding a <word> the same turn already specified otherwise (#17: "the logarithm
+#: ... to the base the previous fuel value ... Use base of 20").
+_OVERRIDE = re.compile(r"\buse (?:a |the )?([a-z]+) of\b", re.I)
+#: Requests for a read the turn's ground truth never makes: (what the text asks, tools that would answer it).
+#: The request spliced onto the turn leaves an actionable ask without a call (#23: "How much would a flight
+#: ... even cost? ... let me just do it", #7: "After confirming the market's operational status").
+_ASKS = (
+    (re.compile(r"\bhow much (?:would|will|does|do|is|did)\b[^.?!]{0,80}\bcost\b", re.I), re.compile(r"cost|price")),
+    (re.compile(r"\b(?:confirm|check|verify|ensure)\w*\b[^.?!]{0,40}\bmarket'?s?\b[^.?!]{0,30}\b(?:status|open)", re.I),
+     re.compile(r"market")),
+)
+
+
+def coherence_problems(task: Task) -> list[str]:
+    """Turns whose text does not read as one request: narrated or second-person framing, a clause glued onto
+    the request, an instruction that contradicts one the same turn gives, a question or check the turn's
+    ground truth never answers (review v3: #7, 14, 17, 18, 21, 23)."""
+    out = []
+    for t, turn in enumerate(task.turns):
+        text = _turn_text(turn)
+        m = _FRAMING.search(text)
+        if m:
+            out.append(f"turn {t}: narrated framing {m.group(0)!r}")
+        m = _GLUED_CLAUSE.search(text)
+        if m:
+            out.append(f"turn {t}: a clause glued onto the request at {m.group(0)!r}")
+        for m in _OVERRIDE.finditer(text):
+            if re.search(rf"\b{re.escape(m.group(1))}\b", text[:m.start()], re.I):
+                out.append(f"turn {t}: {m.group(0)!r} contradicts the {m.group(1)!r} given before it")
+        names = [c.name for c in map(parse_call, turn.ground_truth) if isinstance(c, Call)]
+        for asks, tools in _ASKS:
+            m = asks.search(text)
+            if m and not any(tools.search(n) for n in names):
+                out.append(f"turn {t}: asks {m.group(0)!r} and the ground truth makes no such call")
+    return out
+
+
 def text_problems(task: Task) -> list[tuple[str, str]]:
     """(reason, detail) of every text rule the task breaks."""
     out = [(TEMPLATE_TEXT, d) for d in template_problems(task)]
@@ -1016,6 +1151,7 @@ def text_problems(task: Task) -> list[tuple[str, str]]:
     out += [(QUOTE_MISMATCH, d) for d in unclosed_quote_problems(task)]
     out += [(SPLICED_TEXT, d) for d in glued_sentence_problems(task)]
     out += [(EMPTY_TURN_ACTIONABLE, d) for d in empty_turn_problems(task)]
+    out += [(INCOHERENT_TEXT, d) for d in coherence_problems(task)]
     return out
 
 
@@ -1086,6 +1222,10 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
             if LOOKALIKE_NOT_SHOWN not in reasons:
                 reasons.append(LOOKALIKE_NOT_SHOWN)
             notes.append(detail)
+        for detail in cascade_problems(task, oracle):
+            if CASCADE_MISSES_VALUE not in reasons:
+                reasons.append(CASCADE_MISSES_VALUE)
+            notes.append(detail)
     for detail in distractor_problems(task):
         if DISTRACTOR_NOT_NEW not in reasons:
             reasons.append(DISTRACTOR_NOT_NEW)
@@ -1145,4 +1285,6 @@ __all__ = [
     "lookalike_problems",
     "near_identical",
     "distractor_problems",
+    "cascade_problems",
+    "coherence_problems",
 ]

@@ -38,7 +38,7 @@ from typing import Any
 
 from ace_env.calls import Call, parse_call
 from ace_env.tasks import Task
-from ace_env.values import leaves
+from ace_env.values import is_trivial, leaves
 from ace_graph.tagger import USER, tag_task
 from train.policies.base import Conversation
 
@@ -119,11 +119,6 @@ def _said(value_text: str, text: str) -> bool:
     return re.search(pattern, text.lower()) is not None
 
 
-def _trivial(text: str) -> bool:
-    """Values too common to count as facts: short words and 0-2 (``True``, ``'a'``, ``1``)."""
-    return len(text) < 2 or text in {"0", "1", "2", "true", "false", "none"}
-
-
 # ---------------------------------------------------------------- profiles
 
 
@@ -143,7 +138,7 @@ def profile_for(task: Task) -> UserProfile:
                 continue
             for leaf in leaves(call.kwargs[param]):
                 for form in _forms(leaf):
-                    if _trivial(form) or form in facts:
+                    if is_trivial(leaf) or form in facts:
                         continue
                     first = next((k for k in range(turn + 1) if _said(form, texts[k])), None)
                     if first is not None:

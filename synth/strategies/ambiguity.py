@@ -15,6 +15,7 @@ import random
 from typing import Any
 
 from ace_env.tasks import Task
+from ace_env.values import is_trivial
 from ace_env.views import apply_ops
 from synth.strategies.build import build, env_before, parsed_output, pick_position
 from synth.strategies.registry import register
@@ -36,17 +37,9 @@ _MONEY = ("price", "cost", "balance", "amount", "fare", "total")
 _DATE_FORMATS = ["%B %d, %Y", "%d %b %Y", "%Y/%m/%d", "%b %d %Y"]
 
 
-def _trivial(v: Any) -> bool:
-    if v is None or isinstance(v, bool):
-        return True
-    if isinstance(v, (int, float)):
-        return -2 <= v <= 2
-    return not isinstance(v, str) or len(v.strip()) < 2
-
-
 def fed_values(out: Any, args: dict[str, Any]) -> list[tuple[str, Any]]:
     """(key, value) pairs of ``out`` whose value is an argument value of the next call."""
-    wanted = {(type(v), v) for v in args.values() if not _trivial(v) and not isinstance(v, (list, dict))}
+    wanted = {(type(v), v) for v in args.values() if not is_trivial(v) and not isinstance(v, (list, dict))}
     found: list[tuple[str, Any]] = []
 
     def walk(node: Any) -> None:

@@ -8,14 +8,17 @@ applies to a tool's n-th call, so with two calls of ``a`` (two cities) the
 cut-short result would follow the position, and an agent that orders the
 independent lookups otherwise would meet the other entity cut short —
 
-``truncated_listing``  the list holding the fed value is cut before it
+``truncated_listing``  the list ``b`` reads the fed value from is cut before it
                        (``"truncated": true`` and the total count are added);
 ``stale_value``        the fed number is off by a few percent and the result is
                        flagged as cached / stale;
 ``incomplete_value``   the fed string is cut short (``"4165…"``) and the result
                        is flagged incomplete.
 
-The ground truth notices it (a **check**: ``a`` is called again, and this time
+The damage hits exactly the value ``b`` takes: it is nowhere in the shown
+result afterwards (review v3: a cut moving-average list beside an intact
+price changed nothing ``b`` used), and the flag is the result's first field, so
+it is read before any long field.  The ground truth notices it (a **check**: ``a`` is called again, and this time
 the result is complete) and **recovers** (``b`` with the complete value).  The
 user text states the goal only; it never mentions the failure or the recovery.
 """
@@ -26,7 +29,9 @@ import random
 from typing import Any
 
 from ace_env.tasks import Task
+from ace_env.values import leaves, number
 from ace_env.verifier import fingerprint
+from ace_env.views import apply_ops
 from synth.strategies.ambiguity import fed_values
 from synth.strategies.build import build, copy_turns, env_before, parsed_output, pick_position
 from synth.strategies.registry import register
@@ -52,21 +57,55 @@ def _reads_only(seed: Task, k: int) -> bool:
     return fingerprint(env.public_state()) == once
 
 
+def _holds(x: Any, value: Any) -> bool:
+    """Whether ``value`` is one of the scalar leaves of ``x`` (numbers compared as numbers)."""
+    n = number(value)
+    return any(leaf == value if n is None else number(leaf) == n for leaf in leaves(x))
+
+
 def _list_with(out: Any, key: str, value: Any) -> tuple[str, int, int] | None:
-    """(list key, index of ``value``, length) of a top-level list that holds the fed value."""
-    if not isinstance(out, dict):
+    """(list key, index of ``value``, length) of the top-level list ``key`` when it holds the fed value (the list
+    itself is what ``b`` reads from; a value that merely also occurs in another list is not cut there)."""
+    if not isinstance(out, dict) or not isinstance(out.get(key), list):
         return None
-    for k, v in out.items():
-        if isinstance(v, list) and value in v:
-            return k, v.index(value), len(v)
-        if isinstance(v, list) and any(isinstance(x, dict) and x.get(key) == value for x in v):
-            i = next(j for j, x in enumerate(v) if isinstance(x, dict) and x.get(key) == value)
-            return k, i, len(v)
+    v = out[key]
+    for i, x in enumerate(v):
+        if x == value or (isinstance(x, dict) and value in x.values()):
+            return key, i, len(v)
+    return None
+
+
+def _damage(out: dict[str, Any], key: str, value: Any, strength: float,
+            rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, Any], str] | None:
+    """(operations that damage ``value`` where it sits, the flag, the pattern), or None."""
+    listed = _list_with(out, key, value)
+    if listed is not None:
+        lkey, idx, total = listed
+        flags = dict(rng.choice(_TRUNCATED_FLAGS))
+        if strength < 0.5:
+            flags["total"] = total
+        return [{"op": "truncate", "keys": [lkey], "keep": idx}], flags, "truncated_listing"
+    if number(value) is not None:
+        delta = rng.uniform(0.02, 0.12) * rng.choice([-1, 1])
+        factor = round(1 + delta, 4)
+        if round(value * factor, 2) == value:
+            return None
+        # every field that repeats the value is stale with it (a moving-average list holding today's price)
+        keys = [key] + [k for k, v in out.items() if k != key and _holds(v, value)]
+        return [{"op": "perturb", "keys": keys, "factor": factor}], dict(rng.choice(_STALE_FLAGS)), "stale_value"
+    if isinstance(value, str) and len(value) >= 4:
+        keep = max(1, len(value) // 2)
+        return [{"op": "mask", "keys": [key], "keep": keep}], dict(rng.choice(_INCOMPLETE_FLAGS)), "incomplete_value"
     return None
 
 
 def partial_view(seed: Task, k: int, strength: float, rng: random.Random) -> tuple[list[dict[str, Any]], str] | None:
-    """Operations that make call ``k``'s result partial where it feeds call ``k + 1``, and the pattern."""
+    """Operations that make call ``k``'s result partial exactly where it feeds call ``k + 1``, and the pattern.
+
+    The damage must hide the value ``b`` takes: once applied, that value is nowhere in the shown result (a
+    price also listed in a moving average is stale there too; a list is cut only when ``b`` reads from it),
+    so an agent that goes on without checking passes ``b`` another value or none, and the check changes
+    ``b``'s arguments.  The flag comes first in the result, where it is read before any long field."""
     flat = flat_calls(seed)
     env = env_before(seed, k)
     ra = env.call(flat[k][2], flat[k][0])
@@ -75,27 +114,15 @@ def partial_view(seed: Task, k: int, strength: float, rng: random.Random) -> tup
     if ra.status != "ok" or not isinstance(out, dict):
         return None
     fed = fed_values(out, rb.arguments)
-    if not fed:
-        return None
-    key, value = rng.choice(fed)
-    listed = _list_with(out, key, value)
-    if listed is not None:
-        lkey, idx, total = listed
-        flags = dict(rng.choice(_TRUNCATED_FLAGS))
-        if strength < 0.5:
-            flags["total"] = total
-        return [{"op": "truncate", "keys": [lkey], "keep": idx}, {"op": "add", "fields": flags}], "truncated_listing"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        delta = rng.uniform(0.02, 0.12) * rng.choice([-1, 1])
-        factor = round(1 + delta, 4)
-        if round(value * factor, 2) == value:
-            return None
-        return ([{"op": "perturb", "keys": [key], "factor": factor},
-                 {"op": "add", "fields": dict(rng.choice(_STALE_FLAGS))}], "stale_value")
-    if isinstance(value, str) and len(value) >= 4:
-        keep = max(1, len(value) // 2)
-        return ([{"op": "mask", "keys": [key], "keep": keep},
-                 {"op": "add", "fields": dict(rng.choice(_INCOMPLETE_FLAGS))}], "incomplete_value")
+    rng.shuffle(fed)
+    for key, value in fed:
+        made = _damage(out, key, value, strength, rng)
+        if made is None:
+            continue
+        ops, flags, pattern = made
+        if _holds(apply_ops(out, ops), value):
+            continue  # the complete value is still readable: the damage would miss the value passed on
+        return ops + [{"op": "add", "fields": flags, "first": True}], pattern
     return None
 
 

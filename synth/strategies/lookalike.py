@@ -65,7 +65,7 @@ def _name_variants(name: str, rng: random.Random) -> list[str]:
     return out
 
 
-def _ambiguity_fs(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
+def _twin_files(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
                   config: dict[str, Any]) -> list[str]:
     contents = fs_contents(config)
     if contents is None:
@@ -112,7 +112,7 @@ def _ticker_variants(sym: str, rng: random.Random) -> list[str]:
     return out
 
 
-def _ambiguity_trading(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
+def _twin_stocks_and_orders(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
                        config: dict[str, Any]) -> list[str]:
     inst = effective(seed, "TradingBot")
     cfg = config.setdefault("TradingBot", {})
@@ -168,7 +168,7 @@ def _person_variants(name: str, rng: random.Random) -> list[str]:
     return out
 
 
-def _ambiguity_message(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
+def _twin_users(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
                        config: dict[str, Any]) -> list[str]:
     inst = effective(seed, "MessageAPI")
     user_map = dict(inst.user_map)
@@ -196,7 +196,7 @@ def _ambiguity_message(seed: Task, k: int, values: list[Any], n: int, rng: rando
     return added
 
 
-def _ambiguity_twitter(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
+def _twin_tweets(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
                        config: dict[str, Any]) -> list[str]:
     inst = effective(seed, "TwitterAPI")
     tweets = {int(i): dict(t) for i, t in copy_json(inst.tweets).items()}
@@ -233,7 +233,7 @@ def _ambiguity_twitter(seed: Task, k: int, values: list[Any], n: int, rng: rando
     return added
 
 
-def _ambiguity_ticket(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
+def _twin_tickets(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
                       config: dict[str, Any]) -> list[str]:
     inst = effective(seed, "TicketAPI")
     queue = copy_json(inst.ticket_queue)
@@ -267,7 +267,7 @@ def _ambiguity_ticket(seed: Task, k: int, values: list[Any], n: int, rng: random
     return added
 
 
-def _ambiguity_travel(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
+def _twin_cards_and_bookings(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
                       config: dict[str, Any]) -> list[str]:
     inst = effective(seed, "TravelAPI")
     cards = copy_json(inst.credit_card_list)
@@ -319,19 +319,21 @@ def _ambiguity_travel(seed: Task, k: int, values: list[Any], n: int, rng: random
     return added
 
 
-_AMBIGUITY = {
-    "GorillaFileSystem": _ambiguity_fs,
-    "TradingBot": _ambiguity_trading,
-    "MessageAPI": _ambiguity_message,
-    "TwitterAPI": _ambiguity_twitter,
-    "TicketAPI": _ambiguity_ticket,
-    "TravelAPI": _ambiguity_travel,
+#: Per class: near-twins of the values at a call added to the state (files, tickers and orders, users, tweets,
+#: tickets, cards and bookings), for the random baseline's look-alike edit (:func:`lookalike_at`).
+_STATE_TWINS = {
+    "GorillaFileSystem": _twin_files,
+    "TradingBot": _twin_stocks_and_orders,
+    "MessageAPI": _twin_users,
+    "TwitterAPI": _twin_tweets,
+    "TicketAPI": _twin_tickets,
+    "TravelAPI": _twin_cards_and_bookings,
 }
 
 
 def lookalike_at(seed: Task, k: int, strength: float, rng: random.Random) -> tuple[dict[str, Any], list[str]] | None:
     flat = flat_calls(seed)
-    classes = [c for c in dict.fromkeys([class_of(flat[k][3]), class_of(flat[k + 1][3])]) if c in _AMBIGUITY]
+    classes = [c for c in dict.fromkeys([class_of(flat[k][3]), class_of(flat[k + 1][3])]) if c in _STATE_TWINS]
     if not classes:
         return None
     args, outs = step_values(seed, k)
@@ -341,7 +343,7 @@ def lookalike_at(seed: Task, k: int, strength: float, rng: random.Random) -> tup
     for cls in classes:
         if cls not in seed.involved_classes:
             continue
-        added += _AMBIGUITY[cls](seed, k, args + outs, n, rng, config)
+        added += _STATE_TWINS[cls](seed, k, args + outs, n, rng, config)
     return (config, added) if added else None
 
 
