@@ -63,7 +63,7 @@ class LoopConfig:
     """One closed-loop run; ``ace loop``'s flags are these fields."""
 
     rounds: int = field(default=1, metadata={"help": "Rounds of eval → frontier → synth → curriculum → train."})
-    tasks: str = field(default="bfcl:base", metadata={"help": "Seed tasks (bfcl:CATEGORY or a task file)."})
+    tasks: str = field(default="bfcl:base", metadata={"help": "Seed tasks."})
     seeds: int = field(default=20, metadata={"help": "Seed tasks used for synthesis and the replay buffer."})
     eval_limit: int = field(default=5, metadata={"help": "Tasks of each evaluation (taken after the seed tasks)."})
     gold_prefix: bool = field(default=True, metadata={"help": (

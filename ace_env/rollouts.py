@@ -31,22 +31,65 @@ from ace_env.sandbox import BoundedVerifier, Budget
 from ace_env.tasks import Task
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
 
+#: The task-spec grammar, as every command's ``--tasks/-t`` help states it.
+TASK_SPEC_HELP = ("Tasks: bfcl:CATEGORY[,CATEGORY...] (base, long_context, miss_func, miss_param, all; bfcl alone: "
+                  "all), a task JSONL file, or a folder of BFCL files (`ace export --format bfcl`).")
 
-def load_task_set(spec: str) -> dict[str, Task]:
-    """Tasks by id from ``bfcl:CAT[,CAT...]`` (``bfcl`` alone: all), a task JSONL file, or a folder of BFCL
-    files (:func:`bfcl.load_folder`).  Every command that takes tasks reads them through here."""
-    if spec == "bfcl":
-        return {t.id: t for t in bfcl.load_tasks("all")}
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A parsed task spec: BFCL ``categories`` (in order, once each), or a ``path`` (a task file or BFCL folder)."""
+
+    categories: tuple[str, ...] = ()
+    path: Path | None = None
+
+
+def parse_task_spec(spec: str) -> TaskSpec:
+    """The one task-spec grammar: ``bfcl``, ``bfcl:CAT[,CAT...]``, or a path that exists.
+
+    Checks the grammar only (categories known, the path there), not the tasks, so a command can
+    refuse a bad ``--tasks`` before any work; :func:`load_task_set` loads what it names.
+
+    >>> parse_task_spec("bfcl:base, miss_func,base").categories
+    ('base', 'miss_func')
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise TaskLoadError(f"task set {spec!r} is empty; give bfcl:CATEGORY[,CATEGORY...], a task JSONL file or "
+                            "a folder of BFCL files")
+    if spec.strip() == "bfcl":
+        return TaskSpec(categories=("all",))
     if spec.startswith("bfcl:"):
         categories = [c.strip() for c in spec.partition(":")[2].split(",")]
         if not all(categories):
             raise TaskLoadError(f"task set {spec!r} names an empty category; give bfcl:CATEGORY[,CATEGORY...] "
-                                "(base, long_context, miss_func, miss_param, all)")
+                                f"({', '.join(bfcl.CATEGORIES)}, all)")
+        categories = [c.removeprefix("multi_turn_") for c in categories]  # BFCL's own file names say multi_turn_X
+        if "composite" in categories:
+            raise TaskLoadError(f"task set {spec!r}: BFCL's multi_turn_composite set is not scored by BFCL and its "
+                                "ground truth is stale (most tasks contain broken calls); ACE does not load it. Use "
+                                f"{', '.join(bfcl.CATEGORIES)} or all")
+        unknown = [c for c in categories if c not in (*bfcl.CATEGORIES, "all")]
+        if unknown:
+            raise TaskLoadError(f"task set {spec!r}: unknown BFCL category {unknown[0]!r}; use one of "
+                                f"{', '.join(bfcl.CATEGORIES)} or all, comma-separated")
+        return TaskSpec(categories=tuple(dict.fromkeys(categories)))
+    path = Path(spec)
+    if not path.exists():
+        raise TaskLoadError(f"task set {spec!r} is neither bfcl:CATEGORY[,CATEGORY...] ({', '.join(bfcl.CATEGORIES)}, "
+                            "all) nor an existing task file or folder")
+    return TaskSpec(path=path)
+
+
+def load_task_set(spec: str) -> dict[str, Task]:
+    """Tasks by id from a task spec (:func:`parse_task_spec`): BFCL categories, a task JSONL file, or a folder
+    of BFCL files (:func:`bfcl.load_folder`).  Every command that takes tasks reads them through here."""
+    parsed = parse_task_spec(spec)
+    if parsed.categories:
         tasks: dict[str, Task] = {}
-        for category in dict.fromkeys(categories):
+        for category in parsed.categories:
             tasks.update((t.id, t) for t in bfcl.load_tasks(category))
         return tasks
-    path = Path(spec)
+    path = parsed.path
     if path.is_dir():
         if not bfcl.is_bfcl_folder(path):
             raise TaskLoadError(f"Task set {spec!r} is a folder without BFCL question files; give a task JSONL "
@@ -62,12 +105,7 @@ def load_task_set(spec: str) -> dict[str, Task]:
             except TaskLoadError as e:
                 raise TaskLoadError(f"{path}: task {task.id}: {e}") from e
         return {t.id: t for t in loaded}
-    if not path.exists():
-        raise TaskLoadError(
-            f"Task set {spec!r} is neither bfcl:CATEGORY (base, long_context, miss_func, "
-            "miss_param, all) nor an existing task file."
-        )
-    tasks: dict[str, Task] = {}
+    tasks = {}
     first_line: dict[str, int] = {}
     try:
         with open(path, encoding="utf-8-sig") as f:  # a leading BOM is not part of the JSON

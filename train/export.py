@@ -64,10 +64,11 @@ from typing import Any, Iterable
 
 from ace_env import bfcl
 from ace_env.calls import Call, parse_call
+from ace_env.errors import ConfigError
 from ace_env.executor import OK
 from ace_env.tasks import Task
 from ace_env.verifier import oracle_for
-from ace_env.workspace import check_writable_kind
+from ace_env.workspace import check_out, check_writable_kind
 from ace_graph.errors import AceError
 
 FORMATS = ("bfcl", "trl", "openai-sft")
@@ -320,19 +321,12 @@ MARKER = ".ace-export"
 
 
 def _check_out(out: Path, force: bool) -> None:
-    check_writable_kind(out)  # never a device node, FIFO or socket (or a symlink to one)
-    if out.exists() and not out.is_dir():
-        raise ExportError(f"{out} exists and is not a folder; pick another --out")
-    if not (out.is_dir() and any(out.iterdir())):
-        return
-    if not force:
-        raise ExportError(f"{out} is not empty; pick another --out or pass --force to replace it")
-    protected = {Path.cwd().resolve(), Path.home().resolve(), Path(out.anchor)}
-    if out in protected or any(out in p.parents for p in protected) or not (out / MARKER).is_file():
-        raise ExportError(
-            f"{out} is not a folder an earlier `ace export` wrote (no {MARKER} file in it), or it holds "
-            "the current folder or your home; --force only replaces earlier exports. Pick another --out."
-        )
+    """The one ``--out`` rule (:func:`ace_env.workspace.check_out`) for a folder; ``--force`` replaces only an
+    earlier export (a folder holding :data:`MARKER`)."""
+    try:
+        check_out(out, force, directory=True, marker=MARKER)
+    except ConfigError as e:
+        raise ExportError(str(e)) from e
 
 
 def _install(tmp: Path, out: Path) -> None:

@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from ace_env import bfcl
 from ace_env.executor import Environment, StepResult
+from ace_env.fields import check_bounds
 from ace_env.modelout import parse_message
 from ace_env.sandbox import Budget
 from ace_env.tasks import Task
@@ -47,13 +48,22 @@ from train.toolcalls import BoundedCalls, Overrun
 
 log = logging.getLogger(__name__)
 
+#: Bounds of a rollout run's sizes (a larger value is a typo or a machine-filling request).
+MAX_SAMPLES_PER_TASK = 1024
+MAX_STEP_CAP = 256
+MAX_BATCH = 4096
+
+
 @dataclass
 class RolloutConfig:
     """How the engine runs conversations."""
 
-    n_per_task: int = field(default=1, metadata={"help": "Samples (rollouts) per task."})
-    step_cap: int = field(default=8, metadata={"help": "Most answers of the agent in one user turn."})
-    batch_size: int = field(default=8, metadata={"help": "Conversations sent to the policy in one call."})
+    n_per_task: int = field(default=1, metadata={"help": "Samples (rollouts) per task.", "min": 1,
+                                                 "max": MAX_SAMPLES_PER_TASK})
+    step_cap: int = field(default=8, metadata={"help": "Most answers of the agent in one user turn.", "min": 1,
+                                               "max": MAX_STEP_CAP})
+    batch_size: int = field(default=8, metadata={"help": "Conversations sent to the policy in one call.", "min": 1,
+                                                 "max": MAX_BATCH})
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     system_prompt: str = field(default=SYSTEM_PROMPT, metadata={"help": "The system message."})
     budget: Budget | None = field(
@@ -63,9 +73,7 @@ class RolloutConfig:
     )
 
     def __post_init__(self) -> None:
-        for name in ("n_per_task", "step_cap", "batch_size"):
-            if getattr(self, name) < 1:
-                raise PolicyError(f"{name} must be at least 1, not {getattr(self, name)}")
+        check_bounds(self)
 
 
 def rollout_id(task: Task, sample: int) -> str:

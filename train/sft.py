@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ace_env.errors import ConfigError
+from ace_env.fields import check_bounds
 from ace_env.tasks import Task
 from train.export import ExportError, to_openai_sft
 from train.logprobs import install_bounded_lm_head
@@ -39,20 +41,23 @@ class SFTRunConfig:
     out: str = field(default="runs/sft", metadata={"help": "Folder of the trained model (loadable as hf:OUT)."})
     epochs: float = field(default=1.0, metadata={"help": "Passes over the transcripts."})
     learning_rate: float = field(default=5e-5, metadata={"help": "AdamW learning rate."})
-    batch_size: int = field(default=1, metadata={"help": "Transcripts per optimizer step (per device)."})
-    max_length: int = field(default=1024, metadata={"help": "Tokens kept per transcript (the start is kept)."})
+    batch_size: int = field(default=1, metadata={"help": "Transcripts per optimizer step (per device).", "min": 1})
+    max_length: int = field(default=1024, metadata={"help": "Tokens kept per transcript (the start is kept).", "min": 16})
     seed: int = field(default=0, metadata={"help": "Seed of initialisation order and shuffling."})
     compact_tools: bool = field(default=True, metadata={"help": "List tools compactly, as rollouts do."})
     micro_batch: int = field(
         default=1, metadata={"help": "Transcripts per forward/backward pass; a step accumulates batch-size / "
-                                     "micro-batch passes (memory grows with it, not with the batch)."})
+                                     "micro-batch passes (memory grows with it, not with the batch).", "min": 1})
 
     def __post_init__(self) -> None:
-        if self.epochs <= 0 or self.learning_rate <= 0 or self.batch_size < 1 or self.max_length < 16:
-            raise PolicyError("epochs and learning rate must be > 0, batch size >= 1 and max length >= 16")
-        if self.micro_batch < 1 or self.batch_size % min(self.micro_batch, self.batch_size):
-            raise PolicyError(f"micro-batch ({self.micro_batch}) must be at least 1 and divide the batch size "
-                              f"({self.batch_size})")
+        check_bounds(self)
+        for name in ("epochs", "learning_rate"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"SFTRunConfig.{name} must be above 0, not {getattr(self, name)}; "
+                                  f"give e.g. {SFTRunConfig.__dataclass_fields__[name].default}")
+        if self.batch_size % min(self.micro_batch, self.batch_size):
+            raise ConfigError(f"micro-batch ({self.micro_batch}) must divide the batch size ({self.batch_size}): "
+                              "a step accumulates batch-size / micro-batch passes")
 
 
 def oracle_transcripts(tasks: Iterable[Task]) -> tuple[list[dict[str, Any]], list[str]]:

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from ace.cli import app
+from ace.cli.options import tasks_option
 from ace_env.rollouts import load_task_set
 from ace_env.sim import DEMO_WEAKNESS, load_weakness
 from ace_graph.config import neo4j_settings
@@ -47,7 +48,7 @@ def diagnose_cmd(
         None, "--policy", "-p",
         help="Who rolls the probes out: sim (the simulated agent, demo weaknesses) or sim:WEAKNESS.toml. "
              "Default: the scope's own policy, when it is the simulated agent."),
-    tasks: str = typer.Option("bfcl:all", "--tasks", help="Seed tasks for the probes: bfcl:CATEGORY or a task JSONL."),
+    tasks: str = tasks_option("bfcl:all", note="Seed tasks for the probes."),
     seed: int = typer.Option(0, "--seed", help="Seed of probe synthesis and of the simulated rollouts."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:

@@ -13,15 +13,17 @@ import typer
 from ace.cli import app
 from ace.cli.options import (
     Progress,
+    budget_options,
     console,
     esc,
     expand_inputs,
     json_option,
-    load_tasks,
     table,
+    tasks_option,
 )
 from ace.stages import replay as replay_tasks
 from ace_env.formats import read_any
+from ace_env.rollouts import load_task_set, parse_task_spec
 from ace_env.sandbox import Budget, LineError
 from ace_env.scaleout import verifier_for
 from ace_env.verifier import with_inference_error
@@ -60,7 +62,7 @@ def task_table(title: str, per_task: dict[str, dict[str, Any]], show: str):
 @env_app.command("replay")
 def replay(
     environment: str = typer.Argument("bfcl", help="The environment; only `bfcl` for now."),
-    tasks: str = typer.Option(None, "--tasks", "-t", help="bfcl:CATEGORY[,CATEGORY...] (default bfcl:all)."),
+    tasks: str = tasks_option(None, note="BFCL's own tasks only (default bfcl:all)."),
     category: Optional[str] = typer.Option(
         None, "--category", help="Old name: --category CAT is --tasks bfcl:CAT (kept as an alias)."
     ),
@@ -78,9 +80,9 @@ def replay(
     if tasks and category:
         raise ConfigError("give --tasks or its old name --category, not both")
     spec = tasks or f"bfcl:{category or 'all'}"
-    if not spec.startswith("bfcl:"):
+    if not parse_task_spec(spec).categories:
         raise ConfigError(f"`ace env replay bfcl` replays BFCL tasks: --tasks bfcl:CATEGORY, not {spec!r}")
-    task_list = list(load_tasks(spec).values())
+    task_list = list(load_task_set(spec).values())
     with Progress(f"replaying {spec}", len(task_list), disable=as_json) as progress:
         result = replay_tasks(task_list, on_task=progress.advance)
     failures = result.pop("failures")
@@ -96,9 +98,10 @@ def replay(
 
 
 @app.command("verify")
+@budget_options()
 def verify_cmd(
     files: list[Path] = typer.Argument(None, help="Rollout files or folders (their *.jsonl files)."),
-    tasks: str = typer.Option(..., "--tasks", "-t", help="bfcl:CATEGORY[,CATEGORY...], a task JSONL file, or a folder of BFCL files (ace export --format bfcl)."),
+    tasks: str = tasks_option(),
     rollouts: list[Path] = typer.Option(
         [], "--rollouts", "-r",
         help="A rollout file or folder (repeatable; same as naming it as an argument): ACE JSONL "
@@ -109,15 +112,10 @@ def verify_cmd(
         False, "--skip-invalid", help="Report bad lines on stderr and go on instead of stopping."
     ),
     show: str = show_option(),
-    call_timeout: float = typer.Option(
-        None, "--call-timeout", help="Seconds one tool call may run before its rollout ends as `timeout` "
-        "(default 10, env ACE_CALL_TIMEOUT)."),
-    memory_limit: int = typer.Option(
-        None, "--memory-limit", help="MiB the verifying worker may grow by before a call ends its rollout as "
-        "`resource_limit` (default 2048, env ACE_MEMORY_LIMIT_MB)."),
     ray: str = typer.Option(
         None, "--ray", help="Spread verification over a Ray cluster: its address (host:port), `auto` (the running local one) or `local` (a private one, started and stopped by this command).",
         metavar="ADDRESS"),
+    budget: Budget = None,  # type: ignore[assignment]
 ) -> None:
     """Verify rollouts against their tasks' oracles.
 
@@ -131,8 +129,7 @@ def verify_cmd(
     """
     check_show(show)
     paths = expand_inputs(list(files or []) + list(rollouts))
-    task_set = load_tasks(tasks)
-    budget = Budget.from_env(call_timeout, memory_limit)
+    task_set = load_task_set(tasks)
     bad: list[str] = []
     n = rewarded = 0
     kinds: Counter[str] = Counter()

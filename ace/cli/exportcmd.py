@@ -8,8 +8,10 @@ from pathlib import Path
 import typer
 
 from ace.cli import app
-from ace.cli.options import check_out, console, esc, json_option, load_tasks, tasks_option
-from train.export import export
+from ace.cli.options import console, esc, json_option, tasks_option
+from ace_env.rollouts import load_task_set
+from ace_env.workspace import check_out
+from train.export import MARKER, export
 
 
 @app.command("export")
@@ -25,8 +27,8 @@ def export_cmd(
     Tasks a format cannot express are skipped and counted by reason. Example:
     `ace export --tasks bfcl:base --format openai-sft --out runs/sft-base`.
     """
-    check_out(out, force=True, directory=True)  # writable, and a folder if it exists; export() checks --force
-    task_set = load_tasks(tasks)
+    check_out(out, force, directory=True, marker=MARKER)  # before the tasks load; export() checks it again
+    task_set = load_task_set(tasks)
     report = export(task_set.values(), fmt, out, force=force)
     d = report.to_dict()
     if as_json:

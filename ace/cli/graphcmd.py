@@ -14,18 +14,20 @@ from ace.cli.envcmd import check_show, show_option
 from ace.cli.options import (
     INT_MAX,
     Progress,
+    budget_options,
     checkpoint_option,
     console,
     esc,
     expand_inputs,
     experiment_option,
     json_option,
-    load_tasks,
     policy_option,
     resolve_scope,
     scope_option,
     table,
+    tasks_option,
 )
+from ace_env.rollouts import load_task_set
 from ace_env.sandbox import Budget
 from ace_graph import queries
 from ace_graph.config import neo4j_settings
@@ -61,6 +63,7 @@ def _count_lines(path: Path) -> int | None:
 
 
 @app.command("ingest")
+@budget_options()
 def ingest(
     files: list[Path] = typer.Argument(..., help="Rollout files or folders (their *.jsonl files): ACE JSONL, "
                                                    "OpenAI-style messages JSONL, or BFCL result files."),
@@ -68,7 +71,7 @@ def ingest(
     policy: Optional[str] = policy_option(None),
     checkpoint: Optional[str] = checkpoint_option(None),
     scope: Optional[str] = scope_option(None, "The scope as E/P/C (instead of -e E -p P -c C)."),
-    tasks: str = typer.Option("bfcl:all", "--tasks", "-t", help="bfcl:CATEGORY[,CATEGORY...], a task JSONL file, or a folder of BFCL files (ace export --format bfcl)."),
+    tasks: str = tasks_option("bfcl:all"),
     round_: Optional[int] = typer.Option(None, "--round", min=0, max=INT_MAX,
                                          help="Round number for capability history (default: from the checkpoint)."),
     batch_size: int = typer.Option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),
@@ -79,12 +82,9 @@ def ingest(
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report bad lines and go on instead of stopping."),
     show: str = show_option(),
     as_json: bool = json_option("Print the report as JSON."),
-    call_timeout: float = typer.Option(None, "--call-timeout", help="Seconds one tool call may run before its "
-                                       "rollout ends as `timeout` (default 10, env ACE_CALL_TIMEOUT)."),
-    memory_limit: int = typer.Option(None, "--memory-limit", help="MiB the verifying worker may grow by before a "
-                                     "call ends its rollout as `resource_limit` (default 2048, env ACE_MEMORY_LIMIT_MB)."),
     ray: str = typer.Option(None, "--ray", metavar="ADDRESS",
                             help="Spread verification over a Ray cluster: its address (host:port), `auto` (the running local one) or `local` (a private one, started and stopped by this command)."),
+    budget: Budget = None,  # type: ignore[assignment]
 ) -> None:
     """Verify, tag and store rollouts in the skill graph, scoped to (experiment, policy, checkpoint).
 
@@ -97,7 +97,7 @@ def ingest(
     check_show(show)
     e, p, c = resolve_scope(scope, experiment, policy, checkpoint)
     paths = expand_inputs(files)
-    task_set = load_tasks(tasks)
+    task_set = load_task_set(tasks)
 
     def work(store):
         key = f"{e}/{p}/{c}"
@@ -113,7 +113,7 @@ def ingest(
                     store, path, task_set, e, p, c, round_=round_, batch_size=batch_size,
                     near_success=near_success, skip_invalid=skip_invalid, workers=workers, id_suffix=id_suffix,
                     on_read=progress.advance, seed_tasks=i == 0,
-                    budget=Budget.from_env(call_timeout, memory_limit), ray=ray,
+                    budget=budget, ray=ray,
                 ))
         if show != "none" and not as_json:
             rows = store.run("scope-tasks", scope=reports[0].scope, failures_only=show == "failures", limit=INT_MAX)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -10,9 +11,10 @@ from typing import Any, Optional
 import typer
 
 from ace.cli.graphcmd import with_store
-from ace.cli.options import check_out, config_options, console, esc, json_option, load_tasks, table
-from ace.cli.traincmd import train_app
-from ace_env.workspace import ace_home, check_name, check_writable_kind
+from ace.cli.options import config_options, console, esc, json_option, table, tasks_option
+from ace.cli.traincmd import LR_FLAGS, train_app
+from ace_env.rollouts import load_task_set
+from ace_env.workspace import ace_home, check_name, check_out
 from ace_graph.errors import ConfigError
 from ace_graph.taskfiles import refuse_changes_to_stored_tasks
 from train.evaluation import evaluate
@@ -36,7 +38,7 @@ def _local_model(policy: str) -> Path:
 
 
 def _select(spec: str, skip: int, limit: Optional[int]) -> list[Any]:
-    tasks = list(load_tasks(spec).values())[skip:]
+    tasks = list(load_task_set(spec).values())[skip:]
     if limit is not None:
         tasks = tasks[:limit]
     if not tasks:
@@ -45,11 +47,11 @@ def _select(spec: str, skip: int, limit: Optional[int]) -> list[Any]:
 
 
 @train_app.command("grpo")
-@config_options(GRPORunConfig, names={"learning_rate": ("--lr", "--learning-rate")})
+@config_options(GRPORunConfig, names=LR_FLAGS)
 def grpo_cmd(
     config: GRPORunConfig,
     policy: str = typer.Option("hf:smollm2-135m", "--policy", "-p", help="hf:<model folder or name> to train."),
-    tasks: str = typer.Option(..., "--tasks", help="Prompts: bfcl:CATEGORY or a task file (e.g. from ace synth)."),
+    tasks: str = tasks_option(note="Prompts (e.g. a task file from ace synth)."),
     skip: int = typer.Option(0, "--skip", min=0, help="Leave out the first N tasks (e.g. the ones evaluated)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Train on at most N tasks (after --skip)."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder of the trained model; load it with --policy hf:OUT."),
@@ -57,7 +59,7 @@ def grpo_cmd(
     metrics_out: Optional[Path] = typer.Option(
         None, "--metrics-out", help="Per-step metrics JSONL (default: OUT/metrics.jsonl)."),
     eval_every: int = typer.Option(0, "--eval-every", min=0, help="Evaluate every N steps and at the end (0: never)."),
-    eval_tasks: Optional[str] = typer.Option(None, "--eval-tasks", help="Tasks of the evaluation (default: --tasks)."),
+    eval_tasks: Optional[str] = tasks_option(None, "--eval-tasks", note="Tasks of the evaluation (default: --tasks)."),
     eval_limit: int = typer.Option(5, "--eval-limit", min=1, help="Evaluate on the first N of --eval-tasks."),
     experiment: str = typer.Option("grpo", "--experiment", "-e", help="Experiment the evaluations are written to."),
     name: Optional[str] = typer.Option(None, "--name", help="The policy's name in the graph (default: from --policy)."),
@@ -83,7 +85,7 @@ def grpo_cmd(
     if name is not None:
         check_name(name, "--name")
     out = check_out(Path(out), force, directory=True)
-    metrics_path = check_writable_kind(Path(metrics_out), "--metrics-out") if metrics_out else out / "metrics.jsonl"
+    metrics_path = check_out(Path(metrics_out), force, what="--metrics-out") if metrics_out else out / "metrics.jsonl"
     model_dir = _local_model(policy)
     task_list = _select(tasks, skip, limit)
     reporters = [] if report_to == "none" else [report_to]
@@ -128,18 +130,16 @@ def grpo_cmd(
 
 
 @train_app.command("user-sim")
+@config_options(SFTRunConfig, include=("epochs", "learning_rate", "max_length", "seed"), names=LR_FLAGS)
 def user_sim_cmd(
     policy: str = typer.Option("hf:smollm2-135m", "--policy", "-p", help="hf:<model> to turn into a user simulator."),
-    tasks: str = typer.Option(..., "--tasks", help="Tasks whose dialogs it learns from (bfcl:... or a task file)."),
+    tasks: str = tasks_option(note="Tasks whose dialogs it learns from."),
     skip: int = typer.Option(0, "--skip", min=0, help="Leave out the first N tasks (held out for fidelity)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most N tasks (after --skip)."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder of the user simulator; use it as an `llm` user."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
-    epochs: float = typer.Option(1.0, "--epochs", min=0.01, help="Passes over the dialogs."),
-    lr: float = typer.Option(5e-5, "--lr", min=0.0, help="AdamW learning rate."),
-    max_length: int = typer.Option(1024, "--max-length", min=16, help="Tokens kept per dialog."),
-    seed: int = typer.Option(0, "--seed", help="Training seed."),
     as_json: bool = json_option("Print the report as JSON."),
+    config: SFTRunConfig = None,  # type: ignore[assignment]
 ) -> None:
     """Fine-tune a model to play the user (SFT): for every task and turn, its view of the
     conversation so far (its profile: the requests up to this turn; the agent's answers;
@@ -160,9 +160,7 @@ def user_sim_cmd(
     if not rows:
         raise ConfigError(f"no dialog could be built from {tasks!r} ({(skipped or ['no tasks'])[0]})")
     logging.getLogger("train").setLevel(logging.INFO)
-    report = train_sft_rows(
-        SFTRunConfig(model=policy.partition(":")[2], out=str(out), epochs=epochs, learning_rate=lr,
-                     max_length=max_length, seed=seed), rows)
+    report = train_sft_rows(dataclasses.replace(config, model=policy.partition(":")[2], out=str(out)), rows)
     if as_json:
         print(json.dumps(report))
     else:

@@ -1,11 +1,12 @@
 """The CLI's shared vocabulary: options, config-derived flags, scopes, output paths, consoles.
 
 Every command builds its options from here, so one word means one thing
-everywhere: ``--tasks SPEC``, ``--experiment/-e``, ``--policy/-p``,
-``--checkpoint/-c``, ``--scope E/P/C``, ``--json``, ``--out`` (refused when it
-exists, unless ``--force``).  Flags that set a config dataclass's fields are
-derived from the dataclass (:func:`config_options`), so each default and help
-text is written once, in the dataclass.
+everywhere: ``--tasks/-t SPEC`` (the grammar of :func:`ace_env.rollouts.parse_task_spec`),
+``--experiment/-e``, ``--policy/-p``, ``--checkpoint/-c``, ``--scope E/P/C``, ``--json``,
+``--out`` (:func:`ace_env.workspace.check_out`: refused when it exists, unless ``--force``).
+Flags that set a config dataclass's fields are derived from the dataclass
+(:func:`config_options`), so each default, help text and bound is written once, in the
+dataclass, and checked by its ``__post_init__``.
 """
 
 from __future__ import annotations
@@ -26,27 +27,35 @@ from typing import Any, Callable, Iterable
 
 import typer
 
-from ace_env.rollouts import load_task_set
-from ace_env.tasks import Task
-from ace_env.workspace import check_name, check_writable_kind
+from ace_env.fields import bounds_text
+from ace_env.rollouts import TASK_SPEC_HELP, parse_task_spec
+from ace_env.sandbox import Budget
+from ace_env.workspace import check_name
 from ace_graph.errors import ConfigError
 
 #: The largest integer Neo4j stores (int64); larger numbers are refused at the edge.
 INT_MAX = 2**63 - 1
 
-#: Bounds of the size flags of the commands that roll a policy out (each flag's help states its own).
-MAX_SAMPLES_PER_TASK = 1024  # --n-per-task / -G
-MAX_NEW_TOKENS = 32_768  # --max-tokens
-MAX_STEP_CAP = 256  # --step-cap
-MAX_BATCH = 4096  # --batch-size
-
-TASKS_HELP = ("Tasks: bfcl:CATEGORY[,CATEGORY...] (base, long_context, miss_func, miss_param, all), a task JSONL "
-              "file, or a folder of BFCL files (`ace export --format bfcl`; ids as in the files).")
 SCOPE_HELP = "Scope experiment/policy/checkpoint (see `ace scopes`)."
 
 
-def tasks_option(default: Any = ..., help: str = TASKS_HELP) -> Any:
-    return typer.Option(default, "--tasks", "-t", help=help)
+def check_task_spec(value: Any) -> Any:
+    """A typer callback: ``--tasks`` must follow the task-spec grammar (checked before any work)."""
+    if isinstance(value, str):
+        parse_task_spec(value)
+    return value
+
+
+def tasks_option(default: Any = ..., *flags: str, note: str = "") -> Any:
+    """The one ``--tasks/-t SPEC`` option (other ``flags`` for a second task set, e.g. ``--eval-tasks``).
+
+    Every command that takes tasks declares it through here; the spec is parsed by
+    :func:`ace_env.rollouts.parse_task_spec` and loaded by :func:`ace_env.rollouts.load_task_set`.
+    """
+    info = typer.Option(default, *(flags or ("--tasks", "-t")), help=f"{note} {TASK_SPEC_HELP}".strip(),
+                        callback=check_task_spec)
+    info.ace_tasks = True  # type: ignore[attr-defined]  # tests/unit/test_cli_vocabulary.py finds it
+    return info
 
 
 def experiment_option(default: Any = ..., help: str = "Experiment name.") -> Any:
@@ -75,18 +84,6 @@ def out_option(default: Any = ..., help: str = "File to write.") -> Any:
 
 def force_option(help: str = "Replace --out if it exists.") -> Any:
     return typer.Option(False, "--force", help=help)
-
-
-def load_tasks(spec: str) -> dict[str, Task]:
-    """Tasks by id from ``--tasks SPEC``: ``bfcl:base,miss_func``, ``bfcl:all``, a task file or a BFCL folder."""
-    if spec.startswith("bfcl:") and "," in spec:
-        tasks: dict[str, Task] = {}
-        for category in (c.strip() for c in spec.partition(":")[2].split(",")):
-            if not category:
-                raise ConfigError(f"--tasks {spec!r}: an empty category between commas")
-            tasks.update(load_task_set(f"bfcl:{category}"))
-        return tasks
-    return load_task_set(spec)
 
 
 def check_policy_spec(spec: str, flag: str = "--policy") -> str:
@@ -131,37 +128,6 @@ def resolve_scope(
 
 
 # --------------------------------------------------------------------------- paths
-
-
-def check_out(path: Path, force: bool = False, directory: bool = False) -> Path:
-    """Check before any work that ``path`` can be written: a clear one-line error otherwise.
-
-    Refuses an existing path without ``force``, a missing or unwritable parent
-    folder, a path whose kind is wrong (a folder where a file is wanted), and,
-    even with ``force``, anything that is not a regular file or folder (a device
-    node, FIFO or socket, or a symlink to one: :func:`check_writable_kind`).
-    Writability is tested by creating and removing a probe file, so nothing is
-    left behind either way.
-    """
-    path = check_writable_kind(Path(path))
-    if path.exists() or path.is_symlink():
-        if path.is_dir() and not directory:
-            raise ConfigError(f"--out {str(path)!r} is a folder; give a file name such as {str(path / 'out.jsonl')!r}")
-        if directory and not path.is_dir():
-            raise ConfigError(f"--out {str(path)!r} is a file; give a folder")
-        if not force and not (directory and path.is_dir() and not any(path.iterdir())):
-            raise ConfigError(f"--out {str(path)!r} exists; pass --force to replace it")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise ConfigError(f"cannot write --out {str(path)!r}: folder {str(parent)!r} does not exist")
-    probe = parent / f".{path.name}.ace-probe-{os.getpid()}"
-    try:
-        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    except OSError as e:
-        raise ConfigError(f"cannot write --out {str(path)!r}: {e.strerror or e}") from e
-    os.close(fd)
-    os.unlink(probe)
-    return path
 
 
 class Stopped(ConfigError):
@@ -336,17 +302,23 @@ def config_options(
     include: Iterable[str] | None = None,
     exclude: Iterable[str] = (),
     defaults: dict[str, Any] | None = None,
-    names: dict[str, str] | None = None,
+    names: dict[str, Any] | None = None,
     param: str = "config",
+    env: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Add one ``--field-name`` option per field of the dataclass ``cls`` to a command.
 
-    The command receives ``<param>=cls(**values)``; defaults and help texts are
-    the dataclass's (``defaults`` overrides a default for this command only (a field
+    The command receives ``<param>=cls(**values)``; defaults, help texts and bounds
+    (``metadata={"help": ..., "min": ..., "max": ...}``, shown in the help) are the
+    dataclass's (``defaults`` overrides a default for this command only (a field
     that is not a flag keeps that value),
-    ``names`` renames a flag, or gives it aliases as a tuple).  Integers are bounded to Neo4j's int64; the
+    ``names`` renames a flag, or gives it aliases as a tuple).  A field named ``tasks``
+    is the shared ``--tasks/-t`` option.  With ``env``, a flag left out is ``None`` and
+    the config is ``cls.from_env(**values)`` (an environment variable, else the field's
+    default, which the help shows).  Integers are bounded to Neo4j's int64; the
     dataclass's own ``__post_init__`` checks the rest, and its errors are
-    one-line :class:`ConfigError` messages.
+    one-line :class:`ConfigError` messages.  Each option carries ``ace_field``
+    ``(cls, field, default)`` so a test can hold every flag to its field.
     """
     wanted = None if include is None else list(include)
     skip = set(exclude)
@@ -366,25 +338,36 @@ def config_options(
             kind = type(default)
             if kind not in (int, float, str, bool):
                 raise TypeError(f"{cls.__name__}.{f.name}: only int/float/str/bool fields become flags")
-            flag = renames.get(f.name, "--" + f.name.replace("_", "-"))
+            default_flags = ("--tasks", "-t") if f.name == "tasks" else "--" + f.name.replace("_", "-")
+            flag = renames.get(f.name, default_flags)
             flags = (flag,) if isinstance(flag, str) else tuple(flag)
             if kind is bool and len(flags) == 1 and "/" not in flags[0]:
                 flags = (f"{flags[0]}/--no-{flags[0][2:]}",)  # a switch that can be turned either way
             extra: dict[str, Any] = {}
             if kind is int:
                 extra["callback"] = check_int64
+            if f.name == "tasks":
+                extra["callback"] = check_task_spec
+            text = helps.get(f.name) or f.name
+            bounds = bounds_text(f.metadata)
+            if bounds:
+                text = f"{text} ({bounds})"
+            if f.name == "tasks":
+                text = f"{text} {TASK_SPEC_HELP}"
             pname = f"{param}__{f.name}" if f.name in taken else f.name
             keys.append((pname, f.name))
-            added.append(inspect.Parameter(
-                pname, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
-                default=typer.Option(default, *flags, help=helps.get(f.name) or f.name, show_default=True, **extra),
-            ))
+            info = typer.Option(None if env else default, *flags, help=text,
+                                show_default=str(default) if env else True, **extra)
+            info.ace_field = (cls, f.name, default)  # type: ignore[attr-defined]
+            if f.name == "tasks":
+                info.ace_tasks = True  # type: ignore[attr-defined]
+            added.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=info))
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             values = {**fixed, **{name: kwargs.pop(pname) for pname, name in keys}}
             try:
-                config = cls(**values)
+                config = cls.from_env(**values) if env else cls(**values)  # type: ignore[attr-defined]
             except ConfigError:
                 raise
             except (TypeError, ValueError) as e:
@@ -397,3 +380,10 @@ def config_options(
     return decorate
 
 
+
+
+def budget_options(param: str = "budget") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--call-timeout`` and ``--memory-limit``: the tool-call budget (:class:`ace_env.sandbox.Budget`), from
+    its fields; a flag left out falls back to ``ACE_CALL_TIMEOUT`` / ``ACE_MEMORY_LIMIT_MB``, then the default."""
+    return config_options(Budget, names={"call_seconds": "--call-timeout", "memory_mb": "--memory-limit"},
+                          param=param, env=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any, Optional
@@ -9,19 +10,11 @@ from typing import Any, Optional
 import typer
 
 from ace.cli import app, progress_bar
-from ace.cli.options import (
-    INT_MAX,
-    MAX_BATCH,
-    MAX_NEW_TOKENS,
-    MAX_SAMPLES_PER_TASK,
-    MAX_STEP_CAP,
-    check_out,
-    check_policy_spec,
-)
+from ace.cli.options import budget_options, check_policy_spec, config_options, tasks_option
 from ace_env.rollouts import load_task_set
 from ace_env.sandbox import Budget
 from ace_env.tasks import Task
-from ace_env.workspace import ace_home, check_name, check_writable_kind
+from ace_env.workspace import ace_home, check_name, check_out
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
@@ -47,22 +40,6 @@ def _tasks(spec: str, limit: int | None) -> list[Task]:
     return tasks
 
 
-def _check_out(out: Path, force: bool) -> None:
-    """The shared --out rule (:func:`ace.cli.options.check_out`), creating missing parent folders first.
-
-    A path with ``..`` after a folder name (``runs/eval/../../X.jsonl``, what ``ace eval -e .. --name ..``
-    made of its default) is refused: it leaves the folder it names.
-    """
-    parts = Path(out).parts
-    if any(p == ".." for p in parts[next((i for i, p in enumerate(parts) if p != ".."), len(parts)):]):
-        raise ConfigError(f"--out {str(out)!r} climbs out of a folder it names ('..' inside the path); names such as "
-                          "--experiment, --name and --checkpoint must be plain (not '.' or '..'); give a plain path")
-    check_writable_kind(out)
-    if not out.is_dir():
-        out.parent.mkdir(parents=True, exist_ok=True)
-    check_out(out, force)
-
-
 def run_rollouts(policy_spec: str, tasks: list[Task], config: RolloutConfig, out: Path,
                  compact_tools: bool = True, quiet: bool = False, ray: str | None = None,
                  ray_workers: int | None = None) -> dict[str, Any]:
@@ -73,49 +50,28 @@ def run_rollouts(policy_spec: str, tasks: list[Task], config: RolloutConfig, out
                                ray=ray, ray_workers=ray_workers)
 
 
-def _config(n_per_task: int, temperature: float, max_tokens: int, step_cap: int, seed: int, batch_size: int,
-            call_timeout: float | None = None, memory_limit: int | None = None) -> RolloutConfig:
-    return RolloutConfig(
-        n_per_task=n_per_task, step_cap=step_cap, batch_size=batch_size,
-        generation=GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed),
-        budget=Budget.from_env(call_timeout, memory_limit),
-    )
+def _config(rollout: RolloutConfig, generation: GenerationConfig, budget: Budget) -> RolloutConfig:
+    """The rollout config of the derived flags: sizes, sampling and the tool-call budget."""
+    return dataclasses.replace(rollout, generation=generation, budget=budget)
 
 
-def call_timeout_option() -> Any:
-    """``--call-timeout``, as `ace verify` and `ace ingest` take it."""
-    return typer.Option(
-        None, "--call-timeout", help="Seconds one tool call may run before its rollout ends as `timeout` "
-        "(default 10, env ACE_CALL_TIMEOUT); the other rollouts go on.")
-
-
-def memory_limit_option() -> Any:
-    """``--memory-limit``, as `ace verify` and `ace ingest` take it."""
-    return typer.Option(
-        None, "--memory-limit", help="MiB the worker running the tool calls may grow by before a call ends its "
-        "rollout as `resource_limit` (default 2048, env ACE_MEMORY_LIMIT_MB).")
+def rollout_flags(fn: Any) -> Any:
+    """The flags of :class:`RolloutConfig`, :class:`GenerationConfig` and the budget, derived from the dataclasses."""
+    fn = config_options(GenerationConfig, include=("temperature", "max_tokens", "seed"), param="generation")(fn)
+    fn = config_options(RolloutConfig, include=("n_per_task", "step_cap", "batch_size"),
+                        names={"n_per_task": ("--n-per-task", "-G")}, param="rollout")(fn)
+    return budget_options()(fn)
 
 
 @app.command("rollout")
+@rollout_flags
 def rollout_cmd(
     policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help=POLICY_HELP),
-    tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY, a task JSONL file, or a folder of BFCL files."),
+    tasks: str = tasks_option(),
     out: Path = typer.Option(..., "--out", "-o", help="Rollout JSONL to write (ACE rollouts with full messages)."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
-    n_per_task: int = typer.Option(1, "--n-per-task", "-G", min=1, max=MAX_SAMPLES_PER_TASK,
-                                   help=f"Rollouts (samples) per task (at most {MAX_SAMPLES_PER_TASK})."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N tasks of --tasks."),
-    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0: greedy."),
-    max_tokens: int = typer.Option(256, "--max-tokens", min=1, max=MAX_NEW_TOKENS,
-                                   help=f"Longest answer, in tokens (at most {MAX_NEW_TOKENS})."),
-    step_cap: int = typer.Option(8, "--step-cap", min=1, max=MAX_STEP_CAP,
-                                 help=f"Most agent answers in one user turn (at most {MAX_STEP_CAP})."),
-    seed: int = typer.Option(0, "--seed", min=0, max=INT_MAX, help="Sampling seed."),
-    batch_size: int = typer.Option(8, "--batch-size", min=1, max=MAX_BATCH,
-                                   help=f"Conversations generated together (at most {MAX_BATCH})."),
     full_schemas: bool = typer.Option(False, "--full-schemas", help="List tools as full JSON schemas (default: compact signatures)."),
-    call_timeout: float = call_timeout_option(),
-    memory_limit: int = memory_limit_option(),
     ray: Optional[str] = typer.Option(
         None, "--ray", metavar="ADDRESS",
         help="Spread the conversations over a Ray cluster: its address (host:port), `auto` (the running local one) "
@@ -125,6 +81,9 @@ def rollout_cmd(
     ray_workers: Optional[int] = typer.Option(
         None, "--ray-workers", min=1, help="With --ray and a non-openai policy: actors, one CPU each (default: the cluster's CPUs)."),
     as_json: bool = typer.Option(False, "--json", help="Print the totals as JSON."),
+    rollout: RolloutConfig = None,  # type: ignore[assignment]
+    generation: GenerationConfig = None,  # type: ignore[assignment]
+    budget: Budget = None,  # type: ignore[assignment]
 ) -> None:
     """Roll a policy out on tasks: per user turn the agent answers, its calls run in the
     rollout's own environment, results go back as tool messages, until it answers without
@@ -141,9 +100,9 @@ def rollout_cmd(
     """
     out = Path(out)
     check_policy_spec(policy)
-    _check_out(out, force)
+    check_out(out, force)
     task_list = _tasks(tasks, limit)
-    config = _config(n_per_task, temperature, max_tokens, step_cap, seed, batch_size, call_timeout, memory_limit)
+    config = _config(rollout, generation, budget)
     if ray_workers is not None and ray is None:
         raise ConfigError("--ray-workers needs --ray")
     totals = run_rollouts(policy, task_list, config, out, compact_tools=not full_schemas, quiet=as_json,
@@ -152,7 +111,7 @@ def rollout_cmd(
         print(json.dumps(totals))
     else:
         print(
-            f"wrote {totals['rollouts']} rollouts to {out} ({len(task_list)} tasks x {n_per_task}); "
+            f"wrote {totals['rollouts']} rollouts to {out} ({len(task_list)} tasks x {config.n_per_task}); "
             f"{totals['calls']} calls, {totals['completion_tokens']} tokens generated in {totals['seconds']} s "
             f"({totals['tokens_per_s']} tokens/s); {totals['errors']} rollouts ended by a policy error, "
             f"{totals['over_budget']} by a tool call over budget"
@@ -187,23 +146,18 @@ def _table(title: str, rows: list[dict[str, Any]], cols: list[str]):
 
 
 @app.command("eval")
+@rollout_flags
 def eval_cmd(
     policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help=POLICY_HELP),
-    tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY, a task JSONL file, or a folder of BFCL files."),
+    tasks: str = tasks_option(),
     experiment: str = typer.Option(..., "--experiment", "-e", help="Experiment name (scope)."),
     checkpoint: str = typer.Option(..., "--checkpoint", "-c", help="Checkpoint name; its last number is the round."),
     name: Optional[str] = typer.Option(
         None, "--name", help="The policy's name in the graph (default: from --policy, e.g. hf-smollm2-135m). "
         "Give two checkpoints of one model the same name to see them in capability-history."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N tasks of --tasks."),
-    n_per_task: int = typer.Option(1, "--n-per-task", "-G", min=1, help="Rollouts per task."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep the rollouts here (default: under $ACE_HOME/runs/eval)."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
-    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0: greedy."),
-    max_tokens: int = typer.Option(256, "--max-tokens", min=1, help="Longest answer, in tokens."),
-    step_cap: int = typer.Option(8, "--step-cap", min=1, help="Most agent answers in one user turn."),
-    seed: int = typer.Option(0, "--seed", help="Sampling seed."),
-    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Conversations generated together."),
     min_support: int = typer.Option(5, "--min-support", min=1, help="Least attempts for a weak composition."),
     gold_prefix: bool = typer.Option(
         False, "--gold-prefix", help="Score every oracle step with the oracle's own calls and outputs before it "
@@ -212,9 +166,10 @@ def eval_cmd(
     generate: bool = typer.Option(
         False, "--generate", help="With --gold-prefix: the policy writes each step and its call is verified by "
         "execution (needed for sim: and openai: policies)."),
-    call_timeout: float = call_timeout_option(),
-    memory_limit: int = memory_limit_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    rollout: RolloutConfig = None,  # type: ignore[assignment]
+    generation: GenerationConfig = None,  # type: ignore[assignment]
+    budget: Budget = None,  # type: ignore[assignment]
 ) -> None:
     """Evaluate a policy: roll out, verify, ingest into the scope EXPERIMENT/NAME/CHECKPOINT,
     and print the per-skill and per-tool success table and the weakest compositions.
@@ -242,9 +197,9 @@ def eval_cmd(
         out = ace_home() / "runs" / "eval" / experiment / graph_name / f"{checkpoint}{suffix}"
         force = True
     out = Path(out)
-    _check_out(out, force)
+    check_out(out, force)
     task_list = _tasks(tasks, limit)
-    config = _config(n_per_task, temperature, max_tokens, step_cap, seed, batch_size, call_timeout, memory_limit)
+    config = _config(rollout, generation, budget)
     settings = neo4j_settings()
     driver = get_driver(settings)
     try:
@@ -256,7 +211,7 @@ def eval_cmd(
                 bar = progress.add_task(f"scoring {policy} through the gold prefix", total=steps)
                 result = evaluate_gold_prefix(
                     store, policy, task_list, experiment, graph_name, checkpoint, out, generate,
-                    config.generation, config.budget, batch_size, min_support,
+                    config.generation, config.budget, config.batch_size, min_support,
                     on_step=lambda n: progress.advance(bar, n))
             else:
                 bar = progress.add_task(f"evaluating {policy}", total=len(task_list) * config.n_per_task)

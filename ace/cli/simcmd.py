@@ -12,16 +12,16 @@ from ace.cli import app
 from ace.cli.options import (
     INT_MAX,
     Progress,
-    check_out,
     force_option,
     json_option,
-    load_tasks,
     out_option,
     signals_interrupt,
     tasks_option,
 )
 from ace.stages import MAX_SIM_ROLLOUTS, simulate_to_file
+from ace_env.rollouts import load_task_set
 from ace_env.sim import load_weakness
+from ace_env.workspace import check_out
 
 sim_app = typer.Typer(
     help=(
@@ -70,7 +70,7 @@ def rollouts_cmd(
     """
     check_out(out, force)
     spec = load_weakness(weakness)
-    task_list = list(load_tasks(tasks).values())
+    task_list = list(load_task_set(tasks).values())
     with signals_interrupt(), Progress(f"simulating {tasks}", n, disable=as_json) as progress:
         report = simulate_to_file(task_list, n, spec, seed, out, on_row=progress.advance)
     if as_json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import Counter
@@ -14,12 +15,9 @@ import typer
 from ace.cli import app
 from ace.cli.graphcmd import with_store
 from ace.cli.options import (
-    MAX_BATCH,
-    MAX_NEW_TOKENS,
-    MAX_STEP_CAP,
     Progress,
+    budget_options,
     check_input,
-    check_out,
     check_policy_spec,
     config_options,
     console,
@@ -27,13 +25,14 @@ from ace.cli.options import (
     experiment_option,
     force_option,
     json_option,
-    load_tasks,
     scope_option,
+    tasks_option,
 )
-from ace.cli.rolloutcmd import call_timeout_option, memory_limit_option
+from ace_env.rollouts import load_task_set
 from ace_env.sandbox import Budget
 from ace_env.scaleout import runner_for
 from ace_env.sim import load_weakness
+from ace_env.workspace import check_out
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier, why_empty
 from ace_graph.scopes import list_scopes, require_scope
@@ -105,6 +104,10 @@ def check_url(url: str) -> str:
 @config_options(SynthConfig, include=("n", "seed", "plans", "rounds", "rollouts_per_task"), param="synth_config")
 @config_options(FrontierConfig, include=("min_support", "min_lift", "min_prereq", "limit"),
                 defaults=SYNTH_FRONTIER, param="frontier_config")
+@config_options(GenerationConfig, include=("temperature", "max_tokens"), defaults={"temperature": 1.0},
+                param="generation")  # a model's rollouts sample (above 0, so a task can pass sometimes)
+@config_options(RolloutConfig, include=("step_cap", "batch_size"), param="rollout")
+@budget_options()
 def synth(
     ctx: typer.Context,
     experiment: Optional[str] = experiment_option(None, "Experiment whose frontier to attack."),
@@ -116,16 +119,7 @@ def synth(
     scope: Optional[str] = scope_option(None, "Scope E/P/C of the experiment to read the frontier from (default: its newest)."),
     policy: Optional[str] = typer.Option(None, "--policy", "-p", help=POLICY_HELP),
     weakness: Optional[Path] = typer.Option(None, "--weakness", help="Planted weaknesses of the simulated agent (with a sim policy)."),
-    temperature: float = typer.Option(1.0, "--temperature", min=0.0, help="Sampling temperature of a model's rollouts (above 0, so a task can pass sometimes)."),
-    max_tokens: int = typer.Option(256, "--max-tokens", min=1, max=MAX_NEW_TOKENS,
-                                   help=f"Longest answer of a model, in tokens (at most {MAX_NEW_TOKENS})."),
-    step_cap: int = typer.Option(8, "--step-cap", min=1, max=MAX_STEP_CAP,
-                                 help=f"Most answers of a model in one user turn (at most {MAX_STEP_CAP})."),
-    batch_size: int = typer.Option(8, "--batch-size", min=1, max=MAX_BATCH,
-                                   help=f"Conversations a model generates together (at most {MAX_BATCH})."),
-    call_timeout: float = call_timeout_option(),
-    memory_limit: int = memory_limit_option(),
-    seeds: str = typer.Option("bfcl:all", "--seeds", help="Seed tasks: bfcl:CATEGORY[,CATEGORY...] or a task JSONL file."),
+    tasks: str = tasks_option("bfcl:all", note="Seed tasks the synthesized ones are made from."),
     rewriter_url: Optional[str] = typer.Option(
         None, "--rewriter-url", help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1) to paraphrase user turns; off by default."
     ),
@@ -139,6 +133,9 @@ def synth(
     as_json: bool = json_option("Print the summary as JSON."),
     synth_config: SynthConfig = None,  # type: ignore[assignment]
     frontier_config: FrontierConfig = None,  # type: ignore[assignment]
+    generation: GenerationConfig = None,  # type: ignore[assignment]
+    rollout: RolloutConfig = None,  # type: ignore[assignment]
+    budget: Budget = None,  # type: ignore[assignment]
 ) -> None:
     """Pull the frontier from Neo4j, plan, synthesize, verify, roll out, reflect; write the valid tasks.
 
@@ -166,10 +163,9 @@ def synth(
         config.strategies = tuple(strategy)
     if rewriter_url is not None:
         config.rewriter = Rewriter(check_url(rewriter_url), rewriter_model, api_key=os.environ.get("OPENAI_API_KEY"))
-    config.budget = Budget.from_env(call_timeout, memory_limit)
-    rollout = RolloutConfig(step_cap=step_cap, batch_size=batch_size, budget=config.budget,
-                            generation=GenerationConfig(temperature=temperature, max_tokens=max_tokens))
-    seed_tasks = load_tasks(seeds)
+    config.budget = budget
+    rollout = dataclasses.replace(rollout, budget=budget, generation=generation)
+    seed_tasks = load_task_set(tasks)
     chosen: dict[str, object] = {}
     if policy is not None:  # a policy named on the command line is loaded (and checked) before any work
         chosen["policy"], chosen["name"] = load_synth_policy(policy, weakness, rollout)
@@ -237,7 +233,7 @@ def check(
     as_json: bool = json_option("Print {tasks, valid, invalid, reasons} as JSON."),
 ) -> None:
     """Re-run task verification on every task of a file (execution, verifier, rejection tests, duplicates, text)."""
-    tasks = load_tasks(str(check_input(file, "task file")))
+    tasks = load_task_set(str(check_input(file, "task file")))
     seen: set[str] = set()
     reasons: Counter[str] = Counter()
     valid = 0

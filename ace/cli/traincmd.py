@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -10,8 +11,9 @@ from typing import Optional
 import typer
 
 from ace.cli import app
+from ace.cli.options import config_options, tasks_option
 from ace_env.rollouts import load_task_set
-from ace_env.workspace import check_writable_kind
+from ace_env.workspace import check_out
 from ace_graph.errors import ConfigError
 from train.policies import PolicyError
 from train.sft import SFTRunConfig, train_sft
@@ -20,20 +22,22 @@ train_app = typer.Typer(help="Train a local model (TRL).", no_args_is_help=True)
 app.add_typer(train_app, name="train")
 
 
+#: The SFT fields ``ace train sft`` sets (the model and --out come from --policy and --out).
+SFT_FLAGS = ("epochs", "learning_rate", "batch_size", "max_length", "seed")
+LR_FLAGS = {"learning_rate": ("--lr", "--learning-rate")}
+
+
 @train_app.command("sft")
+@config_options(SFTRunConfig, include=SFT_FLAGS, names=LR_FLAGS)
 def sft_cmd(
     policy: str = typer.Option("hf:smollm2-135m", "--policy", "-p", help="hf:<model folder or name> to start from."),
-    tasks: str = typer.Option(..., "--tasks", help="bfcl:CATEGORY, a task JSONL file (e.g. from ace synth), or a folder of BFCL files."),
+    tasks: str = tasks_option(note="Tasks whose oracle transcripts it learns from (e.g. a file from ace synth)."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder of the trained model; load it with --policy hf:OUT."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
     skip: int = typer.Option(0, "--skip", min=0, help="Leave out the first N tasks (e.g. the ones `ace eval --limit N` uses)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Train on at most N tasks (after --skip)."),
-    epochs: float = typer.Option(1.0, "--epochs", min=0.01, help="Passes over the transcripts."),
-    lr: float = typer.Option(5e-5, "--lr", min=0.0, help="AdamW learning rate."),
-    batch_size: int = typer.Option(1, "--batch-size", min=1, help="Transcripts per step."),
-    max_length: int = typer.Option(1024, "--max-length", min=16, help="Tokens kept per transcript."),
-    seed: int = typer.Option(0, "--seed", help="Training seed."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    config: SFTRunConfig = None,  # type: ignore[assignment]
 ) -> None:
     """Fine-tune on oracle transcripts (the ground truth played as a conversation, tool results
     included), loss on assistant tokens only, with TRL's SFTTrainer.
@@ -45,9 +49,7 @@ def sft_cmd(
     kind, _, model = policy.partition(":")
     if kind != "hf" or not model:
         raise ConfigError(f"--policy {policy!r}: SFT trains a local model, give hf:<folder or name>")
-    out = check_writable_kind(Path(out))
-    if out.exists() and not force:
-        raise ConfigError(f"{out} exists; pick another --out or pass --force to replace it")
+    out = check_out(Path(out), force, directory=True)
     task_list = list(load_task_set(tasks).values())[skip:]
     if limit is not None:
         task_list = task_list[:limit]
@@ -55,8 +57,7 @@ def sft_cmd(
         raise ConfigError(f"no tasks left in {tasks!r} after --skip {skip}")
     logging.getLogger("train").setLevel(logging.INFO)
     try:
-        report = train_sft(SFTRunConfig(model=model, out=str(out), epochs=epochs, learning_rate=lr,
-                                        batch_size=batch_size, max_length=max_length, seed=seed), task_list)
+        report = train_sft(dataclasses.replace(config, model=model, out=str(out)), task_list)
     except (ValueError, RuntimeError) as e:  # a trainer that refuses its input: one line, not a trace
         raise PolicyError(f"SFT failed: {e}") from e
     if as_json:

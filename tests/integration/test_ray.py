@@ -218,7 +218,7 @@ def test_synth_on_ray_equals_local(clean_db, neo4j_database, ray_address, tmp_pa
                                                                        load_weakness(weakness), 7)))
     ingest_file(GraphStore(clean_db, neo4j_database), rollouts, tasks, "synray", "sim", "round-0")
     base = ["synth", "--experiment", "synray", "--n", "8", "--seed", "3", "--plans", "3", "--rounds", "2",
-            "--weakness", str(weakness), "--seeds", "bfcl:base", "--json"]
+            "--weakness", str(weakness), "--tasks", "bfcl:base", "--json"]
     local, cluster = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
     assert main(base + ["--out", str(local)]) == 0
     assert main(base + ["--out", str(cluster), "--ray", ray_address]) == 0

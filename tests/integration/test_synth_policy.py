@@ -44,7 +44,7 @@ def _graph(clean_db, neo4j_database, tmp_path):
 def _synth(tmp_path, name, *extra):
     out = tmp_path / f"{name}.jsonl"
     args = ["synth", "--experiment", "syn", "--n", "4", "--seed", "1", "--plans", "2", "--rounds", "1",
-            "--rollouts-per-task", "2", "--seeds", "bfcl:base", "--out", str(out), *extra]
+            "--rollouts-per-task", "2", "--tasks", "bfcl:base", "--out", str(out), *extra]
     return main(args), out
 
 

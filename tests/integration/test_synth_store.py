@@ -28,7 +28,7 @@ def test_synth_from_graph_frontier_stores_plans_and_lineage(clean_db, neo4j_data
 
     out = tmp_path / "synth.jsonl"
     args = ["synth", "--experiment", "syn", "--n", "16", "--seed", "1", "--plans", "4", "--rounds", "2",
-            "--out", str(out), "--weakness", str(weakness), "--seeds", "bfcl:base", "--json"]
+            "--out", str(out), "--weakness", str(weakness), "--tasks", "bfcl:base", "--json"]
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["tasks"] == 16 and summary["scope"] == "syn/sim/round-0"

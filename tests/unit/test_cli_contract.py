@@ -16,9 +16,11 @@ import typer
 
 import ace
 from ace.cli import democmd, main
-from ace.cli.options import Progress, check_out, config_options, load_tasks, parse_scope, resolve_scope
+from ace.cli.options import Progress, config_options, parse_scope, resolve_scope
 from ace_env import bfcl
+from ace_env.rollouts import load_task_set as load_tasks
 from ace_env.verifier import ground_truth_rollout
+from ace_env.workspace import check_out
 from ace_graph.errors import ConfigError
 
 
@@ -144,7 +146,7 @@ def test_out_is_checked_before_any_work(tmp_path, capsys):
     assert main(["sim", "rollouts", "--tasks", "bfcl:base", "--n", "3", "--out", str(out)]) == 1
     assert "--force" in capsys.readouterr().err
     assert main(["sim", "rollouts", "--tasks", "bfcl:base", "--n", "3", "--out", str(out), "--force"]) == 0
-    for bad in ("/proc/x", str(tmp_path / "nope" / "r.jsonl"), str(tmp_path)):
+    for bad in ("/proc/x", str(out / "nope" / "r.jsonl"), str(tmp_path)):  # (a missing folder is created)
         assert main(["sim", "rollouts", "--tasks", "bfcl:base", "--n", "3", "--out", bad]) == 1
         err = capsys.readouterr().err
         assert err.startswith("error:") and len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -13,28 +13,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ace_env.errors import ConfigError
+from ace_env.fields import check_bounds
 from ace_env.tasks import Task
 from train.errors import PolicyError
 
 __all__ = ["Conversation", "GenerationConfig", "Policy", "PolicyError", "Reply"]
+
+#: The longest answer a policy may be asked for, in tokens.
+MAX_NEW_TOKENS = 32_768
 
 
 @dataclass
 class GenerationConfig:
     """How a policy samples its answers."""
 
-    temperature: float = field(default=0.0, metadata={"help": "0 is greedy decoding."})
-    max_tokens: int = field(default=256, metadata={"help": "Longest answer, in tokens."})
-    seed: int = field(default=0, metadata={"help": "Seed of the sampling (same seed, same answers)."})
+    temperature: float = field(default=0.0, metadata={"help": "Sampling temperature; 0 is greedy decoding.", "min": 0.0})
+    max_tokens: int = field(default=256, metadata={"help": "Longest answer, in tokens.", "min": 1, "max": MAX_NEW_TOKENS})
+    seed: int = field(default=0, metadata={"help": "Seed of the sampling (same seed, same answers).", "min": 0})
     top_p: float = field(default=1.0, metadata={"help": "Nucleus sampling threshold (with temperature > 0)."})
 
     def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise PolicyError(f"temperature must be >= 0, not {self.temperature}")
-        if self.max_tokens < 1:
-            raise PolicyError(f"max_tokens must be >= 1, not {self.max_tokens}")
+        check_bounds(self)
         if not 0 < self.top_p <= 1:
-            raise PolicyError(f"top_p must be in (0, 1], not {self.top_p}")
+            raise ConfigError(f"GenerationConfig.top_p must be in (0, 1], not {self.top_p}; give e.g. 0.95")
 
 
 @dataclass

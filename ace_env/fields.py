@@ -1,0 +1,53 @@
+"""Config dataclass fields whose help text and bounds are written once, on the field.
+
+A field declares ``metadata={"help": ..., "min": ..., "max": ...}``; the config's
+``__post_init__`` calls :func:`check_bounds`, and the CLI derives each flag's
+default, help and shown range from the same field (``ace.cli.options.config_options``).
+
+>>> from dataclasses import dataclass, field
+>>> @dataclass
+... class C:
+...     n: int = field(default=1, metadata={"help": "Things.", "min": 1, "max": 9})
+...     def __post_init__(self):
+...         check_bounds(self)
+>>> C(n=10)
+Traceback (most recent call last):
+...
+ace_env.errors.ConfigError: C.n must be at most 9 (Things.), not 10; give a value from 1 to 9
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from ace_env.errors import ConfigError
+
+
+def bounds_text(metadata: Any) -> str:
+    """``"1 to 9"``, ``"at least 1"``, ``"at most 9"`` or ``""`` from a field's ``min``/``max`` metadata."""
+    lo, hi = metadata.get("min"), metadata.get("max")
+    if lo is not None and hi is not None:
+        return f"{lo:,} to {hi:,}" if isinstance(lo, int) and isinstance(hi, int) else f"{lo} to {hi}"
+    if lo is not None:
+        return f"at least {lo}"
+    if hi is not None:
+        return f"at most {hi:,}" if isinstance(hi, int) else f"at most {hi}"
+    return ""
+
+
+def check_bounds(config: Any, error: type[Exception] = ConfigError) -> None:
+    """Raise ``error`` (what, why, how to fix) for the first field outside its ``min``/``max`` metadata."""
+    for f in fields(config):
+        lo, hi = f.metadata.get("min"), f.metadata.get("max")
+        if lo is None and hi is None:
+            continue
+        value = getattr(config, f.name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise error(f"{type(config).__name__}.{f.name} must be a number, not {value!r}")
+        why = f" ({f.metadata['help']})" if f.metadata.get("help") else ""
+        fix = f"give a value {'from' if lo is not None and hi is not None else 'of'} {bounds_text(f.metadata)}"
+        if lo is not None and value < lo:
+            raise error(f"{type(config).__name__}.{f.name} must be at least {lo}{why}, not {value}; {fix}")
+        if hi is not None and value > hi:
+            raise error(f"{type(config).__name__}.{f.name} must be at most {hi}{why}, not {value}; {fix}")
