@@ -147,8 +147,5 @@ def apply_schema(driver: "neo4j.Driver", database: str | None = None) -> list[st
     """
 
     database = database or neo4j_settings().database
-    statements = queries.statements(SCHEMA_QUERY)
-    with driver.session(database=database) as session:
-        for statement in statements:
-            session.execute_write(lambda tx, text=statement: tx.run(text).consume())
-    return statements
+    queries.run(driver, SCHEMA_QUERY, database=database, write=True)
+    return list(queries.load(SCHEMA_QUERY).statements)

@@ -11,13 +11,17 @@ starts with a ``//`` header comment::
     // :params {task_id: "multi_turn_base_0", limit: 20}  -- read queries
 
 Parameters and columns may also continue on the following ``//`` lines.
-``Mode:`` decides how a query may be run: ``ace query`` runs only ``read``
-queries (a file without a Mode line counts as ``write``).  The ``:params``
-line is ready to paste into Neo4j Browser; its values are the defaults of
-every parameter not listed under ``Required:`` (whose values are examples).
+``Mode:`` decides how a query may be run: :func:`run` refuses a ``write``
+query on a read path and sends a ``read`` query with read routing; a file
+without a Mode line is refused.  The ``:params`` line is ready to paste into
+Neo4j Browser; its values are the defaults of every parameter not listed
+under ``Required:`` (whose values are examples).
 
+:func:`run` (with :func:`run_in` inside a caller's transaction) is the one
+runner of these files: every store, view and scope function goes through it.
 Values only ever go in as ``$params``; ``load`` rejects a file whose body uses
-a parameter its header does not declare.
+a parameter its header does not declare, and the runner refuses a call that
+leaves a declared parameter out or passes one the file does not declare.
 """
 
 from __future__ import annotations
@@ -27,10 +31,11 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ace_graph import config
 from ace_graph.errors import ConfigError
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _PARAM_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -39,7 +44,24 @@ _FIELD_RE = re.compile(
 )
 _PARAMS_LINE_RE = re.compile(r"^:params\s+(\{.*\})\s*$")
 _MAP_KEY_RE = re.compile(r"([{,]\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:")
-MODES = ("read", "write")
+_HINT_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)\s*(\(([^()]*(?:\([^()]*\)[^()]*)*)\))?")
+# `CALL { ... } IN [n] [CONCURRENT] TRANSACTIONS` runs only in an auto-commit transaction
+_IN_TRANSACTIONS_RE = re.compile(r"\bIN\s+(?:\S+\s+)?(?:CONCURRENT\s+)?TRANSACTIONS\b", re.IGNORECASE)
+READ = "read"
+WRITE = "write"
+MODES = (READ, WRITE)
+
+#: The largest integer Neo4j stores (int64): counts and limits passed as parameters must fit it.
+INT64_MAX = 2**63 - 1
+
+#: Defaults the query console offers for common parameters (the rest start empty).
+PARAM_DEFAULTS: dict[str, Any] = {
+    "level": "skill",
+    "limit": 20,
+    "min_support": MIN_SUPPORT,
+    "min_lift": MIN_LIFT,
+    "min_prereq": 0.6,
+}
 
 
 @dataclass(frozen=True)
@@ -52,14 +74,17 @@ class Query:
     params: tuple[str, ...]
     columns: tuple[str, ...]
     path: Path
-    mode: str = "write"
+    mode: str = WRITE
     example: dict[str, Any] = field(default_factory=dict)
     required: tuple[str, ...] = ()
+    hints: dict[str, str] = field(default_factory=dict)  # parameter -> its header's "(int, ...)" text
+    statements: tuple[str, ...] = ()  # the text split on line-ending `;` (one item for most files)
+    auto_commit: bool = False  # CALL { ... } IN TRANSACTIONS: runs only in an auto-commit transaction
 
     @property
     def writes(self) -> bool:
-        """Whether the header declares (or, lacking a Mode line, is taken to) write."""
-        return self.mode != "read"
+        """Whether the header says ``Mode: write``."""
+        return self.mode == WRITE
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -79,6 +104,11 @@ def _directory(directory: Path | None) -> Path:
 def list_queries(directory: Path | None = None) -> list[str]:
     """Names (file stems) of all ``.cypher`` files, sorted."""
     return sorted(p.stem for p in _directory(directory).glob("*.cypher"))
+
+
+def read_queries(directory: Path | None = None) -> list[str]:
+    """Names of the named queries whose header says ``Mode: read``."""
+    return [n for n in list_queries(directory) if not load(n, directory).writes]
 
 
 def _scan(text: str) -> tuple[str, list[str]]:
@@ -145,6 +175,7 @@ def _parse(name: str, path: Path) -> Query:
     mode: str | None = None
     required: list[str] = []
     example: dict[str, Any] = {}
+    param_text: list[str] = []  # the Parameters: section, for each parameter's "(type, ...)" hint
     current = "purpose"  # the field a continuation line belongs to
     for line in header:
         pm = _PARAMS_LINE_RE.match(line)
@@ -163,6 +194,7 @@ def _parse(name: str, path: Path) -> Query:
         elif key in ("parameters", "params"):
             current = "parameters"
             params = (params or []) + _PARAM_RE.findall(value)
+            param_text.append(value)
         elif key in ("columns", "returns"):
             current = "columns"
             if value.lower() not in ("", "none", "-"):
@@ -178,7 +210,7 @@ def _parse(name: str, path: Path) -> Query:
         raise ConfigError(f"The header of {path} lacks {' and '.join(missing)} (write `none` when there are none; "
                           "Mode: is `read` or `write`).")
     body = "\n".join(lines[len(header):]).strip()
-    code, _ = _scan(body)
+    code, parts = _scan(body)
     used = tuple(dict.fromkeys(_PARAM_RE.findall(_strings_removed(code))))
     params_t = tuple(dict.fromkeys(params))
     undeclared = [p for p in used if p not in params_t]
@@ -190,9 +222,16 @@ def _parse(name: str, path: Path) -> Query:
     stray = sorted((set(example) | set(required)) - set(params_t))
     if stray:
         raise ConfigError(f"{path}: its :params/Required lines name {', '.join(stray)}, which Parameters: does not declare")
+    hints = dict.fromkeys(params_t, "")
+    for m in _HINT_RE.finditer(" ".join(param_text)):
+        if m.group(1) in hints and not hints[m.group(1)]:
+            hints[m.group(1)] = (m.group(3) or "").strip()
     text = body[:-1].rstrip() if body.endswith(";") else body
     return Query(name, text, " ".join(description).strip(), params_t, tuple(columns), path,
-                 mode=mode or "write", example=example, required=tuple(required))  # mode checked above
+                 mode=mode, example=example, required=tuple(required),  # type: ignore[arg-type]  # checked above
+                 hints=hints,
+                 statements=tuple(parts) if len(parts) > 1 else (text,),
+                 auto_commit=bool(_IN_TRANSACTIONS_RE.search(_strings_removed(code))))
 
 
 def _parse_params_line(path: Path, text: str) -> dict[str, Any]:
@@ -222,11 +261,111 @@ def load(name: str, directory: Path | None = None) -> Query:
 
 def statements(name: str, directory: Path | None = None) -> list[str]:
     """The statements of a multi-statement file, split on `;` at line ends, comments removed."""
-    query = load(name, directory)
-    _, parts = _scan(query.text)
+    _, parts = _scan(load(name, directory).text)
     return parts
 
 
 def clear_cache() -> None:
     """Forget parsed files (after editing them in a running process)."""
     _load_cached.cache_clear()
+
+
+# --------------------------------------------------------------------------- the runner
+
+
+class QueryModeError(ConfigError):
+    """A query whose header says ``Mode: write`` was asked to run on a read path."""
+
+
+def checked(name: str, params: Mapping[str, Any], *, write: bool = False, directory: Path | None = None) -> Query:
+    """The named query, once it may run here: a write only where ``write`` allows it, with exactly its parameters."""
+    query = load(name, directory)
+    if query.writes and not write:
+        raise QueryModeError(f"Query {name!r} writes to the graph (its header says Mode: write); it runs only on a "
+                             "write path (GraphStore.write), never on a read one (GraphStore.run, the views).")
+    unknown = sorted(set(params) - set(query.params))
+    if unknown:
+        raise ConfigError(f"Query {name!r} takes {', '.join(query.params) or 'no parameters'}; "
+                          f"unknown: {', '.join(unknown)}.")
+    missing = [p for p in query.params if p not in params]
+    if missing:
+        raise ConfigError(f"Query {name!r} needs ${', $'.join(missing)}.")
+    return query
+
+
+def _rows(target: Any, text: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    # the one place a named query's text meets its values, which go in as parameters only
+    return [record.data() for record in target.run(text, dict(params))]
+
+
+def run(driver: Any, name: str, params: Mapping[str, Any] | None = None, *, database: str = "neo4j",
+        write: bool = False, directory: Path | None = None) -> list[dict[str, Any]]:
+    """Run the named query through ``driver`` (a ``neo4j.Driver``); its rows as dicts.
+
+    A query whose header says ``Mode: read`` runs in a read-access session
+    inside a read transaction (read routing; Neo4j itself refuses a write
+    there); one that says ``Mode: write`` runs only with ``write=True``, in a
+    write transaction.  A file of several statements (the schema) runs them in
+    order, each in its own transaction (schema changes may not share one); a
+    ``CALL { ... } IN TRANSACTIONS`` query runs in an auto-commit transaction,
+    as it must.  The rows are the last statement's.
+    """
+    from neo4j import READ_ACCESS, WRITE_ACCESS
+
+    params = params or {}
+    query = checked(name, params, write=write, directory=directory)
+    access = WRITE_ACCESS if query.writes else READ_ACCESS
+    rows: list[dict[str, Any]] = []
+    with driver.session(database=database, default_access_mode=access) as session:
+        execute = session.execute_write if query.writes else session.execute_read
+        for text in query.statements:
+            rows = _rows(session, text, params) if query.auto_commit else execute(_rows, text, params)
+    return rows
+
+
+def run_in(tx: Any, name: str, params: Mapping[str, Any] | None = None, *, write: bool = False,
+           directory: Path | None = None) -> list[dict[str, Any]]:
+    """Run the named query inside the caller's transaction ``tx`` (several queries, one commit); its rows.
+
+    The same checks as :func:`run`; a ``CALL { ... } IN TRANSACTIONS`` query
+    cannot run inside a transaction and is refused.
+    """
+    params = params or {}
+    query = checked(name, params, write=write, directory=directory)
+    if query.auto_commit:
+        raise ConfigError(f"Query {name!r} commits in batches (CALL {{ ... }} IN TRANSACTIONS), so it cannot run "
+                          "inside another transaction; run it with queries.run.")
+    rows: list[dict[str, Any]] = []
+    for text in query.statements:
+        rows = _rows(tx, text, params)
+    return rows
+
+
+# --------------------------------------------------------------------------- parameters typed in a console
+
+
+def param_kind(hint: str) -> str:
+    """``int``, ``float``, ``list`` or ``string``, from a parameter's header hint (:attr:`Query.hints`)."""
+    h = hint.lower()
+    for kind in ("int", "float", "list"):
+        if h.startswith(kind):
+            return kind
+    return "string"
+
+
+def coerce_param(value: str, kind: str) -> Any:
+    """A console text field's value as the parameter's type; ConfigError when it does not parse."""
+    text = value.strip()
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+        if kind == "list":
+            parsed = json.loads(text) if text else []
+            if not isinstance(parsed, list):
+                raise ValueError("not a JSON list")
+            return parsed
+    except ValueError as e:
+        raise ConfigError(f"{value!r} is not a valid {kind} ({e}); write e.g. 20, 0.05 or [\"a\", \"b\"].") from e
+    return value

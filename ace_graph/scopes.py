@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ace_graph import queries
 from ace_graph.errors import ConfigError
 
 LEVELS = ("skill", "tool")
@@ -108,12 +107,8 @@ def delete_scope(store: Any, key: str, batch: int = DELETE_BATCH) -> dict[str, i
         raise ConfigError(f"delete batch must be a whole number >= 1, got {batch!r}")
     require_scope(store, key, allow_deleting=True)
     store.write("scope-delete-mark", scope=key)
-    with store.driver.session(database=store.database) as session:
-        def auto_commit(name: str, **params: Any) -> dict[str, Any]:
-            # CALL { ... } IN TRANSACTIONS runs only in an auto-commit transaction (session.run).
-            return session.run(queries.load(name).text, params).single().data()
-
-        compositions = auto_commit("scope-delete-compositions", scope=key, batch=batch)["compositions"]
-        deleted = auto_commit("scope-delete", scope=key, batch=batch)
+    # both run CALL { ... } IN TRANSACTIONS, which the runner sends in an auto-commit transaction
+    compositions = store.write("scope-delete-compositions", scope=key, batch=batch)["compositions"]
+    deleted = store.write("scope-delete", scope=key, batch=batch)
     scopes = store.write("scope-delete-finish", scope=key)["scopes"]
     return {"scopes": scopes, "rollouts": deleted["rollouts"], "steps": deleted["steps"], "compositions": compositions}

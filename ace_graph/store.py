@@ -70,24 +70,21 @@ def rollout_row(rec: RolloutRecord, tags: tuple[Any, ...]) -> dict[str, Any]:
     }
 
 
-class GraphStore:
-    """Reads and writes ACE's skill graph through a given driver."""
+class GraphReader:
+    """Runs named read queries through a given driver (it never opens its own connection)."""
 
     def __init__(self, driver: Any, database: str = "neo4j"):
         self.driver = driver
         self.database = database
 
-    # ------------------------------------------------------------------ reads
-
     def run(self, name: str, **params: Any) -> list[dict[str, Any]]:
-        """Run a named query in a read transaction (Neo4j refuses writes there)."""
-        query = queries.load(name)
+        """Run a named read query (``Mode: read``) with read routing (:func:`ace_graph.queries.run`); its rows.
+        A write query is refused."""
+        return queries.run(self.driver, name, params, database=self.database)
 
-        def work(tx: Any) -> list[dict[str, Any]]:
-            return [r.data() for r in tx.run(query.text, params)]
 
-        with self.driver.session(database=self.database) as session:
-            return session.execute_read(work)
+class GraphStore(GraphReader):
+    """Reads and writes ACE's skill graph through a given driver."""
 
     # ------------------------------------------------------------------ seeding
 
@@ -105,7 +102,7 @@ class GraphStore:
             }
             for name, sk in sorted(tool_skills().items())
         ]
-        return self._write_one("upsert-taxonomy", skills=skills, tools=tools)
+        return self.write("upsert-taxonomy", skills=skills, tools=tools)
 
     def upsert_tasks(self, tasks: Iterable[Task], batch_size: int = 500) -> int:
         """Create or update Task nodes (with their compositions) and recount the prior edges.
@@ -148,13 +145,13 @@ class GraphStore:
                 }
             )
             if len(rows) >= batch_size:
-                self._write_one("upsert-tasks", rows=rows)
+                self.write("upsert-tasks", rows=rows)
                 rows = []
         if rows:
-            self._write_one("upsert-tasks", rows=rows)
+            self.write("upsert-tasks", rows=rows)
         if changed:
             for level in LEVELS:
-                self._write_one("upsert-prior-edges", level=level)
+                self.write("upsert-prior-edges", level=level)
         log.info("tasks: %d given, %d written, %d already up to date", len(by_id), len(changed),
                  len(by_id) - len(changed))
         return len(by_id)
@@ -162,28 +159,20 @@ class GraphStore:
     def upsert_plans(self, experiment: str, plans: Iterable[Any]) -> int:
         """Store synthesis plans (``synth.planner.Plan``) of an experiment."""
         rows = [p.to_row() for p in plans]
-        return self._write_one("upsert-plans", experiment=experiment, rows=rows)["plans"] if rows else 0
+        return self.write("upsert-plans", experiment=experiment, rows=rows)["plans"] if rows else 0
 
     def upsert_lineage(self, experiment: str, rows: list[dict[str, Any]]) -> int:
         """Link synthesized tasks to their plans and seed tasks (after ``upsert_tasks``)."""
-        return self._write_one("upsert-lineage", experiment=experiment, rows=rows)["tasks"] if rows else 0
+        return self.write("upsert-lineage", experiment=experiment, rows=rows)["tasks"] if rows else 0
 
     def complete_scope(self, key: str) -> dict[str, Any]:
         """Clear a scope's incomplete mark (its ingest ended without error); nothing if it has no rollouts."""
-        return self._write_one("ingest-scope-complete", key=key)
+        return self.write("ingest-scope-complete", key=key)
+
     def write(self, name: str, **params: Any) -> dict[str, Any]:
-        """Run a named write query in one write transaction; its single row (or {})."""
-        return self._write_one(name, **params)
-
-    def _write_one(self, name: str, **params: Any) -> dict[str, Any]:
-        query = queries.load(name)
-
-        def work(tx: Any) -> dict[str, Any]:
-            record = tx.run(query.text, params).single()
-            return record.data() if record else {}
-
-        with self.driver.session(database=self.database) as session:
-            return session.execute_write(work)
+        """Run a named query that may write (``Mode: write``) in one write transaction; its first row (or {})."""
+        rows = queries.run(self.driver, name, params, database=self.database, write=True)
+        return rows[0] if rows else {}
 
     # ------------------------------------------------------------------ ingestion
 
@@ -196,28 +185,23 @@ class GraphStore:
         unique: dict[str, tuple[RolloutRecord, tuple[Any, ...]]] = {}
         for rec, tags in records:
             unique.setdefault(rec.id, (rec, tags))
-        q = {n: queries.load(n).text for n in (
-            "ingest-scope", "ingest-rollouts", "ingest-skill-stats", "ingest-tool-stats", "ingest-scope-totals",
-        )}
         rollout_rows = [rollout_row(rec, tags) for rec, tags in unique.values()]
 
         def work(tx: Any) -> BatchResult:
             batch = uuid.uuid4().hex
-            tx.run(q["ingest-scope"], scope=scope).consume()
-            created = {r["id"] for r in tx.run(q["ingest-rollouts"], batch=batch, rows=rollout_rows)}
+            queries.run_in(tx, "ingest-scope", {"scope": scope}, write=True)
+            created = {r["id"] for r in queries.run_in(tx, "ingest-rollouts", {"batch": batch, "rows": rollout_rows},
+                                                       write=True)}
             fresh = [unique[rid] for rid in unique if rid in created]
             if not fresh:
                 return BatchResult(len(records), 0, 0)
             agg = aggregate(fresh)
             for level in ("skill", "tool"):
-                tx.run(
-                    q[f"ingest-{level}-stats"],
-                    scope=scope["key"],
-                    nodes=agg.node_rows(level),
-                    edges=agg.edge_rows(level),
-                ).consume()
-            tx.run(q["ingest-scope-totals"], scope=scope["key"], totals=agg.totals()).consume()
+                queries.run_in(tx, f"ingest-{level}-stats", {
+                    "scope": scope["key"], "nodes": agg.node_rows(level), "edges": agg.edge_rows(level),
+                }, write=True)
+            queries.run_in(tx, "ingest-scope-totals", {"scope": scope["key"], "totals": agg.totals()}, write=True)
             return BatchResult(len(records), len(fresh), agg.steps)
 
-        with self.driver.session(database=self.database) as session:
+        with self.driver.session(database=self.database) as session:  # write access, the default
             return session.execute_write(work)

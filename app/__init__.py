@@ -1,6 +1,6 @@
 """The Streamlit dashboard (`ace app`): entry script ``Overview.py`` plus the numbered ``pages/``.
 
-Pages are thin: their data come from :mod:`ace_graph.views` (named queries in
+Pages are thin: their data come from :mod:`ace_graph.reports` (named queries in
 ``cypher/``) through the cached helpers in :mod:`app.data`; the app holds no Cypher.
 """
 

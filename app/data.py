@@ -3,7 +3,7 @@
 The driver is opened once per server process (``st.cache_resource``); every
 view is cached for ``TTL`` seconds (``st.cache_data``), so a page renders
 from memory while data is at most that old.  All data come from
-``ace_graph.views`` (named queries in ``cypher/``); the app holds no Cypher.
+``ace_graph.reports`` (named queries in ``cypher/``); the app holds no Cypher.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from neo4j.exceptions import Neo4jError, ServiceUnavailable, SessionExpired
 from ace_graph.config import ace_home, neo4j_settings
 from ace_graph.db import get_driver
 from ace_graph.errors import AceError
-from ace_graph.views import GraphViews, TaskLibrary, Transcript, transcript
+from ace_graph.reports import GraphReports
+from ace_graph.transcripts import TaskLibrary, Transcript, transcript
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +44,13 @@ def _driver() -> Any:
     return get_driver(settings), settings.database
 
 
-def views() -> GraphViews:
-    """The read-only views over the configured Neo4j; Unavailable when it cannot be reached."""
+def reports() -> GraphReports:
+    """The read-only reports over the configured Neo4j; Unavailable when it cannot be reached."""
     try:
         driver, database = _driver()
     except AceError as e:
         raise Unavailable(str(e)) from e
-    return GraphViews(driver, database)
+    return GraphReports(driver, database)
 
 
 def frame(rows: list[dict[str, Any]], columns: list[str] | None = None) -> pd.DataFrame:
@@ -65,7 +66,7 @@ def frame(rows: list[dict[str, Any]], columns: list[str] | None = None) -> pd.Da
 
 def _call(method: str, *args: Any, **kwargs: Any) -> Any:
     try:
-        return getattr(views(), method)(*args, **kwargs)
+        return getattr(reports(), method)(*args, **kwargs)
     except AceError:
         raise
     except (ServiceUnavailable, SessionExpired) as e:
@@ -77,7 +78,7 @@ def _call(method: str, *args: Any, **kwargs: Any) -> Any:
 
 @st.cache_data(ttl=TTL, show_spinner=False)
 def cached(method: str, *args: Any, **kwargs: Any) -> Any:
-    """``GraphViews.<method>(*args, **kwargs)``, cached for TTL seconds."""
+    """``GraphReports.<method>(*args, **kwargs)``, cached for TTL seconds."""
     return _call(method, *args, **kwargs)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ace_graph.views import Transcript
+from ace_graph.transcripts import Transcript
 
 _CSS = """
 <style>

@@ -6,7 +6,7 @@ import json
 
 import streamlit as st
 
-from ace_graph import queries, views
+from ace_graph import queries
 from ace_graph.errors import AceError
 from app import data, ui
 
@@ -14,23 +14,23 @@ ui.page("Query console", "Every named query whose header says it only reads (`Mo
         "session: Neo4j refuses writes there. The Cypher below is the file's text, ready for Neo4j Browser.")
 scope = ui.select_scope(ui.scopes())
 
-names = views.read_queries()
+names = queries.read_queries()
 name = ui.choice("Named query", "q", names, "weak-compositions" if "weak-compositions" in names else names[0])
 query = queries.load(name)
-st.markdown(f"**{name}** — {views.description(query)}")
-hints = views.param_hints(query)
+st.markdown(f"**{name}** — {query.description}")
+hints = query.hints
 context = {"scope": scope["key"], "experiment": scope["experiment"], "policy": scope["policy"]}
 params, errors = {}, []
 if query.params:
     cols = st.columns(min(4, len(query.params)))
     for i, p in enumerate(query.params):
-        kind = views.param_kind(hints.get(p, ""))
-        default = context.get(p, views.PARAM_DEFAULTS.get(p, ""))
+        kind = queries.param_kind(hints.get(p, ""))
+        default = context.get(p, queries.PARAM_DEFAULTS.get(p, ""))
         default_text = json.dumps(default) if isinstance(default, list) else str(default)
         text = cols[i % len(cols)].text_input(f"${p}", value=ui.qp(f"p_{p}", default_text), help=hints.get(p) or None)
         ui.set_qp(**{f"p_{p}": text if text != default_text else None})
         try:
-            params[p] = views.coerce_param(text, kind)
+            params[p] = queries.coerce_param(text, kind)
         except AceError as e:
             errors.append(f"${p}: {e}")
 for e in errors:

@@ -28,9 +28,10 @@ from streamlit.testing.v1 import AppTest
 from ace import demo
 from ace_env import bfcl
 from ace_env.sim import DEMO_WEAKNESS
-from ace_graph import queries, views
+from ace_graph import queries, transcripts
 from ace_graph.config import ace_home
 from ace_graph.errors import ConfigError
+from ace_graph.reports import GraphReports
 from ace_graph.store import GraphStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +66,7 @@ def _clear_app_caches():
 
 @pytest.fixture(scope="module")
 def graph(neo4j_driver, neo4j_database):
-    """The fixture graph (two scopes of one experiment); returns the views over it."""
+    """The fixture graph (two scopes of one experiment); returns the reports over it."""
     _wipe(neo4j_driver, neo4j_database)
     store = GraphStore(neo4j_driver, neo4j_database)
     run_dir = ace_home() / "runs" / EXPERIMENT
@@ -80,7 +81,7 @@ def graph(neo4j_driver, neo4j_database):
     demo.curriculum(store, EXPERIMENT, scope1)
     assert (scope, scope1) == (SCOPE0, SCOPE1)
     _clear_app_caches()
-    yield views.GraphViews(neo4j_driver, neo4j_database)
+    yield GraphReports(neo4j_driver, neo4j_database)
     _clear_app_caches()
 
 
@@ -106,25 +107,25 @@ def texts(at: AppTest) -> str:
 
 
 def test_read_queries_exclude_every_write():
-    names = views.read_queries()
+    names = queries.read_queries()
     assert "weak-compositions" in names and "view-rollout" in names
     for n in names:
         assert not n.startswith(("ingest-", "upsert-", "curriculum-upsert", "schema")), n
     # a header's Mode line wins over the name
-    assert views.query_mode("view-scopes") == "read"
-    assert views.query_mode("upsert-tasks") == "write"
+    assert queries.load("view-scopes").mode == "read"
+    assert queries.load("upsert-tasks").mode == "write"
 
 
 def test_param_hints_and_coercion():
     q = queries.load("frontier")
-    hints = views.param_hints(q)
-    assert views.param_kind(hints["limit"]) == "int"
-    assert views.param_kind(hints["min_lift"]) == "float"
-    assert views.param_kind(hints["scope"]) == "string"
-    assert views.coerce_param("0.25", "float") == 0.25
-    assert views.coerce_param('["a"]', "list") == ["a"]
+    hints = q.hints
+    assert queries.param_kind(hints["limit"]) == "int"
+    assert queries.param_kind(hints["min_lift"]) == "float"
+    assert queries.param_kind(hints["scope"]) == "string"
+    assert queries.coerce_param("0.25", "float") == 0.25
+    assert queries.coerce_param('["a"]', "list") == ["a"]
     with pytest.raises(ConfigError):
-        views.coerce_param("twenty", "int")
+        queries.coerce_param("twenty", "int")
 
 
 # --------------------------------------------------------------------------- views against Neo4j
@@ -144,7 +145,7 @@ def test_transcript_marks_the_first_failing_step(graph):
     near = graph.near_success(SCOPE0, "tool", "place_order", "get_order_details", 5)
     assert near
     row = graph.rollout(SCOPE0, near[0]["rollout"])
-    t = views.transcript(row, views.TaskLibrary().get(row["task_id"]))
+    t = transcripts.transcript(row, transcripts.TaskLibrary().get(row["task_id"]))
     failing_r = [s for s in t.rollout_steps if s.failing]
     failing_o = [s for s in t.oracle_steps if s.failing]
     assert len(failing_r) == 1 and len(failing_o) == 1

@@ -6,9 +6,10 @@ Storage (see ``cypher/curriculum-upsert.cypher``)::
       -[:HAS_UNIT]->(:CurriculumUnit {id: "experiment|key", key, kind, state, ema, rounds_in_state})
       -[:DECIDED]->(:CurriculumDecision {id: "experiment|round|key", round, unit, from, to, reason, scope})
 
-Every query is a named file in ``cypher/``; values go in as parameters.  Like
-:class:`ace_graph.store.GraphStore`, nothing here opens a connection: it uses
-the store's driver.
+Every query is a named file in ``cypher/``, run through the store
+(:class:`ace_graph.store.GraphStore`, whose ``run`` and ``write`` go through
+the one runner, :func:`ace_graph.queries.run`); values go in as parameters and
+nothing here opens a connection.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from ace_graph import queries
 from ace_graph.errors import AceError
 from train.curriculum.core import (
     COMPOSITION,
@@ -103,14 +103,7 @@ def save(
         ],
         "decisions": [d.to_dict() for d in decisions],
     }
-    query = queries.load("curriculum-upsert")
-
-    def work(tx: Any) -> dict[str, Any]:
-        record = tx.run(query.text, params).single()
-        return record.data() if record else {}
-
-    with store.driver.session(database=store.database) as session:
-        result = session.execute_write(work)
+    result = store.write("curriculum-upsert", **params)
     if not result:
         raise CurriculumConflictError(
             f"the curriculum of {experiment!r} is no longer at round {previous_round}: another step "
