@@ -15,10 +15,9 @@ from typing import Any
 
 from ace_graph import queries
 from ace_graph.errors import ConfigError
+from ace_graph.queries import INT64_MAX
 from ace_graph.scopes import LEVELS, check_level, require_scope
 from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
-
-INT64_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 from app import data, network, ui
 
 ui.page("Skill graph", "Node colour = success rate in the scope; edge width = support; red edges are fragile "
@@ -19,10 +20,10 @@ wanted = [f for f in (ui.qp("families") or "").split(",") if f in families]
 chosen = st.sidebar.multiselect("Families" if level == "skill" else "API classes", families, default=wanted,
                                 placeholder="all")
 ui.set_qp(families=",".join(chosen) or None)
-min_support = ui.number("Minimum support", "min_support", 20, where=st.sidebar, min_value=1, step=5)
+min_support = ui.number("Minimum support", "min_support", MIN_SUPPORT, where=st.sidebar, min_value=1, step=5)
 min_frag = ui.number("Minimum fragility lower bound (observed edges)", "min_frag", 0.0, where=st.sidebar,
                      min_value=-1.0, max_value=1.0, step=0.05, format="%.2f")
-min_lift = 0.05
+min_lift = MIN_LIFT
 show_prior = st.sidebar.toggle("Prior edges", value=ui.qp("prior", "0") == "1")
 ui.set_qp(prior="1" if show_prior else None)
 only_connected = st.sidebar.toggle("Hide nodes without a shown edge", value=ui.qp("connected", "1" if level == "tool" else "0") == "1")

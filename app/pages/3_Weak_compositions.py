@@ -5,6 +5,7 @@ from __future__ import annotations
 import altair as alt
 import streamlit as st
 
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 from app import data, render, ui
 
 ui.page("Weak compositions & frontier",
@@ -16,8 +17,8 @@ key = scope["key"]
 f = st.columns([2, 2, 2, 3])
 with f[0]:
     level = ui.select_level()
-min_support = ui.number("Minimum support (n)", "min_support", 20, where=f[1], min_value=1, step=5)
-min_lift = ui.number("Fragility lower bound above", "min_lift", 0.05, where=f[2], min_value=-1.0, max_value=1.0,
+min_support = ui.number("Minimum support (n)", "min_support", MIN_SUPPORT, where=f[1], min_value=1, step=5)
+min_lift = ui.number("Fragility lower bound above", "min_lift", MIN_LIFT, where=f[2], min_value=-1.0, max_value=1.0,
                      step=0.01, format="%.2f")
 views = ["weak", "frontier", "all"]
 labels = {"weak": "Weak (significant)", "frontier": "Frontier (strong prerequisites)", "all": "All observed"}

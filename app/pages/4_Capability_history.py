@@ -6,7 +6,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from ace_graph.stats import wilson
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT, wilson
 from app import data, ui
 
 ui.page("Capability history", "Success across the checkpoints (rounds) of one experiment and policy, with 95% Wilson "
@@ -54,7 +54,7 @@ else:
     st.altair_chart(lines(hist[hist["key"].isin(picked)], "key", "success rate"), width="stretch")
 
 st.subheader("Compositions across checkpoints")
-min_support = ui.number("Minimum support in some checkpoint", "min_support", 20, min_value=1, step=5)
+min_support = ui.number("Minimum support in some checkpoint", "min_support", MIN_SUPPORT, min_value=1, step=5)
 comp = data.frame(ui.call("composition_history", exp, pol, level, int(min_support)),
                   ["round", "checkpoint", "from", "to", "n", "failures", "success_rate"])
 if comp.empty:
@@ -62,7 +62,7 @@ if comp.empty:
 else:
     comp["edge"] = comp["from"] + " → " + comp["to"]
     comp = with_interval(comp, "n", comp["n"] - comp["failures"])
-    weak_now = [f"{w['from']} → {w['to']}" for w in ui.call("weak", scope["key"], level, int(min_support), 0.05, 5)]
+    weak_now = [f"{w['from']} → {w['to']}" for w in ui.call("weak", scope["key"], level, int(min_support), MIN_LIFT, 5)]
     edges = sorted(comp["edge"].unique())
     default = [e for e in weak_now if e in edges] or comp.sort_values("success_rate")["edge"].drop_duplicates().head(5).tolist()
     wanted = [e for e in (ui.qp("edges") or "").split("|") if e in edges] or default

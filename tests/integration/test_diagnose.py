@@ -11,6 +11,7 @@ from ace_env.rollouts import Rollout
 from ace_env.sim import parse_weakness, simulate
 from ace_graph.estimate import Cell, cells_from_records, merge_cells
 from ace_graph.ingest import ingest_file, prepare
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 from ace_graph.store import GraphStore
 
 SCOPE = "diag/sim/c0"
@@ -46,7 +47,7 @@ def scope(neo4j_driver, neo4j_database, tmp_path_factory):
 
 
 def _row(store, query, **extra):
-    rows = store.run(query, scope=SCOPE, level="tool", min_support=20, min_lift=0.05, limit=100, **extra)
+    rows = store.run(query, scope=SCOPE, level="tool", min_support=MIN_SUPPORT, min_lift=MIN_LIFT, limit=100, **extra)
     return {(r["from"], r["to"]): r for r in rows}
 
 

@@ -8,6 +8,7 @@ import json
 import torch  # the train extra is part of setup: without it these tests fail, never skip
 
 from ace.cli import main
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 from ace_graph.store import GraphStore
 
 WEAKNESS = "tests/integration/synth_weakness.toml"  # book_flight>retrieve_invoice, get_stock_info>place_order
@@ -62,7 +63,7 @@ def test_a_planted_weakness_file_is_recovered_from_a_gold_prefix_scope(clean_db,
     assert result["exact_match"] <= result["step_pass_rate"]  # an exact call passes; some passing calls differ
     assert 0.0 <= result["pass_rate"] < result["step_pass_rate"]
     store = GraphStore(clean_db, neo4j_database)
-    weak = store.run("weak-compositions", scope="gp/sim/c1", level="tool", min_support=20, min_lift=0.05, limit=20)
+    weak = store.run("weak-compositions", scope="gp/sim/c1", level="tool", min_support=MIN_SUPPORT, min_lift=MIN_LIFT, limit=20)
     verdicts = {(r["from"], r["to"]): r["verdict"] for r in weak}
     planted = {("book_flight", "retrieve_invoice"), ("get_stock_info", "place_order")}
     assert planted <= set(verdicts)

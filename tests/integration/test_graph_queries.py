@@ -10,7 +10,7 @@ from ace_env import bfcl
 from ace_graph import queries
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.ingest import ingest_file
-from ace_graph.stats import fragility, wilson
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT, fragility, wilson
 from ace_graph.store import GraphStore
 from ace_graph.tagger import tag_task
 
@@ -48,7 +48,7 @@ def _synthesize_a_few(store, tasks, spec):
     """A handful of synthesized tasks with their plans and lineage, for the synthesis queries."""
     from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize
 
-    frontier = store.run("frontier", scope=SCOPE, level="tool", min_support=20, min_lift=0.05, min_prereq=0.6, limit=5)
+    frontier = store.run("frontier", scope=SCOPE, level="tool", min_support=MIN_SUPPORT, min_lift=MIN_LIFT, min_prereq=0.6, limit=5)
     by_target = seeds_by_target(frontier, tasks)
     result = synthesize(frontier, tasks, by_target, sim_policy(spec),
                         SynthConfig(n=4, rounds=1, plans=2, rollouts_per_task=2, seed=0))
@@ -59,7 +59,7 @@ def _synthesize_a_few(store, tasks, spec):
 
 
 PARAMS = {
-    "scope": SCOPE, "level": "tool", "min_support": 20, "min_lift": 0.05, "limit": 50, "min_prereq": 0.6,
+    "scope": SCOPE, "level": "tool", "min_support": MIN_SUPPORT, "min_lift": MIN_LIFT, "limit": 50, "min_prereq": 0.6,
     "experiment": "q", "policy": "sim", "from": PLANTED[0][0], "to": PLANTED[0][1],
     "after": "result_extraction", "skill": "param_from_output", "failures_only": False, "scopes": [SCOPE],
     "keys": ["bfcl:multi_turn_base_0"],
@@ -91,7 +91,7 @@ def test_every_read_query_runs_and_returns_its_declared_columns(graph):
 
 
 def test_weak_compositions_find_planted_pairs_not_the_weak_tool(graph):
-    rows = graph.run("weak-compositions", scope=SCOPE, level="tool", min_support=20, min_lift=0.05, limit=50)
+    rows = graph.run("weak-compositions", scope=SCOPE, level="tool", min_support=MIN_SUPPORT, min_lift=MIN_LIFT, limit=50)
     found = {(r["from"], r["to"]) for r in rows}
     called = {(r["from"], r["to"]) for r in rows if r["verdict"] == "composition"}
     assert all(r["method"] == "estimate" for r in rows)  # ingest_file ran the estimator
@@ -101,7 +101,7 @@ def test_weak_compositions_find_planted_pairs_not_the_weak_tool(graph):
 
 
 def test_cypher_fragility_equals_python(graph, neo4j_driver, neo4j_database):
-    rows = graph.run("fragile-edges", scope=SCOPE, level="tool", min_support=5, min_lift=0.05)
+    rows = graph.run("fragile-edges", scope=SCOPE, level="tool", min_support=5, min_lift=MIN_LIFT)
     assert len(rows) > 10
     measured = {
         r["key"]: r
@@ -126,7 +126,7 @@ def test_capability_profile_shows_the_weak_tool(graph):
 
 
 def test_frontier_carries_evidence_examples_and_seed_tasks(graph):
-    rows = graph.run("frontier", scope=SCOPE, level="tool", min_support=20, min_lift=0.05, min_prereq=0.6, limit=10)
+    rows = graph.run("frontier", scope=SCOPE, level="tool", min_support=MIN_SUPPORT, min_lift=MIN_LIFT, min_prereq=0.6, limit=10)
     pair = {(r["from"], r["to"]): r for r in rows}
     row = pair[PLANTED[0]]
     assert row["from_success"] >= 0.6 and row["target_success_elsewhere"] >= 0.6

@@ -11,6 +11,7 @@ import ace_graph.ingest as ingest
 from ace_env import bfcl
 from ace_env.sim import load_weakness, simulate
 from ace_graph.errors import IngestIncomplete
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 from ace_graph.store import GraphStore
 
 WEAKNESS = "tests/integration/synth_weakness.toml"
@@ -27,7 +28,7 @@ def rollouts(tmp_path_factory):
 
 
 def _weak(store: GraphStore, scope: str) -> list[tuple]:
-    rows = store.run("weak-compositions", scope=scope, level="tool", min_support=20, min_lift=0.05, limit=50)
+    rows = store.run("weak-compositions", scope=scope, level="tool", min_support=MIN_SUPPORT, min_lift=MIN_LIFT, limit=50)
     return sorted((r["from"], r["to"], r["verdict"], r["method"]) for r in rows)
 
 

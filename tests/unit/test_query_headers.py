@@ -9,6 +9,7 @@ import pytest
 from ace_graph import queries
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 
 
 def test_every_file_declares_its_mode_and_read_queries_a_params_line():
@@ -64,4 +65,4 @@ def test_frontier_config_checks_its_fields():
     with pytest.raises(ConfigError, match="valid levels: skill, tool"):
         FrontierConfig(level="skil")
     assert FrontierConfig(level="tool", limit=50).params("weak-compositions") == {
-        "level": "tool", "min_support": 20, "min_lift": 0.05, "limit": 50}
+        "level": "tool", "min_support": MIN_SUPPORT, "min_lift": MIN_LIFT, "limit": 50}
