@@ -22,6 +22,7 @@ from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
 from ace_env.workspace import check_writable_kind
 from ace_graph.errors import ConfigError
 from ace_graph.scopes import require_scope
+from ace_graph.server import pid_alive
 from train.curriculum.core import CurriculumConfig, CurriculumState, Decision, step
 from train.curriculum.store import load_state, observations_from_graph, save, scopes_read
 
@@ -82,7 +83,7 @@ def remove_stale_temp_files(out: Path) -> list[Path]:
     removed = []
     for tmp in out.parent.glob(f".{glob.escape(out.name)}.*.tmp"):
         pid = tmp.name[len(out.name) + 2:].partition(".")[0]
-        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+        if not pid.isdigit() or int(pid) == os.getpid() or pid_alive(int(pid)):
             continue
         try:
             tmp.unlink()
@@ -90,16 +91,6 @@ def remove_stale_temp_files(out: Path) -> list[Path]:
         except FileNotFoundError:
             pass
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def simulate_to_file(

@@ -228,6 +228,11 @@ def _pid_alive(pid: int) -> bool:
             return True
         _CHILDREN.pop(pid, None)
         return False
+    return pid_alive(pid)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` is running: it exists (even as another user's) and is not a zombie."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
