@@ -216,6 +216,8 @@ def _to_task(q: dict[str, Any], ground_truth: list[list[str]], category: str) ->
         for name in class_functions(cls)
         if name not in excluded
     ]
+    # a function a turn adds that its classes' docs lack (an exported ACE twin) is offered from that turn
+    tools += [n for names in missed.values() for n in names if n not in tools and n not in excluded]
     repairs = _repair_withheld(q["id"], missed, ground_truth)
     turns = []
     for i, (messages, calls) in enumerate(zip(q["question"], ground_truth)):

@@ -3,8 +3,10 @@
 Guarantees:
 
 * Only a bare function name that is offered in the current turn is
-  dispatched, to a public method of this rollout's own instance; nothing is
-  evaluated (calls come from :mod:`ace_env.calls`).
+  dispatched, to a public method of this rollout's own instance, or to a
+  wrong-way twin the task offers (:mod:`ace_env.twins`: ACE's own function,
+  run on the same instance as its real tool); nothing is evaluated (calls
+  come from :mod:`ace_env.calls`).
 * Every rollout gets fresh instances loaded from its own copy of the task's
   initial configuration, so no rollout sees another's state.
 * Mutable default arguments (``TwitterAPI.post_tweet(tags=[], mentions=[])``,
@@ -31,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ace_env import bfcl
+from ace_env import bfcl, twins
 from ace_env.calls import Call, MalformedCall, parse_call
 from ace_env.errors import BudgetExceeded
 from ace_env.tasks import Task
@@ -41,7 +43,7 @@ OK = "ok"  # executed and returned
 ERROR = "error"  # executed and raised; output holds the error text
 MALFORMED = "malformed"  # not a call ACE accepts; not executed
 NOT_OFFERED = "not_offered"  # a name that is not offered in this turn; not executed
-DISTRACTOR = "distractor"  # an offered look-alike that points the wrong way; not executed
+DISTRACTOR = "distractor"  # an offered BFCL function declared wrong (not a twin); not executed
 
 
 #: Where the executor stamps the start of each tool call (``clock[0]``, time.monotonic())
@@ -160,10 +162,10 @@ def parse_with_arguments(raw: str) -> tuple[Call | MalformedCall, dict[str, Any]
 
 
 def _canonical(name: str, call: Call) -> dict[str, Any] | None:
-    info = bfcl.functions().get(name)
+    info = twins.all_functions().get(name)
     if info is None:
         return None
-    sig, mutable = _signature(info.class_name, name)
+    sig, mutable = _signature(info.class_name, _method_of(name))
     try:
         bound = sig.bind(*call.args, **call.kwargs)
     except TypeError:
@@ -187,10 +189,16 @@ def _with_defaults(
     return out
 
 
+def _method_of(name: str) -> str:
+    """The BFCL method whose signature a call of ``name`` binds to (a twin's real tool, else itself)."""
+    twin = twins.TWINS.get(name)
+    return twin.real if twin is not None else name
+
+
 @functools.lru_cache(maxsize=4096)
 def _owners(tools: tuple[str, ...], classes: tuple[str, ...]) -> dict[str, str]:
-    info = bfcl.functions()
-    return {name: info[name].class_name for name in tools if info[name].class_name in classes}
+    info = twins.all_functions()
+    return {name: info[name].class_name for name in tools if name in info and info[name].class_name in classes}
 
 
 class Environment:
@@ -233,7 +241,7 @@ class Environment:
                 arguments=dict(parsed.kwargs),
                 detail=f"{parsed.name!r} is not offered in turn {turn_index}",
             )
-        if parsed.name in self.task.distractors:
+        if parsed.name in self.task.distractors and not twins.is_twin(parsed.name):
             return StepResult(
                 raw=shown,
                 status=DISTRACTOR,
@@ -245,8 +253,10 @@ class Environment:
 
     def _execute(self, shown: str, call: Call, arguments: dict[str, Any] | None) -> StepResult:
         class_name = self._owner[call.name]
-        method = getattr(self.instances[class_name], call.name)
-        sig, mutable = _signature(class_name, call.name)
+        instance = self.instances[class_name]
+        # A twin (ACE's own function) runs on the instance of its real tool's class, with its real tool's signature.
+        method = twins.bound(call.name, instance) if twins.is_twin(call.name) else getattr(instance, call.name)
+        sig, mutable = _signature(class_name, _method_of(call.name))
         # Parsed calls are cached and shared: tools get their own copy of every argument.
         args = call.args if _scalars(call.args) else tuple(copy_json(list(call.args)))
         kwargs = dict(call.kwargs) if _scalars(call.kwargs.values()) else copy_json(call.kwargs)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ace_env import bfcl
+from ace_env import bfcl, twins
 from ace_env.errors import RolloutFormatError, TaskLoadError
 from ace_env.executor import Environment
 from ace_env.sandbox import BoundedVerifier, Budget
@@ -164,7 +164,7 @@ def check_against_bfcl(task: Task) -> None:
     if unknown:
         raise TaskLoadError(f"field 'involved_classes' names unknown class(es) {', '.join(map(repr, unknown))}; "
                             f"BFCL has {', '.join(bfcl.CLASSES)}")
-    functions = bfcl.functions()
+    functions = twins.all_functions()  # BFCL's functions and ACE's wrong-way twins (ace_env.twins)
     classes = set(task.involved_classes)
     for name, values in (("tools", task.tools), ("distractors", task.distractors)):
         bad = [t for t in values if t not in functions]

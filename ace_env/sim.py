@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from ace_env import twins
 from ace_env.bfcl import functions
 from ace_env.calls import Call, parse_call
 from ace_env.errors import ConfigError
@@ -231,12 +232,16 @@ _fails_at = _FailsAt()
 
 
 def _wrong_tool(task: Task, t: int, gt: str, rng: random.Random) -> str | None:
-    """Another offered tool of the same class (else any other offered tool)."""
+    """A wrong-way twin of the right tool when the task offers one, else another offered tool of the same class
+    (else any other offered tool)."""
 
     fns = functions()
     parsed = parse_call(gt)
     if not isinstance(parsed, Call):
         return None
+    near = sorted(n for n in task.offered_tools(t) if n in twins.TWINS and twins.TWINS[n].real == parsed.name)
+    if near:  # a wrong-way twin offered beside the right tool is the careless pick, with the right arguments
+        return Call(rng.choice(near), parsed.args, parsed.kwargs).render()
     offered = sorted(n for n in task.offered_tools(t) if n != parsed.name and n in fns)
     owner = fns[parsed.name].class_name if parsed.name in fns else None
     same = [n for n in offered if fns[n].class_name == owner]

@@ -98,7 +98,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ace_env import bfcl
+from ace_env import twins
 from ace_env.errors import AceError, ConfigError
 from ace_env.sandbox import BoundedVerifier, Budget, LineError
 from ace_env.tasks import Task
@@ -272,7 +272,7 @@ def _hint(schema: Mapping[str, Any]) -> Any:
 
 def _tool_method(name: str) -> Any:
     """A method that runs BFCL's ``name`` in the rollout's environment, typed and documented from its schema."""
-    fn = bfcl.tool_schema(name)["function"]
+    fn = twins.tool_schema(name)["function"]
     props: dict[str, Any] = fn["parameters"].get("properties", {})
     required = set(fn["parameters"].get("required", []))
 
@@ -299,7 +299,7 @@ def _tool_method(name: str) -> Any:
 
 @functools.lru_cache(maxsize=1024)
 def _class_for(names: tuple[str, ...]) -> type[AceEnvironment]:
-    known = bfcl.functions()
+    known = twins.all_functions()  # BFCL's functions and ACE's wrong-way twins
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ConfigError(f"not BFCL functions, so no environment tools: {', '.join(unknown)}")

@@ -16,7 +16,13 @@ Three formats:
     Distractors are written as offered function docs (a distractor of another
     class brings its class, with the class's other functions excluded); BFCL
     cannot declare them wrong, so there calling one fails only through the
-    state it leaves.  Output views (ambiguity, cascade) cannot be expressed:
+    state it leaves.  ACE's wrong-way twins (:mod:`ace_env.twins`) are real
+    functions there too: their docs in BFCL's doc format go to
+    ``multi_turn_func_doc/<BFCL's doc file name>`` (lines to append to BFCL's
+    file of that name) and their implementation to ``ace_twins.py``, a plain
+    Python module whose ``install()`` attaches them to BFCL's classes as
+    methods; the turn that offers one names it in ``missed_function``.
+    Output views (ambiguity, cascade) cannot be expressed:
     such tasks are written with their canonical ground truth and counted in
     the report's ``notes``.  Tasks that are not built purely from BFCL's
     functions are skipped with a reason.
@@ -62,7 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ace_env import bfcl
+from ace_env import bfcl, twins
 from ace_env.calls import Call, parse_call
 from ace_env.errors import ConfigError
 from ace_env.executor import OK
@@ -79,6 +85,11 @@ BFCL_LONG_QUESTION_FILE = "BFCL_v4_multi_turn_ace_long_context_question.json"
 BFCL_LONG_ANSWER_FILE = "possible_answer/BFCL_v4_multi_turn_ace_long_context_possible_answer.json"
 #: Note of a task written without its output views (BFCL shows tools' results as they are).
 VIEWS_DROPPED = "written without its output views: BFCL's executor shows tools' results unformatted"
+#: Where the wrong-way twins a BFCL export offers are written: their implementation, and their docs by BFCL doc file.
+TWIN_MODULE_FILE = "ace_twins.py"
+TWIN_DOC_DIR = "multi_turn_func_doc"
+#: Note of a task that offers twins (BFCL runs them once ace_twins.install() is called and their docs are added).
+TWINS_WRITTEN = f"offers ACE wrong-way twins: docs in {TWIN_DOC_DIR}/, implementation in {TWIN_MODULE_FILE}"
 JSONL_FILE = "train.jsonl"
 INFO_FILE = "dataset_info.json"
 
@@ -146,7 +157,8 @@ def bfcl_problem(task: Task) -> str | None:
     unknown_classes = [c for c in task.involved_classes if c not in bfcl.CLASSES]
     if unknown_classes:
         return "involves classes BFCL does not have"
-    foreign = [t for t in task.tools if t not in functions or functions[t].class_name not in task.involved_classes]
+    offerable = twins.all_functions()  # BFCL's functions and ACE's twins (written beside the files)
+    foreign = [t for t in task.tools if t not in offerable or offerable[t].class_name not in task.involved_classes]
     if foreign:
         return "offers tools that are not functions of its BFCL classes"
     for turn in task.turns:
@@ -196,11 +208,11 @@ def to_bfcl(task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _schemas(task: Task, names: Iterable[str]) -> list[dict[str, Any]]:
-    functions = bfcl.functions()
+    functions = twins.all_functions()
     missing = [n for n in names if n not in functions]
     if missing:
         raise ExportError(f"task {task.id}: no schema for tool(s) {', '.join(sorted(missing))}")
-    return [bfcl.tool_schema(n) for n in names]
+    return [twins.tool_schema(n) for n in names]
 
 
 def _offered_in_order(task: Task, turn_index: int) -> list[str]:
@@ -266,7 +278,7 @@ TRL_COLUMNS = {
 def tool_arguments(call: Call) -> dict[str, Any]:
     """A call's arguments by parameter name, as an assistant tool call carries them (JSON values)."""
     name = call.name
-    sig = bfcl.signature(name)
+    sig = twins.signature(name)
     if sig is None:
         raise ExportError(f"call {call.render()}: {name!r} is not a BFCL function")
     try:
@@ -375,6 +387,7 @@ def _write_bfcl(tasks: Iterable[Task], tmp: Path, report: ExportReport) -> None:
     (tmp / "possible_answer").mkdir()
     seen: set[str] = set()
     files: dict[bool, tuple[Any, Any]] = {}
+    offered_twins: list[str] = []
     try:
         for task in tasks:
             problem = bfcl_problem(task)
@@ -396,6 +409,10 @@ def _write_bfcl(tasks: Iterable[Task], tmp: Path, report: ExportReport) -> None:
             report.written += 1
             if task.output_views:
                 report.note(task.id, VIEWS_DROPPED)
+            mine = [t for t in task.tools if twins.is_twin(t)]
+            if mine:
+                offered_twins += mine
+                report.note(task.id, TWINS_WRITTEN)
     finally:
         for fq, fa in files.values():
             fq.close()
@@ -403,6 +420,16 @@ def _write_bfcl(tasks: Iterable[Task], tmp: Path, report: ExportReport) -> None:
     if False not in files:  # the main pair always exists, even when empty
         (tmp / BFCL_QUESTION_FILE).touch()
         (tmp / BFCL_ANSWER_FILE).touch()
+    if offered_twins:
+        _write_twins(offered_twins, tmp)
+
+
+def _write_twins(names: list[str], tmp: Path) -> None:
+    """The twins the written tasks offer, as real functions: docs by BFCL doc file, and a module implementing them."""
+    (tmp / TWIN_DOC_DIR).mkdir()
+    for file_name, lines in sorted(twins.doc_lines(sorted(set(names))).items()):
+        (tmp / TWIN_DOC_DIR / file_name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    (tmp / TWIN_MODULE_FILE).write_text(twins.module_source(sorted(set(names))), encoding="utf-8")
 
 
 def _write_jsonl(tasks: Iterable[Task], fmt: str, tmp: Path, report: ExportReport) -> None:

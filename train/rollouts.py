@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
-from ace_env import bfcl
+from ace_env import bfcl, twins
 from ace_env.executor import Environment, StepResult
 from ace_env.fields import check_bounds
 from ace_env.modelout import parse_message
@@ -101,8 +101,8 @@ class ScriptedUser:
 def offered_schemas(task: Task, turn: int) -> list[dict[str, Any]]:
     """OpenAI tool schemas of the tools offered in a turn, in the task's order."""
     offered = task.offered_tools(turn)
-    known = bfcl.functions()
-    return [bfcl.tool_schema(n) for n in task.tools if n in offered and n in known]
+    known = twins.all_functions()  # BFCL's functions and the task's wrong-way twins
+    return [twins.tool_schema(n) for n in task.tools if n in offered and n in known]
 
 
 @dataclass
