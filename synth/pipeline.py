@@ -230,7 +230,7 @@ FEASIBILITY_TRIES = 3
 def infeasible(seeds: dict[str, Task], by_target: dict[tuple[str, str], list[str]],
                config: "SynthConfig") -> list[tuple[tuple[str, str], str]]:
     """(target, strategy) pairs where the strategy makes nothing on the target's first few seeds (a cascade
-    needs a read-only ``a`` called once, a distractor a same-domain class the seed does not involve, ...)."""
+    needs a read-only ``a`` called once, a distractor a wrong-way twin of ``b``, ...)."""
     out = []
     for target, ids in by_target.items():
         for strategy in config.strategies:

@@ -58,7 +58,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ace_env import bfcl
+from ace_env import bfcl, twins
 from ace_env.calls import Call, parse_call
 from ace_env.executor import OK
 from ace_env.perturb import alter_call
@@ -830,6 +830,14 @@ def distractor_problems(task: Task) -> list[str]:
     out = []
     for name in added:
         info = bfcl.functions().get(name)
+        if twins.is_twin(name):  # ACE's wrong-way twin: new unless the seed offered it already
+            if name in (task.provenance.get("seed_tool_names") or []):
+                out.append(f"{name} is already offered by the seed")
+            elif name in used:
+                out.append(f"{name} is called by the ground truth")
+            elif name not in task.distractors or name not in task.tools:
+                out.append(f"{name} is not offered as a distractor")
+            continue
         if info is None or info.class_name in seed_classes:
             out.append(f"{name} is already offered by the seed (its class {getattr(info, 'class_name', '?')} is involved)")
         elif name in used:

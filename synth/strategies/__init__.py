@@ -16,9 +16,10 @@ the flat list of calls, so a pair may span two turns).  One module each:
                 truth checks again and recovers; the text states the goal only.
 ``depth``       (:mod:`.depth`) 1-3 reads added after ``to``, each consuming the
                 output of the call before it in the chain.
-``distractor``  (:mod:`.distractor`) tools the seed does not offer (BFCL functions of
-                a class it does not involve), wrong-way twins of the decision tool,
-                offered at the decision step and declared wrong.
+``distractor``  (:mod:`.distractor`) wrong-way twins of the decision tool
+                (:mod:`ace_env.twins`: near names, adjacent or opposite effects,
+                executable), new to the seed, offered from the decision step's
+                turn and declared wrong.
 ``random``      (:mod:`.baseline`) one of those edits at a random place of the seed.
 ``probe``       (:mod:`.probe`) tasks that separate a weak composition from a weak
                 tool for an ``ambiguous`` edge: ``b`` reached without ``a``, and

@@ -8,13 +8,12 @@ import re
 
 import pytest
 
-from ace_env import bfcl
+from ace_env import bfcl, twins
 from ace_env.tasks import Task
 from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
 from synth import strategies
 from synth.repair import usable_version
 from synth.strategies.depth import LINKS_BY_ANCHOR
-from synth.strategies.distractor import TWINS, same_domain
 from synth.strategies.text import phrase
 from synth.taskcheck import (
     adjacent_positions,
@@ -251,7 +250,7 @@ def test_depth_links_all_consume_an_output():
             assert any(src.startswith("o:") for _, src in link.args), link
 
 
-def test_distractors_are_same_domain_lookalikes_of_the_decision_tool(seeds):
+def test_distractors_are_wrong_way_twins_of_the_decision_tool(seeds):
     made = 0
     for seed, target, task in _runs(seeds, "distractor"):
         if task is None:
@@ -259,21 +258,18 @@ def test_distractors_are_same_domain_lookalikes_of_the_decision_tool(seeds):
         made += 1
         assert 1 <= len(task.distractors) <= 3
         assert set(task.distractors) <= set(task.tools)
-        right = bfcl.functions()[target[1]].class_name
         used = {n for _, _, _, n in flat_calls(task)}
         for name in task.distractors:
             assert name not in used
-            # new at the decision step: never a tool the seed already offers (a class it does not involve),
-            # and a wrong-way twin of the right tool or a same-domain look-alike of it
-            assert name not in seed.tools and bfcl.functions()[name].class_name not in seed.involved_classes
-            assert name in TWINS.get(target[1], ()) or same_domain(right, bfcl.functions()[name].class_name), \
-                (target, name)
-        # calling one where the choice is made fails the task
+            # new at the decision step: never a tool the seed already offers, and a wrong-way twin of the right tool
+            assert name not in seed.tools and name in twins.twins_of(target[1]), (target, name)
+        # calling one where the choice is made (with the right tool's arguments) executes, and fails the task
         k = adjacent_positions(task, target)[0]
-        t, i, _, _ = flat_calls(task)[k + 1]
+        t, i, raw, _ = flat_calls(task)[k + 1]
         rollout = ground_truth_rollout(task)
-        rollout[t][i] = f"{task.distractors[0]}()"
+        rollout[t][i] = raw.replace(target[1] + "(", task.distractors[0] + "(", 1)
         verdict = verify(task, rollout)
+        assert verdict.steps[t][i].status == "ok", verdict.steps[t][i]
         assert verdict.reward == 0.0 and verdict.attribution == "wrong_tool"
         assert verdict.failing_turn == t
     assert made >= 10

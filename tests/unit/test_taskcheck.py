@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ace_env import bfcl
+from ace_env import bfcl, twins
 from ace_env.calls import parse_call
 from ace_env.tasks import Task, Turn
 from synth import strategies
@@ -300,7 +300,12 @@ def test_a_distractor_already_offered_by_the_seed_is_rejected():
     task = _made("distractor", ("place_order", "get_order_details"))
     assert check_task(task).valid and not distractor_problems(task)
     added = task.provenance["added_distractors"]
-    assert all(bfcl.functions()[n].class_name not in task.provenance["seed_classes"] for n in added)
+    # wrong-way twins of the decision tool, none of them offered by the seed
+    assert added and all(n in twins.twins_of("get_order_details") for n in added)
+    assert not set(added) & set(task.provenance["seed_tool_names"])
+    offered = Task.from_dict(copy.deepcopy(task.to_dict()))
+    offered.provenance["seed_tool_names"] = offered.provenance["seed_tool_names"] + added[:1]
+    assert DISTRACTOR_NOT_NEW in check_task(offered).reasons
     # the old kind: a TradingBot function BFCL already offers in every TradingBot turn
     stale = Task.from_dict(copy.deepcopy(task.to_dict()))
     stale.distractors = ["cancel_order"]
