@@ -19,6 +19,10 @@ the tasks travel through Ray's object store, ACE must be installed on every
 node)::
 
     .venv/bin/python benchmarks/scale_bench.py --address HEAD:6379
+
+A smoke run (CI): a local Ray with one worker, base tasks, one copy, one timed run::
+
+    .venv/bin/python benchmarks/scale_bench.py --quick
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import statistics
 import time
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", default="1,2", help="comma-separated worker counts for a local Ray (ignored with --address)")
     ap.add_argument("--address", default=None, help="a running Ray cluster's address (host:port) instead of a local Ray")
@@ -37,7 +41,11 @@ def main() -> int:
     ap.add_argument("--copies", type=int, default=2, help="repeat the rollout set (more work per worker)")
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--repeat", type=int, default=2, help="timed runs per setting; the median is reported")
-    args = ap.parse_args()
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: a local Ray with 1 worker, --per-task 1 --copies 1 --repeat 1")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.workers, args.address, args.per_task, args.copies, args.repeat = "1", None, 1, 1, 1
 
     import ray
 

@@ -21,6 +21,7 @@ agent that has exactly those weaknesses as the policy, and prints in one run:
   zone (the agent passes some but not all of its rollouts).
 
     .venv/bin/python benchmarks/synth_bench.py [--n 400] [--rollouts 8] [--seed 0]
+    .venv/bin/python benchmarks/synth_bench.py --quick      # --n 20 --rollouts 2 (CI smoke)
 """
 
 from __future__ import annotations
@@ -73,12 +74,15 @@ def _pass_rate(tasks, policy, rollouts: int, seed: int) -> tuple[float, float]:
     return (passed / total if total else float("nan"), learnable / len(tasks) if tasks else float("nan"))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=400, help="tasks to synthesize for each arm")
     ap.add_argument("--rollouts", type=int, default=8, help="simulated rollouts per task for pass rates")
     ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
+    ap.add_argument("--quick", action="store_true", help="--n 20 --rollouts 2 (CI smoke)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.n, args.rollouts = 20, 2
     print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}")
 
     seeds = {t.id: t for t in bfcl.load_tasks("all")}
@@ -184,8 +188,9 @@ def main() -> None:
     print(f"{'targeted synthesis (ACE)':<46}{len(targeted.tasks):>6}{p_t:>17.3f}{l_t:>17.3f}")
     print(f"{'random augmentation, same seeds (CoVERT-style)':<46}{len(random_same):>6}{p_s:>17.3f}{l_s:>17.3f}")
     print(f"{'random augmentation, any BFCL seed':<46}{len(random_any):>6}{p_a:>17.3f}{l_a:>17.3f}")
-    print(f"\nweakness hit: pass rate targeted / random-same-seeds = {p_t / p_s:.2f}, "
-          f"targeted / random-any-seed = {p_t / p_a:.2f} (lower = the tasks hit the weakness harder)")
+    same, any_seed = (p_t / p_s if p_s else float("nan")), (p_t / p_a if p_a else float("nan"))
+    print(f"\nweakness hit: pass rate targeted / random-same-seeds = {same:.2f}, "
+          f"targeted / random-any-seed = {any_seed:.2f} (lower = the tasks hit the weakness harder)")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ cache of oracles is off (``ACE_CACHE=off``): "cold" builds every oracle in the
 timed run, none is read back from ``$ACE_HOME/cache``.
 
     .venv/bin/python benchmarks/verify_bench.py [--category all] [--per-task 3] [--repeat 3]
+    .venv/bin/python benchmarks/verify_bench.py --quick     # base tasks, 1 perturbed each, one run (CI smoke)
 """
 
 from __future__ import annotations
@@ -30,13 +31,16 @@ from ace_env.sandbox import BoundedVerifier
 from ace_env.verifier import clear_oracle_cache, ground_truth_rollout, oracle_for, verify
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--category", default="all")
     ap.add_argument("--per-task", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=3, help="timed runs of each checker; the median is reported")
-    args = ap.parse_args()
+    ap.add_argument("--quick", action="store_true", help="--category base --per-task 1 --repeat 1 (CI smoke)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.category, args.per_task, args.repeat = "base", 1, 1
     # Cold means built: an oracle read back from the disk cache (written by an earlier repeat
     # or run) would make the cold rows warm.  The forked worker inherits this.
     os.environ["ACE_CACHE"] = "off"
