@@ -44,7 +44,7 @@ its own, e.g. the managed one::
     export ACE_HOME=/tmp/ace-bench ACE_NEO4J_BOLT_PORT=17687 ACE_NEO4J_HTTP_PORT=17474
     .venv/bin/ace db start && .venv/bin/ace init
     .venv/bin/python benchmarks/ingest_bench.py                 # 20k rollouts, baseline 2k, RSS 5k/20k/50k
-    .venv/bin/python benchmarks/ingest_bench.py --quick         # smoke run (~1 min)
+    .venv/bin/python benchmarks/ingest_bench.py --quick         # smoke run (under a minute)
 
 Nothing is written into the repository; temporary files go to the system temp dir.
 """
@@ -314,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated file sizes (rollouts) for the peak-RSS runs; '' skips them")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--quick", action="store_true",
-                    help="smoke run: 2,000 rollouts, baseline 300, RSS sizes 500,1000,2000")
+                    help="smoke run: 300 rollouts, baseline 30, CLI 300, RSS sizes 100,300, one repeat")
     ap.add_argument("--cli-rollouts", type=int, default=4000,
                     help="rollouts for the timed `ace ingest` run from the CLI (0 skips it)")
     ap.add_argument("--cli-fresh-db", action="store_true",
@@ -326,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
         rss_child(args.rss_child[0], args.rss_child[1], args.batch_size)
         return 0
     if args.quick:
-        args.rollouts, args.baseline_rollouts, args.rss_sizes, args.warmup, args.repeat = 2000, 300, "500,1000,2000", 50, 1
+        args.rollouts, args.baseline_rollouts, args.rss_sizes, args.warmup, args.repeat = 300, 30, "100,300", 10, 1
+        args.cli_rollouts = min(args.cli_rollouts, 300)
     args.baseline_rollouts = min(args.baseline_rollouts, args.rollouts)
 
     from ace_env import bfcl

@@ -26,7 +26,7 @@ Without ``--keep`` it WIPES the configured Neo4j database.  Use a server of its 
     .venv/bin/ace db start && .venv/bin/ace init
     .venv/bin/python benchmarks/query_bench.py                # 1M rollouts (long load; printed)
     .venv/bin/python benchmarks/query_bench.py --keep         # rerun on the loaded database
-    .venv/bin/python benchmarks/query_bench.py --quick        # 20k rollouts, smoke run
+    .venv/bin/python benchmarks/query_bench.py --quick        # 2k rollouts, smoke run
 
 Nothing is written into the repository.
 """
@@ -162,10 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=10, help="untimed runs per query first")
     ap.add_argument("--keep", action="store_true", help="reuse the loaded database; load only what is missing")
     ap.add_argument("--seed", type=int, default=11)
-    ap.add_argument("--quick", action="store_true", help="20,000 rollouts over 2 scopes, 50 runs")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 2,000 rollouts over 2 scopes, 50 runs")
     args = ap.parse_args(argv)
     if args.quick:
-        args.rollouts, args.scopes, args.runs, args.batch_size = 20_000, 2, 50, 2000
+        args.rollouts, args.scopes, args.runs, args.warmup, args.batch_size = 2_000, 2, 50, 5, 1000
     if args.runs < 50:
         ap.error("--runs must be at least 50")
 

@@ -9,6 +9,8 @@ is paired with one of that tree, run the same way, alternating.
 
     flock /tmp/ace-bench.lock .venv/bin/python benchmarks/reingest_bench.py [--before /tmp/ace-before]
 
+``--quick`` (CI smoke): one measured run.
+
 Needs the Neo4j that `ace` connects to (ACE_HOME / ACE_NEO4J_BOLT_PORT).
 """
 
@@ -44,12 +46,15 @@ def _run(tree: Path, args: list[str], cwd: Path) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3, help="measured ingests per tree")
     ap.add_argument("--before", type=Path, help="source tree of an earlier commit to time the same way")
     ap.add_argument("--seed", type=int, default=1, help="simulator seed of the 20 rollouts")
-    args = ap.parse_args()
+    ap.add_argument("--quick", action="store_true", help="one measured run (CI smoke)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.runs = 1
 
     work = Path(tempfile.mkdtemp(prefix="ace-reingest-"))
     rollouts = work / "r20.jsonl"
@@ -72,6 +77,11 @@ def main() -> None:
         walls, cpus = [w for w, _ in rows], [c for _, c in rows]
         print(f"{name:8} {first[name][0]:15.2f} {statistics.median(walls):14.2f} {min(walls):11.2f} "
               f"{statistics.median(cpus):13.2f}")
+    after = statistics.median([w for w, _ in times["after"]])
+    print(f"re-ingest / first ingest (after): {after / first['after'][0]:.2f}x the wall time")
+    if "before" in times:
+        before = statistics.median([w for w, _ in times["before"]])
+        print(f"re-ingest wall time after / before: {after / before:.2f}x")
 
 
 if __name__ == "__main__":
