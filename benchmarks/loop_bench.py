@@ -28,6 +28,15 @@ table is printed.  With several budgets the table ends with the samples the
 ace arm needed to reach the random arm's final headline value.
 
     python benchmarks/loop_bench.py --budgets 8 16 --seeds 0 1 2 --out benchmarks/out/loop.json
+
+``--quick`` (CI smoke): a tiny model built offline, budget 2, seed 0, a few
+tasks, results in a temporary folder.  A randomly initialised model makes no
+tool call a frontier could be read from, so the quick diagnosis is rolled out
+by the simulated agent of ``ace demo`` (``--diag-policy``, planted weaknesses)
+instead; everything after it (frontier, synthesis, SFT, evaluation,
+write-back, the table) is the same path.
+
+    python benchmarks/loop_bench.py --quick
 """
 
 from __future__ import annotations
@@ -70,7 +79,7 @@ def composition_success(store: GraphStore, scope: str, targeted: set[str]) -> tu
     return n, (1.0 - sum(r["failures"] for r in rows) / n) if n else None
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--budgets", type=int, nargs="+", default=[8, 16])
@@ -83,7 +92,28 @@ def main() -> int:
     ap.add_argument("--warm-epochs", type=float, default=1.0,
                     help="SFT epochs of the warm start on the seed tasks (a stronger start reaches more tools).")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/out/loop.json"))
-    args = ap.parse_args()
+    ap.add_argument("--max-length", type=int, default=None,
+                    help="Tokens kept per SFT transcript (default: SFTRunConfig's).")
+    ap.add_argument("--diag-policy", default=None,
+                    help="Policy spec that rolls out the diagnosis (default: the warm start itself).")
+    ap.add_argument("--quick", action="store_true",
+                    help="Smoke run: a tiny model built offline, budget 2, seed 0, a few tasks, the simulated "
+                         "agent as --diag-policy, results in a temporary folder (never --out's default).")
+    args = ap.parse_args(argv)
+    if args.quick:
+        import atexit
+        import shutil
+        import tempfile
+
+        from ace_env.sim import DEMO_WEAKNESS
+        from train.tiny import build_tiny_model
+
+        tmp = Path(tempfile.mkdtemp(prefix="ace-loop-bench-quick-"))
+        atexit.register(shutil.rmtree, tmp, True)
+        args.model = str(build_tiny_model(tmp / "tiny"))
+        args.out, args.diag_policy = tmp / "loop-quick.json", args.diag_policy or f"sim:{DEMO_WEAKNESS}"
+        args.budgets, args.seeds, args.seed_tasks, args.held_out, args.general = [2], [0], 8, 2, 1
+        args.max_tokens, args.warm_epochs, args.max_length = 8, 1.0, 4096  # the tiny tokenizer's tokens are short
     if args.held_out > 10 or 10 + args.general > 20:
         sys.exit("--held-out must be at most 10 and --general at most 10: the general split is base tasks "
                  "10..10+N-1, between the held-out tasks (0..) and the seeds (20..)")
@@ -92,6 +122,7 @@ def main() -> int:
     stem = "" if args.out.name == "loop.json" else f"-{args.out.stem}"
     work = args.out.parent / f"loop-bench{stem}"
     experiment, general_experiment = EXPERIMENT + stem, GENERAL + stem
+    sft_length = {"max_length": args.max_length} if args.max_length else {}
     result = json.loads(args.out.read_text()) if args.out.is_file() else {"machine": machine_facts(), "runs": {}}
 
     def save():
@@ -110,7 +141,8 @@ def main() -> int:
         warm = work / "warm"
         if "warm" not in result:
             print("warm start: SFT on the seed tasks ...", flush=True)
-            report = train_sft(SFTRunConfig(model=str(resolve_model(args.model)), out=str(warm), epochs=args.warm_epochs),
+            report = train_sft(SFTRunConfig(model=str(resolve_model(args.model)), out=str(warm), epochs=args.warm_epochs,
+                                            **sft_length),
                                list(seeds.values()))
             result["warm"] = {k: report[k] for k in ("examples", "seconds", "first_loss", "last_loss")} | {"epochs": args.warm_epochs}
             save()
@@ -121,7 +153,7 @@ def main() -> int:
                   f"(diagnosis scope) ...", flush=True)
             diag = RolloutConfig(step_cap=2, n_per_task=args.diag_samples,
                                  generation=GenerationConfig(max_tokens=args.max_tokens, temperature=0.7))
-            ev = evaluate(store, f"hf:{warm}", list(seeds.values()), experiment, "warm",
+            ev = evaluate(store, args.diag_policy or f"hf:{warm}", list(seeds.values()), experiment, "warm",
                           f"diag-{len(seeds)}x{args.diag_samples}", diag, work / "diag.jsonl")
             edges = frontier(store, ev["scope"], FrontierConfig(level="tool", min_support=2, min_lift=0.0,
                                                                 min_prereq=0.0, limit=20), check=False)
@@ -158,7 +190,7 @@ def main() -> int:
                         save()
                         continue
                     print(f"{key}: SFT on {len(res.tasks)} tasks ...", flush=True)
-                    train_sft(SFTRunConfig(model=str(warm), out=str(model), epochs=1.0, seed=seed), res.tasks)
+                    train_sft(SFTRunConfig(model=str(warm), out=str(model), epochs=1.0, seed=seed, **sft_length), res.tasks)
                     print(f"{key}: evaluating on {len(held)} held-out tasks ...", flush=True)
                     ev = evaluate(store, f"hf:{model}", held, experiment, arm, f"b{budget}-s{seed}", rollout,
                                   work / f"{key.replace('/', '-')}.jsonl")
@@ -216,6 +248,11 @@ def main() -> int:
                     means[(arm, budget)] = sum(vals) / len(vals)
                     print(f"headline (mean partial credit, held-out targeted): {arm} b{budget}: "
                           f"{means[(arm, budget)]:.3f} over {len(vals)} seed(s)")
+        for budget in sorted({b for _, b in means}):
+            if ("ace", budget) in means and ("random", budget) in means:
+                ace_v, random_v = means[("ace", budget)], means[("random", budget)]
+                print(f"headline ace / random at b{budget}: " +
+                      (f"{ace_v / random_v:.2f}x" if random_v else f"n/a (random {random_v:.3f}, ace {ace_v:.3f})"))
         random_budgets = sorted(b for a, b in means if a == "random")
         if random_budgets:
             target = means[("random", random_budgets[-1])]
