@@ -29,6 +29,11 @@ do for a user; Streamlit keeps its websocket and JS, so there is no bare-page
 floor to pay).  Each sample starts on another page (the Overview, or the
 Synthesis page for the Overview itself), reached untimed.
 
+``--quick`` (CI smoke): one cached load and one move per page after the
+first, the same pages, floor and table.
+
+    .venv/bin/python benchmarks/app_bench.py --quick
+
 Nothing is written to the graph (the app reads only) or into the repository.
 """
 
@@ -123,19 +128,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scope", default=None, help="scope key to show (default: the newest, as the app picks)")
     ap.add_argument("--level", default="tool", choices=["skill", "tool"])
     ap.add_argument("--chromium", default=os.environ.get("ACE_CHROMIUM", "/usr/bin/chromium"))
+    ap.add_argument("--quick", action="store_true", help="smoke run: --runs 1 (one cached load per page)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.runs = 1
+    if args.runs < 1:
+        ap.error("--runs must be at least 1")
 
     from playwright.sync_api import sync_playwright
 
     from ace_graph.config import neo4j_settings
     from ace_graph.db import get_driver
-    from ace_graph.views import GraphViews
+    from ace_graph.store import GraphStore
 
     settings = neo4j_settings()
     driver = get_driver(settings)
     print(machine_facts(driver, settings.database))
-    v = GraphViews(driver, settings.database)
-    scopes = v.scopes()
+    scopes = GraphStore(driver, settings.database).run("view-scopes")  # newest first, as the app lists them
     if not scopes:
         sys.exit("The graph holds no scope; load one first (benchmarks/query_bench.py or `ace demo`).")
     scope = args.scope or scopes[0]["key"]
