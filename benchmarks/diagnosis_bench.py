@@ -41,7 +41,7 @@ give the same cells).  No database is used.  Results go to ``--state`` (JSON)
 after every (set, seed, N), so a stopped run resumes where it was::
 
     .venv/bin/python benchmarks/diagnosis_bench.py            # sets A-G, seeds 1-20, N = 250..4000
-    .venv/bin/python benchmarks/diagnosis_bench.py --quick    # set A, 1 seed, N = 250, 1000
+    .venv/bin/python benchmarks/diagnosis_bench.py --quick    # set A, 1 seed, N = 250, 1000 (temporary state)
 """
 
 from __future__ import annotations
@@ -235,10 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--comp-error", type=float, default=0.3, help="slip rate of a planted composition")
     ap.add_argument("--tool-error", type=float, default=0.3, help="slip rate of a tool-wide weak tool")
     ap.add_argument("--default-error", type=float, default=0.02, help="slip rate of every other call")
-    ap.add_argument("--state", default=str(ROOT / ".ace" / "diagnosis_bench_state.json"),
-                    help="results so far (JSON); rerunning with the same settings resumes from it")
-    ap.add_argument("--cache", default=str(ROOT / ".ace" / "diagnosis_bench_cache"),
-                    help="folder for simulated rollout records (pickles), so a resumed run does not redo them")
+    ap.add_argument("--state", default=None,
+                    help="results so far (JSON); rerunning with the same settings resumes from it "
+                         "(default .ace/diagnosis_bench_state.json; with --quick a temporary file)")
+    ap.add_argument("--cache", default=None,
+                    help="folder for simulated rollout records (pickles), so a resumed run does not redo them "
+                         "(default .ace/diagnosis_bench_cache; with --quick a temporary folder)")
     ap.add_argument("--estimator", action="append", default=[], metavar="FIELD=VALUE",
                     help="override one EstimatorConfig field (repeatable), e.g. pair_scale=1.5")
     ap.add_argument("--fresh", action="store_true", help="ignore --state and start over")
@@ -246,6 +248,17 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.quick:
         args.sets, args.sizes, args.seeds = "A", "250,1000", "1"
+        if args.state is None or args.cache is None:  # a smoke run never adds to the long run's state
+            import atexit
+            import shutil
+            import tempfile
+
+            tmp = tempfile.mkdtemp(prefix="ace-diagnosis-quick-")
+            atexit.register(shutil.rmtree, tmp, True)
+            args.state = args.state or str(Path(tmp) / "state.json")
+            args.cache = args.cache or str(Path(tmp) / "cache")
+    args.state = args.state or str(ROOT / ".ace" / "diagnosis_bench_state.json")
+    args.cache = args.cache or str(ROOT / ".ace" / "diagnosis_bench_cache")
     sets = args.sets.split(",")
     sizes = sorted(int(x) for x in args.sizes.split(","))
     seeds = [int(x) for x in args.seeds.split(",")]

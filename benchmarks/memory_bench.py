@@ -1,7 +1,7 @@
 """Peak resident memory of one GRPO step and one SFT step, beside the weights-plus-optimizer floor.
 
     flock /tmp/ace-bench.lock .venv/bin/python benchmarks/memory_bench.py            # SmolLM2-135M
-    .venv/bin/python benchmarks/memory_bench.py --quick                              # tiny model, ~2 min (CI smoke)
+    .venv/bin/python benchmarks/memory_bench.py --quick                              # tiny model, 2 cases (CI smoke)
     flock /tmp/ace-bench.lock .venv/bin/python benchmarks/memory_bench.py --command -- \\
         ace train grpo --policy hf:smollm2-135m --tasks bfcl:base --limit 2 --steps 1 \\
         --prompts-per-step 2 --generations 4 --out /tmp/grpo-default --force
@@ -152,9 +152,11 @@ def child(args: argparse.Namespace) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="A tiny model built offline (CI smoke), all cases.")
+    parser.add_argument("--quick", action="store_true",
+                        help="A tiny model built offline (CI smoke); by default the cases grpo-default,sft-default.")
     parser.add_argument("--model", default="", help="Model folder (default: SmolLM2-135M, or the tiny model).")
-    parser.add_argument("--cases", default=",".join(CASES), help=f"Comma-separated, of {', '.join(CASES)}.")
+    parser.add_argument("--cases", default=None,
+                        help=f"Comma-separated, of {', '.join(CASES)} (default: all; with --quick one of each kind).")
     parser.add_argument("--json", action="store_true", help="Print the results as one JSON object.")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     parser.add_argument("--command", action="store_true", help="Measure the ace command given after -- instead.")
@@ -179,6 +181,8 @@ def main() -> int:
               f"rc {result['rc']}, wall {result['seconds']} s, peak RSS {result['peak_mib']:.0f} MiB: "
               f"{' '.join(args.command)}")
         return result["rc"]
+    if args.cases is None:
+        args.cases = "grpo-default,sft-default" if args.quick else ",".join(CASES)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     unknown = [c for c in cases if c not in CASES]
     if unknown:
