@@ -18,7 +18,7 @@ Guarantees:
   string limit is an error output, not a crash).
 * A call that runs out of memory raises :class:`BudgetExceeded`, which ends
   the rollout with attribution ``resource_limit``; the wall-clock budget is
-  enforced from outside by :mod:`ace_env.sandbox`, which reads the call clock
+  enforced from outside by :mod:`ace_env.worker`, which reads the call clock
   this module keeps (:func:`set_call_clock`).
 """
 

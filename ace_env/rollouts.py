@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from ace_env import bfcl, twins
+from ace_env.bounded import BoundedVerifier
 from ace_env.errors import RolloutFormatError, TaskLoadError
 from ace_env.executor import Environment
-from ace_env.sandbox import BoundedVerifier, Budget
 from ace_env.tasks import Task
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
+from ace_env.worker import Budget
 
 #: The task-spec grammar, as every command's ``--tasks/-t`` help states it.
 TASK_SPEC_HELP = ("Tasks: bfcl:CATEGORY[,CATEGORY...] (base, long_context, miss_func, miss_param, all; bfcl alone: "
@@ -136,7 +137,7 @@ def load_task_set(spec: str) -> dict[str, Task]:
 
 
 def _check_oracles_in_budget(tasks: dict[str, Task], path: Path, first_line: dict[str, int]) -> None:
-    """Refuse a task file whose ground truth runs a tool call over budget (see ace_env.sandbox).
+    """Refuse a task file whose ground truth runs a tool call over budget (see ace_env.worker).
 
     Every command that reads a task file (verify, ingest, synth check, sim,
     export) replays its ground truth somewhere; replaying it here once, in

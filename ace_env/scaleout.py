@@ -1,7 +1,7 @@
 """Verification spread over a Ray cluster, with the same results as a local run.
 
 ``verifier_for(tasks, budget, address)`` gives the local
-:class:`ace_env.sandbox.BoundedVerifier` when ``address`` is None, else a
+:class:`ace_env.bounded.BoundedVerifier` when ``address`` is None, else a
 :class:`RayVerifier` connected to the Ray cluster at ``address`` (``auto``
 finds a running local one; ``host:port`` names its head node).  Both have the
 same interface (``verify_stream``, ``verify_many``, a context manager).
@@ -38,9 +38,10 @@ import time
 from collections import deque
 from typing import Any, Iterable, Iterator, Sequence
 
+from ace_env.bounded import FLUSH, BoundedVerifier, Result, read_ahead
 from ace_env.errors import ConfigError
-from ace_env.sandbox import FLUSH, BoundedVerifier, Budget, Result, read_ahead
 from ace_env.tasks import Task
+from ace_env.worker import Budget
 
 log = logging.getLogger(__name__)
 

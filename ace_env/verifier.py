@@ -58,7 +58,7 @@ MISSING_OUTPUT = "missing_output"
 ACTED_WITHOUT_NEED = "acted_without_need"
 STOPPED_EARLY = "stopped_early"
 INFERENCE_ERROR = "inference_error"
-# A tool call went over its budget (ace_env.sandbox): the rollout ends there, reward 0.
+# A tool call went over its budget (ace_env.worker): the rollout ends there, reward 0.
 TIMEOUT = "timeout"
 RESOURCE_LIMIT = "resource_limit"
 ATTRIBUTIONS = (

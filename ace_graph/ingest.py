@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from ace_env.bounded import LineError, verify_one
 from ace_env.formats import read_any
-from ace_env.sandbox import Budget, LineError, verify_one
 from ace_env.scaleout import verifier_for
 from ace_env.tasks import Task
 from ace_env.verifier import with_inference_error
+from ace_env.worker import Budget
 from ace_graph.db import ensure_schema
 from ace_graph.errors import ConfigError, IngestIncomplete, RolloutFormatError
 from ace_graph.estimate import Cell, cells_from_records, estimate_scope
@@ -83,7 +84,7 @@ def prepare(
 ) -> Iterator[tuple[RolloutRecord, tuple[Any, ...]]]:
     """Verify and tag each rollout; yield its record with the task's oracle tags.
 
-    ``verifier`` (an ``ace_env.sandbox.BoundedVerifier`` or a Ray one) runs
+    ``verifier`` (an ``ace_env.bounded.BoundedVerifier`` or a Ray one) runs
     every tool call under its budget; without one, rollouts are verified in
     this process with no budget (for trusted input: benchmarks, tests).
     """
@@ -133,7 +134,7 @@ def ingest_file(
     verifies and tags the next ones.  ``on_progress(n)`` is called when a
     batch of ``n`` is written, ``on_read(1)`` for every rollout verified.
     Every tool call runs under ``budget``
-    (see :mod:`ace_env.sandbox`); with ``ray`` (a cluster address or
+    (see :mod:`ace_env.worker`); with ``ray`` (a cluster address or
     ``auto``) verification is spread over that Ray cluster.  With ``estimate`` (the default) the
     composition estimator is refitted on the scope afterwards (both levels) and
     its verdicts stored on the scope's edges (:func:`ace_graph.estimate.estimate_scope`).

@@ -3,7 +3,7 @@
 The same rollouts (every base task's ground truth plus ``--per-task``
 perturbed ones, repeated ``--copies`` times) are verified
 
-* locally, by the watched worker of ``ace verify`` (``ace_env.sandbox``), and
+* locally, by the watched worker of ``ace verify`` (``ace_env.bounded``), and
 * on Ray with 1, 2, ... workers (``ace_env.scaleout.RayVerifier``, what
   ``--ray`` uses), every worker with its own watched process and budget;
 
@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     import ray
 
     from ace_env import bfcl
+    from ace_env.bounded import BoundedVerifier
     from ace_env.perturb import perturbed_set
-    from ace_env.sandbox import BoundedVerifier
     from ace_env.scaleout import RayVerifier
     from ace_env.verifier import clear_oracle_cache, ground_truth_rollout
 

@@ -8,7 +8,7 @@ as in a training loop that verifies the same tasks round after round.  BFCL's
 checker re-executes the ground truth for every rollout, as it always does.
 "bounded" is what `ace verify` and `ace ingest` run: the cold verifier in a
 forked, watched worker process with every tool call under the default budget
-(ace_env.sandbox), worker start and result transfer included.  The disk
+(ace_env.bounded), worker start and result transfer included.  The disk
 cache of oracles is off (``ACE_CACHE=off``): "cold" builds every oracle in the
 timed run, none is read back from ``$ACE_HOME/cache``.
 
@@ -25,9 +25,9 @@ import statistics
 import time
 
 from ace_env import bfcl
+from ace_env.bounded import BoundedVerifier
 from ace_env.official import official_check
 from ace_env.perturb import perturbed_set
-from ace_env.sandbox import BoundedVerifier
 from ace_env.verifier import clear_oracle_cache, ground_truth_rollout, oracle_for, verify
 
 

@@ -5,7 +5,7 @@ contains the target composition) → **task verification**
 (:func:`synth.taskcheck.check_task`) → **trajectory rollout** by the policy
 whose frontier is attacked → **trajectory verification** with attribution
 (:func:`ace_env.verifier.verify`, every tool call under
-``SynthConfig.budget`` in a watched worker, :mod:`ace_env.sandbox`: a real
+``SynthConfig.budget`` in a watched worker, :mod:`ace_env.worker`: a real
 model's rollout may ask for a call that never returns).  After each round a
 **reflection** step updates every plan from its statistics (validity, share
 of tasks in the learnable zone where the policy succeeds sometimes but not
@@ -40,10 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
-from ace_env.sandbox import BoundedVerifier, Budget, LineError
+from ace_env.bounded import BoundedVerifier, LineError
 from ace_env.scaleout import LocalRunner, RayRunner
 from ace_env.sim import simulate_one
 from ace_env.tasks import Task
+from ace_env.worker import Budget
 from ace_env.workspace import check_writable_kind
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.errors import ConfigError
@@ -122,7 +123,7 @@ class SynthConfig:
     rewriter: Any = None
     """Optional ``synth.rewriter.Rewriter`` that paraphrases user turns (off by default)."""
     budget: Any = None
-    """Time and memory budget (``ace_env.sandbox.Budget``) of each tool call when rollouts are verified; None: its defaults."""
+    """Time and memory budget (``ace_env.worker.Budget``) of each tool call when rollouts are verified; None: its defaults."""
     max_per_base: int = 0
     """At most this many tasks of a run from one base task (BFCL's base, long-context, miss_func and miss_param
     variants of task N are one base task); 0: max(2, ceil(2 n / base tasks the plans can draw on))."""

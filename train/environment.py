@@ -26,14 +26,14 @@ result as ``environment_factory`` (TRL's dict form routes each row by its
 ``environment`` column and lists only that class's tools in its prompt).
 
 Model output is data, and a call is bounded: every tool call runs in a
-watched worker process (:class:`train.toolcalls.BoundedCalls`, the rollout
+watched worker process (:class:`ace_env.boundedcalls.BoundedCalls`, the rollout
 engine's mechanism) under :attr:`AceEnvironment.budget`, never in the
 trainer's process; a call over budget (``power(base=10,
 exponent=1000000000)``) ends the rollout with ``timeout`` or
 ``resource_limit`` (reward 0), and later calls answer that it has ended.
 
 The verdict is ACE's verifier, bounded the same way
-(:class:`ace_env.sandbox.BoundedVerifier`), over the calls the environment
+(:class:`ace_env.bounded.BoundedVerifier`), over the calls the environment
 executed, on the task cut to the turns played; ``get_reward``
 returns its reward (1.0 or 0.0), so ``reward_funcs`` may be omitted.  TRL
 sums its reward sources: passing :func:`train.rewards.verifier_reward` as
@@ -99,13 +99,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ace_env import twins
+from ace_env.bounded import BoundedVerifier, LineError
+from ace_env.boundedcalls import BoundedCalls, Overrun
 from ace_env.errors import AceError, ConfigError
-from ace_env.sandbox import BoundedVerifier, Budget, LineError
 from ace_env.tasks import Task
 from ace_env.verifier import Verdict, over_budget
+from ace_env.worker import Budget
 from train.policies.template import ACE_CHAT_TEMPLATE, has_tool_support
 from train.rewards import task_prefix
-from train.toolcalls import BoundedCalls, Overrun
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from ace_env.sandbox import Budget
 from ace_env.tasks import Task
+from ace_env.worker import Budget
 from ace_env.workspace import check_writable_kind
 from ace_graph.ingest import GOLD_PREFIX, ingest_file, ingest_records
 from ace_graph.store import GraphStore, scope_key

@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Any
 
 from ace_env.errors import ConfigError
-from ace_env.sandbox import Budget
 from ace_env.tasks import Task
 from ace_env.verifier import over_budget, verify
+from ace_env.worker import Budget
 from train.filtering import FillStats, Group, fill_batch
 from train.logprobs import install_bounded_lm_head
 from train.policies.base import GenerationConfig, Policy

@@ -10,7 +10,7 @@ messages (a multi-turn consumer playing the export's ``turns``) answers one
 more turn per user message.  Its calls (Hermes ``<tool_call>`` blocks, OpenAI
 ``tool_calls`` or a BFCL python list, read by :mod:`ace_env.modelout`, never
 evaluated) run in a fresh environment, in a watched worker process with every
-tool call under the verifier's budget (:class:`ace_env.sandbox.BoundedVerifier`:
+tool call under the verifier's budget (:class:`ace_env.bounded.BoundedVerifier`:
 a call over it scores 0), and the verifier compares the state and
 outputs with the oracle's, turn by turn, on the task cut to the turns
 reached.  A malformed call, or more turns than the task has, scores 0; nothing
@@ -31,9 +31,10 @@ import functools
 import json
 from typing import Any, Sequence
 
+from ace_env.bounded import BoundedVerifier, LineError
 from ace_env.modelout import parse_message, parse_output
-from ace_env.sandbox import BoundedVerifier, Budget, LineError
 from ace_env.tasks import Task
+from ace_env.worker import Budget
 
 
 @functools.lru_cache(maxsize=4096)

@@ -13,8 +13,8 @@ whole batch at once (the benchmark in ``benchmarks/`` measures the gain over one
 conversation at a time).
 
 Tool calls never run in the engine's process: they run in a watched worker
-under a time and memory budget (:mod:`train.toolcalls`, the same
-:class:`ace_env.sandbox.Budget` as the verifier's).  A call over budget ends
+under a time and memory budget (:mod:`ace_env.boundedcalls`, the same
+:class:`ace_env.worker.Budget` as the verifier's).  A call over budget ends
 only its rollout: the row keeps the offending call as the last of its
 ``turns`` (so verifying the row gives the same attribution) and says why in
 ``meta["ended"]`` (``timeout`` or ``resource_limit``); the other conversations
@@ -37,14 +37,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from ace_env import bfcl, twins
+from ace_env.boundedcalls import BoundedCalls, Overrun
 from ace_env.executor import Environment, StepResult
 from ace_env.fields import check_bounds
 from ace_env.modelout import parse_message
-from ace_env.sandbox import Budget
 from ace_env.tasks import Task
+from ace_env.worker import Budget
 from train.export import SYSTEM_PROMPT  # the system message of rollouts, exports and SFT alike
 from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError
-from train.toolcalls import BoundedCalls, Overrun
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class RolloutConfig:
     system_prompt: str = field(default=SYSTEM_PROMPT, metadata={"help": "The system message."})
     budget: Budget | None = field(
         default_factory=Budget,
-        metadata={"help": "Time and memory budget of each tool call (ace_env.sandbox.Budget); a call over it "
+        metadata={"help": "Time and memory budget of each tool call (ace_env.worker.Budget); a call over it "
                           "ends its rollout. None runs calls in the engine's process, unbounded (benchmarks only)."},
     )
 
@@ -112,7 +112,7 @@ class _Live:
     task: Task
     sample: int
     rollout_id: str
-    env: Environment | None  # None: the calls run in the bounded worker (train.toolcalls)
+    env: Environment | None  # None: the calls run in the bounded worker (ace_env.boundedcalls)
     conv: Conversation
     turns: list[list[Any]] = field(default_factory=list)
     steps_in_turn: int = 0

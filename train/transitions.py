@@ -20,9 +20,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ace_env.bounded import BoundedVerifier
 from ace_env.errors import ConfigError
-from ace_env.sandbox import BoundedVerifier, Budget
 from ace_env.tasks import Task
+from ace_env.worker import Budget
 from train.export import ExportError
 from train.filtering import Group
 from train.goldprefix import GoldStep, Transcript, judge_replies, transcript

@@ -28,7 +28,7 @@ from ace.cli.options import (
     tasks_option,
 )
 from ace_env.rollouts import load_task_set
-from ace_env.sandbox import Budget
+from ace_env.worker import Budget
 from ace_graph import queries
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver

@@ -29,7 +29,7 @@ import typer
 
 from ace_env.fields import bounds_text
 from ace_env.rollouts import TASK_SPEC_HELP, parse_task_spec
-from ace_env.sandbox import Budget
+from ace_env.worker import Budget
 from ace_env.workspace import check_name
 from ace_graph.errors import ConfigError
 
@@ -383,7 +383,7 @@ def config_options(
 
 
 def budget_options(param: str = "budget") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--call-timeout`` and ``--memory-limit``: the tool-call budget (:class:`ace_env.sandbox.Budget`), from
+    """``--call-timeout`` and ``--memory-limit``: the tool-call budget (:class:`ace_env.worker.Budget`), from
     its fields; a flag left out falls back to ``ACE_CALL_TIMEOUT`` / ``ACE_MEMORY_LIMIT_MB``, then the default."""
     return config_options(Budget, names={"call_seconds": "--call-timeout", "memory_mb": "--memory-limit"},
                           param=param, env=True)

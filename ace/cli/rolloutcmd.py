@@ -12,8 +12,8 @@ import typer
 from ace.cli import app, progress_bar
 from ace.cli.options import budget_options, check_policy_spec, config_options, tasks_option
 from ace_env.rollouts import load_task_set
-from ace_env.sandbox import Budget
 from ace_env.tasks import Task
+from ace_env.worker import Budget
 from ace_env.workspace import ace_home, check_name, check_out
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver

@@ -29,9 +29,9 @@ from ace.cli.options import (
     tasks_option,
 )
 from ace_env.rollouts import load_task_set
-from ace_env.sandbox import Budget
 from ace_env.scaleout import runner_for
 from ace_env.sim import load_weakness
+from ace_env.worker import Budget
 from ace_env.workspace import check_out
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier, why_empty

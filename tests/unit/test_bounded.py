@@ -9,13 +9,14 @@ import pytest
 
 from ace.cli import main
 from ace_env import bfcl
+from ace_env.bounded import BoundedVerifier, LineError
 from ace_env.calls import MalformedCall, parse_call
 from ace_env.errors import ConfigError, RolloutFormatError
 from ace_env.executor import ERROR, Environment
 from ace_env.formats import read_any
 from ace_env.rollouts import load_task_set
-from ace_env.sandbox import BoundedVerifier, Budget, LineError
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT, ground_truth_rollout
+from ace_env.worker import Budget
 
 TASK = "multi_turn_base_15"  # GorillaFileSystem + MathAPI
 RUNAWAYS = [
@@ -182,16 +183,16 @@ def test_bfcl_has_the_math_class():
 def test_a_worker_stuck_outside_any_tool_call_is_ended_too(tasks, monkeypatch):
     """The call watchdog covers tool calls; ACE's own code between them (parsing, pickling) is bounded by
     the stall limit: the worker's clock not moving for stall_seconds ends that rollout, not the run."""
-    import ace_env.sandbox as sandbox
+    import ace_env.bounded as bounded
 
-    real = sandbox.verify_one
+    real = bounded.verify_one
 
     def stuck_on_one(tasks_, task_id, turns, rollout_id, *args):
         while rollout_id == "stuck":  # spins in ACE's code: no tool call is ever stamped
             time.sleep(0.05)
         return real(tasks_, task_id, turns, rollout_id, *args)
 
-    monkeypatch.setattr(sandbox, "verify_one", stuck_on_one)  # before the fork: the worker runs it
+    monkeypatch.setattr(bounded, "verify_one", stuck_on_one)  # before the fork: the worker runs it
     gt = ground_truth_rollout(tasks[TASK])
     bv = BoundedVerifier(tasks, Budget(call_seconds=0.5))
     bv.stall_floor, bv.stall_factor = 3.0, 1.0
@@ -207,9 +208,9 @@ def test_a_worker_stuck_outside_any_tool_call_is_ended_too(tasks, monkeypatch):
 def test_a_worker_busy_between_short_calls_is_not_taken_for_stuck(tasks, monkeypatch):
     """Many quick calls with ACE's own work between them, longer than the stall limit in all: the
     calls counted in the clock show progress even when each one ends between two of the watchdog's looks."""
-    import ace_env.sandbox as sandbox
+    import ace_env.bounded as bounded
 
-    real = sandbox.verify_one
+    real = bounded.verify_one
 
     def busy(tasks_, task_id, turns, rollout_id, *args):
         if rollout_id == "busy":
@@ -220,7 +221,7 @@ def test_a_worker_busy_between_short_calls_is_not_taken_for_stuck(tasks, monkeyp
                 time.sleep(0.3)  # "ACE's own work" between calls
         return real(tasks_, task_id, turns, rollout_id, *args)
 
-    monkeypatch.setattr(sandbox, "verify_one", busy)
+    monkeypatch.setattr(bounded, "verify_one", busy)
     gt = ground_truth_rollout(tasks[TASK])
     bv = BoundedVerifier(tasks, Budget(call_seconds=0.5))
     bv.stall_floor, bv.stall_factor = 3.0, 1.0  # ten of the 0.3 s gaps between calls

@@ -19,7 +19,7 @@ from ace.cli import _register, app, main
 from ace.cli.options import budget_options, field_help
 from ace_env.errors import ConfigError, TaskLoadError
 from ace_env.rollouts import parse_task_spec
-from ace_env.sandbox import Budget
+from ace_env.worker import Budget
 from ace_env.workspace import check_out
 
 #: Commands the issue names, plus every other command that takes tasks today.

@@ -186,7 +186,7 @@ def test_a_runaway_call_ends_the_rollout_in_its_budget_not_the_trainer():
     """Model output asks for one C-level bigint power that never returns: the trainer's process goes on."""
     import time
 
-    from ace_env.sandbox import Budget
+    from ace_env.worker import Budget
 
     task = next(t for t in load_tasks("base") if t.id == "multi_turn_base_15")  # offers MathAPI's power()
     row = to_trl(task)
@@ -210,7 +210,7 @@ def test_a_runaway_call_ends_the_rollout_in_its_budget_not_the_trainer():
 def test_the_reward_runs_model_calls_under_the_budget():
     import time
 
-    from ace_env.sandbox import Budget
+    from ace_env.worker import Budget
 
     task = next(t for t in load_tasks("base") if t.id == "multi_turn_base_15")
     col = [json.dumps(task.to_dict())] * 2

@@ -119,7 +119,7 @@ def test_a_hanging_rollout_is_verified_under_the_budget(seeds):
     """A model's rollout may ask for a call that never returns: synthesis still finishes, attributing it."""
     import time
 
-    from ace_env.sandbox import Budget
+    from ace_env.worker import Budget
 
     class Runaway(HalfRight):
         def rollouts(self, tasks, n, seed):

@@ -8,9 +8,10 @@ import time
 import pytest
 
 from ace.cli import main
+from ace_env.bounded import BoundedVerifier
 from ace_env.rollouts import load_task_set
-from ace_env.sandbox import BoundedVerifier, Budget
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
+from ace_env.worker import Budget
 from train.policies.sim import SimPolicy
 from train.rollouts import RolloutConfig, RolloutEngine
 

@@ -7,9 +7,9 @@ call would stall every conversation of the batch (and the model) forever.  So
 the engine never executes a call itself: the environments of all its live
 rollouts live in one long-lived *forked* worker process (forked, so it
 inherits the loaded BFCL classes and the tasks without pickling them), the
-same way :mod:`ace_env.sandbox` bounds the verifier, with the same
-:class:`ace_env.sandbox.Budget` (and so the same flags, ``--call-timeout`` and
-``--memory-limit``):
+same watched worker (:mod:`ace_env.worker`) that bounds the verifier, with the
+same :class:`ace_env.worker.Budget` (and so the same flags, ``--call-timeout``
+and ``--memory-limit``):
 
 * each engine step sends the calls of the whole batch in one message; the
   worker runs them in order (a rollout's calls against that rollout's own
@@ -53,15 +53,11 @@ from typing import Any, Sequence
 from ace_env import executor
 from ace_env.errors import BudgetExceeded
 from ace_env.executor import Environment, StepResult
-from ace_env.sandbox import Budget, WatchedWorker, worker_setup
 from ace_env.tasks import Task
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
+from ace_env.worker import INDEX, Budget, WatchedWorker, worker_setup
 
 log = logging.getLogger(__name__)
-
-#: Slots of the shared clock: [0] start of the running call (0.0 when none), [1] index in the batch.
-_CALL, _INDEX = 0, 1
-
 
 @dataclass(frozen=True)
 class Overrun:
@@ -91,7 +87,7 @@ def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict
         out: list[StepResult | Overrun] = []
         ended: set[str] = set()
         for i, (rid, replay, call, turn) in enumerate(batch):
-            clock[_INDEX] = i
+            clock[INDEX] = i
             if rid in ended:  # an earlier call of this rollout went over budget: it has ended
                 out.append(Overrun(RESOURCE_LIMIT, "an earlier call of the rollout ran out of memory"))
                 continue
@@ -198,4 +194,4 @@ class BoundedCalls(WatchedWorker):
         answer, why, clock = self._send_and_wait((drops, batch))
         if not why:
             return answer, None, ""
-        return [], int(clock[_INDEX]) if clock else 0, why
+        return [], int(clock[INDEX]) if clock else 0, why
