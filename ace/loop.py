@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ace.stages import curriculum_round
-from ace_env.rollouts import load_task_set
+from ace_env.tasksets import load_task_set
 from ace_env.workspace import ace_home
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier
@@ -46,11 +46,11 @@ from ace_graph.store import GraphStore
 from synth.pipeline import SynthConfig, seeds_by_target, synthesize, write_tasks
 from train.curriculum.core import CurriculumConfig, mix
 from train.curriculum.store import load_state, scopes_read
+from train.engine import RolloutConfig, TaskRollouts
 from train.evaluation import evaluate, evaluate_gold_prefix
 from train.grpo import GRPORunConfig, train_grpo
 from train.models import resolve_model
 from train.policies import GenerationConfig, load_policy, policy_name
-from train.rollouts import RolloutConfig, TaskRollouts
 from train.sft import SFTRunConfig, train_sft
 
 log = logging.getLogger(__name__)

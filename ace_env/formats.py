@@ -4,8 +4,8 @@
 line on its own, so files may even mix formats:
 
 ``ace``
-    ``{"rollout_id", "task_id", "turns": [[call, ...], ...]}`` (see
-    :mod:`ace_env.rollouts`).
+    ``{"rollout_id", "task_id", "turns": [[call, ...], ...]}`` (read by
+    :func:`parse_rollout`).
 ``openai``
     ``{"rollout_id"?, "task_id", "messages": [...]}``: every ``user`` message
     starts a new turn (the first one is turn 0); the ``tool_calls`` of the
@@ -35,6 +35,11 @@ Model output is data: Python call syntax is read with :mod:`ast` only, each
 call is rendered back as a call string, and a call whose arguments are not
 literals is kept as its source text, which the verifier rejects as malformed
 without running it.  Nothing is evaluated, imported or executed here.
+
+Rollout ids are strings.  A line without one (absent or ``null``) is named
+by its file and line (``rollouts.jsonl:line-7``); any other non-string id
+(``1``, ``true``, a list) is refused with an error that names the line, so
+``1`` and ``"1"`` can never be coerced into one id and silently collide.
 """
 
 from __future__ import annotations
@@ -43,13 +48,13 @@ import ast
 import json
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from ace_env.calls import MAX_CALL_CHARS, Call, nesting_depth, respelled_name
 from ace_env.errors import RolloutFormatError
 from ace_env.modelout import parse_output
-from ace_env.rollouts import Rollout, parse_rollout, rollout_id_of
 
 ACE, OPENAI, BFCL = "ace", "openai", "bfcl"
 
@@ -58,6 +63,59 @@ ACE, OPENAI, BFCL = "ace", "openai", "bfcl"
 #: pickle) walks them.
 MAX_LINE_DEPTH = 64
 FORMATS = (ACE, OPENAI, BFCL)
+
+
+@dataclass
+class Rollout:
+    """One rollout: the calls made in each user turn of a task."""
+
+    rollout_id: str
+    task_id: str
+    turns: list[list[Any]]
+    line: int = 0
+    meta: dict[str, Any] | None = None
+
+
+def parse_rollout(obj: Any, line: int) -> Rollout:
+    """Validate one decoded rollout line."""
+    if not isinstance(obj, dict):
+        raise RolloutFormatError(f"line {line}: a rollout must be a JSON object")
+    task_id = obj.get("task_id")
+    if not isinstance(task_id, str) or not task_id:
+        raise RolloutFormatError(f"line {line}: 'task_id' must be a non-empty string")
+    turns = obj.get("turns")
+    if not isinstance(turns, list) or not all(isinstance(t, list) for t in turns):
+        raise RolloutFormatError(f"line {line}: 'turns' must be a list of lists of calls")
+    for t, calls in enumerate(turns):
+        for c in calls:
+            if not isinstance(c, (str, dict)):
+                raise RolloutFormatError(
+                    f"line {line}: turn {t}: a call must be a string or a {{name, arguments}} object"
+                )
+    return Rollout(rollout_id_of(obj, line, "rollout_id"), task_id, turns, line, obj.get("meta"))
+
+
+#: Longest rollout id accepted (an id is stored, printed and echoed in errors).
+MAX_ID_CHARS = 1024
+
+
+def rollout_id_of(obj: dict[str, Any], line: int, *keys: str) -> str:
+    """The first of ``keys`` that is present and not null; ``line-N`` when none is.
+
+    Ids must be non-empty strings: ``1`` is refused rather than coerced to ``"1"``.
+    """
+    for key in keys:
+        value = obj.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value:
+            shown = json.dumps(value, default=str)[:40]
+            raise RolloutFormatError(f"line {line}: {key!r} must be a non-empty string, not {shown}")
+        if len(value) > MAX_ID_CHARS:
+            raise RolloutFormatError(f"line {line}: {key!r} is {len(value):,} characters long ({value[:40]!r}...); "
+                                     f"ids are at most {MAX_ID_CHARS:,}")
+        return value
+    return f"line-{line}"
 
 
 def detect(obj: Any) -> str | None:

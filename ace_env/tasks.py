@@ -35,7 +35,7 @@ def check_task_dict(d: Any) -> None:
     """Raise TaskLoadError naming the first field of ``d`` that is not what a task needs.
 
     Structure only (types and shapes); names of classes and functions are
-    checked against BFCL by the loader (:func:`ace_env.rollouts.load_task_set`).
+    checked against BFCL by the loader (:func:`ace_env.tasksets.load_task_set`).
     """
     _need(isinstance(d, dict), "task", "a JSON object", d)
     for key in ("id", "source", "category", "turns", "initial_config", "involved_classes", "tools"):

@@ -469,7 +469,7 @@ def verify(
 
 
 def verify_rollout(task: Task, rollout: Any, oracle: Oracle | None = None) -> Verdict:
-    """Verify a rollout read from a file (:class:`ace_env.rollouts.Rollout`).
+    """Verify a rollout read from a file (:class:`ace_env.formats.Rollout`).
 
     As :func:`verify`, and a rollout whose generation failed (BFCL records
     ``"Error during inference: ..."``, kept in ``meta["inference_error"]``)

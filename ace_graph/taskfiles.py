@@ -6,7 +6,7 @@ stored ones unchanged.  It may not change a stored task: the Task node keyed
 (whose ids are hashes of the content, so other content under the same id is
 not that task) or by another user's file, and rollouts already stored were
 verified against it.  BFCL's own tasks are guarded at load time
-(:func:`ace_env.rollouts.check_against_bfcl`).
+(:func:`ace_env.tasksets.check_against_bfcl`).
 """
 
 from __future__ import annotations

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ace_env.errors import AceError, TaskLoadError
-from ace_env.rollouts import load_task_set
 from ace_env.tasks import Task
+from ace_env.tasksets import load_task_set
 from ace_env.verifier import oracle_for, verify
 
 log = logging.getLogger(__name__)
 
 
 class TaskLibrary:
-    """Tasks by id: BFCL's, plus those of synthesized task files, each read by :func:`ace_env.rollouts.load_task_set`.
+    """Tasks by id: BFCL's, plus those of synthesized task files, each read by :func:`ace_env.tasksets.load_task_set`.
 
     A file that does not load (one ``ace synth`` is still writing, or one an
     older ACE wrote) is skipped with a warning naming it and why: the

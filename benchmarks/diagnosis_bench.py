@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [int(x) for x in args.seeds.split(",")]
 
     from ace_env import bfcl
-    from ace_env.rollouts import Rollout
+    from ace_env.formats import Rollout
     from ace_env.sim import parse_weakness, simulate
     from ace_graph.errors import ConfigError
     from ace_graph.estimate import AMBIGUOUS, COMPOSITION, EstimatorConfig, cells_from_records, estimate

@@ -24,13 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine_facts  # noqa: E402
 
-from ace_env.rollouts import load_task_set  # noqa: E402
+from ace_env.tasksets import load_task_set  # noqa: E402
 from ace_env.verifier import verify  # noqa: E402
 from ace_graph.outcomes import record  # noqa: E402
 from ace_graph.tagger import tag_task  # noqa: E402
+from train.engine import RolloutConfig, RolloutEngine  # noqa: E402
 from train.goldprefix import score_tasks  # noqa: E402
 from train.policies import GenerationConfig, load_policy  # noqa: E402
-from train.rollouts import RolloutConfig, RolloutEngine  # noqa: E402
 
 
 def cpu() -> float:

@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     args.baseline_rollouts = min(args.baseline_rollouts, args.rollouts)
 
     from ace_env import bfcl
-    from ace_env.rollouts import Rollout
+    from ace_env.formats import Rollout
     from ace_env.sim import parse_weakness, simulate
     from ace_graph.config import neo4j_settings
     from ace_graph.db import apply_schema, get_driver

@@ -61,10 +61,10 @@ from ace_graph.frontier import FrontierConfig, frontier  # noqa: E402
 from ace_graph.store import GraphStore  # noqa: E402
 from ace_graph.tagger import tag_task  # noqa: E402
 from synth.pipeline import SynthConfig, seeds_by_target, synthesize  # noqa: E402
+from train.engine import RolloutConfig  # noqa: E402
 from train.evaluation import evaluate  # noqa: E402
 from train.models import resolve_model  # noqa: E402
 from train.policies.base import GenerationConfig  # noqa: E402
-from train.rollouts import RolloutConfig  # noqa: E402
 from train.sft import SFTRunConfig, train_sft  # noqa: E402
 
 EXPERIMENT = "loop-bench"

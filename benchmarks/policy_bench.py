@@ -50,10 +50,10 @@ from _common import machine_facts  # noqa: E402  (benchmarks/ is on sys.path whe
 from ace.cli import main as ace
 from ace_env import bfcl
 from ace_env.tasks import Task
+from train.engine import RolloutConfig, RolloutEngine
 from train.policies import GenerationConfig, load_policy
 from train.policies.base import Conversation
 from train.policies.hf import HFPolicy, torch_threads
-from train.rollouts import RolloutConfig, RolloutEngine
 
 
 def first_turns(tasks: list[Task]) -> list[Task]:
@@ -143,7 +143,7 @@ def prompts_bench(args: argparse.Namespace) -> None:
     """Prompt tokens of the first turn of 20 base tasks, compact listing vs full schemas; step time of both."""
     import statistics
 
-    from train.rollouts import SYSTEM_PROMPT, offered_schemas
+    from train.engine import SYSTEM_PROMPT, offered_schemas
 
     tasks = bfcl.load_tasks("base")[:20]
     print(f"policy {args.policy}; first turns of base tasks 0-19; step = one generate call, batch 1, "

@@ -105,7 +105,7 @@ class Loader:
         self.prep_s = self.write_s = self.sim_s = 0.0
 
     def record(self, r: dict[str, Any], key: str, line: int) -> tuple[Any, Any]:
-        from ace_env.rollouts import Rollout
+        from ace_env.formats import Rollout
         from ace_graph.ingest import prepare
 
         ck = (r["task_id"], json.dumps(r["turns"]))

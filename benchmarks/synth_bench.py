@@ -36,8 +36,8 @@ import time
 
 from ace_env import bfcl
 from ace_env.official import official_check, official_check_entry
-from ace_env.rollouts import load_task_set
 from ace_env.sim import parse_weakness
+from ace_env.tasksets import load_task_set
 from ace_env.verifier import ground_truth_rollout, verify
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.tagger import tag_task

@@ -29,11 +29,11 @@ from _common import machine_facts  # noqa: E402
 
 from ace_env import bfcl  # noqa: E402
 from ace_env.verifier import verify  # noqa: E402
+from train.engine import RolloutConfig, RolloutEngine  # noqa: E402
 from train.export import ExportError, to_openai_sft  # noqa: E402
 from train.models import resolve_model  # noqa: E402
 from train.policies import load_policy  # noqa: E402
 from train.policies.base import GenerationConfig  # noqa: E402
-from train.rollouts import RolloutConfig, RolloutEngine  # noqa: E402
 from train.sft import SFTRunConfig, train_sft_rows  # noqa: E402
 from train.users import LLMUser, fidelity, user_sim_rows  # noqa: E402
 

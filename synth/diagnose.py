@@ -29,7 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ace_env.rollouts import Rollout
+from ace_env.formats import Rollout
 from ace_env.sim import WeaknessSpec, rollout_rng, simulate_one
 from ace_env.tasks import Task
 from ace_graph.compositions import adjacent_pairs

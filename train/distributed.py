@@ -2,7 +2,7 @@
 
 The run's (task, sample) pairs, in their canonical order, are cut into shards
 of ``shard_size`` conversations; each shard runs on a :class:`RolloutWorker`
-actor (its own policy and :class:`train.rollouts.RolloutEngine`, the batch
+actor (its own policy and :class:`train.engine.RolloutEngine`, the batch
 size of the run), at most ``in_flight`` shards per worker at a time.  Workers:
 
 * ``openai:<model>@<url1>,<url2>,...``: one actor per endpoint (the actor
@@ -12,7 +12,7 @@ size of the run), at most ``in_flight`` shards per worker at a time.  Workers:
   (default: the cluster's CPUs).
 
 Rows come back shard by shard and are put in the canonical order
-(:func:`train.rollouts.in_order`), as a local run's are, so for a policy whose
+(:func:`train.engine.in_order`), as a local run's are, so for a policy whose
 answers do not depend on batching (``sim:``, or a seeded server) the file is
 byte for byte the local one (a test compares them).
 """
@@ -25,9 +25,9 @@ from typing import Any, Callable, Iterator
 
 from ace_env.scaleout import connect
 from ace_env.tasks import Task
+from train.engine import RolloutConfig, RolloutEngine, rollout_id, rollout_samples
 from train.policies import endpoint_count, load_policy
 from train.policies.base import PolicyError
-from train.rollouts import RolloutConfig, RolloutEngine, rollout_id, rollout_samples
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ from ace_env.workspace import check_writable_kind
 from ace_graph.ingest import GOLD_PREFIX, ingest_file, ingest_records
 from ace_graph.store import GraphStore, scope_key
 from train.distributed import expected_ids, ray_rollouts
+from train.engine import RolloutConfig, RolloutEngine, in_order, write_rollouts
 from train.goldprefix import records, score_tasks
 from train.policies import GenerationConfig, PolicyError, load_policy
-from train.rollouts import RolloutConfig, RolloutEngine, in_order, write_rollouts
 
 
 def rollout_to_file(

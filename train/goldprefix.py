@@ -55,9 +55,9 @@ from ace_env.worker import Budget
 from ace_graph.ingest import GOLD_PREFIX
 from ace_graph.outcomes import FAIL, SUCCESS, RolloutRecord, StepRow
 from ace_graph.tagger import tag_task
+from train.engine import ScriptedUser, offered_schemas
 from train.export import ABSTAIN_MESSAGE, DONE_MESSAGE, SYSTEM_PROMPT, ExportError, tool_arguments
 from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError
-from train.rollouts import ScriptedUser, offered_schemas
 
 log = logging.getLogger(__name__)
 

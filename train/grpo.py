@@ -9,7 +9,7 @@ turn — and its reward is the verifier's verdict over all of it.  TRL's
 environment mode runs a tool loop inside one assistant turn and cannot put a
 user turn between two assistant turns; nor could it resample prompts, which
 dynamic filtering needs.  With ``rollout_func`` ACE runs its own rollout engine
-(:mod:`train.rollouts`, the same engine ``ace rollout`` and ``ace eval`` use),
+(:mod:`train.engine`, the same engine ``ace rollout`` and ``ace eval`` use),
 verifies every episode, drops zero-variance groups and refills the batch from
 further prompts (:mod:`train.filtering`), and hands TRL token ids with a mask.
 
@@ -47,13 +47,13 @@ from ace_env.errors import ConfigError
 from ace_env.tasks import Task
 from ace_env.verifier import over_budget, verify
 from ace_env.worker import Budget
+from train.engine import RolloutConfig, RolloutEngine, offered_schemas
 from train.filtering import FillStats, Group, fill_batch
 from train.logprobs import install_bounded_lm_head
 from train.policies.base import GenerationConfig, Policy
 from train.policies.hf import HFPolicy, set_torch_threads
 from train.policies.template import ACE_CHAT_TEMPLATE, has_tool_support
 from train.policies.trainer_vllm import TrainerVLLMPolicy
-from train.rollouts import RolloutConfig, RolloutEngine, offered_schemas
 from train.transitions import Transitions
 
 log = logging.getLogger(__name__)

@@ -24,11 +24,11 @@ from typing import Any, Iterable
 from ace_env.errors import ConfigError
 from ace_env.fields import check_bounds
 from ace_env.tasks import Task
+from train.engine import offered_schemas
 from train.export import ExportError, to_openai_sft
 from train.logprobs import install_bounded_lm_head
 from train.policies.base import PolicyError
 from train.policies.hf import load_model
-from train.rollouts import offered_schemas
 
 log = logging.getLogger(__name__)
 

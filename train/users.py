@@ -346,5 +346,5 @@ class LLMUser:
         return text
 
     def message(self, task: Task, turn: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """The rollout engine's user seam (:class:`train.rollouts.User`)."""
+        """The rollout engine's user seam (:class:`train.engine.User`)."""
         return {"role": "user", "content": self.write(task, turn, messages)}

@@ -10,8 +10,8 @@ import typer
 
 from ace.cli import app
 from ace.cli.options import tasks_option
-from ace_env.rollouts import load_task_set
 from ace_env.sim import DEMO_WEAKNESS, load_weakness
+from ace_env.tasksets import load_task_set
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError

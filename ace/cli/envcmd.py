@@ -24,8 +24,8 @@ from ace.cli.options import (
 from ace.stages import replay as replay_tasks
 from ace_env.bounded import LineError
 from ace_env.formats import read_any
-from ace_env.rollouts import load_task_set, parse_task_spec
 from ace_env.scaleout import verifier_for
+from ace_env.tasksets import load_task_set, parse_task_spec
 from ace_env.verifier import with_inference_error
 from ace_env.worker import Budget
 from ace_graph.errors import ConfigError, RolloutFormatError

@@ -9,7 +9,7 @@ import typer
 
 from ace.cli import app
 from ace.cli.options import console, esc, json_option, tasks_option
-from ace_env.rollouts import load_task_set
+from ace_env.tasksets import load_task_set
 from ace_env.workspace import check_out
 from train.export import MARKER, export
 

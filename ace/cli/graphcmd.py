@@ -27,7 +27,7 @@ from ace.cli.options import (
     table,
     tasks_option,
 )
-from ace_env.rollouts import load_task_set
+from ace_env.tasksets import load_task_set
 from ace_env.worker import Budget
 from ace_graph import queries
 from ace_graph.config import neo4j_settings

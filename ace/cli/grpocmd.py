@@ -13,17 +13,17 @@ import typer
 from ace.cli.graphcmd import with_store
 from ace.cli.options import config_options, console, esc, json_option, table, tasks_option
 from ace.cli.traincmd import LR_FLAGS, train_app
-from ace_env.rollouts import load_task_set
+from ace_env.tasksets import load_task_set
 from ace_env.workspace import ace_home, check_name, check_out
 from ace_graph.errors import ConfigError
 from ace_graph.taskfiles import refuse_changes_to_stored_tasks
+from train.engine import RolloutConfig
 from train.evaluation import evaluate
 from train.export import ExportError, to_openai_sft
 from train.grpo import GRPORunConfig, train_grpo
 from train.models import resolve_model
 from train.policies import policy_name
 from train.policies.base import GenerationConfig
-from train.rollouts import RolloutConfig
 from train.sft import SFTRunConfig, train_sft_rows
 from train.users import user_sim_rows
 

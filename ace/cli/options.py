@@ -1,7 +1,7 @@
 """The CLI's shared vocabulary: options, config-derived flags, scopes, output paths, consoles.
 
 Every command builds its options from here, so one word means one thing
-everywhere: ``--tasks/-t SPEC`` (the grammar of :func:`ace_env.rollouts.parse_task_spec`),
+everywhere: ``--tasks/-t SPEC`` (the grammar of :func:`ace_env.tasksets.parse_task_spec`),
 ``--experiment/-e``, ``--policy/-p``, ``--checkpoint/-c``, ``--scope E/P/C``, ``--json``,
 ``--out`` (:func:`ace_env.workspace.check_out`: refused when it exists, unless ``--force``).
 Flags that set a config dataclass's fields are derived from the dataclass
@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable
 import typer
 
 from ace_env.fields import bounds_text
-from ace_env.rollouts import TASK_SPEC_HELP, parse_task_spec
+from ace_env.tasksets import TASK_SPEC_HELP, parse_task_spec
 from ace_env.worker import Budget
 from ace_env.workspace import check_name
 from ace_graph.errors import ConfigError
@@ -50,7 +50,7 @@ def tasks_option(default: Any = ..., *flags: str, note: str = "") -> Any:
     """The one ``--tasks/-t SPEC`` option (other ``flags`` for a second task set, e.g. ``--eval-tasks``).
 
     Every command that takes tasks declares it through here; the spec is parsed by
-    :func:`ace_env.rollouts.parse_task_spec` and loaded by :func:`ace_env.rollouts.load_task_set`.
+    :func:`ace_env.tasksets.parse_task_spec` and loaded by :func:`ace_env.tasksets.load_task_set`.
     """
     info = typer.Option(default, *(flags or ("--tasks", "-t")), help=f"{note} {TASK_SPEC_HELP}".strip(),
                         callback=check_task_spec)

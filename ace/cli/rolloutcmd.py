@@ -11,8 +11,8 @@ import typer
 
 from ace.cli import app, progress_bar
 from ace.cli.options import budget_options, check_policy_spec, config_options, tasks_option
-from ace_env.rollouts import load_task_set
 from ace_env.tasks import Task
+from ace_env.tasksets import load_task_set
 from ace_env.worker import Budget
 from ace_env.workspace import ace_home, check_name, check_out
 from ace_graph.config import neo4j_settings
@@ -20,9 +20,9 @@ from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
 from ace_graph.store import GraphStore
 from ace_graph.taskfiles import refuse_changes_to_stored_tasks
+from train.engine import RolloutConfig
 from train.evaluation import evaluate, evaluate_gold_prefix, rollout_to_file
 from train.policies import DEFAULT_POLICY, GenerationConfig, policy_name
-from train.rollouts import RolloutConfig
 
 POLICY_HELP = (
     "hf:<model folder or name> (default hf:smollm2-135m, prepared by `ace model prepare`), "

@@ -19,8 +19,8 @@ from ace.cli.options import (
     tasks_option,
 )
 from ace.stages import MAX_SIM_ROLLOUTS, simulate_to_file
-from ace_env.rollouts import load_task_set
 from ace_env.sim import load_weakness
+from ace_env.tasksets import load_task_set
 from ace_env.workspace import check_out
 
 sim_app = typer.Typer(

@@ -28,9 +28,9 @@ from ace.cli.options import (
     scope_option,
     tasks_option,
 )
-from ace_env.rollouts import load_task_set
 from ace_env.scaleout import runner_for
 from ace_env.sim import load_weakness
+from ace_env.tasksets import load_task_set
 from ace_env.worker import Budget
 from ace_env.workspace import check_out
 from ace_graph.errors import ConfigError
@@ -40,9 +40,9 @@ from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize,
 from synth.rewriter import Rewriter
 from synth.strategies import STRATEGIES
 from synth.taskcheck import check_task
+from train.engine import RolloutConfig, TaskRollouts
 from train.models import EMBEDDED
 from train.policies import GenerationConfig, load_policy
-from train.rollouts import RolloutConfig, TaskRollouts
 
 synth_app = typer.Typer(
     help=(
@@ -112,7 +112,9 @@ def synth(
     ctx: typer.Context,
     experiment: Optional[str] = experiment_option(None, "Experiment whose frontier to attack."),
     strategy: list[str] = typer.Option(
-        [], "--strategy", help="Strategies to use (repeatable): ambiguity, lookalike, distractor, cascade, depth, random (the untargeted baseline). Default: the five targeted ones."
+        [], "--strategy", help="Strategies to use (repeatable): " + ", ".join(
+            f"{n}{'' if s.targeted else ' (not targeted)'}" for n, s in STRATEGIES.items() if n != "probe")
+        + ". Default: the targeted ones."
     ),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the tasks (JSONL). Refused if it exists, unless --force."),
     force: bool = force_option(),

@@ -12,7 +12,7 @@ import typer
 
 from ace.cli import app
 from ace.cli.options import config_options, tasks_option
-from ace_env.rollouts import load_task_set
+from ace_env.tasksets import load_task_set
 from ace_env.workspace import check_out
 from ace_graph.errors import ConfigError
 from train.policies import PolicyError

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ace_env import bfcl
-from ace_env.rollouts import Rollout
+from ace_env.formats import Rollout
 from ace_env.sim import parse_weakness, simulate
 from ace_graph.estimate import Cell, cells_from_records, merge_cells
 from ace_graph.ingest import ingest_file, prepare

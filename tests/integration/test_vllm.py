@@ -8,9 +8,9 @@ import pytest
 
 from ace_env.bfcl import load_tasks
 from ace_env.verifier import verify
+from train.engine import RolloutConfig, RolloutEngine, offered_schemas
 from train.policies import GenerationConfig, load_policy
 from train.policies.base import Conversation
-from train.rollouts import RolloutConfig, RolloutEngine, offered_schemas
 from train.serve import ServeConfig, VLLMServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]

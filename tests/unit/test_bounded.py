@@ -14,7 +14,7 @@ from ace_env.calls import MalformedCall, parse_call
 from ace_env.errors import ConfigError, RolloutFormatError
 from ace_env.executor import ERROR, Environment
 from ace_env.formats import read_any
-from ace_env.rollouts import load_task_set
+from ace_env.tasksets import load_task_set
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT, ground_truth_rollout
 from ace_env.worker import Budget
 

@@ -12,8 +12,8 @@ import pytest
 
 from ace_env import bfcl
 from ace_env.cache import TaskCache, ace_version
-from ace_env.rollouts import load_task_set
 from ace_env.tasks import Task
+from ace_env.tasksets import load_task_set
 from ace_env.verifier import ORACLES, oracle_for
 from ace_graph.tagger import TAGS, tag_task
 

@@ -18,7 +18,7 @@ import ace
 from ace.cli import democmd, main
 from ace.cli.options import Progress, config_options, parse_scope, resolve_scope
 from ace_env import bfcl
-from ace_env.rollouts import load_task_set as load_tasks
+from ace_env.tasksets import load_task_set as load_tasks
 from ace_env.verifier import ground_truth_rollout
 from ace_env.workspace import check_out
 from ace_graph.errors import ConfigError

@@ -18,7 +18,7 @@ import typer
 from ace.cli import _register, app, main
 from ace.cli.options import budget_options, field_help
 from ace_env.errors import ConfigError, TaskLoadError
-from ace_env.rollouts import parse_task_spec
+from ace_env.tasksets import parse_task_spec
 from ace_env.worker import Budget
 from ace_env.workspace import check_out
 

@@ -315,7 +315,7 @@ def test_ace_verify_reads_a_bfcl_export_folder_and_a_bfcl_result_file_with_its_i
     assert verdicts[wrong]["failing_turn"] == 0, verdicts[wrong]
     assert verdicts[wrong]["attribution"] == "stopped_early"
     # the folder's tasks are the exported ones: BFCL's own unchanged, ACE's under their BFCL ids
-    from ace_env.rollouts import load_task_set
+    from ace_env.tasksets import load_task_set
 
     loaded = load_task_set(str(out))
     for task in tasks:

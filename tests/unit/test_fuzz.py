@@ -2,7 +2,7 @@
 
 Covered: ``ace_env.calls.parse_call``, ``ace_env.modelout.parse_output`` /
 ``parse_message`` (what a model says), ``ace_env.formats`` (BFCL steps, any
-rollout line, whole files) and ``ace_env.rollouts.parse_rollout``.  They must
+rollout line, whole files) and ``ace_env.formats.parse_rollout``.  They must
 never raise on any input except with ACE's own error for a bad line, and
 never execute anything.
 
@@ -28,9 +28,8 @@ from hypothesis import strategies as st
 
 from ace_env.calls import Call, MalformedCall, parse_call
 from ace_env.errors import RolloutFormatError
-from ace_env.formats import decode_bfcl_step, parse_any, read_any
+from ace_env.formats import decode_bfcl_step, parse_any, parse_rollout, read_any
 from ace_env.modelout import is_malformed, parse_message, parse_output
-from ace_env.rollouts import parse_rollout
 
 pytestmark = pytest.mark.fuzz
 

@@ -8,14 +8,14 @@ import random
 import pytest
 import torch  # the train extra is part of setup: without it these tests fail, never skip
 
-from ace_env.rollouts import load_task_set
 from ace_env.sim import gold_prefix_step, parse_weakness, previous_gold_call
+from ace_env.tasksets import load_task_set
 from ace_graph.outcomes import _predecessors
 from ace_graph.tagger import tag_task
+from train.engine import offered_schemas
 from train.goldprefix import records, score_tasks, summarize, teacher_forced, transcript
 from train.policies import GenerationConfig, load_policy
 from train.policies.hf import HFPolicy
-from train.rollouts import offered_schemas
 
 
 @pytest.fixture(scope="module")

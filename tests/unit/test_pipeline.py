@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ace_env import bfcl
-from ace_env.rollouts import load_task_set
 from ace_env.sim import parse_weakness
+from ace_env.tasksets import load_task_set
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.tagger import tag_task
 from synth.pipeline import SynthConfig, infeasible, sim_policy, synthesize, write_tasks

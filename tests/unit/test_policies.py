@@ -13,11 +13,11 @@ from ace_env.bfcl import load_tasks
 from ace_env.calls import parse_call
 from ace_env.formats import read_any
 from ace_env.verifier import verify
+from train.engine import RolloutConfig, RolloutEngine, offered_schemas
 from train.policies import GenerationConfig, PolicyError, load_policy, policy_name
 from train.policies.base import Conversation
 from train.policies.openai import OpenAIPolicy, parse_spec
 from train.policies.sim import SimPolicy
-from train.rollouts import RolloutConfig, RolloutEngine, offered_schemas
 
 
 @pytest.fixture(scope="session")
@@ -160,7 +160,7 @@ def test_samples_of_one_task_generated_one_at_a_time_differ(tiny_model):
     """Sampling is seeded per call from the run's seed and the conversations in the batch: the G samples
     of a task generated in batches of one are not G copies of one sample (synthesis measures
     learnability from them)."""
-    from train.rollouts import RolloutConfig, RolloutEngine
+    from train.engine import RolloutConfig, RolloutEngine
 
     policy = load_policy(f"hf:{tiny_model}")
     task = load_tasks("base")[1]

@@ -9,11 +9,11 @@ import pytest
 
 from ace.cli import main
 from ace_env.bounded import BoundedVerifier
-from ace_env.rollouts import load_task_set
+from ace_env.tasksets import load_task_set
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
 from ace_env.worker import Budget
+from train.engine import RolloutConfig, RolloutEngine
 from train.policies.sim import SimPolicy
-from train.rollouts import RolloutConfig, RolloutEngine
 
 MATH = "multi_turn_base_15"  # GorillaFileSystem + MathAPI: offers power() in every turn
 POWER = "power(base=10, exponent=1000000000)"  # one C-level bigint operation: never returns

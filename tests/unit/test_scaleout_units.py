@@ -10,10 +10,10 @@ import pytest
 from ace_env import bfcl
 from ace_env.scaleout import SINGLE_MACHINE_ENV, LocalRunner, is_loopback, runner_for, single_machine
 from train.distributed import expected_ids
+from train.engine import in_order
 from train.policies import GenerationConfig, PolicyError, endpoint_count, load_policy
 from train.policies.base import Conversation
 from train.policies.openai import parse_endpoints
-from train.rollouts import in_order
 
 
 def _closed_port() -> int:

@@ -8,10 +8,10 @@ import pytest
 
 from ace.cli import main
 from ace_env.bfcl import load_tasks
+from train.engine import offered_schemas
 from train.models import DEFAULT_MODEL, resolve_model
 from train.policies import load_policy
 from train.policies.base import Conversation
-from train.rollouts import offered_schemas
 
 pytestmark = pytest.mark.slow
 

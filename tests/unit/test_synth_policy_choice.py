@@ -10,8 +10,8 @@ from ace.cli.synthcmd import load_synth_policy, scope_policy_spec
 from ace_env.bfcl import load_tasks
 from ace_env.verifier import verify
 from ace_graph.errors import ConfigError
+from train.engine import RolloutConfig, TaskRollouts
 from train.policies import load_policy
-from train.rollouts import RolloutConfig, TaskRollouts
 
 
 def test_a_scopes_policy_name_maps_to_a_runnable_spec_or_a_clear_error():

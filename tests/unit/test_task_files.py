@@ -9,7 +9,7 @@ import pytest
 from ace.cli import main
 from ace_env import bfcl
 from ace_env.errors import TaskLoadError
-from ace_env.rollouts import load_task_set
+from ace_env.tasksets import load_task_set
 
 
 def _good() -> dict:

@@ -1,4 +1,4 @@
-"""One task vocabulary: every command loads ``--tasks`` through ``ace_env.rollouts.load_task_set``,
+"""One task vocabulary: every command loads ``--tasks`` through ``ace_env.tasksets.load_task_set``,
 which takes comma-separated BFCL categories."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ace_env.errors import TaskLoadError
-from ace_env.rollouts import load_task_set
+from ace_env.tasksets import load_task_set
 
 
 def test_comma_separated_categories_are_one_task_set():

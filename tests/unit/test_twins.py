@@ -17,16 +17,16 @@ from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 
 from ace_env import bfcl, twins
 from ace_env.executor import OK, Environment
-from ace_env.rollouts import check_against_bfcl, load_task_set
 from ace_env.tasks import Task
+from ace_env.tasksets import check_against_bfcl, load_task_set
 from ace_env.verifier import ground_truth_rollout, verify
 from synth import strategies
 from synth.repair import usable_version
 from synth.strategies.distractor import distractor, twin_candidates, with_distractors
 from synth.taskcheck import DISTRACTOR_NOT_NEW, adjacent_positions, check_task, distractor_problems, flat_calls
+from train.engine import offered_schemas
 from train.environment import environment_class
 from train.export import TWIN_DOC_DIR, TWIN_MODULE_FILE, TWINS_WRITTEN, export, to_openai_sft, to_trl
-from train.rollouts import offered_schemas
 
 #: The compositions of issue 26 whose ``to`` tool must have twins.
 TARGETS = [("pressBrakePedal", "startEngine"), ("touch", "echo"), ("get_zipcode_based_on_city", "estimate_distance"),

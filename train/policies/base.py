@@ -4,7 +4,7 @@ Every policy (a local transformers model, an OpenAI-compatible endpoint, the
 simulated agent) answers :meth:`Policy.generate`: given conversations as
 OpenAI-style messages and the tools offered to each at this point, it returns
 one assistant message per conversation.  Batched, so a GPU or the CPU is used
-well; the rollout engine (:mod:`train.rollouts`) advances many conversations
+well; the rollout engine (:mod:`train.engine`) advances many conversations
 with one call.
 """
 

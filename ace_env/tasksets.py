@@ -1,20 +1,8 @@
-"""Task sets and rollout files.
+"""Task sets: the ``--tasks/-t`` spec every command takes, parsed and loaded once.
 
 A task set is named ``bfcl:CATEGORY[,CATEGORY...]`` (``base``, ``long_context``,
 ``miss_func``, ``miss_param`` or ``all``) or is a JSONL file of ACE tasks (one
 :meth:`ace_env.tasks.Task.to_dict` per line).
-
-A rollout file is JSONL, one rollout per line::
-
-    {"rollout_id": "r1", "task_id": "multi_turn_base_0",
-     "turns": [["cd(folder='document')", {"name": "ls", "arguments": {}}], []]}
-
-`ace_env.formats.read_any` streams such files line by line, in flat memory.
-
-Rollout ids are strings.  A line without one (absent or ``null``) is named
-by its file and line (``rollouts.jsonl:line-7``); any other non-string id
-(``1``, ``true``, a list) is refused with an error that names the line, so
-``1`` and ``"1"`` can never be coerced into one id and silently collide.
 """
 
 from __future__ import annotations
@@ -22,11 +10,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ace_env import bfcl, twins
 from ace_env.bounded import BoundedVerifier
-from ace_env.errors import RolloutFormatError, TaskLoadError
+from ace_env.errors import TaskLoadError
 from ace_env.executor import Environment
 from ace_env.tasks import Task
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
@@ -186,56 +173,3 @@ def check_against_bfcl(task: Task) -> None:
         Environment(task)
     except Exception as e:  # BFCL's own loader rejected the state: say which field, in one line
         raise TaskLoadError(f"field 'initial_config' cannot be loaded by BFCL ({type(e).__name__}: {str(e)[:120]})") from e
-
-
-@dataclass
-class Rollout:
-    """One rollout: the calls made in each user turn of a task."""
-
-    rollout_id: str
-    task_id: str
-    turns: list[list[Any]]
-    line: int = 0
-    meta: dict[str, Any] | None = None
-
-
-def parse_rollout(obj: Any, line: int) -> Rollout:
-    """Validate one decoded rollout line."""
-    if not isinstance(obj, dict):
-        raise RolloutFormatError(f"line {line}: a rollout must be a JSON object")
-    task_id = obj.get("task_id")
-    if not isinstance(task_id, str) or not task_id:
-        raise RolloutFormatError(f"line {line}: 'task_id' must be a non-empty string")
-    turns = obj.get("turns")
-    if not isinstance(turns, list) or not all(isinstance(t, list) for t in turns):
-        raise RolloutFormatError(f"line {line}: 'turns' must be a list of lists of calls")
-    for t, calls in enumerate(turns):
-        for c in calls:
-            if not isinstance(c, (str, dict)):
-                raise RolloutFormatError(
-                    f"line {line}: turn {t}: a call must be a string or a {{name, arguments}} object"
-                )
-    return Rollout(rollout_id_of(obj, line, "rollout_id"), task_id, turns, line, obj.get("meta"))
-
-
-#: Longest rollout id accepted (an id is stored, printed and echoed in errors).
-MAX_ID_CHARS = 1024
-
-
-def rollout_id_of(obj: dict[str, Any], line: int, *keys: str) -> str:
-    """The first of ``keys`` that is present and not null; ``line-N`` when none is.
-
-    Ids must be non-empty strings: ``1`` is refused rather than coerced to ``"1"``.
-    """
-    for key in keys:
-        value = obj.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, str) or not value:
-            shown = json.dumps(value, default=str)[:40]
-            raise RolloutFormatError(f"line {line}: {key!r} must be a non-empty string, not {shown}")
-        if len(value) > MAX_ID_CHARS:
-            raise RolloutFormatError(f"line {line}: {key!r} is {len(value):,} characters long ({value[:40]!r}...); "
-                                     f"ids are at most {MAX_ID_CHARS:,}")
-        return value
-    return f"line-{line}"
