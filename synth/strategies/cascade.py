@@ -154,10 +154,7 @@ def cascade_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng
                  extra={"pattern": pattern, "check": [check], "recovery": [recovery], "partial_view": view})
 
 
-@register("cascade", depth=3,
-          definition="a (read-only, called once) returns a partial or flagged result that damages the value b takes; "
-                     "the ground truth checks again and recovers; the text states the goal only",
-          needs="a read-only a called once whose result holds the value b takes")
+@register("cascade")
 def cascade(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
     k = pick_position(seed, target, rng)
     if k is None:
