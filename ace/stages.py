@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ace_env.oracle import replay_oracle
 from ace_env.sim import WeaknessSpec, simulate
 from ace_env.tasks import Task
-from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
+from ace_env.verifier import ground_truth_rollout, verify
 from ace_env.workspace import check_writable_kind
 from ace_graph.errors import ConfigError
 from ace_graph.scopes import require_scope

@@ -28,17 +28,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence
 
 from ace_env.errors import BudgetExceeded, ConfigError, RolloutFormatError
+from ace_env.oracle import Oracle, has_oracle, oracle_for
 from ace_env.tasks import Task
-from ace_env.verifier import (
-    RESOURCE_LIMIT,
-    TIMEOUT,
-    Oracle,
-    Verdict,
-    has_oracle,
-    oracle_for,
-    over_budget,
-    verify,
-)
+from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT, Verdict, over_budget, verify
 from ace_env.worker import INDEX, Budget, WatchedWorker, worker_setup
 
 log = logging.getLogger(__name__)

@@ -2,11 +2,15 @@
 
 A task set is named ``bfcl:CATEGORY[,CATEGORY...]`` (``base``, ``long_context``,
 ``miss_func``, ``miss_param`` or ``all``) or is a JSONL file of ACE tasks (one
-:meth:`ace_env.tasks.Task.to_dict` per line).
+:meth:`ace_env.tasks.Task.to_dict` per line).  ``tau2:DOMAIN[,DOMAIN...]`` (``airline``, ``retail``,
+``telecom`` or ``all``; ``tau2`` alone: all) names τ²-bench tasks: :func:`load_tau2_task_set` loads
+them (:mod:`ace_env.tau2`); :func:`load_task_set`, which commands call, refuses them in one line until
+commands can run them.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +20,9 @@ from ace_env.bounded import BoundedVerifier
 from ace_env.errors import TaskLoadError
 from ace_env.executor import Environment
 from ace_env.tasks import Task
+from ace_env.tau2 import DOMAINS as TAU2_DOMAINS
+from ace_env.tau2.tasks import Tau2Task
+from ace_env.tau2.tasks import load_tasks as load_tau2_tasks
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
 from ace_env.worker import Budget
 
@@ -30,6 +37,7 @@ class TaskSpec:
 
     categories: tuple[str, ...] = ()
     path: Path | None = None
+    tau2_domains: tuple[str, ...] = ()  # tau2:DOMAIN[,DOMAIN...]: τ²-bench domains, in order, once each
 
 
 def parse_task_spec(spec: str) -> TaskSpec:
@@ -61,6 +69,15 @@ def parse_task_spec(spec: str) -> TaskSpec:
             raise TaskLoadError(f"task set {spec!r}: unknown BFCL category {unknown[0]!r}; use one of "
                                 f"{', '.join(bfcl.CATEGORIES)} or all, comma-separated")
         return TaskSpec(categories=tuple(dict.fromkeys(categories)))
+    if spec.strip() == "tau2" or spec.startswith("tau2:"):
+        domains = [d.strip() for d in spec.partition(":")[2].split(",")] if ":" in spec else ["all"]
+        unknown = [d for d in domains if d not in (*TAU2_DOMAINS, "all")]
+        if unknown:
+            raise TaskLoadError(f"task set {spec!r}: unknown τ² domain {unknown[0]!r}; use "
+                                f"tau2:DOMAIN[,DOMAIN...] with {', '.join(TAU2_DOMAINS)} or all")
+        if "all" in domains:
+            domains = list(TAU2_DOMAINS)
+        return TaskSpec(tau2_domains=tuple(dict.fromkeys(domains)))
     path = Path(spec)
     if not path.exists():
         raise TaskLoadError(f"task set {spec!r} is neither bfcl:CATEGORY[,CATEGORY...] ({', '.join(bfcl.CATEGORIES)}, "
@@ -68,10 +85,35 @@ def parse_task_spec(spec: str) -> TaskSpec:
     return TaskSpec(path=path)
 
 
+def _command() -> str:
+    """The running ``ace`` command's name (from click's context: typer's vendored click, or click), or
+    ``this command`` outside one."""
+    for name in ("typer._click.globals", "click.globals"):
+        try:
+            ctx = importlib.import_module(name).get_current_context(silent=True)
+        except (ImportError, AttributeError):
+            continue
+        if ctx is not None:
+            return ctx.command_path
+    return "this command"
+
+
+def load_tau2_task_set(spec: str) -> dict[str, Tau2Task]:
+    """τ² tasks by ACE id (``tau2:DOMAIN:ID``) from a ``tau2:DOMAIN[,DOMAIN...]`` spec."""
+    parsed = parse_task_spec(spec)
+    if not parsed.tau2_domains:
+        raise TaskLoadError(f"task set {spec!r} names no τ² tasks; give tau2:DOMAIN[,DOMAIN...] "
+                            f"({', '.join(TAU2_DOMAINS)}, all)")
+    return {t.id: t for d in parsed.tau2_domains for t in load_tau2_tasks(d)}
+
+
 def load_task_set(spec: str) -> dict[str, Task]:
     """Tasks by id from a task spec (:func:`parse_task_spec`): BFCL categories, a task JSONL file, or a folder
     of BFCL files (:func:`bfcl.load_folder`).  Every command that takes tasks reads them through here."""
     parsed = parse_task_spec(spec)
+    if parsed.tau2_domains:
+        raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): ace_env.tau2 executes "
+                            "and verifies them, commands do not run them so far; use bfcl:CATEGORY or a task file")
     if parsed.categories:
         tasks: dict[str, Task] = {}
         for category in parsed.categories:

@@ -42,9 +42,9 @@ from ace_env import bfcl
 from ace_env.cache import TaskCache
 from ace_env.calls import Call, parse_call
 from ace_env.executor import ERROR, OK, Environment
+from ace_env.oracle import ORACLE_SOURCES, Oracle, oracle_for
 from ace_env.tasks import Task
 from ace_env.values import TRIVIAL_NUMBERS, is_trivial, leaves, number
-from ace_env.verifier import ORACLE_SOURCES, Oracle, oracle_for
 from ace_graph.errors import ConfigError
 from ace_graph.taxonomy import tool_skills
 

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ace_env.errors import AceError, TaskLoadError
+from ace_env.oracle import oracle_for
 from ace_env.tasks import Task
 from ace_env.tasksets import load_task_set
-from ace_env.verifier import oracle_for, verify
+from ace_env.verifier import verify
 
 log = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ import tomllib
 from pathlib import Path
 
 from ace_env import bfcl
+from ace_env.oracle import replay_oracle
 from ace_env.sim import DEMO_WEAKNESS, load_weakness
-from ace_env.verifier import replay_oracle
 from synth.pipeline import SynthConfig, one_per_base, seeds_by_target, sim_policy, synthesize, write_tasks
 
 HERE = Path(__file__).resolve().parent

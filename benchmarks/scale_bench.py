@@ -51,9 +51,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from ace_env import bfcl
     from ace_env.bounded import BoundedVerifier
+    from ace_env.oracle import clear_oracle_cache
     from ace_env.perturb import perturbed_set
     from ace_env.scaleout import RayVerifier
-    from ace_env.verifier import clear_oracle_cache, ground_truth_rollout
+    from ace_env.verifier import ground_truth_rollout
 
     tasks = bfcl.load_tasks(args.category)
     by_id = {t.id: t for t in tasks}

@@ -27,8 +27,9 @@ import time
 from ace_env import bfcl
 from ace_env.bounded import BoundedVerifier
 from ace_env.official import official_check
+from ace_env.oracle import clear_oracle_cache, oracle_for
 from ace_env.perturb import perturbed_set
-from ace_env.verifier import clear_oracle_cache, ground_truth_rollout, oracle_for, verify
+from ace_env.verifier import ground_truth_rollout, verify
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,8 +17,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_env.oracle import oracle_for
 from ace_env.tasks import Task
-from ace_env.verifier import oracle_for
 from ace_graph.errors import AceError
 from ace_graph.tagger import tag_task
 from synth.taskcheck import value_in_text

@@ -61,10 +61,11 @@ from typing import Any
 from ace_env import bfcl, twins
 from ace_env.calls import Call, parse_call
 from ace_env.executor import OK
+from ace_env.oracle import Oracle, replay_oracle
 from ace_env.perturb import alter_call
 from ace_env.tasks import Task, Turn
 from ace_env.values import is_trivial, leaves, number
-from ace_env.verifier import Oracle, ground_truth_rollout, replay_oracle, verify
+from ace_env.verifier import ground_truth_rollout, verify
 from ace_graph.tagger import tag_task
 
 GT_ERROR = "gt_error"

@@ -72,8 +72,8 @@ from ace_env import bfcl, twins
 from ace_env.calls import Call, parse_call
 from ace_env.errors import ConfigError
 from ace_env.executor import OK
+from ace_env.oracle import oracle_for
 from ace_env.tasks import Task
-from ace_env.verifier import oracle_for
 from ace_env.workspace import check_out, check_writable_kind
 from ace_graph.errors import AceError
 

@@ -49,8 +49,9 @@ from ace_env.bounded import BoundedVerifier, LineError
 from ace_env.calls import Call, parse_call
 from ace_env.executor import OK
 from ace_env.modelout import parse_message
+from ace_env.oracle import oracle_for
 from ace_env.tasks import Task
-from ace_env.verifier import WRONG_ARGUMENT, WRONG_TOOL, oracle_for
+from ace_env.verifier import WRONG_ARGUMENT, WRONG_TOOL
 from ace_env.worker import Budget
 from ace_graph.ingest import GOLD_PREFIX
 from ace_graph.outcomes import FAIL, SUCCESS, RolloutRecord, StepRow

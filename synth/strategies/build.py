@@ -10,8 +10,8 @@ from typing import Any
 
 from ace_env import bfcl
 from ace_env.executor import Environment, copy_json
+from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task, Turn
-from ace_env.verifier import replay_oracle
 from synth.taskcheck import (
     adjacent_positions,
     canonical_json,

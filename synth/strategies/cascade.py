@@ -28,9 +28,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from ace_env.oracle import fingerprint
 from ace_env.tasks import Task
 from ace_env.values import leaves, number
-from ace_env.verifier import fingerprint
 from ace_env.views import apply_ops
 from synth.strategies.ambiguity import fed_values
 from synth.strategies.build import build, copy_turns, env_before, parsed_output, pick_position

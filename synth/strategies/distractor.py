@@ -27,8 +27,9 @@ from typing import Any
 from ace_env import bfcl, twins
 from ace_env.calls import Call, parse_call
 from ace_env.executor import copy_json
+from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task
-from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
+from ace_env.verifier import ground_truth_rollout, verify
 from synth.strategies.build import build, copy_turns, pick_position
 from synth.strategies.registry import register
 from synth.taskcheck import flat_calls

@@ -37,8 +37,8 @@ from typing import Any
 from ace_env import bfcl
 from ace_env.calls import Call, parse_call
 from ace_env.executor import copy_json
+from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task, Turn
-from ace_env.verifier import replay_oracle
 from ace_graph.tagger import tag_task
 from synth.strategies.build import seed_exemptions
 from synth.strategies.registry import register

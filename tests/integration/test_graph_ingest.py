@@ -253,7 +253,7 @@ def test_ingest_error_names_file_and_line_once(clean_db, neo4j_database, tasks, 
 
 def test_second_ingest_rebuilds_no_oracle_and_no_tags(clean_db, neo4j_database, tasks, tmp_path, capsys):
     from ace.cli import main
-    from ace_env.verifier import ORACLES
+    from ace_env.oracle import ORACLES
     from ace_graph.tagger import TAGS
 
     def on_disk():  # every entry of both disk caches, with its modification time

@@ -15,9 +15,9 @@ import pytest
 from ace.cli import main
 from ace_env import bfcl
 from ace_env.errors import TaskLoadError
+from ace_env.oracle import clear_oracle_cache
 from ace_env.tasks import Task
 from ace_env.tasksets import load_task_set
-from ace_env.verifier import clear_oracle_cache
 from ace_graph import tagger
 from ace_graph.errors import IngestIncomplete
 from ace_graph.ingest import ingest_file

@@ -12,9 +12,9 @@ import pytest
 
 from ace_env import bfcl
 from ace_env.cache import TaskCache, ace_version
+from ace_env.oracle import ORACLES, oracle_for
 from ace_env.tasks import Task
 from ace_env.tasksets import load_task_set
-from ace_env.verifier import ORACLES, oracle_for
 from ace_graph.tagger import TAGS, tag_task
 
 REPO = Path(__file__).resolve().parents[2]
@@ -131,7 +131,7 @@ def test_cache_off_writes_nothing(home, monkeypatch):
 
 _SCRIPT = """
 from ace_env import bfcl
-from ace_env.verifier import ORACLES, oracle_for
+from ace_env.oracle import ORACLES, oracle_for
 from ace_graph.tagger import TAGS, tag_task
 tasks = bfcl.load_tasks("base")[:30]
 for t in tasks:

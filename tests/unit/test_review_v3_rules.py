@@ -9,9 +9,9 @@ import random
 import pytest
 
 from ace_env import bfcl
+from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task, Turn
 from ace_env.values import is_trivial
-from ace_env.verifier import replay_oracle
 from ace_env.views import apply_ops
 from synth import strategies
 from synth.repair import usable_version

@@ -9,8 +9,9 @@ import re
 import pytest
 
 from ace_env import bfcl, twins
+from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task
-from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
+from ace_env.verifier import ground_truth_rollout, verify
 from synth import strategies
 from synth.repair import usable_version
 from synth.strategies.depth import LINKS_BY_ANCHOR

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from ace_env import bfcl
+from ace_env.oracle import oracle_for
 from ace_env.tasks import Task
-from ace_env.verifier import ground_truth_rollout, oracle_for, verify
+from ace_env.verifier import ground_truth_rollout, verify
 from ace_graph import tagger
 from ace_graph.compositions import prior_edges
 from ace_graph.tagger import (

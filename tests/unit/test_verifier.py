@@ -10,6 +10,7 @@ import pytest
 from ace_env import bfcl
 from ace_env.executor import Environment
 from ace_env.official import official_check
+from ace_env.oracle import oracle_for, replay_oracle
 from ace_env.perturb import perturbed_set
 from ace_env.verifier import (
     ACTED_WITHOUT_NEED,
@@ -20,8 +21,6 @@ from ace_env.verifier import (
     WRONG_TOOL,
     argument_difference,
     ground_truth_rollout,
-    oracle_for,
-    replay_oracle,
     verify,
 )
 

@@ -10,8 +10,9 @@ import pytest
 from ace_env import bfcl
 from ace_env.errors import AceError
 from ace_env.executor import Environment
+from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task
-from ace_env.verifier import ground_truth_rollout, replay_oracle, verify
+from ace_env.verifier import ground_truth_rollout, verify
 from ace_env.views import apply_ops, check_views
 from synth.taskcheck import adjacent_positions, flat_calls
 
