@@ -16,14 +16,11 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from synth.strategies.registry import depth_of
 from synth.strategies.text import voice
 
 #: Phrasing styles applied to a synthesized task's first user message.
 STYLES = ("plain", "terse", "polite", "stepwise")
-
-
-#: Composition depth each strategy aims for (the depth strategy grows with strength).
-_DEPTH = {"ambiguity": 2, "lookalike": 3, "distractor": 2, "cascade": 3}  # cascade: partial call, check, recovery
 
 
 @dataclass
@@ -159,7 +156,7 @@ def make_plans(
         by_target[best[1][0]] = by_target.get(best[1][0], 0) + 1
         by_strategy[best[1][1]] = by_strategy.get(best[1][1], 0) + 1
     for target, strategy, style in ordered:
-        depth = _DEPTH.get(strategy, 2) if strategy != "depth" else 3 + len(plans) % 3
+        depth = depth_of(strategy)  # declared with the strategy (synth.strategies.registry)
         plans.append(
             Plan(
                 id=f"r{round_}-p{len(plans)}-{target[0]}-{target[1]}-{strategy}-{style}",

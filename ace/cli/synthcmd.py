@@ -112,7 +112,9 @@ def synth(
     ctx: typer.Context,
     experiment: Optional[str] = experiment_option(None, "Experiment whose frontier to attack."),
     strategy: list[str] = typer.Option(
-        [], "--strategy", help="Strategies to use (repeatable): ambiguity, lookalike, distractor, cascade, depth, random (the untargeted baseline). Default: the five targeted ones."
+        [], "--strategy", help="Strategies to use (repeatable): " + ", ".join(
+            f"{n}{'' if s.targeted else ' (not targeted)'}" for n, s in STRATEGIES.items() if n != "probe")
+        + ". Default: the targeted ones."
     ),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the tasks (JSONL). Refused if it exists, unless --force."),
     force: bool = force_option(),

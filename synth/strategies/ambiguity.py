@@ -133,7 +133,10 @@ def format_view(seed: Task, k: int, strength: float, rng: random.Random) -> tupl
     return ops, [f"{o['op']}" for o in ops]
 
 
-@register("ambiguity")
+@register("ambiguity", depth=2,
+          definition="a's result, which feeds b, is shown re-formatted (units, number and date formats, key names, "
+                     "nesting, wrappers); b's arguments stay the plain values",
+          needs="a's result holds a value b takes")
 def ambiguity(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
     k = pick_position(seed, target, rng)
     if k is None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from ace_env.oracle import fingerprint
+from ace_env.verifier import fingerprint
 from ace_env.tasks import Task
 from ace_env.values import leaves, number
 from ace_env.views import apply_ops
@@ -154,7 +154,10 @@ def cascade_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng
                  extra={"pattern": pattern, "check": [check], "recovery": [recovery], "partial_view": view})
 
 
-@register("cascade")
+@register("cascade", depth=3,
+          definition="a (read-only, called once) returns a partial or flagged result that damages the value b takes; "
+                     "the ground truth checks again and recovers; the text states the goal only",
+          needs="a read-only a called once whose result holds the value b takes")
 def cascade(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
     k = pick_position(seed, target, rng)
     if k is None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from ace_env.calls import Call, parse_call
 from ace_env.executor import Environment
-from ace_env.oracle import fingerprint
+from ace_env.verifier import fingerprint
 from ace_env.tasks import Task
 from ace_env.values import leaves, number
 from synth.strategies.build import build, copy_turns, parsed_output, pick_position
@@ -214,7 +214,10 @@ def depth_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: 
     return task
 
 
-@register("depth")
+@register("depth", depth=4,
+          definition="the target composition grows from 2 to up to 5 tools: each added read consumes the result "
+                     "of the call before it in the chain, and each is verified by its output",
+          needs="a read-only follow-up of b that takes a value only b's result provides")
 def depth(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
     k = pick_position(seed, target, rng)
     if k is None:

@@ -1,34 +1,91 @@
-"""The strategy registry: strategies registered by name (duplicates refused), seeded per item."""
+"""The strategy registry: the one place a strategy is declared (name, definition, needs, builder).
+
+Every strategy module registers itself with :func:`register` (a duplicate name
+is refused); the planner reads each strategy's composition depth here, the
+pipeline and the CLI read the targeted strategies here, and the random
+baseline dispatches its edits through the ``edit`` each strategy registers
+(:func:`register_edit`).  Items are seeded per index (:func:`item_rng`).
+"""
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import Callable
 
 from ace_env.tasks import Task
 
 Strategy = Callable[[Task, tuple[str, str], float, random.Random], "Task | None"]
+#: The random baseline's edit of a strategy's kind at flat position ``k`` (``a`` = call k, ``b`` = call k + 1).
+Edit = Callable[[Task, tuple[str, str], int, float, random.Random], "Task | None"]
 
-STRATEGIES: dict[str, Strategy] = {}
+
+@dataclass
+class Spec:
+    """A registered strategy."""
+
+    name: str
+    """Unique name (``--strategy`` and the tasks' ``provenance.strategy``)."""
+    definition: str
+    """What the strategy does, in one sentence (the CLI's help and the review's definitions)."""
+    needs: str
+    """What a target must offer for the strategy to make a task on it."""
+    build: Strategy
+    """``(seed, target, strength, rng) -> Task | None``: None where the seed does not offer what it needs."""
+    depth: int = 2
+    """Composition depth the strategy aims for (the planner records it on a plan)."""
+    targeted: bool = True
+    """Planned by default (aimed at the frontier); False: a baseline or a diagnostic."""
+    edit: Edit | None = None
+    """The random baseline's edit of this kind at a random place (None: the baseline never applies it)."""
+
+    def __call__(self, seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
+        return self.build(seed, target, strength, rng)
 
 
-def register(name: str) -> Callable[[Strategy], Strategy]:
+STRATEGIES: dict[str, Spec] = {}
+
+
+def register(name: str, *, definition: str, needs: str, depth: int = 2,
+             targeted: bool = True) -> Callable[[Strategy], Strategy]:
     """Register a strategy under ``name`` (names are unique)."""
 
     def deco(fn: Strategy) -> Strategy:
         if name in STRATEGIES:
             raise ValueError(f"strategy {name!r} is already registered")
-        STRATEGIES[name] = fn
+        STRATEGIES[name] = Spec(name, definition, needs, fn, depth, targeted)
         return fn
 
     return deco
 
 
-def get(name: str) -> Strategy:
+def register_edit(name: str) -> Callable[[Edit], Edit]:
+    """Register the random baseline's edit of strategy ``name`` (one per strategy)."""
+
+    def deco(fn: Edit) -> Edit:
+        spec = get(name)
+        if spec.edit is not None:
+            raise ValueError(f"strategy {name!r} already has a random edit")
+        spec.edit = fn
+        return fn
+
+    return deco
+
+
+def get(name: str) -> Spec:
     try:
         return STRATEGIES[name]
     except KeyError:
         raise KeyError(f"unknown strategy {name!r}; known: {sorted(STRATEGIES)}") from None
+
+
+def targeted() -> tuple[str, ...]:
+    """The strategies planned by default, in registration order."""
+    return tuple(n for n, s in STRATEGIES.items() if s.targeted)
+
+
+def depth_of(name: str) -> int:
+    return get(name).depth
 
 
 def synthesize(name: str, seed: Task, target: tuple[str, str], strength: float = 0.5,
