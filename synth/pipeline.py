@@ -53,6 +53,7 @@ from synth.planner import STYLES, Plan, apply_style, make_plans, reflect
 from synth.repair import usable_version
 from synth.rewriter import rewrite_task
 from synth.strategies import synthesize as apply_strategy
+from synth.strategies.registry import targeted
 from synth.taskcheck import Seen, adjacent_positions, check_task
 
 #: Rejection reason: the run already holds ``max_per_base`` tasks of this task's base task.
@@ -114,8 +115,8 @@ class SynthConfig:
     """Plans per round (N); each is a distinct (target, strategy, style)."""
     rollouts_per_task: int = 4
     """Trajectory rollouts per valid task, to place it in or out of the learnable zone."""
-    strategies: tuple[str, ...] = ("ambiguity", "lookalike", "distractor", "cascade", "depth")
-    """Strategies the planner may use."""
+    strategies: tuple[str, ...] = field(default_factory=targeted)
+    """Strategies the planner may use (default: the registry's targeted ones)."""
     seed: int = 0
     """Seed of everything random."""
     max_attempts_factor: int = 4

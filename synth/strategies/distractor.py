@@ -108,7 +108,10 @@ def _real_choices(seed: Task, k: int, at: int, cands: list[str]) -> list[str]:
     return out
 
 
-@register("distractor")
+@register("distractor", depth=2,
+          definition="executable wrong-way twins of b (near names, opposite or adjacent effects), new to the seed, "
+                     "are offered at the decision step and declared wrong",
+          needs="a wrong-way twin of b the seed does not offer")
 def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
     k = pick_position(seed, target, rng)
     if k is None:

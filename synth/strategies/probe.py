@@ -222,7 +222,9 @@ def probe_with(seed: Task, target: tuple[str, str], strength: float, rng: random
                  f"{target[0]} then {target[1]}, the seed cut after {target[1]}'s turn", {"pattern": "kept"})
 
 
-@register("probe")
+@register("probe", targeted=False,
+          definition="tasks that separate a weak composition from a weak tool: b without a, and a then b",
+          needs="an ambiguous edge (used by ace diagnose)")
 def probe(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
     """Either kind of probe (``without`` with probability ``strength``, else ``with``; the other as fallback)."""
     kinds = [probe_without, probe_with] if rng.random() < strength else [probe_with, probe_without]
