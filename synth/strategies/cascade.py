@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from ace_env.verifier import fingerprint
+from ace_env.oracle import fingerprint
 from ace_env.tasks import Task
 from ace_env.values import leaves, number
 from ace_env.views import apply_ops

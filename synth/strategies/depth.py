@@ -28,7 +28,7 @@ from typing import Any
 
 from ace_env.calls import Call, parse_call
 from ace_env.executor import Environment
-from ace_env.verifier import fingerprint
+from ace_env.oracle import fingerprint
 from ace_env.tasks import Task
 from ace_env.values import leaves, number
 from synth.strategies.build import build, copy_turns, parsed_output, pick_position
