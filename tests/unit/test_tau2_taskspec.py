@@ -1,0 +1,41 @@
+"""``tau2:DOMAIN[,DOMAIN...]`` in the one task-spec grammar; commands refuse τ² tasks in one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from ace.cli import main
+from ace_env.errors import TaskLoadError
+from ace_env.tasksets import load_task_set, load_tau2_task_set, parse_task_spec
+
+
+def test_tau2_specs_parse():
+    assert parse_task_spec("tau2:airline").tau2_domains == ("airline",)
+    assert parse_task_spec("tau2:retail, telecom,retail").tau2_domains == ("retail", "telecom")
+    assert parse_task_spec("tau2").tau2_domains == parse_task_spec("tau2:all").tau2_domains \
+        == ("airline", "retail", "telecom")
+    spec = parse_task_spec("tau2:airline")
+    assert spec.categories == () and spec.path is None
+    assert parse_task_spec("bfcl:base").tau2_domains == ()
+
+
+@pytest.mark.parametrize("bad", ["tau2:", "tau2:hotel", "tau2:airline,", "tau2:base"])
+def test_bad_tau2_specs_are_refused(bad):
+    with pytest.raises(TaskLoadError, match="τ² domain"):
+        parse_task_spec(bad)
+
+
+def test_tau2_tasks_load_through_the_spec():
+    tasks = load_tau2_task_set("tau2:retail,telecom")
+    assert len(tasks) == 228 and all(t.startswith(("tau2:retail:", "tau2:telecom:")) for t in tasks)
+    with pytest.raises(TaskLoadError, match="names no τ² tasks"):
+        load_tau2_task_set("bfcl:base")
+
+
+def test_commands_refuse_tau2_tasks_in_one_line(tmp_path, capsys):
+    with pytest.raises(TaskLoadError, match="not supported by `this command` yet"):
+        load_task_set("tau2:airline")
+    rc = main(["sim", "rollouts", "--tasks", "tau2:airline", "--n", "2", "--out", str(tmp_path / "r.jsonl")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 1 and len(err.splitlines()) == 1
+    assert "τ² tasks are not supported by `ace sim rollouts` yet" in err
