@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -125,3 +127,22 @@ def test_a_call_over_budget_ends_only_its_rollout():
         out = runner.run(task.id, gold_calls(task))
         assert out.attribution == "" and out.reward == 1.0 and out.verdict.strict
         assert runner.run("tau2:airline:nope", []).attribution.startswith("unknown")
+
+
+def test_tau2_import_reads_no_dotenv_and_no_litellm():
+    """τ²'s import-time load_dotenv() is a no-op, and nothing ACE imports pulls in litellm."""
+    code = (
+        "import sys, dotenv\n"
+        "calls = []\n"
+        "dotenv.load_dotenv = lambda *a, **k: calls.append(a) or True\n"
+        "from ace_env.tau2.package import tau2_modules\n"
+        "from ace_env.tau2.verify import replay_gold\n"
+        "from ace_env.tau2.tasks import load_tasks\n"
+        "tau2_modules()\n"
+        "assert replay_gold(load_tasks('telecom')[0]).reward == 1.0\n"
+        "assert not calls, calls\n"
+        "assert 'litellm' not in sys.modules\n"
+        "assert dotenv.load_dotenv.__name__ == '<lambda>'  # restored after the import\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
