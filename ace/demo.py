@@ -36,7 +36,9 @@ from ace_graph.frontier import FrontierConfig, frontier, weak_compositions
 from ace_graph.ingest import ingest_file
 from ace_graph.store import GraphStore
 from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
-from train.curriculum.core import CurriculumConfig, drift, mix
+from train.curriculum.core import CurriculumConfig
+from train.curriculum.drift import drift
+from train.curriculum.mix import mix
 from train.curriculum.store import load_state, scopes_read
 from train.export import export
 

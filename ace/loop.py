@@ -15,7 +15,7 @@ Round ``k`` of experiment ``E``:
 3. **synth** — tasks aimed at the frontier, their learnability measured with
    *this* policy's own rollouts (not the simulated agent's);
 4. **curriculum** — one curriculum round from the scope, then the training mix
-   of synthesized and seed tasks (:func:`train.curriculum.core.mix`);
+   of synthesized and seed tasks (:func:`train.curriculum.mix.mix`);
 5. **train** — an SFT warm start in round 0 when asked, then GRPO on the mix;
    the result is checkpoint ``k+1``.
 
@@ -44,7 +44,8 @@ from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier
 from ace_graph.store import GraphStore
 from synth.pipeline import SynthConfig, seeds_by_target, synthesize, write_tasks
-from train.curriculum.core import CurriculumConfig, mix
+from train.curriculum.core import CurriculumConfig
+from train.curriculum.mix import mix
 from train.curriculum.store import load_state, scopes_read
 from train.engine import RolloutConfig, TaskRollouts
 from train.evaluation import evaluate, evaluate_gold_prefix

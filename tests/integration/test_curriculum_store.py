@@ -9,15 +9,7 @@ import pytest
 from ace.cli import main
 from ace_env import bfcl
 from ace_graph.store import GraphStore
-from train.curriculum.core import (
-    ACTIVE,
-    COMPOSITION,
-    SKILL,
-    CurriculumConfig,
-    CurriculumState,
-    Observations,
-    step,
-)
+from train.curriculum.core import ACTIVE, COMPOSITION, SKILL, CurriculumConfig, CurriculumState, Observations, step
 from train.curriculum.store import CurriculumConflictError, load_state, observations_from_graph, save
 
 WEAKNESS = {

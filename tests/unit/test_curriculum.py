@@ -19,16 +19,14 @@ from train.curriculum.core import (
     LOCKED,
     MASTERED,
     SKILL,
-    Candidate,
     CurriculumConfig,
     CurriculumState,
     Observations,
-    candidate,
-    drift,
-    mix,
     step,
     topological_order,
 )
+from train.curriculum.drift import drift
+from train.curriculum.mix import Candidate, candidate, mix
 
 
 def obs(skills=None, comps=None, prior=None, n=100):

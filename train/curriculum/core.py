@@ -30,9 +30,8 @@ Cycles in the prior edges are broken deterministically (see
 compositions by the depth of their endpoints, so decisions come out in the
 order a teacher would make them.
 
-:func:`mix` picks a round's training tasks (mostly tasks on active units, plus
-a replay buffer stratified by oracle depth) and :func:`drift` measures how far
-a selected set's tool usage strays from the seed tasks'.
+A round's training tasks are picked by :func:`train.curriculum.mix.mix`, and
+:func:`train.curriculum.drift.drift` measures how far they stray from the seed tasks.
 
 >>> cfg = CurriculumConfig(min_rounds=1)
 >>> st = CurriculumState.new(skills=["a", "b"], compositions=["a>b"], prior=[("a", "b")])
@@ -49,17 +48,13 @@ a selected set's tool usage strays from the seed tasks'.
 from __future__ import annotations
 
 import math
-import random
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 import networkx as nx
 
-from ace_env.calls import Call, parse_call
-from ace_graph.compositions import adjacent_pairs, adjacent_tool_pairs
 from ace_graph.errors import ConfigError
-from ace_graph.tagger import tag_task
 
 LOCKED, ACTIVE, MASTERED = "locked", "active", "mastered"
 STATES = (LOCKED, ACTIVE, MASTERED)
@@ -428,191 +423,3 @@ def step(
         else:
             common(u, needed, "prerequisite skills")
     return st, decisions
-
-
-# --------------------------------------------------------------------------- mix
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """What the curriculum needs to know about one task."""
-
-    task_id: str
-    skills: frozenset[str]
-    compositions: frozenset[str]
-    depth: int
-    tool_counts: tuple[tuple[str, int], ...] = ()
-    task: Any = field(default=None, compare=False, repr=False)
-
-
-def _calls(task: Any) -> list[str]:
-
-    names = []
-    for turn in task.turns:
-        for raw in turn.ground_truth:
-            c = parse_call(raw)
-            if isinstance(c, Call):
-                names.append(c.name)
-    return names
-
-
-def candidate(task: Any, level: str = "skill") -> Candidate:
-    """Describe a task by the units its oracle exercises (runs the tagger at skill level)."""
-    if isinstance(task, Candidate):
-        return task
-    names = _calls(task)
-    if level == "tool":
-        units = set(names)
-        pairs = set(adjacent_tool_pairs(names))
-    else:
-        tags = tag_task(task)
-        units = {s for t in tags for s in t.skills}
-        pairs = set(adjacent_pairs(tags)[1])
-    return Candidate(task.id, frozenset(units), frozenset(pairs), task.n_steps,
-                     tuple(sorted(Counter(names).items())), task)
-
-
-@dataclass
-class Mix:
-    """A round's training mix: focus tasks on active units, then the stratified replay."""
-
-    focus: list[Candidate]
-    replay: list[Candidate]
-    replay_by_stratum: dict[str, int]
-
-    @property
-    def tasks(self) -> list[Candidate]:
-        return self.focus + self.replay
-
-    @property
-    def task_ids(self) -> list[str]:
-        return [c.task_id for c in self.tasks]
-
-
-def mix(
-    state: CurriculumState,
-    candidate_tasks: Iterable[Any],
-    n: int,
-    rng: random.Random,
-    config: CurriculumConfig | None = None,
-) -> Mix:
-    """Pick ``n`` tasks for the next round (fewer when there are fewer candidates).
-
-    ``round(n * replay_share)`` come from a replay buffer: the tasks that touch
-    no active unit (or, when there are none, the tasks not picked for focus),
-    split as evenly as possible over the depth strata (so
-    short, easy tasks are never drowned by long ones); the rest are the tasks
-    with the most active compositions (then active skills).  Ties and strata
-    are drawn with ``rng`` after sorting by task id, so the mix depends only on
-    the candidates' content and the generator's seed.
-    """
-    cfg = config or CurriculumConfig()
-    if n < 0:
-        raise ConfigError(f"mix size n={n} must be >= 0")
-    cands = sorted({c.task_id: c for c in (candidate(t, cfg.level) for t in candidate_tasks)}.values(),
-                   key=lambda c: c.task_id)
-    active_comps = set(state.in_state(ACTIVE, COMPOSITION))
-    active_skills = set(state.in_state(ACTIVE, SKILL))
-
-    def score(c: Candidate) -> tuple[int, int]:
-        return (len(c.compositions & active_comps), len(c.skills & active_skills))
-
-    n = min(n, len(cands))
-    rng.shuffle(cands)
-    cands.sort(key=score, reverse=True)  # stable: random order among equals
-    focus_pool = [c for c in cands if score(c) != (0, 0)]
-    n_focus = min(len(focus_pool), n - round(n * cfg.replay_share))
-    focus = focus_pool[:n_focus]
-    chosen = {c.task_id for c in focus}
-    # The replay buffer holds tasks on no active unit (mastered or not yet
-    # unlocked material); when every task touches an active unit (early rounds),
-    # it holds the active ones that did not make the focus cut instead.
-    replay_pool = sorted((c for c in cands if score(c) == (0, 0)), key=lambda c: c.task_id)
-    if not replay_pool:
-        replay_pool = sorted((c for c in cands if c.task_id not in chosen), key=lambda c: c.task_id)
-    n_replay = min(len(replay_pool), n - n_focus)
-
-    strata: dict[str, list[Candidate]] = {label: [] for label in cfg.strata_labels()}
-    for c in replay_pool:
-        strata[cfg.stratum(c.depth)].append(c)
-    for bucket in strata.values():
-        rng.shuffle(bucket)
-    replay: list[Candidate] = []
-    taken = {label: 0 for label in strata}
-    labels = [lb for lb in strata if strata[lb]]
-    rng.shuffle(labels)  # who gets the remainder when n_replay is not a multiple
-    while len(replay) < n_replay:
-        for lb in labels:
-            if len(replay) < n_replay and taken[lb] < len(strata[lb]):
-                replay.append(strata[lb][taken[lb]])
-                taken[lb] += 1
-    return Mix(focus, replay, {lb: k for lb, k in taken.items()})
-
-
-# --------------------------------------------------------------------------- drift
-
-
-@dataclass
-class DriftReport:
-    """How far a selected set's tool usage is from the seed tasks' (total variation distance)."""
-
-    tvd: float
-    max_drift: float
-    within_cap: bool
-    over: list[tuple[str, float, float]]  # (tool, selected share, seed share), most over first
-    under: list[tuple[str, float, float]]  # most under-represented first
-    selected_calls: int
-    seed_calls: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tvd": self.tvd, "max_drift": self.max_drift, "within_cap": self.within_cap,
-            "over": [{"tool": t, "selected": s, "seed": e} for t, s, e in self.over],
-            "under": [{"tool": t, "selected": s, "seed": e} for t, s, e in self.under],
-            "selected_calls": self.selected_calls, "seed_calls": self.seed_calls,
-        }
-
-
-def _tool_counts(tasks: Iterable[Any]) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for t in tasks:
-        if isinstance(t, Candidate):
-            counts.update(dict(t.tool_counts))
-        else:
-            counts.update(_calls(t))
-    return counts
-
-
-def drift(
-    selected_tasks: Iterable[Any],
-    seed_tasks: Iterable[Any],
-    max_drift: float | None = None,
-    top: int = 5,
-) -> DriftReport:
-    """Total variation distance between the tool-call distributions of two task sets.
-
-    ``TVD = 1/2 * sum_t |p_sel(t) - p_seed(t)|`` over ground-truth calls; 0
-    means the same mix of tools, 1 means disjoint tools.  ``within_cap`` is
-    ``tvd <= max_drift`` (default :attr:`CurriculumConfig.max_drift`).
-
-    >>> from ace_env.tasks import Task, Turn
-    >>> t = lambda i, calls: Task(i, "x", "x", [Turn([], calls)], {}, [], [])
-    >>> r = drift([t("a", ["ls()", "ls()"])], [t("b", ["ls()", "cd(folder='x')"])])
-    >>> r.tvd, r.within_cap, r.over[0][0], r.under[0][0]
-    (0.5, False, 'ls', 'cd')
-    """
-    cap = CurriculumConfig().max_drift if max_drift is None else max_drift
-    if not 0.0 < cap <= 1.0:
-        raise ConfigError(f"max_drift={cap!r} must lie in (0, 1]; use e.g. 0.35")
-    sel, seed = _tool_counts(selected_tasks), _tool_counts(seed_tasks)
-    n_sel, n_seed = sum(sel.values()), sum(seed.values())
-    if n_seed == 0:
-        raise ConfigError("drift needs seed tasks with at least one ground-truth call")
-    tools = sorted(set(sel) | set(seed))
-    share = {t: ((sel[t] / n_sel) if n_sel else 0.0, seed[t] / n_seed) for t in tools}
-    tvd = 0.5 * sum(abs(s - e) for s, e in share.values()) if n_sel else 1.0
-    diffs = sorted(((t, s, e) for t, (s, e) in share.items()), key=lambda x: (-(x[1] - x[2]), x[0]))
-    over = [x for x in diffs if x[1] > x[2]][:top]
-    under = sorted((x for x in diffs if x[1] < x[2]), key=lambda x: (x[1] - x[2], x[0]))[:top]
-    tvd = round(tvd, 12)
-    return DriftReport(tvd, cap, tvd <= cap, over, under, n_sel, n_seed)
