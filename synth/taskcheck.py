@@ -784,29 +784,7 @@ def lookalike_problems(task: Task, oracle: Oracle | None = None) -> list[str]:
             out.append(f"look-alike {twin!r} is not in {steps[step - 1].call}'s shown result")
         elif not near_identical(twin, value):
             out.append(f"look-alike {twin!r} is not near-identical to {value!r}")
-    if not out:
-        out += _listed_together(task, step - 1, shown, value, twins)
     return out
-
-
-def _listed(node: Any, x: Any) -> bool:
-    return any(_norm(item) == _norm(x) or isinstance(item, dict) and any(_norm(v) == _norm(x) for v in item.values())
-               for item in node)
-
-
-def _listed_together(task: Task, index: int, shown: Any, value: Any, twins: list[Any]) -> list[str]:
-    """The value and its look-alikes must be items (or fields of items) of one list of ``a``'s shown result, a
-    list ``a`` itself returns: siblings around a single-record result (a quote, one new order) are not
-    plausible (review v3)."""
-    keys = [k for k, v in shown.items() if isinstance(v, list) and _listed(v, value)
-            and all(_listed(v, t) for t in twins)] if isinstance(shown, dict) else []
-    if not keys:
-        return ["the value passed on and its look-alikes are not listed together in one list of a's result"]
-    plain = Task.from_dict({**task.to_dict(), "output_views": []})
-    raw = _json_or_none([s for turn in replay_oracle(plain).turns for s in turn.steps][index].output or "")
-    if not isinstance(raw, dict) or not any(isinstance(raw.get(k), list) for k in keys):
-        return [f"a returns no list {keys[0]!r}: look-alikes around a single-record result"]
-    return []
 
 
 def cascade_problems(task: Task, oracle: Oracle | None = None) -> list[str]:

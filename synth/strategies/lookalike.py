@@ -1,20 +1,14 @@
-"""lookalike: near-identical values around the one passed on, in the list the agent reads at the target.
+"""lookalike: near-identical values around the one passed on, in the result the agent reads at the target.
 
-Only where ``a`` returns several records (a list: the available stocks, the
-order history, the watchlist, the transactions, a folder's files, the users,
-the tickets): the value ``a`` returns in that list and ``b`` consumes is shown
-among near-identical siblings (one character off, two characters transposed;
-a sibling record with its own near-identical id).  A single-record result
-(one quote, one new order, one booking) never gets siblings: a tool that
-returns one record returning three is not plausible (review v3), so a target
-whose ``a`` returns no list gets no look-alike task.  The user text already
-identifies the right item without stating it, by an attribute the result
-shows: for records, a field of the right record the text names (the buy
-order, the 3-share order, the booking to LAX), which every sibling is given
-another value of; for a plain list, its place (the most recent, the first),
-which the siblings keep clear of.  The ground truth, unchanged, passes the
-right one.  It is an output view (:mod:`ace_env.views`, the list replaced by
-one ``add``): the state is not touched.
+At the target pair ``a → b`` (``a`` called once, for one entity), the value
+``a`` returns and ``b`` consumes (a zip code, an order id, a booking id, a
+price) is shown among sibling records whose values are near-identical (one
+character off, two characters transposed) and whose labels are near-twins of
+the attribute the user text already names (the city ``Rivermist`` beside
+``North Rivermist``; the ticker ``NVDA`` beside ``NVDAX``; the route
+``SFO-LAX`` beside ``SFO-LAS``).  The text identifies the right record without
+stating the value; the ground truth, unchanged, passes the right one.  It is
+an output view (:mod:`ace_env.views`): the state is not touched.
 
 :func:`lookalike_at` (near-twins added to the state) is the random baseline's
 look-alike edit.
@@ -28,7 +22,7 @@ from typing import Any
 
 from ace_env.executor import copy_json
 from ace_env.tasks import Task
-from ace_env.values import is_trivial
+from synth.strategies.ambiguity import fed_values
 from synth.strategies.build import (
     build,
     class_of,
@@ -355,12 +349,7 @@ def lookalike_at(seed: Task, k: int, strength: float, rng: random.Random) -> tup
 
 # --------------------------------------------------------------------------- the strategy (issue 26)
 
-#: Words by which a text picks an item of a plain list by its place: the siblings go on the other side.
-_ITEM = r"(?:\w+\s+)?(?:file|order|stock|symbol|item|one|entry|ticket|message|transaction|booking|tweet|user|card)s?\b"
-_LAST = re.compile(r"\b(?:most recent|latest|newest|last)\s+" + _ITEM, re.I)
-_FIRST = re.compile(r"\b(?:first|earliest|oldest|top)\s+" + _ITEM, re.I)
-#: An item picked by a count from either end (the third file) would be moved by siblings: never used.
-_ORDINAL = re.compile(r"\b(?:second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th))\b", re.I)
+_WRAP = ["matches", "results", "records", "candidates"]
 
 
 def near_variants(value: Any, rng: random.Random) -> list[Any]:
@@ -393,52 +382,34 @@ def near_variants(value: Any, rng: random.Random) -> list[Any]:
     return out
 
 
-def _is_id(field: str) -> bool:
-    low = field.lower()
-    return low == "id" or low.endswith("_id") or low.endswith("id") and len(low) > 2
+def _sibling_names(name: str, rng: random.Random) -> list[str]:
+    """Labels of sibling records: near-twins of the attribute the text names (a city, a ticker, a route)."""
+    if re.fullmatch(r"[A-Z]{2,5}", name):
+        out = near_variants(name, rng)
+        return [v for v in out if v.isalpha()]
+    if re.fullmatch(r"[A-Z]{3}-[A-Z]{3}", name):
+        a, b = name.split("-")
+        return [f"{a}-{v}" for v in near_variants(b, rng)[:2]] + [f"{v}-{b}" for v in near_variants(a, rng)[:2]]
+    words = [f"North {name}", f"{name} Heights", f"New {name}", f"{name} Springs", f"East {name}", f"{name} Falls"]
+    rng.shuffle(words)
+    return words
 
 
-def list_holding(out: Any, value: Any) -> tuple[str, int, str | None] | None:
-    """Where ``a``'s result lists ``value``: (the top-level key of the list, the item's index, the item's
-    field holding it or None for a plain list); None when the result is a single record (no list holds it)."""
-    if not isinstance(out, dict):
-        return None
-    for key, items in out.items():
-        if not isinstance(items, list) or len(items) < 1:
-            continue
-        for i, item in enumerate(items):
-            if isinstance(item, dict):
-                for field, v in item.items():
-                    if type(v) is type(value) and v == value:
-                        return key, i, field
-            elif type(item) is type(value) and item == value:
-                return key, i, None
-    return None
-
-
-def _other_value(v: Any, taken: set[Any], text: str, rng: random.Random) -> Any:
-    """Another value for a sibling's distinguishing field, which the text does not name."""
-    if isinstance(v, bool):
-        return not v
-    if isinstance(v, (int, float)):
-        for d in rng.sample([1, 2, 3, 5, 10], 5):
-            w = type(v)(v + d if rng.random() < 0.5 or v - d <= 0 else v - d)
-            if w not in taken and not value_in_text(w, text):
-                return w
-        return None
-    if isinstance(v, str):
-        opposite = {"buy": "sell", "sell": "buy", "BUY": "SELL", "SELL": "BUY", "Buy": "Sell", "Sell": "Buy",
-                    "open": "closed", "closed": "open", "Open": "Closed", "Closed": "Open"}
-        for w in [opposite.get(v)] + [x for x in taken if isinstance(x, str)] + near_variants(v, rng):
-            if w is not None and w != v and not value_in_text(w, text):
-                return w
+def _discriminator(seed: Task, k: int, args: dict[str, Any]) -> tuple[str, str] | None:
+    """(parameter, label) of ``a``'s argument that the user text names and that tells its record apart."""
+    text = user_text_upto(seed, flat_calls(seed)[k][0]).lower()
+    if isinstance(args.get("travel_from"), str) and isinstance(args.get("travel_to"), str):
+        return "route", f"{args['travel_from']}-{args['travel_to']}"
+    for param in ("city", "symbol", "location", "name", "stock", "folder"):
+        v = args.get(param)
+        if isinstance(v, str) and len(v) >= 2 and v.lower() in text:
+            return param, v
     return None
 
 
 def shown_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
     """Output-view operations that place the value ``a`` (flat call ``k``) passes to ``b`` among near-identical
-    siblings in the list ``a`` returns, and what was placed; None where ``a`` returns no list holding it, the
-    text states it, or the text's way of picking it out would also pick a sibling."""
+    values in sibling records of ``a``'s shown result, and what was placed; None where it cannot be done."""
     flat = flat_calls(seed)
     env = env_before(seed, k)
     ra = env.call(flat[k][2], flat[k][0])
@@ -446,72 +417,45 @@ def shown_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tuple[li
     out = parsed_output(ra.output or "")
     if ra.status != "ok" or rb.status != "ok" or not isinstance(out, dict):
         return None
-    everything = user_text_upto(seed, len(seed.turns) - 1)
-    text = user_text_upto(seed, flat[k + 1][0])
-    for value in dict.fromkeys(v for v in rb.arguments.values() if not isinstance(v, (list, dict))):
-        if is_trivial(value) or value_in_text(value, everything):
-            continue  # no turn of the text may state it
-        where = list_holding(out, value)
-        if where is None:
-            continue
-        made = _siblings(out, where, value, text, rng, n)
-        if made is None:
-            continue
-        new_list, twins, by = made
-        key = where[0]
-        view = [{"op": "add", "fields": {key: new_list}}]
-        return view, {"key": key, "field": where[2], "value": value, "twins": twins, "identified_by": by}
-    return None
-
-
-def _siblings(out: dict[str, Any], where: tuple[str, int, str | None], value: Any, text: str,
-              rng: random.Random, n: int) -> tuple[list[Any], list[Any], str] | None:
-    key, i, field = where
-    items = list(out[key])
-    twins = [t for t in near_variants(value, rng) if t not in items and
-             not any(isinstance(x, dict) and t in x.values() for x in items) and not value_in_text(t, text)][:n]
-    if not twins:
+    fed = [(key, v) for key, v in fed_values(out, rb.arguments) if key in out]
+    text = user_text_upto(seed, len(seed.turns) - 1)
+    fed = [(key, v) for key, v in fed if not value_in_text(v, text)]  # no turn of the text may state it
+    if not fed:
         return None
-    if field is None:  # a plain list: the text picks the item by its place, the siblings go the other way
-        if _ORDINAL.search(text):
-            return None
-        if _LAST.search(text) and i == len(items) - 1:
-            return items[:i] + twins + [items[i]], twins, "its place (the most recent / last)"
-        if _FIRST.search(text) and i == 0:
-            return [items[0]] + twins + items[1:], twins, "its place (the first)"
+    key, value = fed[0]
+    found = _discriminator(seed, k, ra.arguments)
+    if found is None:
         return None
-    record = items[i]
-    # the field of the right record the text names (not an id): every sibling gets another value of it
-    named = [f for f, v in record.items() if f != field and not _is_id(f) and not isinstance(v, (dict, list))
-             and not is_trivial(v) and value_in_text(v, text)]
-    if not named:
+    _, label = found
+    names = [x for x in _sibling_names(label, rng) if x != label][:n]
+    twins = near_variants(value, rng)[:n]
+    if len(names) < 1 or len(twins) < len(names):
         return None
-    by = named[0]
-    taken = {x.get(by) for x in items if isinstance(x, dict)}
-    sibs = []
-    for twin in twins:
-        other = _other_value(record[by], taken, text, rng)
-        if other is None:
-            return None
-        sib = dict(record)
-        for f, v in record.items():  # a sibling has its own ids, never a copy of the right record's
-            if f != field and _is_id(f):
-                sib[f] = next(iter(near_variants(v, rng)), v)
-        sib[field], sib[by] = twin, other
-        sibs.append(sib)
-    new = list(items)
-    for sib in sibs:
-        new.insert(rng.randint(0, len(new)), sib)
-    return new, twins, f"{by}={record[by]!r}"
+    siblings: dict[str, Any] = {}
+    for name, twin in zip(names, twins):
+        record = {k2: v2 for k2, v2 in out.items() if not isinstance(v2, (dict, list))}
+        for other, v2 in record.items():  # a sibling has its own ids, never a copy of the right record's
+            if other != key and ("id" in other.lower().split("_") or other.lower().endswith("id")):
+                record[other] = next(iter(near_variants(v2, rng)), v2)
+        record[key] = twin
+        siblings[name] = record
+    fields = list(out)
+    ops: list[dict[str, Any]] = []
+    if rng.random() < 0.5:  # the right record first or last
+        ops += [{"op": "nest", "key": label, "fields": fields}, {"op": "add", "fields": siblings}]
+    else:
+        ops += [{"op": "add", "fields": siblings}, {"op": "nest", "key": label, "fields": fields}]
+    ops.append({"op": "wrap", "key": rng.choice(_WRAP)})
+    return ops, {"key": key, "value": value, "twins": twins[:len(names)], "label": label, "siblings": names}
 
 
 @register("lookalike", depth=2,
-          definition="the value a passes to b sits among near-identical siblings in the list a returns; the text "
-                     "picks it by an attribute the result shows and never states it",
-          needs="a returns a list holding the value b takes, which the text identifies without stating it")
+          definition="the value a passes to b sits among near-identical values of sibling records in a's shown "
+                     "result; the text names the right record's attribute and never the value",
+          needs="a returns the value b takes, for an entity the text names")
 def lookalike(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
-    """The value ``a`` passes to ``b`` shown among near-identical siblings in the list ``a`` returns; the text
-    picks the right one by an attribute the result shows and never states the value."""
+    """The value ``a`` passes to ``b`` shown among near-identical values of sibling records in ``a``'s result;
+    the text names the right record's attribute (the city, the ticker, the route) and never the value."""
     k = pick_position(seed, target, rng)
     if k is None:
         return None
@@ -522,11 +466,12 @@ def lookalike(seed: Task, target: tuple[str, str], strength: float, rng: random.
     if made is None:
         return None
     ops, placed = made
-    view = {"tool": flat[k][3], "calls": [0], "ops": ops}
+    view = {"tool": flat[k][3], "ops": ops}
     return build(seed, "lookalike", target, strength,
-                 f"{flat[k][3]}'s list {placed['key']!r} shows {placed['value']!r} among near-identical "
-                 f"{', '.join(map(repr, placed['twins']))}; the text picks it by {placed['identified_by']}",
+                 f"{flat[k][3]}'s result shows {placed['key']}={placed['value']!r} of {placed['label']!r} among "
+                 f"near-identical values of {', '.join(map(repr, placed['siblings']))}: "
+                 f"{', '.join(map(repr, placed['twins']))}",
                  views=list(seed.output_views) + [view],
                  extra={"target_id": placed["value"], "lookalike_key": placed["key"],
-                        "lookalikes": placed["twins"], "identified_by": placed["identified_by"],
-                        "lookalike_view": view})
+                        "lookalikes": placed["twins"], "lookalike_labels": placed["siblings"],
+                        "identified_by": placed["label"], "lookalike_view": view})

@@ -205,15 +205,15 @@ def _made(name, target, strength=0.7):
 
 
 def test_lookalike_text_with_the_id_is_rejected():
-    task = _made("lookalike", ("get_watchlist", "remove_stock_from_watchlist"))
+    task = _made("lookalike", ("place_order", "get_order_details"))
     assert check_task(task).valid
     leaked = Task.from_dict(copy.deepcopy(task.to_dict()))
-    leaked.turns[-1].user[-1]["content"] += f" ({task.provenance['target_id']})"
+    leaked.turns[-1].user[-1]["content"] += f" (order {task.provenance['target_id']})"
     assert LOOKALIKE_ID_IN_TEXT in check_task(leaked).reasons
 
 
 def test_a_lookalike_set_not_in_the_shown_result_is_rejected():
-    task = _made("lookalike", ("get_watchlist", "remove_stock_from_watchlist"))
+    task = _made("lookalike", ("place_order", "get_order_details"))
     assert check_task(task).valid and not lookalike_problems(task)
     # the look-alikes put somewhere the agent never reads them (no view on a's result)
     hidden = Task.from_dict(copy.deepcopy(task.to_dict()))
@@ -221,13 +221,13 @@ def test_a_lookalike_set_not_in_the_shown_result_is_rejected():
     assert LOOKALIKE_NOT_SHOWN in check_task(hidden).reasons
     # look-alikes claimed that a's shown result does not hold
     absent = Task.from_dict(copy.deepcopy(task.to_dict()))
-    absent.provenance["lookalikes"] = ["QQQQ"]
+    absent.provenance["lookalikes"] = [999999]
     assert LOOKALIKE_NOT_SHOWN in check_task(absent).reasons
     # values in the result, but not near-identical to the one passed on
     value = task.provenance["target_id"]
     unlike = Task.from_dict(copy.deepcopy(task.to_dict()))
-    unlike.output_views[-1]["ops"].append({"op": "add", "fields": {"other": str(value) * 3}})
-    unlike.provenance["lookalikes"] = [str(value) * 3]
+    unlike.output_views[-1]["ops"].append({"op": "add", "fields": {"other": value * 3 + 1}})
+    unlike.provenance["lookalikes"] = [value * 3 + 1]
     assert LOOKALIKE_NOT_SHOWN in check_task(unlike).reasons
     assert near_identical(12446, 14246) and near_identical("NVDA", "NVDX") and not near_identical(12446, 17446 + 1)
 
