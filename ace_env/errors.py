@@ -31,3 +31,12 @@ class BudgetExceeded(AceError):
     def __init__(self, kind: str, message: str):
         super().__init__(message)
         self.kind = kind
+
+
+class ViewError(AceError):
+    """A task declares an output view ACE cannot apply."""
+
+
+class JsonRefused(Exception):
+    """A JSON value that is valid for Python's decoder but not for ACE; :func:`ace_env.formats.strict_json` turns it
+    into a :class:`RolloutFormatError` (internal: never leaves that function)."""

@@ -36,18 +36,18 @@ def bounds_text(metadata: Any) -> str:
     return ""
 
 
-def check_bounds(config: Any, error: type[Exception] = ConfigError) -> None:
-    """Raise ``error`` (what, why, how to fix) for the first field outside its ``min``/``max`` metadata."""
+def check_bounds(config: Any) -> None:
+    """Raise :class:`ConfigError` (what, why, how to fix) for the first field outside its ``min``/``max`` metadata."""
     for f in fields(config):
         lo, hi = f.metadata.get("min"), f.metadata.get("max")
         if lo is None and hi is None:
             continue
         value = getattr(config, f.name)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise error(f"{type(config).__name__}.{f.name} must be a number, not {value!r}")
+            raise ConfigError(f"{type(config).__name__}.{f.name} must be a number, not {value!r}")
         why = f" ({f.metadata['help']})" if f.metadata.get("help") else ""
         fix = f"give a value {'from' if lo is not None and hi is not None else 'of'} {bounds_text(f.metadata)}"
         if lo is not None and value < lo:
-            raise error(f"{type(config).__name__}.{f.name} must be at least {lo}{why}, not {value}; {fix}")
+            raise ConfigError(f"{type(config).__name__}.{f.name} must be at least {lo}{why}, not {value}; {fix}")
         if hi is not None and value > hi:
-            raise error(f"{type(config).__name__}.{f.name} must be at most {hi}{why}, not {value}; {fix}")
+            raise ConfigError(f"{type(config).__name__}.{f.name} must be at most {hi}{why}, not {value}; {fix}")

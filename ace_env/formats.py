@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ace_env.calls import MAX_CALL_CHARS, Call, nesting_depth, respelled_name
-from ace_env.errors import RolloutFormatError
+from ace_env.errors import JsonRefused, RolloutFormatError
 from ace_env.modelout import parse_output
 
 ACE, OPENAI, BFCL = "ace", "openai", "bfcl"
@@ -352,27 +352,23 @@ def parse_any(obj: Any, line: int, id_suffix: str = "") -> Rollout:
     )
 
 
-class _Refused(Exception):
-    """A JSON value that is valid for Python's decoder but not for ACE (see :func:`strict_json`)."""
-
-
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
     if len(obj) != len(pairs):
         seen: set[str] = set()
         key = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise _Refused(f"key {key[:40]!r} appears twice in one object")
+        raise JsonRefused(f"key {key[:40]!r} appears twice in one object")
     return obj
 
 
 def _no_constant(name: str) -> Any:
-    raise _Refused(f"{name} is not a JSON number")
+    raise JsonRefused(f"{name} is not a JSON number")
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
     if value in (math.inf, -math.inf):
-        raise _Refused(f"number {text[:40]} is too large for a float")
+        raise JsonRefused(f"number {text[:40]} is too large for a float")
     return value
 
 
@@ -386,7 +382,7 @@ def strict_json(line: str, n: int) -> Any:
     try:
         return json.loads(line, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant,
                           parse_float=_finite_float)
-    except _Refused as e:
+    except JsonRefused as e:
         raise RolloutFormatError(f"line {n}: not valid JSON for ACE ({e})") from e
     except (ValueError, RecursionError) as e:  # ValueError: also an int over 4,300 digits
         msg = e.msg if isinstance(e, json.JSONDecodeError) else (

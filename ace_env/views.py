@@ -41,16 +41,12 @@ import datetime as _dt
 import re
 from typing import Any
 
-from ace_env.errors import AceError
+from ace_env.errors import ViewError
 
 OPS = ("rename", "wrap", "nest", "number_format", "scale", "to_string", "to_number", "prefix",
        "date_format", "listify", "perturb", "truncate", "mask", "add")
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
-class ViewError(AceError):
-    """A task declares an output view ACE cannot apply."""
 
 
 def check_views(views: Any) -> list[dict[str, Any]]:

@@ -6,7 +6,8 @@ they are re-exported here so graph code has one place to import from.
 
 from ace_env.errors import AceError, ConfigError, RolloutFormatError, TaskLoadError
 
-__all__ = ["AceError", "ConfigError", "ConnectionError_", "RolloutFormatError", "IngestIncomplete", "ServerError", "TaskLoadError"]
+__all__ = ["AceError", "ConfigError", "ConnectionError_", "RolloutFormatError", "IngestIncomplete", "QueryModeError", "ScopeError",
+           "ServerError", "TaskLoadError"]
 
 
 class ServerError(AceError):
@@ -19,3 +20,11 @@ class ConnectionError_(AceError):
 
 class IngestIncomplete(AceError):
     """An ingest stopped part-way; its scope is marked incomplete until a rerun completes it."""
+
+
+class QueryModeError(ConfigError):
+    """A query whose header says ``Mode: write`` was asked to run on a read path."""
+
+
+class ScopeError(ConfigError):
+    """A scope that does not exist or does not belong where it was used."""

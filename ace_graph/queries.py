@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ace_graph import config
-from ace_graph.errors import ConfigError
+from ace_graph.errors import ConfigError, QueryModeError
 from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -271,10 +271,6 @@ def clear_cache() -> None:
 
 
 # --------------------------------------------------------------------------- the runner
-
-
-class QueryModeError(ConfigError):
-    """A query whose header says ``Mode: write`` was asked to run on a read path."""
 
 
 def checked(name: str, params: Mapping[str, Any], *, write: bool = False, directory: Path | None = None) -> Query:

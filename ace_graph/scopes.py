@@ -8,13 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ace_graph.errors import ConfigError
+from ace_graph.errors import ConfigError, ScopeError
 
 LEVELS = ("skill", "tool")
-
-
-class ScopeError(ConfigError):
-    """A scope that does not exist or does not belong where it was used."""
 
 
 def check_level(level: Any) -> str:

@@ -24,18 +24,11 @@ from ace_graph.db import get_driver
 from ace_graph.errors import AceError
 from ace_graph.reports import GraphReports
 from ace_graph.transcripts import TaskLibrary, Transcript, transcript
+from app.errors import QueryFailed, Unavailable
 
 log = logging.getLogger(__name__)
 
 TTL = int(os.environ.get("ACE_APP_TTL", "30"))
-
-
-class Unavailable(AceError):
-    """The graph cannot be read; the message says what to run."""
-
-
-class QueryFailed(AceError):
-    """Neo4j refused a query (a wrong parameter type, a write in a read session, ...)."""
 
 
 @st.cache_resource(show_spinner=False)

@@ -13,6 +13,7 @@ import streamlit as st
 
 from ace_graph.errors import AceError
 from app import data
+from app.errors import Unavailable
 
 START_HINT = """\
 ```
@@ -40,7 +41,7 @@ def call(method: str, *args: Any, **kwargs: Any) -> Any:
     """A cached view; on an unreachable graph the page says what to run and stops."""
     try:
         return data.cached(method, *args, **kwargs)
-    except data.Unavailable as e:
+    except Unavailable as e:
         show_unavailable(e)
     except AceError as e:
         st.error(str(e))

@@ -30,7 +30,8 @@ from _common import machine_facts  # noqa: E402
 from ace_env import bfcl  # noqa: E402
 from ace_env.verifier import verify  # noqa: E402
 from train.engine import RolloutConfig, RolloutEngine  # noqa: E402
-from train.export import ExportError, to_openai_sft  # noqa: E402
+from train.errors import ExportError  # noqa: E402
+from train.export import to_openai_sft  # noqa: E402
 from train.models import resolve_model  # noqa: E402
 from train.policies import load_policy  # noqa: E402
 from train.policies.base import GenerationConfig  # noqa: E402

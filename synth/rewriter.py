@@ -19,8 +19,8 @@ from typing import Any
 
 from ace_env.oracle import oracle_for
 from ace_env.tasks import Task
-from ace_graph.errors import AceError
 from ace_graph.tagger import tag_task
+from synth.errors import RewriterError
 from synth.taskcheck import value_in_text
 
 PROMPT = (
@@ -28,10 +28,6 @@ PROMPT = (
     "number, file name, identifier and quoted value exactly as written. Reply with the rewritten "
     "request only."
 )
-
-
-class RewriterError(AceError):
-    """The rewriting endpoint could not be reached or answered nonsense."""
 
 
 @dataclass

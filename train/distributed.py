@@ -23,6 +23,7 @@ import logging
 from collections import deque
 from typing import Any, Callable, Iterator
 
+from ace_env.errors import ConfigError
 from ace_env.scaleout import connect
 from ace_env.tasks import Task
 from train.engine import RolloutConfig, RolloutEngine, rollout_id, rollout_samples
@@ -51,10 +52,10 @@ def ray_rollouts(spec: str, tasks: list[Task], config: RolloutConfig, address: s
                  on_done: Callable[[dict[str, Any]], None] | None = None) -> Iterator[dict[str, Any]]:
     """Roll ``spec`` out on ``tasks`` on the Ray cluster at ``address``; rows in arrival order, shard by shard."""
     if workers is not None and workers < 1:
-        raise PolicyError(f"--ray-workers must be at least 1, not {workers}")
+        raise ConfigError(f"--ray-workers must be at least 1, not {workers}")
     shard_size = shard_size or 2 * config.batch_size
     if shard_size < 1 or in_flight < 1:
-        raise PolicyError("shard size and shards in flight must be at least 1")
+        raise ConfigError("shard size and shards in flight must be at least 1")
     samples = [(t.id, g) for t, g in rollout_samples(tasks, config.n_per_task)]
     shards = deque(samples[i:i + shard_size] for i in range(0, len(samples), shard_size))
     ray, owns = connect(address)

@@ -101,10 +101,11 @@ from typing import Any
 from ace_env import twins
 from ace_env.bounded import BoundedVerifier, LineError
 from ace_env.boundedcalls import BoundedCalls, Overrun
-from ace_env.errors import AceError, ConfigError
+from ace_env.errors import ConfigError
 from ace_env.tasks import Task
 from ace_env.verifier import Verdict, over_budget
 from ace_env.worker import Budget
+from train.errors import EnvironmentUseError
 from train.policies.template import ACE_CHAT_TEMPLATE, has_tool_support
 from train.rewards import task_prefix
 
@@ -129,10 +130,6 @@ ACE_RESPONSE_TEMPLATE: dict[str, Any] = {
         "content": {"close_pattern": r"<\|im_end\|>\s*", "content": "text"},
     },
 }
-
-
-class EnvironmentUseError(AceError):
-    """An environment was used in a way it cannot serve (no task, a row for another tool set)."""
 
 
 def prepare_tokenizer(tokenizer: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Errors of the training layer that modules outside :mod:`train.policies` raise too.
+"""The training layer's errors, on top of ``ace_env.errors`` (one root: ``AceError``).
 
 :class:`PolicyError` lives here rather than in :mod:`train.policies.base` so that
 :mod:`train.models` (which the ``hf:`` policy imports) can raise it without
@@ -13,3 +13,24 @@ from ace_env.errors import AceError
 
 class PolicyError(AceError):
     """A policy cannot be loaded or cannot answer (bad spec, missing model, endpoint down)."""
+
+
+class RetryableRequest(Exception):
+    """A request to an OpenAI-compatible endpoint that failed in a way worth retrying (connection error, 429, 5xx);
+    :class:`train.policies.openai.OpenAIPolicy` retries it (internal: never leaves the policy)."""
+
+
+class ExportError(AceError):
+    """A dataset could not be exported."""
+
+
+class CurriculumStoreError(AceError):
+    """The curriculum could not be read from or written to the graph."""
+
+
+class CurriculumConflictError(CurriculumStoreError):
+    """Another step advanced the curriculum between this step's read and its write."""
+
+
+class EnvironmentUseError(AceError):
+    """An environment was used in a way it cannot serve (no task, a row for another tool set)."""

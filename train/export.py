@@ -75,7 +75,7 @@ from ace_env.executor import OK
 from ace_env.oracle import oracle_for
 from ace_env.tasks import Task
 from ace_env.workspace import check_out, check_writable_kind
-from ace_graph.errors import AceError
+from train.errors import ExportError
 
 FORMATS = ("bfcl", "trl", "openai-sft")
 
@@ -107,10 +107,6 @@ ABSTAIN_MESSAGE = (
     "I can't do that with the information and tools I have. Could you give me the missing "
     "details, or a tool that can do it?"
 )
-
-
-class ExportError(AceError):
-    """A dataset could not be exported."""
 
 
 @dataclass

@@ -57,7 +57,8 @@ from ace_graph.ingest import GOLD_PREFIX
 from ace_graph.outcomes import FAIL, SUCCESS, RolloutRecord, StepRow
 from ace_graph.tagger import tag_task
 from train.engine import ScriptedUser, offered_schemas
-from train.export import ABSTAIN_MESSAGE, DONE_MESSAGE, SYSTEM_PROMPT, ExportError, tool_arguments
+from train.errors import ExportError
+from train.export import ABSTAIN_MESSAGE, DONE_MESSAGE, SYSTEM_PROMPT, tool_arguments
 from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ def transcript(task: Task) -> Transcript:
     shows it), each oracle call as one assistant tool call with its real output, and each turn's closing
     text (``DONE_MESSAGE``, or ``ABSTAIN_MESSAGE`` in a turn whose ground truth is empty).
 
-    Raises :class:`train.export.ExportError` when the ground truth does not execute cleanly.
+    Raises :class:`train.errors.ExportError` when the ground truth does not execute cleanly.
     """
     oracle = oracle_for(task)
     bad = [s for t in oracle.turns for s in t.steps if s.status != OK]

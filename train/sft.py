@@ -25,7 +25,8 @@ from ace_env.errors import ConfigError
 from ace_env.fields import check_bounds
 from ace_env.tasks import Task
 from train.engine import offered_schemas
-from train.export import ExportError, to_openai_sft
+from train.errors import ExportError
+from train.export import to_openai_sft
 from train.logprobs import install_bounded_lm_head
 from train.policies.base import PolicyError
 from train.policies.hf import load_model

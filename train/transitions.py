@@ -24,7 +24,7 @@ from ace_env.bounded import BoundedVerifier
 from ace_env.errors import ConfigError
 from ace_env.tasks import Task
 from ace_env.worker import Budget
-from train.export import ExportError
+from train.errors import ExportError
 from train.filtering import Group
 from train.goldprefix import GoldStep, Transcript, judge_replies, transcript
 from train.policies.base import Conversation, GenerationConfig, Policy

@@ -12,7 +12,6 @@ import typer
 from ace.cli import app
 from ace.cli.envcmd import check_show, show_option
 from ace.cli.options import (
-    INT_MAX,
     Progress,
     budget_options,
     checkpoint_option,
@@ -35,6 +34,7 @@ from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import why_empty
 from ace_graph.ingest import ingest_file
+from ace_graph.queries import INT64_MAX
 from ace_graph.scopes import check_level, is_deleting, require_experiment, require_scope
 from ace_graph.store import GraphStore
 from ace_graph.taskfiles import refuse_changes_to_stored_tasks
@@ -72,7 +72,7 @@ def ingest(
     checkpoint: Optional[str] = checkpoint_option(None),
     scope: Optional[str] = scope_option(None, "The scope as E/P/C (instead of -e E -p P -c C)."),
     tasks: str = tasks_option("bfcl:all"),
-    round_: Optional[int] = typer.Option(None, "--round", min=0, max=INT_MAX,
+    round_: Optional[int] = typer.Option(None, "--round", min=0, max=INT64_MAX,
                                          help="Round number for capability history (default: from the checkpoint)."),
     batch_size: int = typer.Option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),
     workers: int = typer.Option(2, "--workers", min=1, max=64, help="Transactions writing batches concurrently."),
@@ -116,7 +116,7 @@ def ingest(
                     budget=budget, ray=ray,
                 ))
         if show != "none" and not as_json:
-            rows = store.run("scope-tasks", scope=reports[0].scope, failures_only=show == "failures", limit=INT_MAX)
+            rows = store.run("scope-tasks", scope=reports[0].scope, failures_only=show == "failures", limit=INT64_MAX)
         return reports, rows
 
     reports, rows = with_store(work)
@@ -164,7 +164,7 @@ def check_params(name: str, q: queries.Query, params: dict[str, Any]) -> None:
     for key, value in params.items():
         if isinstance(value, bool):
             continue
-        if isinstance(value, int) and not -INT_MAX - 1 <= value <= INT_MAX:
+        if isinstance(value, int) and not -INT64_MAX - 1 <= value <= INT64_MAX:
             raise ConfigError(f"{name}: {key}={value} does not fit a 64-bit integer")
         if isinstance(value, float) and value != value:
             raise ConfigError(f"{name}: {key} is NaN")

@@ -18,8 +18,9 @@ from ace_env.workspace import ace_home, check_name, check_out
 from ace_graph.errors import ConfigError
 from ace_graph.taskfiles import refuse_changes_to_stored_tasks
 from train.engine import RolloutConfig
+from train.errors import ExportError
 from train.evaluation import evaluate
-from train.export import ExportError, to_openai_sft
+from train.export import to_openai_sft
 from train.grpo import GRPORunConfig, train_grpo
 from train.models import resolve_model
 from train.policies import policy_name

@@ -27,14 +27,13 @@ from typing import Any, Callable, Iterable
 
 import typer
 
+from ace.errors import Stopped
 from ace_env.fields import bounds_text
 from ace_env.tasksets import TASK_SPEC_HELP, parse_task_spec
 from ace_env.worker import Budget
 from ace_env.workspace import check_name
 from ace_graph.errors import ConfigError
-
-#: The largest integer Neo4j stores (int64); larger numbers are refused at the edge.
-INT_MAX = 2**63 - 1
+from ace_graph.queries import INT64_MAX
 
 SCOPE_HELP = "Scope experiment/policy/checkpoint (see `ace scopes`)."
 
@@ -128,10 +127,6 @@ def resolve_scope(
 
 
 # --------------------------------------------------------------------------- paths
-
-
-class Stopped(ConfigError):
-    """A command stopped by a signal (SIGTERM, SIGHUP) part-way."""
 
 
 @contextlib.contextmanager
@@ -270,7 +265,7 @@ class Progress:
 
 def check_int64(value: Any) -> Any:
     """A typer callback: an integer flag must fit Neo4j's 64-bit integers."""
-    if isinstance(value, int) and not -INT_MAX - 1 <= value <= INT_MAX:
+    if isinstance(value, int) and not -INT64_MAX - 1 <= value <= INT64_MAX:
         raise typer.BadParameter(f"{value} does not fit a 64-bit integer")
     return value
 
@@ -378,8 +373,6 @@ def config_options(
         return wrapper
 
     return decorate
-
-
 
 
 def budget_options(param: str = "budget") -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -9,19 +9,12 @@ from typing import Optional
 import typer
 
 from ace.cli import app
-from ace.cli.options import (
-    INT_MAX,
-    Progress,
-    force_option,
-    json_option,
-    out_option,
-    signals_interrupt,
-    tasks_option,
-)
+from ace.cli.options import Progress, force_option, json_option, out_option, signals_interrupt, tasks_option
 from ace.stages import MAX_SIM_ROLLOUTS, simulate_to_file
 from ace_env.sim import load_weakness
 from ace_env.tasksets import load_task_set
 from ace_env.workspace import check_out
+from ace_graph.queries import INT64_MAX
 
 sim_app = typer.Typer(
     help=(
@@ -57,7 +50,7 @@ def rollouts_cmd(
     weakness: Optional[Path] = typer.Option(
         None, "--weakness", help="Weakness file (TOML). Without one: every call slips with probability 0.02."
     ),
-    seed: int = typer.Option(0, "--seed", min=0, max=INT_MAX, help="Same seed, same file (byte for byte)."),
+    seed: int = typer.Option(0, "--seed", min=0, max=INT64_MAX, help="Same seed, same file (byte for byte)."),
     as_json: bool = json_option("Print the summary as JSON."),
 ) -> None:
     """Write N simulated rollouts {rollout_id, task_id, turns, meta} to --out.

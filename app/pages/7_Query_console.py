@@ -9,6 +9,7 @@ import streamlit as st
 from ace_graph import queries
 from ace_graph.errors import AceError
 from app import data, ui
+from app.errors import Unavailable
 
 ui.page("Query console", "Every named query whose header says it only reads (`Mode: read`), run in a read-access "
         "session: Neo4j refuses writes there. The Cypher below is the file's text, ready for Neo4j Browser.")
@@ -39,7 +40,7 @@ for e in errors:
 if not errors:
     try:
         rows = data.run_named(name, json.dumps(params, sort_keys=True))
-    except data.Unavailable as e:
+    except Unavailable as e:
         ui.show_unavailable(e)
     except AceError as e:
         st.error(str(e))

@@ -10,7 +10,8 @@ from ace.cli import main
 from ace_env import bfcl
 from ace_graph.store import GraphStore
 from train.curriculum.core import ACTIVE, COMPOSITION, SKILL, CurriculumConfig, CurriculumState, Observations, step
-from train.curriculum.store import CurriculumConflictError, load_state, observations_from_graph, save
+from train.curriculum.store import load_state, observations_from_graph, save
+from train.errors import CurriculumConflictError
 
 WEAKNESS = {
     "defaults": {"error": 0.02},
@@ -96,7 +97,7 @@ def test_observations_come_from_the_scope(store, tmp_path, clean_db, neo4j_datab
     assert "cd>mv" in tool.compositions and "cd" in tool.skills
     n, s = tool.compositions["cd>mv"]
     assert s < n  # the injected weakness shows
-    from train.curriculum.store import CurriculumStoreError
+    from train.errors import CurriculumStoreError
 
     with pytest.raises(CurriculumStoreError, match="no skill measurements"):
         observations_from_graph(store, "curr/sim/never")

@@ -12,7 +12,8 @@ import train.environment as environment
 from ace_env import bfcl
 from ace_env.bfcl import load_tasks
 from ace_env.verifier import verify
-from train.environment import EnvironmentUseError, environment_class, environment_factories, prepare_tokenizer
+from train.environment import environment_class, environment_factories, prepare_tokenizer
+from train.errors import EnvironmentUseError
 from train.export import export, to_trl
 from train.rewards import verifier_reward
 

@@ -15,6 +15,7 @@ from ace_env.tasks import Task
 from ace_env.verifier import verify
 from synth import strategies
 from synth.taskcheck import adjacent_positions
+from train.errors import ExportError
 from train.export import (
     BFCL_ANSWER_FILE,
     BFCL_LONG_ANSWER_FILE,
@@ -22,7 +23,6 @@ from train.export import (
     BFCL_QUESTION_FILE,
     INFO_FILE,
     JSONL_FILE,
-    ExportError,
     export,
 )
 
@@ -252,7 +252,8 @@ def test_cli_export(tmp_path, capsys):
 
 def test_force_replaces_only_an_earlier_export(tmp_path, monkeypatch):
     from ace_env import bfcl
-    from train.export import ExportError, export
+    from train.errors import ExportError
+    from train.export import export
 
     tasks = bfcl.load_tasks("base")[:3]
     victim = tmp_path / "victim"

@@ -9,8 +9,7 @@ from neo4j import READ_ACCESS, WRITE_ACCESS
 
 from ace_graph import queries
 from ace_graph.config import CYPHER_DIR
-from ace_graph.errors import ConfigError
-from ace_graph.queries import QueryModeError
+from ace_graph.errors import ConfigError, QueryModeError
 from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 from ace_graph.store import GraphStore
 from ace_graph.transcripts import TaskLibrary

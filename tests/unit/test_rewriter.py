@@ -10,7 +10,8 @@ import pytest
 
 from ace_env import bfcl
 from ace_env.verifier import ground_truth_rollout, verify
-from synth.rewriter import Rewriter, RewriterError, rewrite_task
+from synth.errors import RewriterError
+from synth.rewriter import Rewriter, rewrite_task
 
 
 class _Paraphraser(BaseHTTPRequestHandler):

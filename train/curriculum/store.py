@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from ace_graph.errors import AceError
 from train.curriculum.core import (
     COMPOSITION,
     SKILL,
@@ -26,14 +25,7 @@ from train.curriculum.core import (
     Decision,
     Observations,
 )
-
-
-class CurriculumStoreError(AceError):
-    """The curriculum could not be read from or written to the graph."""
-
-
-class CurriculumConflictError(CurriculumStoreError):
-    """Another step advanced the curriculum between this step's read and its write."""
+from train.errors import CurriculumConflictError, CurriculumStoreError
 
 
 def load_state(store: Any, experiment: str) -> CurriculumState:

@@ -26,6 +26,7 @@ import logging
 import os
 from typing import Any
 
+from ace_env.errors import ConfigError
 from train.models import resolve_model
 from train.policies.base import Conversation, GenerationConfig, PolicyError, Reply
 from train.policies.kvcache import LayerStates, PrefixCache, roomy_cache
@@ -42,9 +43,9 @@ def _env_int(name: str, default: int, least: int) -> int:
     try:
         n = int(value)
     except ValueError as e:
-        raise PolicyError(f"{name} must be a whole number, not {value!r}") from e
+        raise ConfigError(f"{name} must be a whole number, not {value!r}") from e
     if n < least:
-        raise PolicyError(f"{name} must be at least {least}, not {n}")
+        raise ConfigError(f"{name} must be at least {least}, not {n}")
     return n
 
 

@@ -27,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_env.errors import ConfigError
+from train.errors import RetryableRequest
 from train.policies.base import Conversation, GenerationConfig, PolicyError, Reply
 
 log = logging.getLogger(__name__)
@@ -46,9 +48,9 @@ class EndpointConfig:
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
-            raise PolicyError(f"base URL {self.base_url!r} must start with http:// or https://")
+            raise ConfigError(f"base URL {self.base_url!r} must start with http:// or https://")
         if self.concurrency < 1 or self.retries < 0 or self.timeout_s <= 0:
-            raise PolicyError("concurrency must be >= 1, retries >= 0 and timeout > 0")
+            raise ConfigError("concurrency must be >= 1, retries >= 0 and timeout > 0")
 
 
 def parse_endpoints(spec: str) -> list[EndpointConfig]:
@@ -65,16 +67,15 @@ def parse_endpoints(spec: str) -> list[EndpointConfig]:
         raise PolicyError(f"policy {spec!r}: an empty base URL in the comma-separated list")
     if len(set(parts)) != len(parts):
         raise PolicyError(f"policy {spec!r}: a base URL is listed twice")
-    return [EndpointConfig(model=model, base_url=u) for u in parts]
+    try:
+        return [EndpointConfig(model=model, base_url=u) for u in parts]
+    except ConfigError as e:
+        raise PolicyError(f"policy {spec!r}: {e}") from e
 
 
 def parse_spec(spec: str) -> EndpointConfig:
     """``openai:<model>@<base_url>`` as an endpoint config (the first, when several are given)."""
     return parse_endpoints(spec)[0]
-
-
-class _Retryable(Exception):
-    pass
 
 
 class OpenAIPolicy:
@@ -115,10 +116,10 @@ class OpenAIPolicy:
         except urllib.error.HTTPError as e:
             detail = e.read()[:300].decode("utf-8", "replace")
             if e.code == 429 or e.code >= 500:
-                raise _Retryable(f"HTTP {e.code}: {detail}") from e
+                raise RetryableRequest(f"HTTP {e.code}: {detail}") from e
             raise PolicyError(f"{endpoint.base_url}: HTTP {e.code}: {detail}") from e
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
-            raise _Retryable(f"{type(e).__name__}: {e}") from e
+            raise RetryableRequest(f"{type(e).__name__}: {e}") from e
 
     def _one(self, conv: Conversation, config: GenerationConfig) -> Reply:
         endpoint = self.endpoint_for(conv)
@@ -140,7 +141,7 @@ class OpenAIPolicy:
             try:
                 answer = self._post(body, endpoint)
                 break
-            except _Retryable as e:
+            except RetryableRequest as e:
                 last = str(e)
                 log.warning("request to %s failed (%s); attempt %d", endpoint.base_url, last, attempt + 1)
                 if attempt < endpoint.retries:
