@@ -31,7 +31,7 @@ from ace_env.errors import BudgetExceeded, ConfigError, RolloutFormatError
 from ace_env.oracle import Oracle, has_oracle, oracle_for
 from ace_env.tasks import Task
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT, Verdict, over_budget, verify
-from ace_env.worker import INDEX, Budget, WatchedWorker, worker_setup
+from ace_env.worker import INDEX, Budget, WatchedWorker, messages, worker_setup
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +76,7 @@ def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict
     # The tasks are this process's own snapshot, taken at the fork and never edited here, so
     # each task's content fingerprint (the oracle cache's key) is computed once, not per rollout.
     fingerprints: dict[str, str] = {}
-    while True:
-        try:
-            batch = conn.recv()
-        except (EOFError, OSError):
-            return
-        if batch is None:
-            return
+    for batch in messages(conn):
         out: list[Result] = []
         for i, (task_id, turns, rollout_id) in enumerate(batch):
             clock[INDEX] = i

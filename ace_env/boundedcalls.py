@@ -55,7 +55,7 @@ from ace_env.errors import BudgetExceeded
 from ace_env.executor import Environment, StepResult
 from ace_env.tasks import Task
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
-from ace_env.worker import INDEX, Budget, WatchedWorker, worker_setup
+from ace_env.worker import INDEX, Budget, WatchedWorker, messages, worker_setup
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +74,7 @@ Item = tuple[str, Any, int]
 def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict[str, Task], memory_mb: int) -> None:
     worker_setup(parent_end, parent_pid, clock, memory_mb)
     envs: dict[str, Environment] = {}
-    while True:
-        try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            return
-        if message is None:
-            return
-        drops, batch = message
+    for drops, batch in messages(conn):
         for rid in drops:
             envs.pop(rid, None)
         out: list[StepResult | Overrun] = []

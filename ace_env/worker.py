@@ -45,7 +45,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Iterator
 
 from ace_env import executor
 from ace_env.errors import ConfigError
@@ -157,6 +157,18 @@ def worker_setup(parent_end: Any, parent_pid: int, clock: Any, memory_mb: int) -
         except (ValueError, OSError):  # a hard limit below ours: keep the tighter one
             pass
     executor.set_call_clock(clock)
+
+
+def messages(conn: Any) -> Iterator[Any]:
+    """What a worker's parent sends it, one message at a time, until the parent sends None or its end closes."""
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        yield message
 
 
 class WatchedWorker:
