@@ -327,6 +327,7 @@ def config_options(
         params = [p for p in sig.parameters.values() if p.name != param]
         taken = {p.name for p in params}
         added, keys = [], []
+        shown: dict[str, str] = {}  # field -> its flags as the user types them, for error messages
         fixed = {k: v for k, v in overrides.items() if k not in {f.name for f in chosen}}  # set, not a flag
         for f in chosen:
             default = overrides.get(f.name, f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]
@@ -351,6 +352,7 @@ def config_options(
                 text = f"{text} {TASK_SPEC_HELP}"
             pname = f"{param}__{f.name}" if f.name in taken else f.name
             keys.append((pname, f.name))
+            shown[f.name] = "/".join(flags)
             info = typer.Option(None if env else default, *flags, help=text,
                                 show_default=str(default) if env else True, **extra)
             info.ace_field = (cls, f.name, default)  # type: ignore[attr-defined]
@@ -363,7 +365,12 @@ def config_options(
             values = {**fixed, **{name: kwargs.pop(pname) for pname, name in keys}}
             try:
                 config = cls.from_env(**values) if env else cls(**values)  # type: ignore[attr-defined]
-            except ConfigError:
+            except ConfigError as e:
+                # "RolloutConfig.n_per_task must be ..." reads as "-G/--n-per-task must be ..." on the command line
+                text = str(e)
+                for name, flag in shown.items():
+                    if text.startswith(f"{cls.__name__}.{name} "):
+                        raise ConfigError(flag + text[len(cls.__name__) + 1 + len(name):]) from e
                 raise
             except (TypeError, ValueError) as e:
                 raise ConfigError(f"{cls.__name__}: {e}") from e
