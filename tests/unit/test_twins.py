@@ -31,9 +31,11 @@ from train.export import TWIN_DOC_DIR, TWIN_MODULE_FILE, TWINS_WRITTEN, export, 
 #: The compositions of issue 26 whose ``to`` tool must have twins.
 TARGETS = [("pressBrakePedal", "startEngine"), ("touch", "echo"), ("get_zipcode_based_on_city", "estimate_distance"),
            ("get_flight_cost", "book_flight"), ("cd", "touch"), ("book_flight", "cancel_booking"),
-           ("get_order_details", "send_message"), ("retrieve_invoice", "contact_customer_support"),
+           ("retrieve_invoice", "contact_customer_support"),
            ("book_flight", "retrieve_invoice"), ("get_stock_info", "place_order"),
            ("place_order", "get_order_details")]
+#: Targets no usable seed holds (the provenance repair separates the pair): no distractor task can be made there.
+NO_USABLE_SEED = [("get_order_details", "send_message")]
 
 
 @pytest.fixture(scope="module")
@@ -166,10 +168,6 @@ def test_a_twins_output_is_data_not_code():
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_calling_the_twin_instead_of_the_real_tool_fails_while_the_oracle_passes(seeds, target):
-    usable = [u for t in seeds if adjacent_positions(t, target) for u in [usable_version(t)]
-              if u is not None and adjacent_positions(u, target)]
-    if not usable:
-        pytest.skip(f"no usable BFCL seed holds {target[0]}>{target[1]}")
     made = _made(seeds, target, limit=4)
     assert made, target
     for seed, task in made:
@@ -187,6 +185,17 @@ def test_calling_the_twin_instead_of_the_real_tool_fails_while_the_oracle_passes
             verdict = verify(task, rollout)
             assert verdict.steps[t][i].status == OK  # executed: the verifier, not a missing function, rejects it
             assert verdict.reward == 0.0 and verdict.failing_turn == t, (task.id, name)
+
+
+def _usable(seeds, target):
+    return [u for t in seeds if adjacent_positions(t, target) for u in [usable_version(t)]
+            if u is not None and adjacent_positions(u, target)]
+
+
+@pytest.mark.parametrize("target", NO_USABLE_SEED)
+def test_targets_without_a_usable_seed_get_no_distractor_task(seeds, target):
+    # if a repair ever keeps the pair together, move the target to TARGETS
+    assert not _usable(seeds, target) and not _made(seeds, target, limit=1)
 
 
 def test_a_distractor_already_offered_by_the_seed_is_rejected(seeds):
