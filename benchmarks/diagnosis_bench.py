@@ -144,6 +144,7 @@ SETS: dict[str, dict[str, list[Any]]] = {
 from _common import machine_facts  # noqa: E402,F401  (benchmarks/ is on sys.path when run as a script)
 
 from ace_graph.compositions import adjacent_pairs  # noqa: E402
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT  # noqa: E402
 
 
 def tool_pairs(tags: tuple[Any, ...]) -> set[tuple[str, str]]:
@@ -177,7 +178,7 @@ def baseline_cooccurrence(records: list[tuple[Any, Any]], k: int) -> list[tuple[
     return [p for p, _ in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
 
 
-def interval_statistic(records: list[tuple[Any, Any]], min_support: int = 20, min_lift: float = 0.05):
+def interval_statistic(records: list[tuple[Any, Any]], min_support: int = MIN_SUPPORT, min_lift: float = MIN_LIFT):
     """The current weak-compositions rule on the tool-level aggregates (same formulas, ace_graph.stats)."""
     from ace_graph.outcomes import aggregate
     from ace_graph.stats import fragility
@@ -228,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default=",".join(str(i) for i in range(1, 21)),
                     help="comma-separated simulator seeds; means are reported (20 by default: 5 seeds were too few "
                          "to show the rate of tool-wide misreports; see RESULTS.md, run 5)")
-    ap.add_argument("--min-support", type=int, default=20, help="steps an estimator verdict needs to be reported")
+    ap.add_argument("--min-support", type=int, default=MIN_SUPPORT, help="steps an estimator verdict needs to be reported")
     ap.add_argument("--probe-share", type=float, default=0.2, help="share of N spent on probe rollouts")
     ap.add_argument("--probe-rounds", type=int, default=2,
                     help="probe rounds (each re-estimates; later rounds probe only what is still ambiguous)")

@@ -46,6 +46,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT  # noqa: E402
+
 GOAL_P95_MS = 50.0
 EXPERIMENT = "query-bench"
 
@@ -63,12 +65,12 @@ WEAKNESS = {
 
 #: (label, query name, parameters other than scope)
 CASES = [
-    ("weak-compositions tool", "weak-compositions", {"level": "tool", "min_support": 20, "min_lift": 0.05, "limit": 50}),
-    ("weak-compositions skill", "weak-compositions", {"level": "skill", "min_support": 20, "min_lift": 0.05, "limit": 50}),
+    ("weak-compositions tool", "weak-compositions", {"level": "tool", "min_support": MIN_SUPPORT, "min_lift": MIN_LIFT, "limit": 50}),
+    ("weak-compositions skill", "weak-compositions", {"level": "skill", "min_support": MIN_SUPPORT, "min_lift": MIN_LIFT, "limit": 50}),
     ("frontier tool", "frontier",
-     {"level": "tool", "min_support": 20, "min_lift": 0.05, "min_prereq": 0.6, "limit": 50}),
+     {"level": "tool", "min_support": MIN_SUPPORT, "min_lift": MIN_LIFT, "min_prereq": 0.6, "limit": 50}),
     ("frontier skill", "frontier",
-     {"level": "skill", "min_support": 20, "min_lift": 0.05, "min_prereq": 0.6, "limit": 50}),
+     {"level": "skill", "min_support": MIN_SUPPORT, "min_lift": MIN_LIFT, "min_prereq": 0.6, "limit": 50}),
     ("capability-profile tool", "capability-profile", {"level": "tool"}),
     ("capability-profile skill", "capability-profile", {"level": "skill"}),
 ]
