@@ -18,7 +18,7 @@ from ace_env.tau2 import env as tau2_env
 from ace_env.tau2.env import Tau2Call, Tau2Step
 from ace_env.tau2.tasks import Tau2Task
 from ace_env.tau2.verify import Tau2Verdict, gold, verify
-from ace_env.worker import Budget, WatchedWorker, worker_setup
+from ace_env.worker import Budget, WatchedWorker, messages, worker_setup
 
 
 @dataclass
@@ -50,14 +50,7 @@ def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict
             memory_mb: int) -> None:
     worker_setup(parent_end, parent_pid, clock, memory_mb)
     tau2_env.set_call_clock(clock)
-    while True:
-        try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            return
-        if message is None:
-            return
-        task_id, calls = message
+    for task_id, calls in messages(conn):
         clock[1] += 1  # the item index moves: the watchdog sees progress between rollouts
         try:
             conn.send(_run_one(tasks, task_id, calls))
