@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
+from ace_env.errors import ConfigError
 from ace_env.tasks import Task
 
 Strategy = Callable[[Task, tuple[str, str], float, random.Random], "Task | None"]
@@ -76,7 +77,7 @@ def get(name: str) -> Spec:
     try:
         return STRATEGIES[name]
     except KeyError:
-        raise KeyError(f"unknown strategy {name!r}; known: {sorted(STRATEGIES)}") from None
+        raise ConfigError(f"unknown strategy {name!r}; known: {sorted(STRATEGIES)}") from None
 
 
 def targeted() -> tuple[str, ...]:

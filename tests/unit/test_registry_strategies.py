@@ -55,3 +55,11 @@ def test_every_registered_strategy_makes_tasks_whose_oracle_passes(seeds):
             if made >= 3:
                 break
         assert made, f"strategy {name} made no task on {len(seeds)} seeds"
+
+
+def test_an_unknown_strategy_is_a_config_error_naming_the_known_ones():
+    from ace_env.errors import ConfigError
+    from synth.strategies.registry import get
+
+    with pytest.raises(ConfigError, match="known: .*ambiguity"):
+        get("no-such-strategy")
