@@ -55,7 +55,7 @@ import hashlib
 import json
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ace_env import bfcl, twins
@@ -234,6 +234,23 @@ def task_fingerprint(task: Task) -> str:
         }
     )
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+#: Oracles of recently built or checked tasks, keyed by what decides them: a strategy's build and the task
+#: check execute a candidate's ground truth once, not twice (the oracle is read, never changed).
+_RECENT_ORACLES: dict[tuple[str, bool], Oracle] = {}
+
+
+def oracle_of(task: Task) -> Oracle:
+    """The task's oracle (:func:`ace_env.oracle.replay_oracle`), reused when the same content was replayed recently."""
+    key = (task_fingerprint(task), task.long_context)
+    oracle = _RECENT_ORACLES.get(key)
+    if oracle is None:
+        oracle = replay_oracle(task)
+        if len(_RECENT_ORACLES) >= 512:
+            _RECENT_ORACLES.pop(next(iter(_RECENT_ORACLES)))
+        _RECENT_ORACLES[key] = oracle
+    return oracle if oracle.task_id == task.id else replace(oracle, task_id=task.id)
 
 
 def user_text_upto(task: Task, turn: int) -> str:
@@ -604,7 +621,7 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
     (an enum member such as ``'Buy'``).  Nothing is exempt: a seed task that
     fails is not used as a seed.
     """
-    oracle = replay_oracle(_canonical_task(task)) if task.output_views or oracle is None else oracle
+    oracle = oracle_of(_canonical_task(task)) if task.output_views or oracle is None else oracle
     outputs: list[str] = []
     produced: list[Produced] = []
     out = []
@@ -1173,7 +1190,7 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
         twin = seen_fingerprints.near(task)
         if twin is not None:
             return TaskCheck(False, [NEAR_DUPLICATE_REASON], [f"near-duplicate of {twin}"], fp)
-    oracle = replay_oracle(task)
+    oracle = oracle_of(task)
     problems = execution_problems(oracle)
     if problems:
         reasons.append(GT_ERROR)

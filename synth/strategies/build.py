@@ -10,7 +10,6 @@ from typing import Any
 
 from ace_env import bfcl
 from ace_env.executor import Environment, copy_json
-from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task, Turn
 from synth.taskcheck import (
     adjacent_positions,
@@ -18,6 +17,7 @@ from synth.taskcheck import (
     execution_problems,
     flat_calls,
     leaves,
+    oracle_of,
     repair_text,
     task_fingerprint,
     text_order_problems,
@@ -78,7 +78,7 @@ def build(seed: Task, strategy: str, target: tuple[str, str], strength: float, n
         distractors=distractors,
         output_views=views,
     )
-    if execution_problems(replay_oracle(task)):
+    if execution_problems(oracle_of(task)):
         return None
     return task
 
