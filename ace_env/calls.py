@@ -194,6 +194,9 @@ class _NotLiteral:
 
 
 def _literal(node: ast.AST) -> Any:
+    # `...` is a Python literal but no value a tool takes (and renders as `Ellipsis`, which is not one)
+    if any(isinstance(n, ast.Constant) and n.value is Ellipsis for n in ast.walk(node)):
+        return _NotLiteral()
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError, OverflowError):

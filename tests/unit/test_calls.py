@@ -130,3 +130,10 @@ def test_fuzz_arbitrary_text_never_raises(text):
     finally:
         builtins.eval, builtins.exec = original_eval, original_exec
     assert isinstance(result, (Call, MalformedCall))
+
+
+def test_ellipsis_is_no_argument_a_tool_takes():
+    # `...` is a Python literal, but it renders as `Ellipsis`, which is not one: found by the fuzzer
+    for text in ("A(...)", "A([1, ...])", "A(x={'k': ...})"):
+        assert isinstance(parse_call(text), MalformedCall), text
+    assert parse_call("A(x='...')").kwargs == {"x": "..."}
