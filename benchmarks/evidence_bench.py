@@ -530,11 +530,16 @@ def speed_up(state: dict[str, Any], metric: str = "exact", n_boot: int = 1000) -
     rng = random.Random(0)
     boots = sorted(s for s in (speed([rng.choice(tasks) for _ in tasks], [rng.choice(seeds) for _ in seeds])
                                for _ in range(n_boot)) if s is not None)
-    lo = boots[int(0.025 * len(boots))] if boots else None
-    hi = boots[min(int(0.975 * len(boots)), len(boots) - 1)] if boots else None
-    return {"metric": metric, "point": point,
-            "note": None if point is not None else
-            f"random's final primary {metric} is not better than the warm start's: no speed-up to measure",
+    lo = boots[int(0.025 * len(boots))] if boots and point is not None else None
+    hi = boots[min(int(0.975 * len(boots)), len(boots) - 1)] if boots and point is not None else None
+    first = budgets[0] / budgets[-1]
+    note = None
+    if point is None:
+        note = f"random's final primary {metric} is not better than the warm start's: no speed-up to measure"
+    elif point <= first:
+        note = (f"ace was already there at its first budget ({budgets[0]} samples): the speed-up is at most "
+                f"{first:.3g}, its true value is not resolved by these budgets")
+    return {"metric": metric, "point": point, "note": note, "upper_bound_only": point is not None and point <= first,
             "low": lo, "high": hi, "budgets": budgets, "seeds": seeds, "target_tasks": len(tasks),
             "target_steps": len(on), "bootstrap": len(boots), "claim_holds": hi is not None and hi <= 0.7}
 

@@ -37,6 +37,8 @@ def test_targeted_arm_that_reaches_randoms_final_value_at_a_quarter_of_the_sampl
     rep = bench.report(state, n_boot=50)
     assert rep["speed_up"]["point"] == pytest.approx(32 / 128)
     assert rep["speed_up_nll"]["point"] == pytest.approx(32 / 128)
+    # reached at the first budget: only a bound, said so
+    assert rep["speed_up"]["upper_bound_only"] and "at most" in rep["speed_up"]["note"]
     assert rep["table"]["ace"][128] == 1.0 and rep["nll"]["random"][128] == 0.6
 
 
@@ -44,7 +46,7 @@ def test_interpolates_between_budgets_in_log2(bench):
     # ace: NLL 0.9 at 32, 0.5 at 64; random ends at 0.7 -> halfway in log2 between 32 and 64
     state = _state(["0000", "0000", "1000"], [0.9, 0.8, 0.7], ["0000", "1000", "1100"], [0.9, 0.5, 0.4])
     s = bench.speed_up(state, "nll", n_boot=20)
-    assert s["point"] == pytest.approx(2 ** 5.5 / 128)
+    assert s["point"] == pytest.approx(2 ** 5.5 / 128) and not s["upper_bound_only"] and s["note"] is None
     assert s["claim_holds"] is (s["high"] <= 0.7)
 
 
@@ -52,4 +54,5 @@ def test_no_speed_up_when_random_did_not_improve_on_the_warm_start(bench):
     state = _state(["0000", "0000", "0000"], [1.1, 1.2, 1.0], ["1000", "1000", "1000"], [0.5, 0.5, 0.5])
     rep = bench.report(state, n_boot=20)
     assert rep["speed_up"]["point"] is None and "not better" in rep["speed_up"]["note"]
-    assert rep["speed_up_nll"]["point"] is None
+    assert rep["speed_up_nll"]["point"] is None and rep["speed_up_nll"]["high"] is None
+    assert not rep["speed_up"]["claim_holds"]
