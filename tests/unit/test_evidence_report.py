@@ -56,3 +56,11 @@ def test_no_speed_up_when_random_did_not_improve_on_the_warm_start(bench):
     assert rep["speed_up"]["point"] is None and "not better" in rep["speed_up"]["note"]
     assert rep["speed_up_nll"]["point"] is None and rep["speed_up_nll"]["high"] is None
     assert not rep["speed_up"]["claim_holds"]
+
+
+def test_equal_budget_difference_is_defined_even_when_random_never_leaves_the_warm_start(bench):
+    state = _state(["0000", "0000", "0000"], [1.1, 1.2, 1.0], ["1000", "1100", "1111"], [0.5, 0.4, 0.3])
+    diff = bench.report(state, n_boot=20)["difference"]
+    assert diff["exact"][128]["point"] == pytest.approx(1.0) and diff["exact"][32]["point"] == pytest.approx(0.25)
+    assert diff["nll"][128]["point"] == pytest.approx(0.3 - 1.0)  # as measured: negative favours ace
+    assert diff["exact"][64]["low"] <= diff["exact"][64]["point"] <= diff["exact"][64]["high"]
