@@ -489,17 +489,25 @@ def _step_value(entry: Any, i: int, metric: str) -> float | None:
     return None if entry[i] is None else -float(entry[i])
 
 
+def _target_cells(state: dict[str, Any], metric: str) -> tuple[list[int], dict[str, list[int]], dict[tuple, Any]]:
+    """The held-out steps at a target composition, those steps by task, and each record's per-step outcomes
+    for ``metric`` keyed by (arm, seed, samples): what the speed-up and the difference are computed from."""
+    steps = state.get("held_out_steps", [])
+    targets = {tuple(t) for t in state["phases"].get("diagnosis", {}).get("targets", [])}
+    on = [i for i, st in enumerate(steps) if (st["prev"], st["tool"]) in targets]
+    by_task = {t: [i for i in on if steps[i]["task"] == t] for t in sorted({steps[i]["task"] for i in on})}
+    key = METRICS[metric]
+    cell = {(r["arm"], r["seed"], r["samples"]): r[key] for r in state["records"] if r.get(key) is not None}
+    return on, by_task, cell
+
+
 def speed_up(state: dict[str, Any], metric: str = "exact", n_boot: int = 1000) -> dict[str, Any] | None:
     """Samples the ace arm needs to reach the random arm's final value on the target steps, over random's
     final budget (< 1: targeted data is faster), with a bootstrap over held-out tasks and seeds."""
     recs = state["records"]
-    steps = state.get("held_out_steps", [])
-    targets = {tuple(t) for t in state["phases"].get("diagnosis", {}).get("targets", [])}
-    on = [i for i, st in enumerate(steps) if (st["prev"], st["tool"]) in targets]
-    tasks = sorted({steps[i]["task"] for i in on})
-    by_task = {t: [i for i in on if steps[i]["task"] == t] for t in tasks}
     key = METRICS[metric]
-    cell = {(r["arm"], r["seed"], r["samples"]): r[key] for r in recs if r.get(key) is not None}
+    on, by_task, cell = _target_cells(state, metric)
+    tasks = list(by_task)
     arms_budgets = {arm: {n for (a, _, n) in cell if a == arm} for arm in ("ace", "random")}
     budgets = sorted(arms_budgets["ace"] & arms_budgets["random"])
     seeds = sorted({s for (a, s, n) in cell if a == "random" and budgets and n == budgets[-1]}
@@ -549,13 +557,8 @@ def difference(state: dict[str, Any], metric: str = "exact", n_boot: int = 2000)
     with a 95% bootstrap interval over held-out tasks: the equal-budget comparison, defined even when the
     random arm never leaves the warm start (where :func:`speed_up` has nothing to reach). NLL is reported as
     measured (lower is better), so a negative difference favours ace."""
-    steps = state.get("held_out_steps", [])
-    targets = {tuple(t) for t in state["phases"].get("diagnosis", {}).get("targets", [])}
-    on = [i for i, st in enumerate(steps) if (st["prev"], st["tool"]) in targets]
-    tasks = sorted({steps[i]["task"] for i in on})
-    by_task = {t: [i for i in on if steps[i]["task"] == t] for t in tasks}
-    key = METRICS[metric]
-    cell = {(r["arm"], r["seed"], r["samples"]): r[key] for r in state["records"] if r.get(key) is not None}
+    _, by_task, cell = _target_cells(state, metric)
+    tasks = list(by_task)
     sign = -1.0 if metric == "nll" else 1.0  # _step_value negates NLL; undo it
     out: dict[int, dict[str, Any]] = {}
     for n in sorted({b for (a, _, b) in cell if a == "ace"} & {b for (a, _, b) in cell if a == "random"}):
