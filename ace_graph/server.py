@@ -376,6 +376,12 @@ class ManagedNeo4j:
             f"server.memory.pagecache.size={s.pagecache}",
             "dbms.security.auth_enabled=true",
             "dbms.usage_report.enabled=false",
+            # The graph is derived data (rebuilt from rollouts), so transaction logs are kept only for
+            # crash recovery: small files, two kept, pruned at a checkpoint every 5 minutes. Neo4j's
+            # defaults (256 MiB preallocated per database, kept 2 days) filled CI's disk with 1.3 GB.
+            "db.tx_log.rotation.size=64M",
+            "db.tx_log.rotation.retention_policy=2 files",
+            "db.checkpoint.interval.time=5m",
             f"server.directories.data={self.data_dir}",
             f"server.directories.logs={self.logs_dir}",
             f"server.directories.run={self.run_dir}",

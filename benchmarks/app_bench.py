@@ -193,9 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         return summary(f"{name} (navigation)", times, "first", name)
 
     results, moves = [], []
-    with sync_playwright() as p:
+    with tempfile.TemporaryDirectory(prefix="ace-bench-chromium-") as profile, sync_playwright() as p:
         ctx = p.chromium.launch_persistent_context(
-            tempfile.mkdtemp(prefix="ace-bench-chromium-"), executable_path=args.chromium, headless=True,
+            profile, executable_path=args.chromium, headless=True,
             args=CHROMIUM_ARGS, viewport={"width": 1500, "height": 1000})
         try:
             pg = ctx.new_page()

@@ -15,7 +15,9 @@ children's (the bounded tool-call worker) from ``getrusage``.
 from __future__ import annotations
 
 import argparse
+import atexit
 import resource
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -79,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         from train.tiny import build_tiny_model
 
-        args.model = str(build_tiny_model(Path(tempfile.mkdtemp()) / "tiny"))
+        tmp = Path(tempfile.mkdtemp(prefix="ace-goldprefix-quick-"))
+        atexit.register(shutil.rmtree, tmp, True)
+        args.model = str(build_tiny_model(tmp / "tiny"))
         args.tasks, args.max_tokens, args.step_cap = 2, 8, 1
     print(machine_facts())
     tasks = list(load_task_set("bfcl:base").values())[: args.tasks]

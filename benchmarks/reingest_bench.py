@@ -17,8 +17,10 @@ Needs the Neo4j that `ace` connects to (ACE_HOME / ACE_NEO4J_BOLT_PORT).
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -57,6 +59,7 @@ def main(argv: list[str] | None = None) -> None:
         args.runs = 1
 
     work = Path(tempfile.mkdtemp(prefix="ace-reingest-"))
+    atexit.register(shutil.rmtree, work, True)
     rollouts = work / "r20.jsonl"
     _run(ROOT, ["sim", "rollouts", "--tasks", "bfcl:all", "--n", "20", "--seed", str(args.seed),
                 "--out", str(rollouts)], work)

@@ -35,6 +35,10 @@ TAU2_VERSION="$(py_constant ace_env/tau2/__init__.py TAU2_VERSION)"
 [ -n "$TAU2_VERSION" ] || { echo "setup: ERROR: no TAU2_VERSION in ace_env/tau2/__init__.py" >&2; exit 1; }
 MIN_JAVA=17
 
+# A CI machine is fresh each time: pip's wheel cache (torch and its CUDA wheels, twice with vLLM's
+# venv: several GB) would only fill its disk.
+if [ "${CI:-}" = true ]; then export PIP_NO_CACHE_DIR=1; fi
+
 say() { echo "setup: $*"; }
 die() { echo "setup: ERROR: $*" >&2; exit 1; }
 

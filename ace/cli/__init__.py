@@ -7,11 +7,13 @@ code so tests can call it directly.
 
 from __future__ import annotations
 
+import errno
 import sys
 
 import typer
 
 from ace import __version__
+from ace.errors import Stopped
 from ace_graph.errors import AceError
 
 app = typer.Typer(
@@ -95,8 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         if e.format_message():  # empty when the help was shown for a bare group
             _print_error(f"{e.format_message()}{hint}")
         return getattr(e, "exit_code", 2)
-    except AceError as e:
+    except (AceError, Stopped) as e:
         _print_error(str(e))
+        return 1
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        where = f" writing {e.filename}" if e.filename else ""
+        _print_error(f"no space left on the device{where}: free some disk space and run the command again")
         return 1
     except Exception as e:
         # The database's own errors (a wrong parameter type, a server that went

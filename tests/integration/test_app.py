@@ -360,9 +360,9 @@ def test_every_page_in_chromium(served, graph, tmp_path):
     from playwright.sync_api import sync_playwright
 
     shots = []
-    with sync_playwright() as p:
+    with tempfile.TemporaryDirectory(prefix="ace-chromium-") as profile, sync_playwright() as p:
         ctx = p.chromium.launch_persistent_context(
-            tempfile.mkdtemp(prefix="ace-chromium-"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
             viewport={"width": 1500, "height": 2000},
         )
         try:

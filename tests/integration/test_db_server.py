@@ -9,6 +9,7 @@ when that is installed; otherwise they are resolved with Maven (~/.m2 cache).
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import stat
 
@@ -55,6 +56,8 @@ def private_server(tmp_path, monkeypatch):
         server.lib_dir.symlink_to(main.lib_dir.resolve(), target_is_directory=True)
     yield server
     server.stop(timeout=60)
+    # A Neo4j workspace holds a few hundred MB of store and logs: pytest keeps three runs of tmp_path.
+    shutil.rmtree(tmp_path / "ace", ignore_errors=True)
 
 
 def count_nodes(label: str) -> int:
@@ -109,6 +112,10 @@ def test_managed_server_round_trip(private_server):
     assert restarted.running and restarted.first_start is False
     assert server.read_password() == password
     assert count_nodes("AceRoundTrip") == 3  # data survived the restart
+    # Transaction logs stay small (64 MiB files, two kept): Neo4j's default preallocates 256 MiB a database.
+    tx = server.data_dir / "transactions"
+    sizes = {d.name: sum(f.stat().st_size for f in d.iterdir()) for d in tx.iterdir() if d.is_dir()}
+    assert {"neo4j", "system"} <= set(sizes) and max(sizes.values()) <= 140 * 2**20, sizes
 
     final = server.stop(timeout=60)
     assert final.message.startswith("stopped")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -260,6 +261,7 @@ def private_server(tmp_path, monkeypatch):
     server.start(timeout=300)
     yield server
     server.stop(timeout=60)
+    shutil.rmtree(tmp_path / "ace", ignore_errors=True)  # its store and logs: pytest keeps three runs of tmp_path
 
 
 @pytest.mark.slow

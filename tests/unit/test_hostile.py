@@ -8,8 +8,10 @@ writers renamed a regular file over them.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import pickle
 import signal
 import socket
 import stat
@@ -22,7 +24,9 @@ from pathlib import Path
 import pytest
 
 from ace.cli import main
+from ace.errors import Stopped
 from ace_env import bfcl
+from ace_env.cache import TaskCache
 
 WEAKNESS = Path(__file__).resolve().parents[2] / "ace_env" / "demo_weakness.toml"
 
@@ -177,6 +181,34 @@ def test_killed_sim_leaves_no_temporary_file(tmp_path):
     assert [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     assert main(["sim", "rollouts", "--tasks", "bfcl:base", "--n", "3", "--out", str(out), "--json"]) == 0
     assert [p.name for p in tmp_path.iterdir()] == ["r.jsonl"]
+
+
+def test_a_signal_while_a_cache_entry_loads_stops_the_command(tmp_path, monkeypatch):
+    # CI, stop 28: SIGTERM reached `ace sim rollouts` while it read an oracle cache entry; the cache's
+    # "unreadable entry: rebuild it" handler caught the signal's exception and the command carried on.
+    monkeypatch.setenv("ACE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("ACE_CACHE", raising=False)
+    task = bfcl.load_tasks("base")[0]
+    assert TaskCache("test-stop", lambda t: t.id, maxsize=2, sources=[]).get(task) == task.id  # now on disk
+
+    def interrupted(_file):
+        raise Stopped("stopped by SIGTERM before it finished")
+
+    monkeypatch.setattr(pickle, "load", interrupted)
+    with pytest.raises(Stopped):
+        TaskCache("test-stop", lambda t: t.id, maxsize=2, sources=[]).get(task)
+
+
+def test_a_full_disk_is_one_error_line(tmp_path, capsys, monkeypatch):
+    import ace.cli.simcmd
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ace.cli.simcmd, "simulate_to_file", full)
+    rc = main(["sim", "rollouts", "--tasks", "bfcl:base", "--n", "3", "--out", str(tmp_path / "r.jsonl")])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.count("error:") == 1 and "no space left" in err and "Traceback" not in err, err
 
 
 # --------------------------------------------------------------------------- defect 5: names as written
