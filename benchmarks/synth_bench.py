@@ -22,17 +22,20 @@ agent that has exactly those weaknesses as the policy, and prints in one run:
 
     .venv/bin/python benchmarks/synth_bench.py [--n 400] [--rollouts 8] [--seed 0]
     .venv/bin/python benchmarks/synth_bench.py --quick      # --n 20 --rollouts 2 (CI smoke)
+    .venv/bin/python benchmarks/synth_bench.py --n 100 --phases   # and where the CPU goes
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import random
 import tempfile
 import time
+from collections import Counter
 
 from ace_env import bfcl
 from ace_env.official import official_check, official_check_entry
@@ -41,6 +44,7 @@ from ace_env.tasksets import load_task_set
 from ace_env.verifier import ground_truth_rollout, verify
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.tagger import tag_task
+from synth import pipeline
 from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
 from synth.repair import usable_version
 from synth.strategies import synthesize as apply_strategy
@@ -74,12 +78,51 @@ def _pass_rate(tasks, policy, rollouts: int, seed: int) -> tuple[float, float]:
     return (passed / total if total else float("nan"), learnable / len(tasks) if tasks else float("nan"))
 
 
+@contextlib.contextmanager
+def phases(show: bool):
+    """With ``show``, print the CPU seconds of one ``synthesize`` call by phase: each strategy
+    (a task made or none), the task check, the rollouts; the rest is planning and bookkeeping."""
+    if not show:
+        yield
+        return
+    cpu: Counter = Counter()
+    calls: Counter = Counter()
+    saved = {name: getattr(pipeline, name) for name in ("apply_strategy", "check_task", "_roll_out_and_verify")}
+
+    def timed(name: str, fn):
+        def run(*a, **k):
+            start, out = time.process_time(), None
+            try:
+                out = fn(*a, **k)
+                return out
+            finally:
+                label = f"strategy {a[0]} ({'a task' if out is not None else 'none'})" if name == "apply_strategy" else name
+                cpu[label] += time.process_time() - start
+                calls[label] += 1
+        return run
+
+    for name, fn in saved.items():
+        setattr(pipeline, name, timed(name, fn))
+    start = time.process_time()
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(pipeline, name, fn)
+        total = time.process_time() - start
+        print(f"CPU seconds by phase (one synthesize call, {total:.2f} s in all):")
+        for label, seconds in cpu.most_common():
+            print(f"  {seconds:7.3f} s  {seconds / total:5.1%}  {calls[label]:5d} calls  {label}")
+        print(f"  {total - sum(cpu.values()):7.3f} s  {(total - sum(cpu.values())) / total:5.1%}              planning, reflection, bookkeeping")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=400, help="tasks to synthesize for each arm")
     ap.add_argument("--rollouts", type=int, default=8, help="simulated rollouts per task for pass rates")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="--n 20 --rollouts 2 (CI smoke)")
+    ap.add_argument("--phases", action="store_true", help="also print the targeted run's CPU seconds by phase")
     args = ap.parse_args(argv)
     if args.quick:
         args.n, args.rollouts = 20, 2
@@ -119,7 +162,8 @@ def main(argv: list[str] | None = None) -> None:
 
     config = SynthConfig(n=args.n, rounds=2, plans=12, rollouts_per_task=4, seed=args.seed)
     start, cpu_start = time.perf_counter(), time.process_time()
-    targeted = synthesize(frontier, seeds, by_target, policy, config)
+    with phases(args.phases):
+        targeted = synthesize(frontier, seeds, by_target, policy, config)
     seconds = time.perf_counter() - start
     cpu_seconds = time.process_time() - cpu_start
 
