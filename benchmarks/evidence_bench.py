@@ -42,7 +42,10 @@ Design, fixed before any run (the splits file and this docstring are committed f
   (arm, seed), seeds ``--seeds`` (default 0 1 2).
 * **Primary metric**: held-out gold-prefix exact match on the steps whose composition
   (previous oracle call → step) is a target.  Secondary: NLL on those steps; both on
-  all other held-out steps (regression check).
+  all other held-out steps (regression check); with ``--free-running``, free-running
+  partial credit (share of user turns whose state matches the oracle's) and pass rate
+  of the warm start and of each arm's final checkpoint on the first ``--free-tasks``
+  held-out tasks (greedy, ``--free-max-tokens`` tokens, ``--free-step-cap`` answers a turn).
 * **Statistics** (``--report``): per arm and budget the mean over seeds; the speed-up
   factor — the fraction of random's final budget the ace arm needs to reach random's
   final primary value (linear in log2 samples between checkpoints; > 1 when it never
@@ -80,6 +83,7 @@ from _common import machine_facts  # noqa: E402
 from ace_env import bfcl  # noqa: E402
 from ace_env.sim import WeaknessSpec  # noqa: E402
 from ace_env.tasks import Task  # noqa: E402
+from ace_env.verifier import verify  # noqa: E402
 from ace_graph.compositions import adjacent_pairs  # noqa: E402
 from ace_graph.config import neo4j_settings  # noqa: E402
 from ace_graph.db import get_driver  # noqa: E402
@@ -87,8 +91,10 @@ from ace_graph.ingest import GOLD_PREFIX, ingest_records  # noqa: E402
 from ace_graph.store import GraphStore  # noqa: E402
 from ace_graph.tagger import tag_task  # noqa: E402
 from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize  # noqa: E402
+from train.engine import RolloutConfig, RolloutEngine  # noqa: E402
 from train.goldprefix import records, score_tasks  # noqa: E402
 from train.grpo import GRPORunConfig, train_grpo  # noqa: E402
+from train.policies import GenerationConfig, load_policy  # noqa: E402
 from train.policies.hf import HFPolicy, load_model  # noqa: E402
 from train.sft import oracle_transcripts, tokenize  # noqa: E402
 
@@ -431,6 +437,42 @@ def run_arm(args: argparse.Namespace, state: dict[str, Any], warm: Path, arm: st
             losses = []
 
 
+def free_running(args: argparse.Namespace, state: dict[str, Any], held: list[Task], warm: Path) -> None:
+    """Free-running partial credit of the warm start and of each arm's final checkpoint (one record each)."""
+    done = state.setdefault("free_running", [])
+    have = {(r["arm"], r["seed"]) for r in done}
+    final = max(args.budgets)
+    models = [("warm", None, 0, warm)]
+    for r in state["records"]:
+        if r["arm"] == "grpo" or (r["arm"] != "warm" and r["samples"] == final):
+            models.append((r["arm"], r["seed"], r["samples"], args.work / "runs" / f"{r['arm']}-{r['seed']}"))
+    tasks = held[: args.free_tasks]
+    by_id = {t.id: t for t in tasks}
+    config = RolloutConfig(step_cap=args.free_step_cap, generation=GenerationConfig(max_tokens=args.free_max_tokens))
+    for arm, seed, samples, folder in models:
+        position = folder / "position.json"
+        if (arm, seed) in have or not (folder / "config.json").exists():
+            continue
+        if position.exists() and json.loads(position.read_text())["samples"] != samples:
+            continue  # the folder holds another checkpoint of this arm now
+        t0 = time.perf_counter()
+        policy = load_policy(f"hf:{folder}")
+        try:
+            rows = list(RolloutEngine(policy, config).run(tasks))
+        finally:
+            policy.close()
+        verdicts = [verify(by_id[r["task_id"]], r["turns"], r["rollout_id"]) for r in rows]
+        done.append({"arm": arm, "seed": seed, "samples": samples, "tasks": len(verdicts),
+                     "pass_rate": round(sum(v.reward == 1.0 for v in verdicts) / len(verdicts), 4),
+                     "partial_credit": round(sum(v.partial_credit for v in verdicts) / len(verdicts), 4),
+                     "per_task": [round(v.partial_credit, 4) for v in verdicts],
+                     "max_tokens": args.free_max_tokens, "step_cap": args.free_step_cap,
+                     "seconds": round(time.perf_counter() - t0, 1), "commit": commit()})
+        save_state(args.state, state)
+        say(f"free-running {arm} seed {seed} @ {samples}: pass {done[-1]['pass_rate']}, "
+            f"partial credit {done[-1]['partial_credit']} over {len(verdicts)} held-out tasks")
+
+
 def run_grpo_arm(args: argparse.Namespace, state: dict[str, Any], splits: dict[str, Any], warm: Path, seed: int,
                  held: list[Task], steps: list[dict[str, Any]], targets: list[tuple[str, str]]) -> None:
     """GRPO on the targets' transitions from the warm start; one record at the end (resumable per seed)."""
@@ -622,6 +664,9 @@ def print_report(state: dict[str, Any]) -> None:
         print(f"grpo seed {r['seed']}: {r['samples']} completions, rewards per step "
               f"{[x['reward_mean'] for x in r['grpo']]}, kept/sampled {[(x['groups_kept'], x['groups_sampled']) for x in r['grpo']]}; "
               f"primary exact {r['primary_exact']} NLL {r['primary_nll']} (warm {warm[0]['primary_exact'] if warm else '?'})")
+    for r in state.get("free_running", []):
+        print(f"free-running {r['arm']} seed {r['seed']} @ {r['samples']}: pass {r['pass_rate']:.3f}, "
+              f"partial credit {r['partial_credit']:.3f} over {r['tasks']} held-out tasks")
     for name, why in state.get("empty_arms", {}).items():
         print(f"{name}: no training data ({why}; see phases.synthesis)")
     for metric, rows in rep["difference"].items():
@@ -663,6 +708,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grpo-generations", type=int, default=4)
     ap.add_argument("--grpo-lr", type=float, default=1e-6)
     ap.add_argument("--grpo-seeds", nargs="+", type=int, default=[0], help="Seeds the grpo arm runs for.")
+    ap.add_argument("--free-running", action="store_true",
+                    help="Also score the warm start and each arm's final checkpoint free-running (secondary metric).")
+    ap.add_argument("--free-tasks", type=int, default=20, help="Held-out tasks of the free-running evaluation.")
+    ap.add_argument("--free-max-tokens", type=int, default=96)
+    ap.add_argument("--free-step-cap", type=int, default=4)
     ap.add_argument("--quick", action="store_true", help="A smoke run on a tiny model built offline.")
     ap.add_argument("--report", action="store_true", help="Print the table from the state file and stop.")
     args = ap.parse_args(argv)
@@ -675,6 +725,7 @@ def main(argv: list[str] | None = None) -> int:
         args.budgets, args.seeds, args.warm_epochs, args.min_n, args.targets = [1, 2], [0], 1, 1, 3
         args.warm_tasks, args.max_length, args.arm_max_length, args.experiment = 4, 4096, 4096, "evidence-quick"
         args.grpo_steps, args.grpo_prompts, args.grpo_generations = 1, 1, 2
+        args.free_running, args.free_tasks, args.free_max_tokens, args.free_step_cap = True, 1, 8, 1
     state = load_state(args.state)
     if args.report:
         print_report(state)
@@ -719,6 +770,8 @@ def main(argv: list[str] | None = None) -> int:
                 save_state(args.state, state)
                 continue
             run_arm(args, state, warm, arm, seed, tasks, held, steps, set(targets))
+    if args.free_running:
+        free_running(args, state, held, warm)
     print_report(state)
     save_state(args.state, state)
     return 0

@@ -111,6 +111,12 @@ def test_evidence_bench_quick_runs_and_resumes(clean_db, tmp_path):
     for r in data["records"]:
         if r["arm"] in ("more-real", "ace", "random"):
             assert r["samples"] in (1, 2) and r["tokens"] > 0 and len(r["step_exact"]) == len(data["held_out_steps"])
+    # free-running partial credit: the warm start and each arm's final checkpoint, one held-out task each
+    free = {(r["arm"], r["seed"]): r for r in data["free_running"]}
+    finals = {(r["arm"], r["seed"]) for r in data["records"] if r["arm"] != "warm" and r["samples"] == 2}
+    assert ("warm", None) in free and finals <= set(free)
+    assert all(r["tasks"] == 1 and 0.0 <= r["partial_credit"] <= 1.0 and len(r["per_task"]) == 1 for r in free.values())
     before = state.read_text()
     again = _run("evidence_bench.py", "--quick", "--state", str(state), "--work", str(tmp_path / "work"))
     assert "warm start epoch" not in again and json.loads(state.read_text())["records"] == json.loads(before)["records"]
+    assert json.loads(state.read_text())["free_running"] == json.loads(before)["free_running"]
