@@ -18,6 +18,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from docblocks import bash_commands
+
 from ace.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,15 +51,7 @@ SERVERS = ("ace app",)
 
 def commands(path: Path) -> list[str]:
     """The `ace`/`make` lines of a document's ```bash blocks, without trailing comments."""
-    lines, inside = [], False
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        if raw.startswith("```"):
-            inside = raw.strip() == "```bash" and not inside
-            continue
-        line = raw.split("  #")[0].strip()
-        if inside and line.split(" ")[0] in ("ace", "make"):
-            lines.append(line)
-    return lines
+    return bash_commands(path, ("ace", "make"))
 
 
 def test_every_readme_command_is_a_docs_cli_command_or_listed():

@@ -10,6 +10,7 @@ import shlex
 from pathlib import Path
 
 import typer
+from docblocks import bash_commands
 
 from ace.cli import _register, app
 
@@ -17,23 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = (ROOT / "README.md", ROOT / "docs" / "cli.md")
 
 
-def _commands(path: Path) -> list[str]:
-    """The `ace` lines of a document's ```bash blocks, without trailing comments."""
-    lines, inside = [], False
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        if raw.startswith("```"):
-            inside = raw.strip() == "```bash" and not inside
-            continue
-        line = raw.split("  #")[0].strip()
-        if inside and line.startswith("ace "):
-            lines.append(line)
-    return lines
-
-
 def test_documented_commands_exist_with_their_flags():
     _register()
     root = typer.main.get_command(app)
-    lines = [line for doc in DOCS for line in _commands(doc)]
+    lines = [line for doc in DOCS for line in bash_commands(doc)]
     assert len(lines) >= 40
     for line in lines:
         cmd, rest = root, shlex.split(line)[1:]
