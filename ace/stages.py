@@ -19,6 +19,8 @@ from typing import Any, Callable, Sequence
 from ace_env.oracle import replay_oracle
 from ace_env.sim import WeaknessSpec, simulate
 from ace_env.tasks import Task
+from ace_env.tau2.sim import simulate as simulate_tau2
+from ace_env.tau2.tasks import Tau2Task
 from ace_env.verifier import ground_truth_rollout, verify
 from ace_env.workspace import check_writable_kind
 from ace_graph.errors import ConfigError
@@ -111,7 +113,8 @@ def simulate_to_file(
     nothing is left behind (SIGTERM and SIGHUP count as failures where the
     command installs :func:`ace.cli.options.signals_interrupt`); a temporary file
     that a kill -9 left is removed by the next run.  ``n`` is at most
-    :data:`MAX_SIM_ROLLOUTS`.
+    :data:`MAX_SIM_ROLLOUTS`.  τ² tasks (airline, retail) are simulated by :mod:`ace_env.tau2.sim`, in the same
+    rollout schema.
     """
     out = Path(out)
     tasks = list(tasks)
@@ -129,7 +132,8 @@ def simulate_to_file(
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".tmp", dir=out.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for r in simulate(tasks, n, spec, seed, prefix=prefix):
+            rollouts = simulate_tau2 if all(isinstance(t, Tau2Task) for t in tasks) else simulate
+            for r in rollouts(tasks, n, spec, seed, prefix=prefix):
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
                 planted = r["meta"]["slips"]
                 failing += bool(planted)

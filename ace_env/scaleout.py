@@ -41,6 +41,8 @@ from typing import Any, Iterable, Iterator, Sequence
 from ace_env.bounded import FLUSH, BoundedVerifier, Result, read_ahead
 from ace_env.errors import ConfigError
 from ace_env.tasks import Task
+from ace_env.tau2.rollouts import Tau2Verifier, refuse_ray
+from ace_env.tau2.tasks import Tau2Task
 from ace_env.worker import Budget
 
 log = logging.getLogger(__name__)
@@ -363,7 +365,11 @@ class RayVerifier:
 
 def verifier_for(tasks: dict[str, Task], budget: Budget | None = None, address: str | None = None,
                  **kwargs: Any) -> BoundedVerifier | RayVerifier:
-    """A local watched verifier, or a Ray one when ``address`` is given."""
+    """A local watched verifier, or a Ray one when ``address`` is given; for τ² tasks the τ² one
+    (:class:`ace_env.tau2.rollouts.Tau2Verifier`, local only)."""
+    if tasks and all(isinstance(t, Tau2Task) for t in tasks.values()):
+        refuse_ray(address)
+        return Tau2Verifier(tasks, budget, **kwargs)  # type: ignore[arg-type]
     if address is None:
         return BoundedVerifier(tasks, budget, **kwargs)
     if not address.strip():

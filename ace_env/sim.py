@@ -115,19 +115,22 @@ def _keys(entry: Any, allowed: set[str], required: set[str], where: str) -> dict
     return entry
 
 
-def _tool_name(value: Any, key: str, where: str, known: dict[str, Any]) -> str:
+def _tool_name(value: Any, key: str, where: str, known: Any, what: str) -> str:
     if not isinstance(value, str) or value not in known:
-        raise ConfigError(
-            f"{where}: {key} = {value!r} is not a BFCL multi-turn function "
-            "(names are case-sensitive, e.g. 'grep', 'estimate_distance')"
-        )
+        examples = ", ".join(repr(n) for n in sorted(known)[:2])
+        raise ConfigError(f"{where}: {key} = {value!r} is not {what} (names are case-sensitive, e.g. {examples})")
     return value
 
 
-def parse_weakness(data: dict[str, Any], source: str = "<weakness>") -> WeaknessSpec:
-    """Validate decoded TOML; every error names ``source`` and the entry."""
+def parse_weakness(data: dict[str, Any], source: str = "<weakness>", known: Any = None,
+                   what: str = "a BFCL multi-turn function") -> WeaknessSpec:
+    """Validate decoded TOML; every error names ``source`` and the entry.
 
-    known = functions()
+    ``known``: the tool names the file may name (default: BFCL's multi-turn functions); ``what`` says
+    what they are in an error (the τ² simulated agent passes its domains' agent tools).
+    """
+
+    known = functions() if known is None else frozenset(known)
     _keys(data, {"defaults", "tool", "composition"}, set(), source)
     d = _keys(data.get("defaults", {}), {"error", "kind"}, set(), f"{source}: [defaults]")
     default_kind = _kind(d.get("kind", ARGUMENT), f"{source}: [defaults]")
@@ -141,7 +144,7 @@ def parse_weakness(data: dict[str, Any], source: str = "<weakness>") -> Weakness
         where = f"{source}: [[tool]] #{n}"
         e = _keys(entry, {"name", "error", "kind"}, {"name", "error"}, where)
         where = f"{where} ({e['name']!r})"
-        name = _tool_name(e["name"], "name", where, known)
+        name = _tool_name(e["name"], "name", where, known, what)
         if name in spec.tools:
             raise ConfigError(f"{where}: tool {name!r} is listed twice")
         spec.tools[name] = Weakness(_error(e["error"], where), _kind(e.get("kind", default_kind), where))
@@ -152,15 +155,16 @@ def parse_weakness(data: dict[str, Any], source: str = "<weakness>") -> Weakness
         where = f"{source}: [[composition]] #{n}"
         e = _keys(entry, {"from", "to", "error", "kind"}, {"from", "to", "error"}, where)
         where = f"{where} ({e['from']!r} -> {e['to']!r})"
-        pair = (_tool_name(e["from"], "from", where, known), _tool_name(e["to"], "to", where, known))
+        pair = (_tool_name(e["from"], "from", where, known, what), _tool_name(e["to"], "to", where, known, what))
         if pair in spec.compositions:
             raise ConfigError(f"{where}: this composition is listed twice")
         spec.compositions[pair] = Weakness(_error(e["error"], where), _kind(e.get("kind", default_kind), where))
     return spec
 
 
-def load_weakness(path: str | Path | None) -> WeaknessSpec:
-    """Read and validate a weakness file; ``None`` gives the defaults (error 0.02)."""
+def load_weakness(path: str | Path | None, known: Any = None, what: str = "a BFCL multi-turn function") -> WeaknessSpec:
+    """Read and validate a weakness file; ``None`` gives the defaults (error 0.02).  ``known``, ``what``: as
+    :func:`parse_weakness`."""
     if path is None:
         return WeaknessSpec()
     path = Path(path)
@@ -173,7 +177,7 @@ def load_weakness(path: str | Path | None) -> WeaknessSpec:
         raise ConfigError(f"{path}: not valid TOML ({e})") from e
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text ({e})") from e
-    return parse_weakness(data, str(path))
+    return parse_weakness(data, str(path), known, what)
 
 
 # --------------------------------------------------------------------------- simulation
@@ -401,6 +405,7 @@ __all__ = [
     "gold_prefix_step",
     "load_weakness",
     "parse_weakness",
+    "rollout_rng",
     "simulate",
     "simulate_one",
     "simulate_rollout",

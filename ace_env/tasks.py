@@ -125,6 +125,11 @@ class Task:
         """Number of ground-truth calls over all turns."""
         return sum(len(t.ground_truth) for t in self.turns)
 
+    @property
+    def n_turns(self) -> int:
+        """Number of user turns."""
+        return len(self.turns)
+
     def fingerprint(self) -> str:
         """SHA-256 of the task's whole content (:meth:`to_dict` as canonical JSON).
 

@@ -5,7 +5,8 @@ A task set is named ``bfcl:CATEGORY[,CATEGORY...]`` (``base``, ``long_context``,
 :meth:`ace_env.tasks.Task.to_dict` per line).  ``tau2:DOMAIN[,DOMAIN...]`` (``airline``, ``retail``,
 ``telecom`` or ``all``; ``tau2`` alone: all) names τ²-bench tasks: :func:`load_tau2_task_set` loads
 them (:mod:`ace_env.tau2`); ``ace env replay tau2`` replays their gold; :func:`load_task_set`, which the
-other commands call, refuses them in one line until those commands can run them.
+other commands call, gives airline and retail tasks to a command that says it takes them (``ace sim
+rollouts``, ``ace ingest``: ``tau2=True``) and otherwise refuses τ² tasks in one line.
 """
 
 from __future__ import annotations
@@ -107,13 +108,29 @@ def load_tau2_task_set(spec: str) -> dict[str, Tau2Task]:
     return {t.id: t for d in parsed.tau2_domains for t in load_tau2_tasks(d)}
 
 
-def load_task_set(spec: str) -> dict[str, Task]:
+#: The τ² domains whose rollouts ACE simulates, verifies step by step and stores in the skill graph.
+TAU2_ROLLOUT_DOMAINS = ("airline", "retail")
+TAU2_TELECOM_NOTE = ("telecom's gold includes the user's own actions on their phone, and its tools are not in "
+                     "the skill taxonomy")
+
+
+def load_task_set(spec: str, tau2: bool = False) -> dict[str, Task]:
     """Tasks by id from a task spec (:func:`parse_task_spec`): BFCL categories, a task JSONL file, or a folder
-    of BFCL files (:func:`bfcl.load_folder`).  Every command that takes tasks reads them through here."""
+    of BFCL files (:func:`bfcl.load_folder`).  Every command that takes tasks reads them through here.
+
+    ``tau2``: the command also takes τ² tasks (``tau2:airline``, ``tau2:retail``): they come back as
+    :class:`~ace_env.tau2.tasks.Tau2Task` by ACE id (``tau2:airline:1``); telecom is refused in one line.
+    Without it a τ² spec is refused in one line."""
     parsed = parse_task_spec(spec)
     if parsed.tau2_domains:
-        raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): only `ace env replay tau2` "
-                            "runs them so far; use bfcl:CATEGORY or a task file")
+        if not tau2:
+            raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): `ace env replay tau2`, "
+                                "`ace sim rollouts` and `ace ingest` run them; use bfcl:CATEGORY or a task file")
+        other = [d for d in parsed.tau2_domains if d not in TAU2_ROLLOUT_DOMAINS]
+        if other:
+            raise TaskLoadError(f"`{_command()}` takes τ² {' and '.join(TAU2_ROLLOUT_DOMAINS)} tasks, not {other[0]} "
+                                f"({spec}): {TAU2_TELECOM_NOTE}")
+        return load_tau2_task_set(spec)  # type: ignore[return-value]
     if parsed.categories:
         tasks: dict[str, Task] = {}
         for category in parsed.categories:

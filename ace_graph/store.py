@@ -133,7 +133,7 @@ class GraphStore(GraphReader):
                     "id": task.id,
                     "source": task.source,
                     "category": task.category,
-                    "n_turns": len(task.turns),
+                    "n_turns": task.n_turns,
                     "n_steps": task.n_steps,
                     "tools": sorted({t.tool for t in tags if t.tool}),
                     "tool_pairs": tool_pairs,

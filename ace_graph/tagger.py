@@ -44,6 +44,8 @@ from ace_env.calls import Call, parse_call
 from ace_env.executor import ERROR, OK, Environment
 from ace_env.oracle import ORACLE_SOURCES, Oracle, oracle_for
 from ace_env.tasks import Task
+from ace_env.tau2.rollouts import agent_steps_without, gold_agent_steps
+from ace_env.tau2.tasks import Tau2Task
 from ace_env.values import TRIVIAL_NUMBERS, is_trivial, leaves, number
 from ace_graph.errors import ConfigError
 from ace_graph.taxonomy import tool_skills
@@ -274,14 +276,24 @@ def tag_task(task: Task, fingerprint: str | None = None) -> tuple[OracleStepTag,
     """Tags of every oracle step of a task, in flat order.
 
     Cached by the task's content fingerprint (pass it if known), in memory and
-    on disk (:mod:`ace_env.cache`).
+    on disk (:mod:`ace_env.cache`); a τ² task's (:func:`_tag_tau2`) in memory only.
     """
+    if isinstance(task, Tau2Task):
+        fp = fingerprint or task.fingerprint()
+        hit = _TAU2_TAGS.get(fp)
+        if hit is None:
+            hit = _TAU2_TAGS[fp] = _tag_tau2(task)
+        return hit
     return TAGS.get(task, fingerprint)
+
+
+_TAU2_TAGS: dict[str, tuple[OracleStepTag, ...]] = {}
 
 
 def clear_cache() -> None:
     """Forget the tags held in memory (the disk cache stays)."""
     TAGS.clear()
+    _TAU2_TAGS.clear()
 
 
 def _tag_task(task: Task) -> tuple[OracleStepTag, ...]:
@@ -348,6 +360,58 @@ def _tag_with_oracle(task: Task, oracle: Oracle) -> tuple[OracleStepTag, ...]:
             )
         )
     return tuple(tags)
+
+
+def _tag_tau2(task: Tau2Task) -> tuple[OracleStepTag, ...]:
+    """Tags of a τ² task's oracle steps: its gold agent actions, in order, all in turn 0.
+
+    The same rules as BFCL's: base skills from the taxonomy; ``param_from_user`` for an argument found in
+    the user's scenario (all the user knows), ``param_from_output`` and a ``data_flow`` dependency for one
+    found in an earlier gold output and not there; counterfactual replay (the gold without action ``i``,
+    :func:`ace_env.tau2.rollouts.agent_steps_without`) for the rest (``precondition``,
+    ``state_precondition``).  A task without gold agent actions is one ``abstain`` step.
+    """
+    actions = task.agent_actions
+    if not actions:
+        return (OracleStepTag(0, 0, 0, None, (ABSTAIN,), {}),)
+    base = tool_skills()
+    user = _user_text(task.user_scenario)
+    gold = gold_agent_steps(task)
+    changed: dict[int, set[int]] = defaultdict(set)
+    for r in range(len(actions) - 1):
+        without = agent_steps_without(task, r)
+        for j in range(r + 1, len(actions)):
+            new = without[j]
+            if new is not None and (new.error != gold[j].error or _material_change(new.content, gold[j].content)):
+                changed[j].add(r)
+    outputs: list[tuple[int, _Text]] = []
+    skills: list[set[str]] = []
+    tags = []
+    for j, a in enumerate(actions):
+        own = set(base.get(a.name, ()))
+        if not own:
+            raise ConfigError(f"Tool {a.name!r} (task {task.id}) has no skills in the taxonomy. "
+                              "Map it to its base skills under [tools] in ace_graph/skills.toml.")
+        src, latest, matching = _provenance(a.name, None, dict(a.arguments), user, outputs)
+        if USER in src.values():
+            own.add(PARAM_FROM_USER)
+        if OUTPUT in src.values():
+            own.add(PARAM_FROM_OUTPUT)
+        kinds = {k: DATA_FLOW for k in latest}
+        for i in changed.get(j, ()):
+            kinds[i] = DATA_FLOW if i in matching else PRECONDITION
+        if PRECONDITION in kinds.values():
+            own.add(STATE_PRECONDITION)
+        for k, kind in kinds.items():
+            if kind == DATA_FLOW:
+                skills[k].add(RESULT_EXTRACTION)
+        skills.append(own)
+        outputs.append((j, _output_text(gold[j].content)))
+        order = sorted(kinds)
+        tags.append((j, a.name, src, tuple(order), tuple(kinds[k] for k in order)))
+    return tuple(OracleStepTag(flat=j, turn=0, index=j, tool=name, skills=tuple(sorted(skills[j])), arg_sources=src,
+                               depends_on=order, dependency_kinds=dep_kinds)
+                 for j, name, src, order, dep_kinds in tags)
 
 
 def _counterfactual(task: Task, oracle: Oracle, layout: list[tuple[int, int, Any]]) -> dict[int, set[int]]:

@@ -71,7 +71,7 @@ def ingest(
     policy: Optional[str] = policy_option(None),
     checkpoint: Optional[str] = checkpoint_option(None),
     scope: Optional[str] = scope_option(None, "The scope as E/P/C (instead of -e E -p P -c C)."),
-    tasks: str = tasks_option("bfcl:all"),
+    tasks: str = tasks_option("bfcl:all", note="Also tau2:airline, tau2:retail or tau2:airline,retail (τ²-bench)."),
     round_: Optional[int] = typer.Option(None, "--round", min=0, max=INT64_MAX,
                                          help="Round number for capability history (default: from the checkpoint)."),
     batch_size: int = typer.Option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),
@@ -97,7 +97,7 @@ def ingest(
     check_show(show)
     e, p, c = resolve_scope(scope, experiment, policy, checkpoint)
     paths = expand_inputs(files)
-    task_set = load_task_set(tasks)
+    task_set = load_task_set(tasks, tau2=True)
 
     def work(store):
         key = f"{e}/{p}/{c}"

@@ -13,13 +13,16 @@ from ace.cli.options import Progress, force_option, json_option, out_option, sig
 from ace.stages import MAX_SIM_ROLLOUTS, simulate_to_file
 from ace_env.sim import load_weakness
 from ace_env.tasksets import load_task_set
+from ace_env.tau2.sim import check_sim_domains, load_tau2_weakness
+from ace_env.tau2.tasks import Tau2Task
 from ace_env.workspace import check_out
 from ace_graph.queries import INT64_MAX
 
 sim_app = typer.Typer(
     help=(
         "A simulated agent with planted weaknesses.\n\n"
-        "It walks each task's ground truth call by call and slips where a weakness "
+        "It walks each task's ground truth call by call (for τ² tasks, tau2:airline or tau2:retail: the "
+        "gold agent actions, and the file names τ² tools) and slips where a weakness "
         "file (TOML) says: a default slip rate, weak tools (\\[\\[tool]]) and weak "
         "compositions (\\[\\[composition]]: `to` fails more often right after `from`). "
         "Every planted slip is recorded in the rollout's meta, so mining can be "
@@ -42,7 +45,7 @@ app.add_typer(sim_app, name="sim")
 
 @sim_app.command("rollouts")
 def rollouts_cmd(
-    tasks: str = tasks_option(),
+    tasks: str = tasks_option(note="Also tau2:airline, tau2:retail or tau2:airline,retail (τ²-bench)."),
     n: int = typer.Option(..., "--n", min=0, max=MAX_SIM_ROLLOUTS,
                           help=f"Number of rollouts to write (at most {MAX_SIM_ROLLOUTS:,}: about 5 GB)."),
     out: Path = out_option(..., "Rollout JSONL to write (atomically: a temp file, then a rename)."),
@@ -62,8 +65,12 @@ def rollouts_cmd(
     removed by the next run to the same --out.
     """
     check_out(out, force)
-    spec = load_weakness(weakness)
-    task_list = list(load_task_set(tasks).values())
+    task_list = list(load_task_set(tasks, tau2=True).values())
+    if task_list and all(isinstance(t, Tau2Task) for t in task_list):
+        check_sim_domains(task_list)
+        spec = load_tau2_weakness(weakness, task_list)
+    else:
+        spec = load_weakness(weakness)
     with signals_interrupt(), Progress(f"simulating {tasks}", n, disable=as_json) as progress:
         report = simulate_to_file(task_list, n, spec, seed, out, on_row=progress.advance)
     if as_json:

@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -43,6 +45,40 @@ class Tau2Task:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    # What the skill graph stores of a task (``ace_graph.store``), as for BFCL's ``ace_env.tasks.Task``.
+    source = "tau2"
+
+    @property
+    def category(self) -> str:
+        return self.domain
+
+    @property
+    def agent_actions(self) -> tuple[GoldAction, ...]:
+        """The gold actions the agent makes (telecom's user-side ones left out): the task's oracle steps."""
+        return tuple(a for a in self.gold_actions if a.requestor == "assistant")
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.agent_actions)
+
+    @property
+    def n_turns(self) -> int:
+        return 1  # one conversation; its calls are one flat list
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return {"benchmark": "tau2", "domain": self.domain, "tau2_id": self.tau2_id}
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The agent's tool names."""
+        return tuple(t["function"]["name"] if "function" in t else t["name"] for t in self.tools)
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the task's content (canonical JSON of :meth:`to_dict`)."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def ace_id(domain: str, tau2_id: str) -> str:

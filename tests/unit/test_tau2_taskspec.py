@@ -35,7 +35,21 @@ def test_tau2_tasks_load_through_the_spec():
 def test_commands_refuse_tau2_tasks_in_one_line(tmp_path, capsys):
     with pytest.raises(TaskLoadError, match="not supported by `this command` yet"):
         load_task_set("tau2:airline")
-    rc = main(["sim", "rollouts", "--tasks", "tau2:airline", "--n", "2", "--out", str(tmp_path / "r.jsonl")])
+    (tmp_path / "r.jsonl").write_text("")
+    rc = main(["verify", "--tasks", "tau2:airline", str(tmp_path / "r.jsonl")])
     err = capsys.readouterr().err.strip()
     assert rc == 1 and len(err.splitlines()) == 1
-    assert "τ² tasks are not supported by `ace sim rollouts` yet" in err
+    assert "τ² tasks are not supported by `ace verify` yet" in err
+
+
+def test_sim_and_ingest_take_airline_and_retail_but_refuse_telecom(tmp_path, capsys):
+    assert set(load_task_set("tau2:airline,retail", tau2=True)) == set(load_tau2_task_set("tau2:airline,retail"))
+    with pytest.raises(TaskLoadError, match="not telecom .*user's own actions"):
+        load_task_set("tau2:airline,telecom", tau2=True)
+    assert main(["sim", "rollouts", "--tasks", "tau2:retail", "--n", "2", "--out", str(tmp_path / "r.jsonl")]) == 0
+    capsys.readouterr()
+    for argv in (["sim", "rollouts", "--tasks", "tau2:telecom", "--n", "2", "--out", str(tmp_path / "t.jsonl")],
+                 ["ingest", str(tmp_path / "r.jsonl"), "--scope", "e/p/c", "--tasks", "tau2"]):
+        rc = main(argv)
+        err = capsys.readouterr().err.strip()
+        assert rc == 1 and len(err.splitlines()) == 1 and "not telecom" in err, err
