@@ -64,3 +64,14 @@ def test_equal_budget_difference_is_defined_even_when_random_never_leaves_the_wa
     assert diff["exact"][128]["point"] == pytest.approx(1.0) and diff["exact"][32]["point"] == pytest.approx(0.25)
     assert diff["nll"][128]["point"] == pytest.approx(0.3 - 1.0)  # as measured: negative favours ace
     assert diff["exact"][64]["low"] <= diff["exact"][64]["point"] <= diff["exact"][64]["high"]
+
+
+def test_difference_against_the_more_real_control(bench):
+    state = _state(["0000", "0000", "0000"], [1.1, 1.2, 1.0], ["1000", "1100", "1100"], [0.5, 0.4, 0.3])
+    for n, e, v in zip((32, 64, 128), ["1100", "1111", "1111"], [0.4, 0.2, 0.1]):  # real data does better
+        state["records"].append({"arm": "more-real", "seed": 0, "samples": n, "primary_exact": e.count("1") / 4,
+                                 "primary_nll": v, "step_exact": e + "1", "step_nll": [v] * 4 + [0.0]})
+    rep = bench.report(state, n_boot=20)
+    assert rep["difference_more_real"]["exact"][128]["point"] == pytest.approx(0.5 - 1.0)
+    assert rep["difference_more_real"]["nll"][64]["point"] == pytest.approx(0.4 - 0.2)
+    assert rep["difference"]["exact"][128]["point"] == pytest.approx(0.5)  # against random: unchanged
