@@ -621,6 +621,26 @@ def difference(state: dict[str, Any], metric: str = "exact", n_boot: int = 2000,
     return out
 
 
+def per_target(state: dict[str, Any]) -> dict[str, dict[str, tuple[int, int]]]:
+    """Exactly right / scored target steps, per target composition, for each arm's records at the largest
+    budget (summed over seeds) and the warm start: which compositions a gain comes from."""
+    steps = state.get("held_out_steps", [])
+    targets = [tuple(t) for t in state["phases"].get("diagnosis", {}).get("targets", [])]
+    final = max((r["samples"] for r in state["records"] if r["arm"] not in ("warm", "grpo")), default=0)
+    chosen = [r for r in state["records"] if r["arm"] == "warm" or r["arm"] == "grpo" or r["samples"] == final]
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for a, b in targets:
+        idx = [i for i, st in enumerate(steps) if (st["prev"], st["tool"]) == (a, b)]
+        row: dict[str, tuple[int, int]] = {}
+        for r in chosen:
+            label = "warm" if r["arm"] == "warm" else f"{r['arm']}@{r['samples']}"
+            marks = [r["step_exact"][i] for i in idx if i < len(r.get("step_exact", ""))]
+            right, seen = row.get(label, (0, 0))
+            row[label] = (right + marks.count("1"), seen + sum(m in "01" for m in marks))
+        out[f"{a}>{b}"] = row
+    return out
+
+
 def report(state: dict[str, Any], n_boot: int = 1000) -> dict[str, Any]:
     table: dict[str, dict[int, list[float]]] = {}
     nll: dict[str, dict[int, list[float]]] = {}
@@ -666,6 +686,15 @@ def print_report(state: dict[str, Any]) -> None:
         print(f"grpo seed {r['seed']}: {r['samples']} completions, rewards per step "
               f"{[x['reward_mean'] for x in r['grpo']]}, kept/sampled {[(x['groups_kept'], x['groups_sampled']) for x in r['grpo']]}; "
               f"primary exact {r['primary_exact']} NLL {r['primary_nll']} (warm {warm[0]['primary_exact'] if warm else '?'})")
+    rows = per_target(state)
+    labels = sorted({k for row in rows.values() for k in row}, key=lambda k: (k != "warm", k))
+    if rows and labels:
+        print(f"{'target composition (exact / steps)':46s}" + "".join(f"{k:>16s}" for k in labels))
+        for comp, row in rows.items():
+            print(f"{comp:46s}" + "".join(f"{'%d/%d' % row[k] if k in row else '-':>16s}" for k in labels))
+        macro = {k: [r / n for row in rows.values() if k in row for r, n in [row[k]] if n] for k in labels}
+        print(f"{'mean over compositions (post hoc, not primary)':46s}"
+              + "".join(f"{sum(v) / len(v) if v else float('nan'):>16.3f}" for v in macro.values()))
     for r in state.get("free_running", []):
         print(f"free-running {r['arm']} seed {r['seed']} @ {r['samples']}: pass {r['pass_rate']:.3f}, "
               f"partial credit {r['partial_credit']:.3f} over {r['tasks']} held-out tasks")

@@ -75,3 +75,14 @@ def test_difference_against_the_more_real_control(bench):
     assert rep["difference_more_real"]["exact"][128]["point"] == pytest.approx(0.5 - 1.0)
     assert rep["difference_more_real"]["nll"][64]["point"] == pytest.approx(0.4 - 0.2)
     assert rep["difference"]["exact"][128]["point"] == pytest.approx(0.5)  # against random: unchanged
+
+
+def test_per_target_counts_say_which_compositions_a_gain_comes_from(bench):
+    state = _state(["0000", "0000", "0000"], [1.1, 1.2, 1.0], ["1000", "1100", "1110"], [0.5, 0.4, 0.3])
+    state["held_out_steps"][2]["prev"] = "z"  # steps 2-3 (t2) now belong to another target
+    state["held_out_steps"][3]["prev"] = "z"
+    state["phases"]["diagnosis"]["targets"].append(["z", "b"])
+    rows = bench.per_target(state)
+    assert rows["a>b"]["ace@128"] == (2, 2) and rows["z>b"]["ace@128"] == (1, 2)
+    assert rows["a>b"]["random@128"] == (0, 2) and rows["a>b"]["warm"] == (0, 2)
+    assert "ace@32" not in rows["a>b"]  # only the largest budget
