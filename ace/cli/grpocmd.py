@@ -13,7 +13,7 @@ import typer
 from ace.cli.graphcmd import with_store
 from ace.cli.options import config_options, console, esc, json_option, table, tasks_option
 from ace.cli.traincmd import LR_FLAGS, train_app
-from ace_env.tasksets import load_task_set
+from ace_env.tasksets import load_task_set, load_tau2_task_set, parse_task_spec
 from ace_env.workspace import ace_home, check_name, check_out
 from ace_graph.errors import ConfigError
 from ace_graph.taskfiles import refuse_changes_to_stored_tasks
@@ -27,6 +27,7 @@ from train.policies import policy_name
 from train.policies.base import GenerationConfig
 from train.sft import SFTRunConfig, train_sft_rows
 from train.users import user_sim_rows
+from train.users_tau2 import tau2_user_rows
 
 log = logging.getLogger(__name__)
 
@@ -147,23 +148,42 @@ def user_sim_cmd(
     roles swapped, no tool traffic) -> the task's own user message.  Answers to clarifying
     questions come from the tasks where the agent must ask (BFCL miss_param).
     Measure it with benchmarks/user_sim_bench.py (fidelity on held-out tasks).
+
+    τ² tasks (tau2:airline, tau2:retail, tau2:telecom): the user's view as τ² shows it (its
+    system prompt and scenario, the agent's texts) -> each user message of the task's ideal
+    dialogue, built from the scenario and the gold actions (train/users_tau2.py); dialogues
+    the fidelity check flags are left out.  Measure it with benchmarks/tau2_user_bench.py.
     """
     out = check_out(Path(out), force, directory=True)
     _local_model(policy)
-    task_list = _select(tasks, skip, limit)
-    transcripts, skipped = {}, []
-    for t in task_list:
-        try:
-            transcripts[t.id] = to_openai_sft(t)["messages"]
-        except ExportError as e:  # a ground truth that cannot be played as a conversation
-            skipped.append(str(e))
-    rows = user_sim_rows(task_list, transcripts)
+    skipped: list[str] = []
+    if parse_task_spec(tasks).tau2_domains:
+        task_list = list(load_tau2_task_set(tasks).values())[skip:]
+        task_list = task_list[:limit] if limit is not None else task_list
+        if not task_list:
+            raise ConfigError(f"no tasks left in {tasks!r} after --skip {skip}")
+        rows = tau2_user_rows(task_list, skipped)
+        unit = "user messages"
+    else:
+        task_list = _select(tasks, skip, limit)
+        transcripts = {}
+        for t in task_list:
+            try:
+                transcripts[t.id] = to_openai_sft(t)["messages"]
+            except ExportError as e:  # a ground truth that cannot be played as a conversation
+                skipped.append(str(e))
+        rows = user_sim_rows(task_list, transcripts)
+        unit = "dialog turns"
     if not rows:
         raise ConfigError(f"no dialog could be built from {tasks!r} ({(skipped or ['no tasks'])[0]})")
     logging.getLogger("train").setLevel(logging.INFO)
-    report = train_sft_rows(dataclasses.replace(config, model=policy.partition(":")[2], out=str(out)), rows)
+    too_long: list[str] = []
+    report = train_sft_rows(dataclasses.replace(config, model=policy.partition(":")[2], out=str(out)), rows, too_long)
+    report = {**report, "tasks": len(task_list), "dialogs_dropped": len(skipped), "rows_too_long": len(too_long)}
     if as_json:
         print(json.dumps(report))
     else:
-        print(f"trained the user simulator on {report['examples']} dialog turns of {len(task_list)} tasks in "
-              f"{report['seconds']} s; loss {report['first_loss']} -> {report['last_loss']}; saved to {out}")
+        dropped = f" ({len(skipped)} task(s) left out: {skipped[0]})" if skipped else ""
+        dropped += f" ({len(too_long)} row(s) over --max-length left out)" if too_long else ""
+        print(f"trained the user simulator on {report['examples']} {unit} of {len(task_list)} tasks in "
+              f"{report['seconds']} s{dropped}; loss {report['first_loss']} -> {report['last_loss']}; saved to {out}")
