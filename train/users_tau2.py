@@ -154,6 +154,7 @@ def opening_text(task: Tau2Task, withheld: Iterable[str]) -> str:
     text = " ".join(first.split())
     for value in sorted(set(withheld), key=len, reverse=True):
         text = re.sub(r"\s*#?" + re.escape(value.lstrip("#")) + r"\b", "", text, flags=re.IGNORECASE)
+    text = re.sub(r"\s+(?:and|or)(?=\s*[.,;:!?]|$)", "", text)
     text = re.sub(r"\s+([.,;:!?])", r"\1", text).strip()
     return "Hi! " + first_person(text)
 
@@ -169,7 +170,7 @@ class IdealDialogue:
     task_id: str
     messages: list[dict[str, Any]] = field(default_factory=list)
     opening: str = ""
-    answers: dict[str, str] = field(default_factory=dict)  # param -> value the user gives for it
+    answers: dict[str, list[str]] = field(default_factory=dict)  # param -> the values it gives for it, in order
     closing: str = ""
     needed: list[str] = field(default_factory=list)  # the known identifying values the gold calls use
 
@@ -219,7 +220,7 @@ def ideal_dialogue(task: Tau2Task) -> IdealDialogue:
             msgs.append({"role": USER, "content": text})
             shown += norm(text)
             for p, v in missing:
-                d.answers.setdefault(p, v)
+                d.answers.setdefault(p, []).append(v)
                 d.needed.append(v)
         msgs.append(_call_message(ASSISTANT, action, cid))
         step = call(env, Tau2Call(action.name, dict(action.arguments), ASSISTANT), cid)
@@ -301,8 +302,13 @@ class ScriptedTau2User:
         last = texts[-1].get("content") or ""
         if ANYTHING_ELSE in last:
             return {"role": USER, "content": self.ideal.closing}
-        params = asked_params(last)
-        pairs = [(p, self.ideal.answers[p]) for p in params if p in self.ideal.answers]
+        said = norm(" ".join(m.get("content") or "" for m in view if m["role"] == "assistant"))  # its own
+        pairs = []
+        for p in asked_params(last):
+            values = self.ideal.answers.get(p, [])
+            fresh = [v for v in values if norm(v) not in said]
+            if values:
+                pairs.append((p, (fresh or values)[0]))
         if pairs:
             return {"role": USER, "content": answer_text(pairs)}
         return {"role": USER, "content": "Sorry, I don't know that."}

@@ -48,6 +48,7 @@ QUICK = {
     "scale_bench.py": Quick(rf"(?m)^Ray, 1 worker\(s\) +1 +[\d,]+ +\d+\.\d+ +{RATIO} +True$"),
     "synth_bench.py": Quick(r"weakness hit: pass rate targeted / random-same-seeds = (\d+\.\d+|nan)"),
     "task_copy_bench.py": Quick(rf"copy\.deepcopy / pickle\.loads \(ACE\): {RATIO}"),
+    "tau2_user_bench.py": Quick(rf"faithful dialogues SFT/base: ({RATIO}|n/a)"),
     "tau2_verify_bench.py": Quick(rf"(?m)^agreement: (\d+)/\1 rollouts\n^verification speed τ²/ACE: {RATIO}"),
     "user_sim_bench.py": Quick(rf"fidelity ratio SFT/base: ({RATIO}|n/a)"),
     "verify_bench.py": Quick(rf"speed ratio ACE/BFCL: cold {RATIO}, cold bounded {RATIO}, warm {RATIO}"),

@@ -224,3 +224,18 @@ def test_ace_train_user_sim_on_tau2_airline(tiny, tmp_path, capsys):
     want = len(tau2_user_rows(AIRLINE[:3]))
     assert report["examples"] == want > 0 and report["tasks"] == 3 and report["dialogs_dropped"] == 0
     assert (out / "config.json").is_file()
+
+
+def test_the_scripted_user_gives_each_value_of_a_param_in_turn():
+    task = next(t for t in AIRLINE if any(len(v) > 1 for v in ideal_dialogue(t).answers.values()))
+    param, values = next((p, v) for p, v in ideal_dialogue(task).answers.items() if len(v) > 1)
+    user = ScriptedTau2User(task)
+    dialogue = [{"role": "assistant", "content": GREETING}]
+    dialogue.append(user(user_view(task, dialogue)))
+    for value in values:
+        dialogue.append({"role": "assistant", "content": ask_text([param])})
+        answer = user(user_view(task, dialogue))
+        assert norm(value) in norm(answer["content"]), (value, answer)
+        dialogue.append(answer)
+    dialogue.append({"role": "assistant", "content": "Done. Is there anything else I can help you with?"})
+    assert parse_user_turn(user(user_view(task, dialogue))["content"]).signal == "stop"
