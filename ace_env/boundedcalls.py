@@ -41,6 +41,10 @@ engine's process (``RolloutConfig(budget=None)``), 1.14 / 1.21 / 2.03 s through
 the worker: about 0.4 ms per call (best against best; one round trip per
 engine step carries the calls of the whole batch).  Next to a model's answer
 (seconds on 2 CPU cores, tens of ms on a GPU) it does not show.
+
+The environments are BFCL's by default; a subclass names another kind through three hooks that run in
+the worker (:meth:`BoundedCalls._new_env`, :meth:`BoundedCalls._call_failed`,
+:meth:`BoundedCalls._worker_init`): :class:`ace_env.tau2.calls.Tau2Calls` runs τ² dialogues' calls so.
 """
 
 from __future__ import annotations
@@ -71,9 +75,10 @@ class Overrun:
 Item = tuple[str, Any, int]
 
 
-def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict[str, Task], memory_mb: int) -> None:
+def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, owner: "BoundedCalls", memory_mb: int) -> None:
     worker_setup(parent_end, parent_pid, clock, memory_mb)
-    envs: dict[str, Environment] = {}
+    owner._worker_init(clock)
+    envs: dict[str, Any] = {}
     for drops, batch in messages(conn):
         for rid in drops:
             envs.pop(rid, None)
@@ -86,7 +91,7 @@ def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict
                 continue
             try:
                 if replay is not None:  # first call of this rollout in this worker: rebuild its environment
-                    env = envs[rid] = Environment(tasks[rid])
+                    env = envs[rid] = owner._new_env(rid)
                     for old_call, old_turn in replay:
                         env.call(old_call, old_turn)
                 out.append(envs[rid].call(call, turn))
@@ -96,7 +101,7 @@ def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict
                 out.append(Overrun(RESOURCE_LIMIT, f"ran out of the memory budget ({e})"))
             except Exception as e:  # a defect of the executor is this call's error output, not a dead batch
                 log.debug("the executor failed on %r", call, exc_info=True)
-                out.append(StepResult(call, executor.ERROR, detail=f"ACE's executor failed ({type(e).__name__}: {e})"))
+                out.append(owner._call_failed(call, e))
         try:
             conn.send(out)
         except MemoryError:  # the results themselves do not fit: the parent sees the worker die
@@ -126,7 +131,22 @@ class BoundedCalls(WatchedWorker):
         return _worker
 
     def _worker_args(self) -> tuple[Any, ...]:
-        return self.tasks, self.budget.memory_mb
+        return self, self.budget.memory_mb  # forked, not pickled: the worker calls the hooks below
+
+    # ------------------------------------------------- in the worker: the kind of environment (BFCL's)
+
+    def _worker_init(self, clock: Any) -> None:
+        """Once, in a fresh worker, after :func:`~ace_env.worker.worker_setup` (which has the executor stamp
+        its calls into ``clock``); another kind of environment has its own calls stamped here."""
+
+    def _new_env(self, rollout_id: str) -> Any:
+        """A fresh environment for ``rollout_id``: anything whose ``call(call, turn)`` runs one call and
+        returns its result (raising MemoryError or BudgetExceeded when it runs out of memory)."""
+        return Environment(self.tasks[rollout_id])
+
+    def _call_failed(self, call: Any, error: Exception) -> Any:
+        """The result of a call whose environment raised ``error`` (a defect of ACE's, not of the call)."""
+        return StepResult(call, executor.ERROR, detail=f"ACE's executor failed ({type(error).__name__}: {error})")
 
     def _on_start(self) -> None:
         self._in_worker = set()  # a fresh worker holds no environment yet

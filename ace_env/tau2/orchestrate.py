@@ -25,11 +25,18 @@ user's own messages as ``assistant``, its own tool results) and answer with a di
 (``task.tools``, ``task.user_tools``) are theirs to add.  Tool-call arguments are parsed as JSON, never
 evaluated; a call that does not parse runs as an error step.
 
-Execution is in-process, through :func:`ace_env.tau2.env.call` on one environment: the bounded runner
-(:class:`ace_env.tau2.bounded.Tau2Runner`) runs a whole list of calls per rollout and has no per-call
-interface, which a dialogue needs (each result goes back to a model before the next call).  So a call here
-has no wall-clock or memory bound.  The :class:`Dialogue` keeps the executed steps (with requestors) and the
-final environment: :func:`ace_env.tau2.verify.verify` takes them as they are (:meth:`Dialogue.verdict`).
+Every tool call, the agent's and the user's, runs under ACE's call budget by default (``budget``: a
+:class:`~ace_env.worker.Budget`, by default :meth:`Budget.from_env`): in the watched worker of a
+:class:`ace_env.tau2.calls.Tau2Calls`, one call per pipe round trip, the dialogue's environment living
+there.  Pass ``calls`` (a long-lived :class:`Tau2Calls`) to run many dialogues in one worker; without it
+each dialogue forks its own and closes it at the end.  A call over the wall-clock budget ends the dialogue
+with ``timeout``, one over the memory budget with ``resource_limit`` (:attr:`Dialogue.detail` says which
+call and why; its tool message is an error); the process, and the next dialogue, go on.  When the dialogue
+has ended otherwise, ACE's verifier (:func:`ace_env.tau2.verify.verify`) runs in the worker on the executed
+steps and the final environment, and :meth:`Dialogue.verdict` returns that verdict (the environment stays
+there: ``Dialogue.env`` is None).  ``budget=None`` (for benchmarks and trusted callables only) runs the
+calls in this process, unbounded, through :func:`ace_env.tau2.env.call` on one environment (``env``, or a
+fresh one), which the :class:`Dialogue` keeps: :meth:`Dialogue.verdict` verifies it here.
 """
 
 from __future__ import annotations
@@ -38,10 +45,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ace_env.boundedcalls import Overrun
+from ace_env.errors import ConfigError
+from ace_env.tau2.calls import Tau2Calls
 from ace_env.tau2.env import ASSISTANT, USER, Tau2Call, Tau2Step, call, start
 from ace_env.tau2.tasks import Tau2Task
 from ace_env.tau2.user import parse_user_turn, tool_calls_of, tool_requestors, user_system_prompt
 from ace_env.tau2.verify import Tau2Verdict, verify
+from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
+from ace_env.worker import Budget
 
 #: τ²'s ``DEFAULT_FIRST_AGENT_MESSAGE`` (tau2/orchestrator/orchestrator.py).
 GREETING = "Hi! How can I help you today?"
@@ -53,6 +65,9 @@ _SIGNAL_TERMINATION = {"stop": "user_stop", "transfer": "transfer", "out_of_scop
 
 Callable_ = Callable[[list[dict[str, Any]]], Any]
 
+#: ``run_dialogue``'s default budget: :meth:`Budget.from_env` when the dialogue starts.
+FROM_ENV: Any = object()
+
 
 @dataclass
 class Dialogue:
@@ -61,17 +76,36 @@ class Dialogue:
     task_id: str
     messages: list[dict[str, Any]] = field(default_factory=list)  # tool results carry "requestor", "error"
     steps: list[Tau2Step] = field(default_factory=list)  # every executed call, in order, with its requestor
-    env: Any = None
+    env: Any = None  # the final environment when the calls ran in this process (budget=None), else None
     termination: str = ""  # user_stop transfer out_of_scope agent_stop max_turns too_many_errors *_error
+    #                        timeout resource_limit (a call over the budget)
     turns: int = 0  # messages from the two callables
+    detail: str = ""  # why a call over the budget ended the dialogue
+    checked: Tau2Verdict | None = None  # ACE's verdict, computed in the worker (bounded calls)
 
     @property
     def tau2_termination(self) -> str:
-        """τ²'s ``TerminationReason`` value (a transfer or out-of-scope signal is τ²'s ``user_stop``)."""
+        """τ²'s ``TerminationReason`` value (a transfer or out-of-scope signal is τ²'s ``user_stop``;
+        ``timeout`` and ``resource_limit`` are ACE's own: τ² has no call budget)."""
         return "user_stop" if self.termination in ("transfer", "out_of_scope") else self.termination
 
+    @property
+    def overrun(self) -> bool:
+        """Whether a call over the budget ended the dialogue."""
+        return self.termination in (TIMEOUT, RESOURCE_LIMIT)
+
     def verdict(self, task: Tau2Task) -> Tau2Verdict:
-        """ACE's verifier on the dialogue's executed calls and final state."""
+        """ACE's verifier on the dialogue's executed calls and final state: reward 0 when a call went over
+        the budget; else the verdict computed in the worker, or (calls run here) :func:`verify` now."""
+        if task.id != self.task_id:
+            raise ValueError(f"the dialogue ran {self.task_id!r}, not {task.id!r}")
+        if self.overrun:
+            return Tau2Verdict(task.id, 0.0, False, state_ok=False, assertions_ok=False, actions_ok=False,
+                               detail=[f"{self.termination}: {self.detail}"])
+        if self.checked is not None:
+            return self.checked
+        if self.env is None:
+            raise ValueError("the dialogue has neither a verdict from the worker nor an environment")
         return verify(task, self.steps, self.env)
 
 
@@ -137,10 +171,44 @@ def _as_message(raw: Any, role: str, used_ids: set[str]) -> dict[str, Any]:
 
 
 def run_dialogue(task: Tau2Task, agent: Callable_, user: Callable_, max_turns: int = 100, env: Any = None,
-                 max_errors: int = 10) -> Dialogue:
-    """Run ``agent`` and ``user`` on ``task`` in τ²'s turn order (see the module docstring) on ``env``
-    (default: a fresh environment in the task's initial state)."""
-    d = Dialogue(task.id, env=env if env is not None else start(task.domain, task.tau2_id))
+                 max_errors: int = 10, budget: Budget | None = FROM_ENV, calls: Tau2Calls | None = None) -> Dialogue:
+    """Run ``agent`` and ``user`` on ``task`` in τ²'s turn order (see the module docstring).
+
+    The tool calls run in ``calls``'s watched worker, or (no ``calls``) in a worker of this dialogue's own
+    under ``budget`` (default :meth:`Budget.from_env`); ``budget=None`` runs them here, unbounded, on
+    ``env`` (default: a fresh environment in the task's initial state)."""
+    if budget is FROM_ENV:
+        budget = Budget.from_env()
+    bounded = calls is not None or budget is not None
+    if bounded and env is not None:
+        raise ConfigError("run_dialogue: an environment of your own runs in this process: pass budget=None "
+                          "(unbounded) or leave env out")
+    d = Dialogue(task.id)
+    own = calls is None and budget is not None
+    runner = Tau2Calls({task.id: task}, budget) if own else calls
+    try:
+        if runner is not None:
+            rid = runner.open(task)
+            try:
+                _converse(d, task, agent, user, max_turns, max_errors,
+                          lambda c, cid: runner.call(rid, c, cid))
+                if not d.overrun:
+                    got = runner.verdict(rid)
+                    d.checked = got if isinstance(got, Tau2Verdict) else \
+                        Tau2Verdict(task.id, 0.0, False, detail=[f"the verifier: {got.kind}: {got.detail}"])
+            finally:
+                runner.finish(rid)
+        else:
+            d.env = env if env is not None else start(task.domain, task.tau2_id)
+            _converse(d, task, agent, user, max_turns, max_errors, lambda c, cid: call(d.env, c, cid))
+    finally:
+        if own and runner is not None:
+            runner.close()
+    return d
+
+
+def _converse(d: Dialogue, task: Tau2Task, agent: Callable_, user: Callable_, max_turns: int, max_errors: int,
+              execute: Callable[[Tau2Call, str], Tau2Step | Overrun]) -> None:
     d.messages.append({"role": ASSISTANT, "content": GREETING})
     used_ids: set[str] = set()
     errors = 0
@@ -155,28 +223,37 @@ def run_dialogue(task: Tau2Task, agent: Callable_, user: Callable_, max_turns: i
         calls = tool_calls_of(msg)
         if side == ASSISTANT and AGENT_STOP in msg["content"]:
             d.termination = "agent_stop"
-            return d
+            return
         if not calls and not msg["content"].strip():
             d.termination = "user_error" if side == USER else "agent_error"
-            return d
+            return
         if calls:
             for cid, name, args in calls:
-                step = call(d.env, Tau2Call(name, args, side), cid)
+                c = Tau2Call(name, args, side)
+                result = execute(c, cid)
+                if isinstance(result, Overrun):
+                    step = Tau2Step(c, f"Error: the call was stopped: {result.detail}", True)
+                else:
+                    step = result
                 d.steps.append(step)
                 errors += step.error
                 d.messages.append({"role": "tool", "tool_call_id": cid, "name": name, "content": step.content,
                                    "requestor": side, "error": step.error})
+                if isinstance(result, Overrun):
+                    d.termination = result.kind if result.kind in (TIMEOUT, RESOURCE_LIMIT) else RESOURCE_LIMIT
+                    d.detail = f"{side}'s call {name}: {result.detail}"
+                    return
         elif side == USER:
             signal = parse_user_turn(msg["content"]).signal
             if signal is not None:
                 d.termination = _SIGNAL_TERMINATION[signal]
-                return d
+                return
             side = ASSISTANT
         else:
             side = USER
         if errors >= max_errors:
             d.termination = "too_many_errors"
-            return d
+            return
         if d.turns >= max_turns:
             d.termination = "max_turns"
-            return d
+            return
