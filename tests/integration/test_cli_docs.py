@@ -2,8 +2,8 @@
 
 docs/cli.md is written as one session: each example works because the ones before it made what it
 reads.  This test runs that session in a fresh folder (holding `ace_env/demo_weakness.toml` and
-`ace_env/tau2/airline_weakness.toml`, as the repository root does) on a wiped database, each line through ``main([...])``, and checks that every
-command of the README is one of those lines.  Two things keep it affordable, both listed here:
+`ace_env/tau2_airline_weakness.toml`, as the repository root does) on a wiped database, each line
+through ``main([...])``, and checks that every command of the README is one of those lines.  Two things keep it affordable, both listed here:
 ``CHEAP`` (a cheaper form of a slow command, with why) and ``NOT_RUN`` (the only commands not run).
 """
 
@@ -98,8 +98,8 @@ def test_docs_cli_session_runs_in_order(clean_db, tmp_path, monkeypatch, capsys)
     work = tmp_path / "work"
     (work / "ace_env").mkdir(parents=True)
     shutil.copy(ROOT / "ace_env" / "demo_weakness.toml", work / "ace_env" / "demo_weakness.toml")
-    (work / "ace_env" / "tau2").mkdir()
-    shutil.copy(ROOT / "ace_env" / "tau2" / "airline_weakness.toml", work / "ace_env" / "tau2" / "airline_weakness.toml")
+    # (no folder under work/ace_env: `python -m ace.cli` run here would import it as ace_env's subpackage)
+    shutil.copy(ROOT / "ace_env" / "tau2_airline_weakness.toml", work / "ace_env" / "tau2_airline_weakness.toml")
     monkeypatch.chdir(work)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
 
