@@ -200,7 +200,7 @@ def ingest_records(
     if seed_tasks:
         # Idempotence and concurrent writers rely on the uniqueness constraints.
         ensure_schema(store.driver, store.database)
-        store.ensure_taxonomy()
+        store.ensure_taxonomy(tasks.values())
         store.upsert_tasks(tasks.values())
     existing = [r for r in store.run("scopes", experiment=experiment) if r["key"] == key]
     if existing and existing[0]["mode"] != mode:

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Sequence
 
 from ace_env import bfcl
 from ace_env.tasks import Task
+from ace_env.tau2.tasks import Tau2Task, tau2_tool_info
 from ace_env.workspace import check_name
 from ace_graph import queries
 from ace_graph.compositions import LEVELS, SKILL, TOOL, adjacent_pairs, task_dependencies
@@ -88,16 +89,21 @@ class GraphStore(GraphReader):
 
     # ------------------------------------------------------------------ seeding
 
-    def ensure_taxonomy(self) -> dict[str, int]:
-        """Create or update skills, tools and their EXERCISES edges."""
+    def ensure_taxonomy(self, tasks: Iterable[Any] = ()) -> dict[str, int]:
+        """Create or update skills, tools and their EXERCISES edges.
+
+        A BFCL function's class and description come from BFCL; a τ² tool's from ``tasks`` when they hold
+        τ² tasks (class ``tau2:DOMAIN``), else the stored ones are kept."""
 
         skills = [{"id": s.id, "family": s.family, "description": s.description} for s in load_taxonomy().values()]
         functions = bfcl.functions()
+        tau2 = tau2_tool_info(t for t in tasks if isinstance(t, Tau2Task))
         tools = [
             {
                 "name": name,
-                "class": functions[name].class_name if name in functions else None,
-                "description": functions[name].doc.get("description", "")[:300] if name in functions else "",
+                "class": functions[name].class_name if name in functions else tau2.get(name, (None, None))[0],
+                "description": functions[name].doc.get("description", "")[:300] if name in functions
+                else tau2.get(name, (None, None))[1],
                 "skills": list(sk),
             }
             for name, sk in sorted(tool_skills().items())

@@ -11,8 +11,9 @@ import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Iterable
 
+from ace_env.tau2 import DOMAINS
 from ace_env.tau2.env import raw_tasks, tool_schemas
 
 
@@ -107,3 +108,20 @@ def load_tasks(domain: str) -> tuple[Tau2Task, ...]:
 def tasks_by_id(domains: tuple[str, ...] | list[str]) -> dict[str, Tau2Task]:
     """The tasks of several domains by ACE id."""
     return {t.id: t for d in domains for t in load_tasks(d)}
+
+
+def tau2_tool_info(tasks: Iterable[Tau2Task]) -> dict[str, tuple[str, str]]:
+    """(class, description) of every τ² agent tool, when ``tasks`` holds any τ² task (else nothing): the
+    class is ``tau2:DOMAIN``, or ``tau2`` for a tool several domains have (``calculate``), whichever domains
+    ``tasks`` come from; the description is the schema's, cut to 300 characters."""
+    if not any(True for _ in tasks):
+        return {}
+    domains: dict[str, set[str]] = {}
+    descriptions: dict[str, str] = {}
+    for domain in DOMAINS:
+        for schema in tool_schemas(domain)[0]:
+            fn = schema.get("function", schema)
+            domains.setdefault(fn["name"], set()).add(domain)
+            descriptions.setdefault(fn["name"], str(fn.get("description", ""))[:300])
+    return {name: (f"tau2:{next(iter(d))}" if len(d) == 1 else "tau2", descriptions[name])
+            for name, d in domains.items()}

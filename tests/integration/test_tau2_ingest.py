@@ -35,6 +35,11 @@ def test_a_planted_tau2_composition_is_found_at_the_top(clean_db, neo4j_database
     assert top[0]["verdict"] == "composition" and top[0]["method"] == "estimate"
     assert {r["verdict"] for r in top[1:]} <= {"tool", "inconclusive", None}  # nothing else is a weak composition
 
+    tools = {r["name"]: r["class"] for r in clean_db.execute_query(
+        "MATCH (x:Tool) WHERE x.name IN $names RETURN x.name AS name, x.class AS class",
+        names=[FROM, TO, "calculate", "grep"], database_=neo4j_database).records}
+    assert tools == {FROM: "tau2:airline", TO: "tau2:airline", "calculate": "tau2", "grep": "GorillaFileSystem"}
+
     # the stored steps: every planted slip failed at its step, with the previous gold call as predecessor
     failed = clean_db.execute_query(
         "MATCH (r:Rollout {scope: $scope})-[:HAS_STEP]->(s:Step {outcome: 'fail'}) "
