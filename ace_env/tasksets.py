@@ -6,7 +6,9 @@ A task set is named ``bfcl:CATEGORY[,CATEGORY...]`` (``base``, ``long_context``,
 ``telecom`` or ``all``; ``tau2`` alone: all) names τ²-bench tasks: :func:`load_tau2_task_set` loads
 them (:mod:`ace_env.tau2`); ``ace env replay tau2`` replays their gold; :func:`load_task_set`, which the
 other commands call, gives airline and retail tasks to a command that says it takes them (``ace sim
-rollouts``, ``ace ingest``: ``tau2=True``) and otherwise refuses τ² tasks in one line.
+rollouts``, ``ace ingest``: ``tau2=True``) and otherwise refuses τ² tasks in one line.  What the skill graph
+needs of τ² tasks (their class, the gold steps the tagger reads) it imports from here, not from
+:mod:`ace_env.tau2`.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ from ace_env.errors import TaskLoadError
 from ace_env.executor import Environment
 from ace_env.tasks import Task
 from ace_env.tau2 import DOMAINS as TAU2_DOMAINS
+from ace_env.tau2.rollouts import agent_steps_without as agent_steps_without
+from ace_env.tau2.rollouts import gold_agent_steps as gold_agent_steps
 from ace_env.tau2.tasks import Tau2Task
 from ace_env.tau2.tasks import load_tasks as load_tau2_tasks
+from ace_env.tau2.tasks import tau2_tool_info as tau2_tool_info
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
 from ace_env.worker import Budget
 

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Sequence
 
 from ace_env import bfcl
 from ace_env.tasks import Task
-from ace_env.tau2.tasks import Tau2Task, tau2_tool_info
+from ace_env.tasksets import Tau2Task, tau2_tool_info
 from ace_env.workspace import check_name
 from ace_graph import queries
 from ace_graph.compositions import LEVELS, SKILL, TOOL, adjacent_pairs, task_dependencies

@@ -44,8 +44,7 @@ from ace_env.calls import Call, parse_call
 from ace_env.executor import ERROR, OK, Environment
 from ace_env.oracle import ORACLE_SOURCES, Oracle, oracle_for
 from ace_env.tasks import Task
-from ace_env.tau2.rollouts import agent_steps_without, gold_agent_steps
-from ace_env.tau2.tasks import Tau2Task
+from ace_env.tasksets import Tau2Task, agent_steps_without, gold_agent_steps
 from ace_env.values import TRIVIAL_NUMBERS, is_trivial, leaves, number
 from ace_graph.errors import ConfigError
 from ace_graph.taxonomy import tool_skills
