@@ -154,7 +154,8 @@ def opening_text(task: Tau2Task, withheld: Iterable[str]) -> str:
     text = " ".join(first.split())
     for value in sorted(set(withheld), key=len, reverse=True):
         text = re.sub(r"\s*#?" + re.escape(value.lstrip("#")) + r"\b", "", text, flags=re.IGNORECASE)
-    text = re.sub(r"\s+(?:and|or)(?=\s*[.,;:!?]|$)", "", text)
+    text = re.sub(r"\s+(?:and|or)(?=\s*[.,;:!?)]|$)", "", text)  # "ids X and Y" -> "ids", "(X and Y)" -> "(X)"
+    text = re.sub(r"\s*\(\s*\)", "", text)
     text = re.sub(r"\s+([.,;:!?])", r"\1", text).strip()
     return "Hi! " + first_person(text)
 

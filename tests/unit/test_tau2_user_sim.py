@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 
@@ -88,6 +89,7 @@ def test_the_user_gives_the_known_identifiers_the_gold_needs_and_only_when_asked
         # the opening holds none of the values asked for later; every answer follows a request for it
         for v in d.needed:
             assert norm(v) not in norm(d.opening), (task.id, v)
+        assert not re.search(r"\(\s*\)|\band\)|\band\.|  ", d.opening), (task.id, d.opening)  # no leftovers
         for i in d.user_indices[1:-1]:
             params = asked_params(d.messages[i - 1]["content"])
             assert params, (task.id, d.messages[i - 1]["content"])
