@@ -228,6 +228,26 @@ def _explicit(name: str, raw: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     return dict(arguments)
 
 
+def _dependencies(own: set[str], src: dict[str, str], latest: Any, matching: Any, changed: Any,
+                  skills: list[set[str]]) -> dict[int, str]:
+    """A step's dependency kinds on earlier steps (data flow, or a state precondition: an earlier call changed
+    state the step reads); adds the step's provenance skills to ``own`` and result extraction to the steps it
+    reads from."""
+    if USER in src.values():
+        own.add(PARAM_FROM_USER)
+    if OUTPUT in src.values():
+        own.add(PARAM_FROM_OUTPUT)
+    kinds = {k: DATA_FLOW for k in latest}
+    for i in changed:
+        kinds[i] = DATA_FLOW if i in matching else PRECONDITION
+    if PRECONDITION in kinds.values():
+        own.add(STATE_PRECONDITION)
+    for k, kind in kinds.items():
+        if kind == DATA_FLOW:
+            skills[k].add(RESULT_EXTRACTION)
+    return kinds
+
+
 def _provenance(
     name: str,
     raw: Any,
@@ -321,18 +341,7 @@ def _tag_with_oracle(task: Task, oracle: Oracle) -> tuple[OracleStepTag, ...]:
             continue
         own = set(base.get(step.name, ()))
         src, latest, matching = _provenance(step.name, step.call, step.arguments, users[t], outputs)
-        if USER in src.values():
-            own.add(PARAM_FROM_USER)
-        if OUTPUT in src.values():
-            own.add(PARAM_FROM_OUTPUT)
-        kinds = {k: DATA_FLOW for k in latest}
-        for i in changed.get(flat, ()):
-            kinds[i] = DATA_FLOW if i in matching else PRECONDITION
-        if PRECONDITION in kinds.values():
-            own.add(STATE_PRECONDITION)
-        for k, kind in kinds.items():
-            if kind == DATA_FLOW:
-                skills[k].add(RESULT_EXTRACTION)
+        kinds = _dependencies(own, src, latest, matching, changed.get(flat, ()), skills)
         skills.append(own)
         sources.append(src)
         deps.append(kinds)
@@ -392,18 +401,7 @@ def _tag_tau2(task: Tau2Task) -> tuple[OracleStepTag, ...]:
             raise ConfigError(f"Tool {a.name!r} (task {task.id}) has no skills in the taxonomy. "
                               "Map it to its base skills under [tools] in ace_graph/skills.toml.")
         src, latest, matching = _provenance(a.name, None, dict(a.arguments), user, outputs)
-        if USER in src.values():
-            own.add(PARAM_FROM_USER)
-        if OUTPUT in src.values():
-            own.add(PARAM_FROM_OUTPUT)
-        kinds = {k: DATA_FLOW for k in latest}
-        for i in changed.get(j, ()):
-            kinds[i] = DATA_FLOW if i in matching else PRECONDITION
-        if PRECONDITION in kinds.values():
-            own.add(STATE_PRECONDITION)
-        for k, kind in kinds.items():
-            if kind == DATA_FLOW:
-                skills[k].add(RESULT_EXTRACTION)
+        kinds = _dependencies(own, src, latest, matching, changed.get(j, ()), skills)
         skills.append(own)
         outputs.append((j, _output_text(gold[j].content)))
         order = sorted(kinds)
