@@ -63,14 +63,20 @@ from train.users_tau2 import (
 HELD_OUT = ("7", "9", "11", "20", "27", "30", "37", "40")
 
 GIVE_UP = f"I'm sorry, I cannot go on without that information. {AGENT_STOP}"
+
+#: ``--agent-wording paraphrase``: the agent's questions and reports in words the training template never uses
+#: (the labels stay: user id, reservation id), to see whether the fine-tuned user needs the template's words.
+PARAPHRASE_ASK = "Thanks for waiting. To look into this, what is your {said}?"
+PARAPHRASE_CLOSE = "Your request has been taken care of. Do you need help with anything more today?"
 GOODBYE = f"Thank you for calling, goodbye! {AGENT_STOP}"
 
 
 class GatedAgent:
     """The benchmark's fixed agent for one task (see the module docstring); a ``run_dialogue`` agent."""
 
-    def __init__(self, task: Tau2Task, max_asks: int = 2) -> None:
+    def __init__(self, task: Tau2Task, max_asks: int = 2, wording: str = "template") -> None:
         self.task = task
+        self.wording = wording
         self.gold = list(task.agent_actions)
         self.max_asks = max_asks
 
@@ -89,10 +95,14 @@ class GatedAgent:
                 content = by_id.get(m["tool_calls"][0]["id"], "")
                 pending.append((self.gold[k], content.startswith("Error"), content))
                 k += 1
+        paraphrase = self.wording == "paraphrase"
+        report = f"I made {len(pending)} change(s) or lookup(s) on your account." if paraphrase and pending else \
+            "" if paraphrase else report_text(pending)
         if len(issued) == len(self.gold):
-            if any(ANYTHING_ELSE in t for t in texts):
+            close = PARAPHRASE_CLOSE if paraphrase else ANYTHING_ELSE
+            if any(close in t for t in texts):
                 return {"role": "assistant", "content": GOODBYE}
-            return {"role": "assistant", "content": f"{report_text(pending)} {ANYTHING_ELSE}".strip()}
+            return {"role": "assistant", "content": f"{report} {close}".strip()}
         action = self.gold[len(issued)]
         missing = [p for p, v in identifiers(action) if norm(v) not in heard and norm(v) not in results]
         if not missing:
@@ -100,9 +110,11 @@ class GatedAgent:
                 {"id": f"agent_{len(issued)}", "type": "function",
                  "function": {"name": action.name, "arguments": json.dumps(action.arguments)}}]}
         ask = ask_text(missing)
+        if paraphrase:
+            ask = PARAPHRASE_ASK.format(said=ask.removeprefix("Could you please tell me your ").removesuffix("?"))
         if sum(t.endswith(ask) for t in texts) >= self.max_asks:
             return {"role": "assistant", "content": GIVE_UP}
-        return {"role": "assistant", "content": f"{report_text(pending)} {ask}".strip()}
+        return {"role": "assistant", "content": f"{report} {ask}".strip()}
 
 
 def split(train_tasks: int, held: int) -> tuple[list[Tau2Task], list[Tau2Task]]:
@@ -113,13 +125,14 @@ def split(train_tasks: int, held: int) -> tuple[list[Tau2Task], list[Tau2Task]]:
     return train, held_out
 
 
-def run_user(name: str, make_user, tasks: list[Tau2Task], k: int, max_turns: int) -> dict[str, Any]:
+def run_user(name: str, make_user, tasks: list[Tau2Task], k: int, max_turns: int,
+             wording: str = "template") -> dict[str, Any]:
     """K dialogues per task with ``make_user(task, sample)``; fidelity, terminations, rewards."""
     start = time.perf_counter()
     records = []
     for task in tasks:
         for sample in range(k):
-            d = run_dialogue(task, GatedAgent(task), make_user(task, sample), max_turns=max_turns)
+            d = run_dialogue(task, GatedAgent(task, wording=wording), make_user(task, sample), max_turns=max_turns)
             report = check_fidelity(task, d)
             records.append({"task": task.id, "sample": sample, "termination": d.termination,
                             "reward": d.verdict(task).reward, "faithful": report.faithful, "flags": report.counts,
@@ -160,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-turns", type=int, default=24, help="Messages per dialogue (run_dialogue's max_turns).")
     ap.add_argument("--epochs", type=float, default=1.0)
     ap.add_argument("--learning-rate", type=float, default=1e-4)
+    ap.add_argument("--agent-wording", choices=("template", "paraphrase"), default="template",
+                    help="The agent's questions in the training template's words, or in other words.")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/out/tau2_user.json"))
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: a tiny model built offline, 2 training and 1 held-out task, K=2, results in "
@@ -208,18 +223,19 @@ def main(argv: list[str] | None = None) -> int:
     users = (("scripted", lambda task, sample: ScriptedTau2User(task)),
              ("base", None), ("sft", None))
     for name, make in users:
-        key = f"user_{name}"
+        key = f"user_{name}" + ("" if args.agent_wording == "template" else f"@{args.agent_wording}")
         if key in result:
             continue
         k = 1 if name == "scripted" else args.k
         print(f"{name} user: {len(held)} held-out tasks x {k} ...", flush=True)
         if make is None:
             make = llm_user(base_spec if name == "base" else f"hf:{sft_dir}", args.temperature, args.max_tokens)
-        result[key] = run_user(name, make, held, k, args.max_turns)
+        result[key] = run_user(name, make, held, k, args.max_turns, args.agent_wording)
         save()
-    cols = [result[f"user_{n}"] for n, _ in users]
+    suffix = "" if args.agent_wording == "template" else f"@{args.agent_wording}"
+    cols = [result[f"user_{n}{suffix}"] for n, _ in users]
     tr = result["train"]
-    print(f"\nτ² airline, {len(held)} held-out tasks, fixed gated agent; SFT on {tr['user_messages']} user messages "
+    print(f"\nτ² airline, {len(held)} held-out tasks, fixed gated agent ({args.agent_wording} wording); SFT on {tr['user_messages']} user messages "
           f"({tr['examples']} dialogues) of {len(train)} tasks ({tr['seconds']} s, loss {tr['first_loss']:.3f} -> {tr['last_loss']:.3f})")
     print(f"{'':32s}{'scripted':>12s}{'base user':>12s}{'SFT-ed user':>14s}")
 

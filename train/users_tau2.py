@@ -92,12 +92,21 @@ def ask_text(params: list[str]) -> str:
 
 
 def asked_params(text: str) -> list[str]:
-    """The identifying params an agent message asks for (the inverse of :func:`ask_text`)."""
+    """The identifying params an agent message asks for: those :func:`ask_text` names, else any label
+    (:data:`LABELS`) said after "your" in a question (``What is your user id?``)."""
     m = re.search(r"Could you please tell me your (.+?)\?", text or "")
-    if not m:
-        return []
-    wanted = m.group(1)
-    return [p for p in IDENTIFYING if re.search(rf"\b{re.escape(LABELS[p])}\b", wanted)]
+    if m:
+        wanted = m.group(1)
+    else:
+        questions = [q for q in re.findall(r"[^.!?]*\?", text or "") if re.search(r"\byour\b", q, re.IGNORECASE)]
+        wanted = " ".join(q.partition("your")[2] or q.partition("Your")[2] for q in questions)
+    return [p for p in IDENTIFYING if re.search(rf"\b{re.escape(LABELS[p])}\b", wanted, re.IGNORECASE)]
+
+
+def asks_anything_else(text: str) -> bool:
+    """Whether an agent message asks if the user needs anything else (the template's or in other words)."""
+    return ANYTHING_ELSE in (text or "") or re.search(r"\banything (?:else|more)\b[^.!]*\?", text or "",
+                                                       re.IGNORECASE) is not None
 
 
 def answer_text(pairs: list[tuple[str, str]]) -> str:
@@ -301,7 +310,7 @@ class ScriptedTau2User:
         if len(texts) <= 1:
             return {"role": USER, "content": self.ideal.opening}
         last = texts[-1].get("content") or ""
-        if ANYTHING_ELSE in last:
+        if asks_anything_else(last):
             return {"role": USER, "content": self.ideal.closing}
         said = norm(" ".join(m.get("content") or "" for m in view if m["role"] == "assistant"))  # its own
         pairs = []

@@ -15,11 +15,13 @@ from ace_env.tau2.tasks import GoldAction, load_tasks
 from ace_env.tau2.user import check_fidelity, parse_user_turn, scenario_fields, tokens
 from train.policies.base import GenerationConfig, Reply
 from train.users_tau2 import (
+    ANYTHING_ELSE,
     IDENTIFYING,
     ScriptedTau2User,
     Tau2LLMUser,
     ask_text,
     asked_params,
+    asks_anything_else,
     first_person,
     ideal_dialogue,
     known_text,
@@ -127,6 +129,10 @@ def test_first_person_and_the_agent_template():
     assert first_person("You're pretty sure you are Gold.") == "I'm pretty sure I am Gold."
     assert asked_params(ask_text(["user_id", "reservation_id"])) == ["user_id", "reservation_id"]
     assert asked_params("What is the weather?") == []
+    assert asked_params("Thanks. What is your Reservation ID, please?") == ["reservation_id"]
+    assert asked_params("I found your user id. What now?") == []  # a label outside the question is no request
+    assert asks_anything_else(ANYTHING_ELSE) and asks_anything_else("Do you need help with anything more today?")
+    assert not asks_anything_else("Anything more and I would have missed it.")
 
 
 def test_the_scripted_user_plays_the_ideal_dialogue_with_the_template_agent():
