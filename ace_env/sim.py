@@ -34,7 +34,7 @@ import random
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ace_env import twins
 from ace_env.bfcl import functions
@@ -374,13 +374,15 @@ def rollout_rng(seed: int, k: int) -> random.Random:
     return random.Random(seed * SEED_STRIDE + k)
 
 
-def simulate_rollout(tasks: list[Task], k: int, spec: WeaknessSpec, seed: int, prefix: str = "sim") -> dict[str, Any]:
-    """Rollout ``k`` of the batch ``simulate(tasks, n, spec, seed)``, alone."""
+def simulate_rollout(tasks: list[Any], k: int, spec: WeaknessSpec, seed: int, prefix: str = "sim",
+                     one: Callable[..., tuple[list[Any], list[Any]]] | None = None) -> dict[str, Any]:
+    """Rollout ``k`` of the batch ``simulate(tasks, n, spec, seed)``, alone; ``one(task, spec, rng)`` makes a
+    task's turns and slips (BFCL's :func:`simulate_one` unless another environment gives its own)."""
     if not tasks:
         raise ConfigError("the simulated agent needs at least one task")
     rng = rollout_rng(seed, k)
     task = tasks[rng.randrange(len(tasks))]
-    turns, slips = simulate_one(task, spec, rng)
+    turns, slips = (one or simulate_one)(task, spec, rng)
     return {
         "rollout_id": f"{prefix}-{seed}-{k}",
         "task_id": task.id,

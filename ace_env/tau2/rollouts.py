@@ -28,7 +28,7 @@ from ace_env.errors import ConfigError, RolloutFormatError
 from ace_env.tau2.bounded import Tau2Outcome, Tau2Runner
 from ace_env.tau2.env import ASSISTANT, USER, Tau2Call, Tau2Step, run_calls
 from ace_env.tau2.tasks import GoldAction, Tau2Task
-from ace_env.tau2.verify import Tau2Verdict, gold, verify
+from ace_env.tau2.verify import Tau2Verdict, call_matches, gold, verify
 from ace_env.verifier import (
     ACTED_WITHOUT_NEED,
     MALFORMED_CALL,
@@ -88,15 +88,6 @@ def gold_calls(task: Tau2Task) -> list[Tau2Call]:
 # --------------------------------------------------------------------------- per-step verdict
 
 
-def _matches(a: GoldAction, c: Tau2Call) -> bool:
-    if c.name != a.name or c.requestor != a.requestor or not isinstance(c.arguments, dict):
-        return False
-    keys = a.compare_args if a.compare_args is not None else tuple(a.arguments)
-    if a.compare_args is None and set(c.arguments) != set(a.arguments):
-        return False
-    return all(k in c.arguments and c.arguments[k] == a.arguments.get(k) for k in keys)
-
-
 def _erring_attribution(a: GoldAction, c: Tau2Call) -> str:
     if not isinstance(c.arguments, dict):
         return MALFORMED_CALL
@@ -119,7 +110,7 @@ def align(task: Tau2Task, steps: list[Tau2Step], step_ok: list[bool]) -> tuple[i
         found = None
         for k in range(pos, len(steps)):
             s = steps[k]
-            if step_ok[k] and _matches(a, s.call):
+            if step_ok[k] and call_matches(a, s.call):
                 found = k
                 break
             if not step_ok[k] and s.call.requestor == ASSISTANT and first is None:

@@ -29,6 +29,7 @@ import json
 import random
 from typing import Any, Iterable, Iterator
 
+from ace_env import sim as bfcl_sim
 from ace_env.errors import ConfigError
 from ace_env.perturb import alter_value
 from ace_env.sim import (
@@ -40,7 +41,6 @@ from ace_env.sim import (
     WRONG_TOOL,
     WeaknessSpec,
     load_weakness,
-    rollout_rng,
     slip_chance,
 )
 from ace_env.tau2.env import ASSISTANT, Tau2Call
@@ -174,19 +174,14 @@ def simulate_one(task: Tau2Task, spec: WeaknessSpec, rng: random.Random) -> tupl
     return calls, slips
 
 
-def simulate_rollout(tasks: list[Tau2Task], k: int, spec: WeaknessSpec, seed: int, prefix: str = "sim") -> dict[str, Any]:
-    """Rollout ``k`` of the batch ``simulate(tasks, n, spec, seed)``, alone."""
-    if not tasks:
-        raise ConfigError("the simulated agent needs at least one task")
-    rng = rollout_rng(seed, k)
-    task = tasks[rng.randrange(len(tasks))]
+def _one_turn(task: Tau2Task, spec: WeaknessSpec, rng: random.Random) -> tuple[list[Any], list[dict[str, Any]]]:
     calls, slips = simulate_one(task, spec, rng)
-    return {
-        "rollout_id": f"{prefix}-{seed}-{k}",
-        "task_id": task.id,
-        "turns": [calls],
-        "meta": {"policy": "sim", "seed": seed, "index": k, "slips": slips},
-    }
+    return [calls], slips  # a τ² rollout is one turn of the agent's calls
+
+
+def simulate_rollout(tasks: list[Tau2Task], k: int, spec: WeaknessSpec, seed: int, prefix: str = "sim") -> dict[str, Any]:
+    """Rollout ``k`` of the batch ``simulate(tasks, n, spec, seed)``, alone (BFCL's rollout shape and seeding)."""
+    return bfcl_sim.simulate_rollout(tasks, k, spec, seed, prefix, one=_one_turn)
 
 
 def simulate(tasks: Iterable[Tau2Task], n: int, spec: WeaknessSpec, seed: int,

@@ -79,8 +79,8 @@ class Tau2Verdict:
     detail: list[str] = field(default_factory=list)  # what failed, first few
 
 
-def _action_matches(a: GoldAction, step: Tau2Step) -> bool:
-    c = step.call
+def call_matches(a: GoldAction, c: Tau2Call) -> bool:
+    """Whether call ``c`` is gold action ``a``: same tool and requestor, and the arguments τ² compares equal."""
     if c.name != a.name or c.requestor != a.requestor or not isinstance(c.arguments, dict):
         return False
     keys = a.compare_args if a.compare_args is not None else tuple(a.arguments)
@@ -131,7 +131,7 @@ def verify(task: Tau2Task, steps: list[Tau2Step], env: Any) -> Tau2Verdict:
                 detail.append(f"assertion failed: {why}"[:160])
     if "ACTION" in basis:
         for a in task.gold_actions:
-            if not any(_action_matches(a, s) for s in steps):
+            if not any(call_matches(a, s.call) for s in steps):
                 actions_ok = False
                 detail.append(f"gold action {a.requestor}:{a.name} not called")
     reward = float(state_ok and assertions_ok and actions_ok)
