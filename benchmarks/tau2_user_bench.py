@@ -27,6 +27,7 @@ the user simulator trains on the other airline tasks, in τ²'s order, the first
 Resumable: each part's result is kept in --out (JSON) and skipped when present.
 
     OMP_NUM_THREADS=1 ACE_TORCH_THREADS=1 python benchmarks/tau2_user_bench.py --out benchmarks/out/tau2_user.json
+    ... --agent-wording paraphrase --out benchmarks/out/tau2_user.json   # the same users, the agent in other words
     python benchmarks/tau2_user_bench.py --quick    # a tiny model built offline, 1 task, K=2 (CI smoke)
 """
 
