@@ -346,7 +346,8 @@ class ACERollout:
                 model.train(was_training)
         kept, fill = filled.kept, filled.stats
         # Capped before the batch was full: fill the rest with groups that carry no loss
-        # (their tokens are masked out), so the step still has TRL's shape.
+        # (their tokens are masked out, and cut to one prompt and one completion token), so the
+        # step still has TRL's shape without a forward pass over thousands of masked tokens.
         padding: list[Group] = []
         if len(kept) < len(wanted):
             log.info("step %d: only %d of %d groups had signal; padding with masked groups",
@@ -359,6 +360,8 @@ class ACERollout:
             for row, reward in zip(group.samples, group.rewards):
                 p, c, m = self._tokens(row, trainer.processing_class)
                 check_sequence_length(row["task_id"], len(p) + len(c), self.max_sequence_tokens)
+                if not live:  # a padding row carries no loss: one token each, so TRL's pass over it costs nothing
+                    p, c, m = p[-1:], c[:1], m[:1]
                 out["prompt_ids"].append(p)
                 out["completion_ids"].append(c)
                 out["env_mask"].append(m if live else [0] * len(m))

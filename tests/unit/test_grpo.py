@@ -94,6 +94,20 @@ def test_a_capped_step_pads_with_masked_groups(tasks, tiny):
     out = rollout([ALL_PASS[0]] * 4 + [ALL_FAIL[0]] * 4, trainer)
     assert rollout.records[-1].fill.capped
     assert all(sum(m) == 0 for m in out["env_mask"]) and set(out["ace_reward"]) == {0.0}
+    # padding costs no forward pass over the episode: one prompt and one completion token a row
+    assert all(len(p) == 1 for p in out["prompt_ids"]) and all(len(c) == 1 for c in out["completion_ids"])
+
+
+def test_a_step_with_only_padding_changes_no_weight(tasks, tiny, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    # the tiny random model fails every task: every group is all-fail, the step is all padding
+    config = GRPORunConfig(steps=1, prompts_per_step=1, generations=2, max_tokens=4, step_cap=1, max_groups_sampled=1)
+    lines = train_grpo(tiny[0], {t: tasks[t] for t in ALL_FAIL}, tmp_path / "ckpt", config)
+    assert lines[0]["groups_kept"] == 0 and lines[0]["capped"] and lines[0]["loss"] == 0.0
+    before, after = load_file(str(tiny[0] / "model.safetensors")), load_file(str(tmp_path / "ckpt" / "model.safetensors"))
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
 
 
 def test_only_the_policys_tokens_are_unmasked(tasks, tiny):
