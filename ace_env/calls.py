@@ -20,6 +20,7 @@ import ast
 import functools
 import json
 import math
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,6 +123,15 @@ def _parse_string_cached(text: str) -> Call | MalformedCall:
     return _parse_string(text)
 
 
+NOT_PLAIN = ("Python would read it as another name (Unicode compatibility characters); names must be written "
+             "as the tools spell them")
+
+
+def _plain(name: str) -> bool:
+    """A name Python reads as written (NFKC leaves it alone): ``µ`` (MICRO SIGN) is read as ``μ``."""
+    return name.isascii() or unicodedata.normalize("NFKC", name) == name
+
+
 def respelled_name(node: ast.Call, source: str) -> str | None:
     """The first name in a call whose source text differs from the name :mod:`ast` gives it, else None.
 
@@ -162,8 +172,7 @@ def _parse_string(text: str) -> Call | MalformedCall:
         )
     respelled = respelled_name(node, source)
     if respelled is not None:
-        return MalformedCall(_short(text), f"the name {respelled!r} is not plain: Python would read it as another "
-                             "name (Unicode compatibility characters); names must be written as the tools spell them")
+        return MalformedCall(_short(text), f"the name {respelled!r} is not plain: {NOT_PLAIN}")
     args: list[Any] = []
     for a in node.args:
         if isinstance(a, ast.Starred):
@@ -218,6 +227,8 @@ def _parse_object(obj: dict[str, Any]) -> Call | MalformedCall:
         return MalformedCall(_short(str(obj.get("raw", ""))), obj["malformed"])
     if not isinstance(name, str) or not name.isidentifier():
         return MalformedCall(raw, "the call object needs a 'name' that is an identifier")
+    if not _plain(name):
+        return MalformedCall(raw, f"the name {name!r} is not plain: {NOT_PLAIN}")
     arguments = obj.get("arguments", {})
     if isinstance(arguments, str):
         if len(arguments) > MAX_CALL_CHARS:
@@ -230,6 +241,9 @@ def _parse_object(obj: dict[str, Any]) -> Call | MalformedCall:
         return MalformedCall(raw, "'arguments' must be an object")
     if not all(isinstance(k, str) and k.isidentifier() for k in arguments):
         return MalformedCall(raw, "argument names must be identifiers")
+    respelled = next((k for k in arguments if not _plain(k)), None)
+    if respelled is not None:
+        return MalformedCall(raw, f"the name {respelled!r} is not plain: {NOT_PLAIN}")
     if arguments and _too_deep(arguments.values()):
         return MalformedCall(raw, f"arguments nested deeper than {MAX_ARGUMENT_DEPTH} levels")
     if arguments and _non_finite(list(arguments.values())):

@@ -228,6 +228,17 @@ def _respell(call, how):
     return name + "(" + _fullwidth(key) + sep + value
 
 
+@pytest.mark.parametrize("obj", [{"name": "\u00b5"}, {"name": "ｌｓ"}, {"name": "cd", "arguments": {"ｆｏｌｄｅｒ": "a"}}])
+def test_call_objects_refuse_names_python_would_read_as_others(obj):
+    # Found by CI's fuzzing: {"name": "µ"} (MICRO SIGN, which Python reads as Greek mu) parsed as a call whose
+    # rendering `µ()` the string parser then refused; an object's names follow the string rule now.
+    from ace_env.calls import MalformedCall, parse_call
+
+    parsed = parse_call(obj)
+    assert isinstance(parsed, MalformedCall) and "not plain" in parsed.reason, parsed
+    assert not isinstance(parse_call({"name": "cd", "arguments": {"folder": "µ"}}), MalformedCall)  # values are data
+
+
 @pytest.mark.parametrize("how", ["fullwidth-name", "math-sans-first-letter", "fullwidth-keyword"])
 def test_names_compare_exactly_as_written(how, tmp_path, capsys):
     # Defect 5: `ｔｏｕｃｈ(...)` and `𝗍ouch(...)` were credited as `touch` (reward 1.0): ast NFKC-normalises names.
