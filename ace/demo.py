@@ -10,7 +10,11 @@
    then :func:`ace.stages.curriculum_round` advances the curriculum;
 5. :func:`round_one`: the same simulated policy on the curriculum's mix, ingested
    as round 1, and :func:`frontier_moved`: how the frontier moved.  No training
-   happens here, so what moves is the evidence, concentrated by the tasks.
+   happens here, so what moves is the evidence, concentrated by the tasks;
+6. :func:`tau2_scope`: the second environment through the same functions: a
+   simulated agent on τ²-bench airline with planted weaknesses
+   (``ace_env/tau2_airline_weakness.toml``), ingested into a scope of its own
+   experiment (``<experiment>-tau2``), and :func:`weaknesses` on it.
 
 Every stage is idempotent: a second run finds the rollouts already stored.
 """
@@ -30,6 +34,9 @@ from ace.stages import replay as replay_tasks
 from ace_env import bfcl
 from ace_env.sim import DEMO_WEAKNESS, load_weakness
 from ace_env.tasks import Task
+from ace_env.tasksets import load_task_set
+from ace_env.tau2.sim import check_sim_domains, load_tau2_weakness
+from ace_env.tau2.tasks import Tau2Task
 from ace_graph.config import ace_home
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier, weak_compositions
@@ -43,6 +50,10 @@ from train.curriculum.store import load_state, scopes_read
 from train.export import export
 
 CATEGORIES = ("base", "long_context", "miss_func", "miss_param")
+#: The planted weaknesses of the demo's τ² part (airline agent tools).
+TAU2_WEAKNESS = DEMO_WEAKNESS.parent / "tau2_airline_weakness.toml"
+#: The τ² task set the demo simulates.
+TAU2_TASKS = "tau2:airline"
 
 
 @dataclass
@@ -54,10 +65,14 @@ class DemoConfig:
     experiment: str = field(default="demo", metadata={"help": "Experiment name in the graph."})
     synth: int = field(default=120, metadata={"help": "Adversarial tasks to synthesize from the frontier."})
     categories: str = field(default=",".join(CATEGORIES), metadata={"help": "Comma-separated BFCL categories to replay."})
+    tau2_n: int = field(default=1500, metadata={
+        "help": "Simulated τ²-bench airline rollouts for the τ² section (0: no τ² section)."})
 
     def __post_init__(self) -> None:
         if self.n < 100:
             raise ConfigError(f"--n {self.n}: the demo needs at least 100 rollouts")
+        if self.tau2_n != 0 and self.tau2_n < 100:
+            raise ConfigError(f"--tau2-n {self.tau2_n}: the τ² section needs at least 100 rollouts (0 leaves it out)")
         if self.synth < 1:
             raise ConfigError(f"--synth {self.synth}: synthesize at least 1 task")
         if not self.experiment or "/" in self.experiment:
@@ -87,12 +102,18 @@ def simulate_and_ingest(
     """Simulate ``n`` rollouts of the weak agent on ``tasks`` and ingest them into ``experiment/sim/checkpoint``.
 
     The file is named by the checkpoint, seed, size and task set, so a rerun
-    reuses it only when it would write the same rollouts.
+    reuses it only when it would write the same rollouts.  τ² tasks take a
+    weakness file naming τ² agent tools (checked, as `ace sim rollouts` does).
     """
     directory = directory or run_dir(experiment)
     ids = hashlib.sha256("\n".join(t.id for t in tasks).encode()).hexdigest()[:10]
     path = directory / f"rollouts-{checkpoint}-seed{seed}-n{n}-tasks{ids}.jsonl"
-    sim = simulate_to_file(tasks, n, load_weakness(weakness), seed, path, prefix=prefix, reuse=True)
+    if tasks and all(isinstance(t, Tau2Task) for t in tasks):
+        check_sim_domains(tasks)
+        spec = load_tau2_weakness(weakness, tasks)
+    else:
+        spec = load_weakness(weakness)
+    sim = simulate_to_file(tasks, n, spec, seed, path, prefix=prefix, reuse=True)
     report = ingest_file(store, path, {t.id: t for t in tasks}, experiment, "sim", checkpoint, batch_size=1000)
     return {"file": str(path), "simulated": sim.to_dict(), "ingest": report.to_dict(), "scope": report.scope}
 
@@ -186,6 +207,30 @@ def frontier_moved(store: GraphStore, scope0: str, scope1: str) -> list[dict[str
 
     pairs = sorted(set(f0) | set(f1), key=lambda p: (-(f1.get(p) or f0[p])["fragility_low"], p))
     return [{"from": a, "to": b, "round_0": cell(f0.get((a, b))), "round_1": cell(f1.get((a, b)))} for a, b in pairs]
+
+
+def check_tau2_weakness(weakness: Path = TAU2_WEAKNESS, tasks: str = TAU2_TASKS) -> None:
+    """Refuse a τ² weakness file that is missing or names no τ² tool of ``tasks``, before anything runs."""
+    load_tau2_weakness(weakness, load_task_set(tasks, tau2=True).values())
+
+
+def tau2_scope(
+    store: GraphStore, experiment: str, n: int, seed: int, weakness: Path = TAU2_WEAKNESS,
+    tasks: str = TAU2_TASKS, directory: Path | None = None,
+) -> dict[str, Any]:
+    """The τ² section: ``n`` simulated rollouts on ``tasks`` ingested into ``<experiment>-tau2/sim/round-0``,
+    and the weak compositions found there against the planted ones (:func:`weaknesses`).
+
+    Its own experiment keeps the BFCL experiment's rounds, history and curriculum apart.
+    """
+    start = time.perf_counter()
+    seeds = list(load_task_set(tasks, tau2=True).values())
+    tau2_experiment = f"{experiment}-tau2"
+    result = simulate_and_ingest(store, seeds, tau2_experiment, "round-0", n, seed, weakness,
+                                 directory=directory or run_dir(tau2_experiment))
+    found = weaknesses(store, result["scope"], weakness)
+    return {**result, "tasks": tasks, "task_count": len(seeds), "weaknesses": found,
+            "seconds": round(time.perf_counter() - start, 2)}
 
 
 def curriculum(store: GraphStore, experiment: str, scope: str) -> RoundReport | None:

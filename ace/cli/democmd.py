@@ -29,11 +29,14 @@ def _f(x: float) -> str:
 @config_options(run.DemoConfig, names={"n": ("--n", "--rollouts"), "experiment": ("--experiment", "-e")})
 def demo(
     weakness: Path = typer.Option(DEMO_WEAKNESS, "--weakness", help="Planted weaknesses (TOML)."),
+    tau2_weakness: Path = typer.Option(run.TAU2_WEAKNESS, "--tau2-weakness",
+                                       help="Planted weaknesses of the τ² section (TOML naming τ² airline tools)."),
     as_json: bool = json_option("Print every stage's result as one JSON object."),
     config: run.DemoConfig = None,  # type: ignore[assignment]
 ) -> None:
     """Run ACE's main job: replay BFCL, simulate a weak agent, mine its weak compositions in Neo4j,
-    synthesize tasks at the frontier, advance the curriculum, run round 1.
+    synthesize tasks at the frontier, advance the curriculum, run round 1; then the same mining on a
+    simulated agent on τ²-bench airline (its own experiment, E-tau2; `--tau2-n 0` leaves it out).
 
     Needs a reachable Neo4j (`ace db start`, or NEO4J_URI for an external one).
     `--rollouts` is the older name of `--n` (kept as an alias).
@@ -41,6 +44,8 @@ def demo(
     c = console()
     say = (lambda *a: None) if as_json else c.print
     categories = [x.strip() for x in config.categories.split(",") if x.strip()]
+    if config.tau2_n:
+        run.check_tau2_weakness(tau2_weakness)  # a bad file is refused now, not after the BFCL part
     settings = neo4j_settings()
     results: dict = {}
 
@@ -64,13 +69,7 @@ def demo(
         scope0 = r0["scope"]
 
         w = results["weaknesses"] = run.weaknesses(store, scope0, weakness)
-        say(table("Weakest tool compositions found (b fails more often right after a than elsewhere)",
-                  ("from → to", "n", "composition success", "to elsewhere", "fragility (95% low)", "planted?"),
-                  [(f"{r['from']} → {r['to']}", r["n"], _f(r["composition_success"]), _f(r["target_success_elsewhere"]),
-                    f"{_f(r['fragility'])} ({_f(r['fragility_low'])})", "yes" if r["planted"] else "no")
-                   for r in w["weak_compositions"]]))
-        say(esc(f"Planted compositions recovered: {len(w['recovered'])}/{len(w['planted'])}; tool-wide weaknesses "
-                f"({', '.join(w['weak_tools'])}) reported as compositions: {w['weak_tools_as_compositions']}"))
+        _say_weak(w, say)
         say(table("Frontier (skill level): strong prerequisites, weak composition",
                   ("from → to", "n", "from success", "composition success", "fragility low", "seed tasks"),
                   [(f"{r['from']} → {r['to']}", r["n"], _f(r["from_success"]), _f(r["composition_success"]),
@@ -107,11 +106,30 @@ def demo(
                   ("from → to", "round 0: n / success / fragility low", "round 1: n / success / fragility low"),
                   [(f"{m['from']} → {m['to']}", cell(m["round_0"]), cell(m["round_1"])) for m in moved]))
 
+        if config.tau2_n:
+            t = results["tau2"] = run.tau2_scope(store, config.experiment, config.tau2_n, config.seed, tau2_weakness)
+            d = t["ingest"]
+            say(esc(f"6. τ²-bench, the second environment: {config.tau2_n} simulated rollouts on {t['tasks']} "
+                    f"({t['task_count']} tasks, {tau2_weakness.name}) → scope {d['scope']}: {d['created']} stored now, "
+                    f"{d['already_stored']} already stored, {d['steps']} steps; {t['seconds']} s in all"))
+            _say_weak(t["weaknesses"], say)
+
     with_store(work)
     if as_json:
         print(json.dumps(results, default=str))
     if any(r["failed"] for r in results["replay"]):
         raise typer.Exit(1)
+
+
+def _say_weak(w: dict, say) -> None:
+    """The weakest compositions :func:`ace.demo.weaknesses` found, each marked planted or not."""
+    say(table("Weakest tool compositions found (b fails more often right after a than elsewhere)",
+              ("from → to", "n", "composition success", "to elsewhere", "fragility (95% low)", "planted?"),
+              [(f"{r['from']} → {r['to']}", r["n"], _f(r["composition_success"]), _f(r["target_success_elsewhere"]),
+                f"{_f(r['fragility'])} ({_f(r['fragility_low'])})", "yes" if r["planted"] else "no")
+               for r in w["weak_compositions"]]))
+    say(esc(f"Planted compositions recovered: {len(w['recovered'])}/{len(w['planted'])}; tool-wide weaknesses "
+            f"({', '.join(w['weak_tools'])}) reported as compositions: {w['weak_tools_as_compositions']}"))
 
 
 def _curriculum(store, experiment: str, scope: str, say) -> dict:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import tomllib
 
 from ace import demo
 from ace.cli import main
 from ace_env import bfcl
 from ace_graph.store import GraphStore
+
+# What the demo's τ² section plants, read from the file itself (not from ace.demo.planted).
+TAU2_PLANTED = {(c["from"], c["to"]) for c in tomllib.loads(demo.TAU2_WEAKNESS.read_text())["composition"]}
 
 
 def test_demo_functions_end_to_end(clean_db, neo4j_database, tmp_path):
@@ -44,8 +48,29 @@ def test_demo_functions_end_to_end(clean_db, neo4j_database, tmp_path):
     assert json.dumps(moved)  # plain data
 
 
+def test_demo_tau2_section_recovers_the_planted_compositions(clean_db, neo4j_database, tmp_path):
+    store = GraphStore(clean_db, neo4j_database)
+    t = demo.tau2_scope(store, "dt", 1500, 1, directory=tmp_path)
+    assert t["scope"] == "dt-tau2/sim/round-0" and t["ingest"]["created"] == 1500 and t["task_count"] == 50
+    w = t["weaknesses"]
+    assert w["scope"] == t["scope"] and set(map(tuple, w["planted"])) == TAU2_PLANTED
+    assert set(map(tuple, w["recovered"])) == TAU2_PLANTED  # every planted composition, found by the graph
+    rows = w["weak_compositions"]
+    assert {(r["from"], r["to"]) for r in rows[:len(TAU2_PLANTED)]} == TAU2_PLANTED  # at the top
+    assert all(r["planted"] for r in rows if r["verdict"] == "composition")  # and nothing else called one
+    assert w["weak_tools"] == ["search_direct_flight"] and w["weak_tools_as_compositions"] == 0
+    stored = {r["name"]: r["class"] for r in clean_db.execute_query(
+        "MATCH (:Scope {key: $scope})-[m:MEASURED {level: 'tool'}]->(x:Tool) RETURN x.name AS name, x.class AS class",
+        scope=t["scope"], database_=neo4j_database).records}
+    assert {a for pair in TAU2_PLANTED for a in pair} <= set(stored)
+    assert stored["update_reservation_flights"] == "tau2:airline"
+    again = demo.tau2_scope(store, "dt", 1500, 1, directory=tmp_path)
+    assert again["simulated"]["reused"] and again["ingest"]["already_stored"] == 1500  # idempotent
+
+
 def test_demo_command_prints_from_the_functions(clean_db, capsys):
-    code = main(["demo", "--n", "1500", "--synth", "4", "--categories", "miss_func", "-e", "dcli", "--json"])
+    args = ["demo", "--n", "1500", "--synth", "4", "--categories", "miss_func", "-e", "dcli", "--tau2-n", "1200"]
+    code = main(args + ["--json"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     out = captured.out
@@ -54,3 +79,17 @@ def test_demo_command_prints_from_the_functions(clean_db, capsys):
     assert d["round_0"]["scope"] == "dcli/sim/round-0" and d["round_1"]["scope"] == "dcli/sim/round-1"
     assert d["synthesis"]["exports"]["trl"]["written"] >= 1
     assert [c.get("round") for c in d["curriculum"]] == [1, 2]
+    t = d["tau2"]
+    assert t["scope"] == "dcli-tau2/sim/round-0" and t["ingest"]["created"] == 1200
+    assert {tuple(p) for p in t["weaknesses"]["recovered"]} == TAU2_PLANTED
+    assert t["weaknesses"]["weak_compositions"][0]["planted"]
+
+    # printed: the τ² section after the BFCL part, its table marking the planted compositions (a rerun: all stored)
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert printed.index("5. Round 1") < printed.index("6. τ²-bench") and "1200 already stored" in printed
+    section = printed[printed.index("6. τ²-bench"):]
+    for a, b in TAU2_PLANTED:
+        assert next(line for line in section.splitlines() if f" {a} → {b} " in line).rstrip(" │").endswith("yes")
+    assert f"Planted compositions recovered: {len(TAU2_PLANTED)}/{len(TAU2_PLANTED)}" in section
+    assert main(["demo", "--tau2-n", "50"]) == 1  # refused before Neo4j is touched
