@@ -10,18 +10,14 @@ import glob
 import json
 import os
 import tempfile
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ace_env.oracle import replay_oracle
-from ace_env.sim import WeaknessSpec, simulate
+from ace_env.environments import BFCL, environment_of
+from ace_env.sim import WeaknessSpec
 from ace_env.tasks import Task
-from ace_env.tau2.sim import simulate as simulate_tau2
-from ace_env.tau2.tasks import Tau2Task
-from ace_env.verifier import ground_truth_rollout, verify
 from ace_env.workspace import check_writable_kind
 from ace_graph.errors import ConfigError
 from ace_graph.scopes import require_scope
@@ -31,30 +27,12 @@ from train.curriculum.store import load_state, observations_from_graph, save, sc
 
 
 def replay(tasks: Sequence[Task], on_task: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Every task's ground truth through the executor and the verifier, its oracle computed afresh.
-
-    A task passes when its ground truth executes without an error and the
-    verifier gives it reward 1.  Returns the counts, tasks/s and one line per
-    failing task.
-    """
-    passed = errors = 0
-    failures: list[str] = []
-    start = time.perf_counter()
-    for task in tasks:
-        oracle = replay_oracle(task)
-        verdict = verify(task, ground_truth_rollout(task), oracle=oracle)
-        if oracle.errors:
-            errors += 1
-            failures.append(f"{task.id}: {oracle.errors[0]}")
-        elif verdict.reward == 1.0:
-            passed += 1
-        else:
-            failures.append(f"{task.id}: {verdict.attribution}: {verdict.detail}")
-        if on_task:
-            on_task(1)
-    seconds = time.perf_counter() - start
-    return {"tasks": len(tasks), "passed": passed, "failed": len(tasks) - passed, "errors": errors,
-            "tasks_per_s": round(len(tasks) / seconds, 1) if seconds > 0 else None, "failures": failures}
+    """The gold replay of one BFCL category's tasks (:func:`ace_env.environments.replay_bfcl`): its counts,
+    tasks/s and one line per failing task."""
+    per_category = BFCL.replay(tasks, None, on_task)
+    if len(per_category) != 1:
+        raise ConfigError(f"replay takes one BFCL category's tasks, not {len(per_category)} categories")
+    return next(iter(per_category.values()))
 
 
 @dataclass
@@ -113,8 +91,8 @@ def simulate_to_file(
     nothing is left behind (SIGTERM and SIGHUP count as failures where the
     command installs :func:`ace.cli.options.signals_interrupt`); a temporary file
     that a kill -9 left is removed by the next run.  ``n`` is at most
-    :data:`MAX_SIM_ROLLOUTS`.  τ² tasks (airline, retail) are simulated by :mod:`ace_env.tau2.sim`, in the same
-    rollout schema.
+    :data:`MAX_SIM_ROLLOUTS`.  The tasks' environment (:mod:`ace_env.environments`) simulates them, in
+    ACE's rollout schema.
     """
     out = Path(out)
     tasks = list(tasks)
@@ -132,8 +110,7 @@ def simulate_to_file(
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".tmp", dir=out.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            rollouts = simulate_tau2 if all(isinstance(t, Tau2Task) for t in tasks) else simulate
-            for r in rollouts(tasks, n, spec, seed, prefix=prefix):
+            for r in environment_of(tasks).simulate(tasks, n, spec, seed, prefix):
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
                 planted = r["meta"]["slips"]
                 failing += bool(planted)

@@ -1,9 +1,9 @@
 """Verification spread over a Ray cluster, with the same results as a local run.
 
-``verifier_for(tasks, budget, address)`` gives the local
-:class:`ace_env.bounded.BoundedVerifier` when ``address`` is None, else a
-:class:`RayVerifier` connected to the Ray cluster at ``address`` (``auto``
-finds a running local one; ``host:port`` names its head node).  Both have the
+:class:`RayVerifier` verifies BFCL rollouts on the Ray cluster at
+``address`` (``auto`` finds a running local one; ``host:port`` names its
+head node); :func:`ace_env.environments.verifier_for` hands it out when an
+address is given, else the local :class:`ace_env.bounded.BoundedVerifier`.  Both have the
 same interface (``verify_stream``, ``verify_many``, a context manager).
 :func:`runner_for` gives the same choice for any function (``ace synth``
 spreads its per-candidate rollouts with it): :class:`LocalRunner` calls it
@@ -41,8 +41,6 @@ from typing import Any, Iterable, Iterator, Sequence
 from ace_env.bounded import FLUSH, BoundedVerifier, Result, read_ahead
 from ace_env.errors import ConfigError
 from ace_env.tasks import Task
-from ace_env.tau2.rollouts import Tau2Verifier, refuse_ray
-from ace_env.tau2.tasks import Tau2Task
 from ace_env.worker import Budget
 
 log = logging.getLogger(__name__)
@@ -361,17 +359,3 @@ class RayVerifier:
             yield from drain(0)  # what was read before a bad line is still verified, in order
             raise
         yield from drain(0)
-
-
-def verifier_for(tasks: dict[str, Task], budget: Budget | None = None, address: str | None = None,
-                 **kwargs: Any) -> BoundedVerifier | RayVerifier:
-    """A local watched verifier, or a Ray one when ``address`` is given; for τ² tasks the τ² one
-    (:class:`ace_env.tau2.rollouts.Tau2Verifier`, local only)."""
-    if tasks and all(isinstance(t, Tau2Task) for t in tasks.values()):
-        refuse_ray(address)
-        return Tau2Verifier(tasks, budget, **kwargs)  # type: ignore[arg-type]
-    if address is None:
-        return BoundedVerifier(tasks, budget, **kwargs)
-    if not address.strip():
-        raise ConfigError("--ray needs an address (host:port), `auto` or `local`")
-    return RayVerifier(tasks, budget, address=address, **kwargs)

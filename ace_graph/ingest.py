@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ace_env.bounded import LineError, verify_one
+from ace_env.environments import verifier_for
 from ace_env.formats import read_any
-from ace_env.scaleout import verifier_for
 from ace_env.tasks import Task
 from ace_env.verifier import with_inference_error
 from ace_env.worker import Budget

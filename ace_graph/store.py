@@ -21,9 +21,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from ace_env import bfcl
+from ace_env.environments import tool_info
 from ace_env.tasks import Task
-from ace_env.tasksets import Tau2Task, tau2_tool_info
 from ace_env.workspace import check_name
 from ace_graph import queries
 from ace_graph.compositions import LEVELS, SKILL, TOOL, adjacent_pairs, task_dependencies
@@ -92,22 +91,15 @@ class GraphStore(GraphReader):
     def ensure_taxonomy(self, tasks: Iterable[Any] = ()) -> dict[str, int]:
         """Create or update skills, tools and their EXERCISES edges.
 
-        A BFCL function's class and description come from BFCL; a τ² tool's from ``tasks`` when they hold
-        τ² tasks (class ``tau2:DOMAIN``), else the stored ones are kept."""
+        A tool's class and description come from its environment (:func:`ace_env.environments.tool_info`):
+        BFCL's always; a τ² tool's (class ``tau2:DOMAIN``) when ``tasks`` hold τ² tasks, else the stored
+        ones are kept."""
 
         skills = [{"id": s.id, "family": s.family, "description": s.description} for s in load_taxonomy().values()]
-        functions = bfcl.functions()
-        tau2 = tau2_tool_info(t for t in tasks if isinstance(t, Tau2Task))
-        tools = [
-            {
-                "name": name,
-                "class": functions[name].class_name if name in functions else tau2.get(name, (None, None))[0],
-                "description": functions[name].doc.get("description", "")[:300] if name in functions
-                else tau2.get(name, (None, None))[1],
-                "skills": list(sk),
-            }
-            for name, sk in sorted(tool_skills().items())
-        ]
+        info = tool_info(list(tasks))
+        tools = [{"name": name, "class": info.get(name, (None, None))[0],
+                  "description": info.get(name, (None, None))[1], "skills": list(sk)}
+                 for name, sk in sorted(tool_skills().items())]
         return self.write("upsert-taxonomy", skills=skills, tools=tools)
 
     def upsert_tasks(self, tasks: Iterable[Task], batch_size: int = 500) -> int:

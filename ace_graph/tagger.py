@@ -36,11 +36,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ace_env import bfcl
 from ace_env.cache import TaskCache
 from ace_env.calls import Call, parse_call
+from ace_env.environments import environment_of
 from ace_env.executor import ERROR, OK, Environment
 from ace_env.oracle import ORACLE_SOURCES, Oracle, oracle_for
 from ace_env.tasks import Task
@@ -297,16 +298,23 @@ def tag_task(task: Task, fingerprint: str | None = None) -> tuple[OracleStepTag,
     Cached by the task's content fingerprint (pass it if known), in memory and
     on disk (:mod:`ace_env.cache`); a τ² task's (:func:`_tag_tau2`) in memory only.
     """
-    if isinstance(task, Tau2Task):
-        fp = fingerprint or task.fingerprint()
-        hit = _TAU2_TAGS.get(fp)
-        if hit is None:
-            hit = _TAU2_TAGS[fp] = _tag_tau2(task)
-        return hit
-    return TAGS.get(task, fingerprint)
+    return _TAGGERS[environment_of((task,)).name](task, fingerprint)
+
+
+def _tau2_tags(task: Tau2Task, fingerprint: str | None) -> tuple[OracleStepTag, ...]:
+    fp = fingerprint or task.fingerprint()
+    hit = _TAU2_TAGS.get(fp)
+    if hit is None:
+        hit = _TAU2_TAGS[fp] = _tag_tau2(task)
+    return hit
 
 
 _TAU2_TAGS: dict[str, tuple[OracleStepTag, ...]] = {}
+#: How each environment's tasks are tagged (:data:`ace_env.environments.ENVIRONMENTS` names them).
+_TAGGERS: dict[str, Callable[[Any, str | None], tuple[OracleStepTag, ...]]] = {
+    "bfcl": lambda task, fp: TAGS.get(task, fp),
+    "tau2": _tau2_tags,
+}
 
 
 def clear_cache() -> None:

@@ -21,12 +21,10 @@ from ace.cli.options import (
     table,
     tasks_option,
 )
-from ace.stages import replay as replay_tasks
 from ace_env.bounded import LineError
+from ace_env.environments import environment_named, environment_of, verifier_for
 from ace_env.formats import read_any
-from ace_env.scaleout import verifier_for
 from ace_env.tasksets import load_task_set, load_tau2_task_set, parse_task_spec
-from ace_env.tau2.replay import replay_tasks as replay_tau2_tasks
 from ace_env.verifier import with_inference_error
 from ace_env.worker import Budget
 from ace_graph.errors import ConfigError, RolloutFormatError
@@ -61,9 +59,6 @@ def task_table(title: str, per_task: dict[str, dict[str, Any]], show: str):
                  right=("rollouts", "rewarded", "failed", "partial credit")), len(rows)
 
 
-ENVIRONMENTS = ("bfcl", "tau2")
-
-
 @env_app.command("replay")
 def replay(
     environment: Optional[str] = typer.Argument(
@@ -74,63 +69,42 @@ def replay(
     category: Optional[str] = typer.Option(
         None, "--category", help="Old name: --category CAT is --tasks bfcl:CAT (kept as an alias)."
     ),
-    as_json: bool = json_option("Print one JSON object instead of a table."),
+    as_json: bool = json_option("Print one JSON object, keyed by category or domain, instead of a table."),
 ) -> None:
     """Replay every task's ground truth through the safe executor and the verifier.
 
-    Each task's oracle is computed afresh (not from the cache), then the ground
-    truth is verified against it.  A task passes when its ground truth executes
-    without an error and the verifier gives it reward 1.  `--category CAT` is
-    the older spelling of `--tasks bfcl:CAT`.  For tau2, every task's gold
-    actions (agent and user side) run in the watched worker, each call under
-    the budget (ACE_CALL_TIMEOUT, ACE_MEMORY_LIMIT_MB), and the counts are per
-    domain.
+    A task passes when its ground truth executes without an error and the
+    verifier gives it reward 1; the counts are per group (a BFCL category, a
+    τ² domain).  BFCL's oracle is computed afresh (not from the cache).  For
+    tau2, every task's gold actions (agent and user side) run in the watched
+    worker, each call under the budget (ACE_CALL_TIMEOUT, ACE_MEMORY_LIMIT_MB),
+    and a pass also needs no step to error where the gold's did not.
+    `--category CAT` is the older spelling of `--tasks bfcl:CAT`.
     """
-    if environment is None:
-        environment = "tau2" if tasks and parse_task_spec(tasks).tau2_domains else "bfcl"
-    if environment not in ENVIRONMENTS:
-        raise ConfigError(f"unknown environment {environment!r}; use one of {', '.join(ENVIRONMENTS)}")
-    if environment == "tau2":
-        return replay_tau2(tasks or "tau2", category, as_json)
     if tasks and category:
         raise ConfigError("give --tasks or its old name --category, not both")
-    spec = tasks or f"bfcl:{category or 'all'}"
-    if not parse_task_spec(spec).categories:
-        raise ConfigError(f"`ace env replay bfcl` replays BFCL tasks: --tasks bfcl:CATEGORY, not {spec!r}")
-    task_list = list(load_task_set(spec).values())
-    with Progress(f"replaying {spec}", len(task_list), disable=as_json) as progress:
-        result = replay_tasks(task_list, on_task=progress.advance)
-    failures = result.pop("failures")
-    failed = result["failed"]
-    if as_json:
-        print(json.dumps(result))
-    else:
-        console().print(table(f"BFCL multi-turn replay ({spec})", list(result), [list(result.values())], right=result))
-        for line in failures[:20]:
-            print(f"  {line}", file=sys.stderr)
-    if failed:
-        raise typer.Exit(1)
-
-
-def replay_tau2(spec: str, category: Optional[str], as_json: bool) -> None:
-    """``ace env replay tau2``: the counts per domain, as a table or one JSON object keyed by domain."""
     if category:
-        raise ConfigError("--category names a BFCL category; `ace env replay tau2` takes --tasks tau2:DOMAIN")
-    if not parse_task_spec(spec).tau2_domains:
-        raise ConfigError(f"`ace env replay tau2` replays τ² tasks: --tasks tau2:DOMAIN[,DOMAIN...], not {spec!r}")
-    task_list = list(load_tau2_task_set(spec).values())
+        tasks = f"bfcl:{category}"
+    named = environment_named(environment) if environment is not None else None
+    spec = tasks or f"{named.name if named else 'bfcl'}:all"
+    loader = load_tau2_task_set if parse_task_spec(spec).tau2_domains else load_task_set  # telecom replays too
+    task_list = list(loader(spec).values())
+    env = environment_of(task_list)
+    if named is not None and env is not named:
+        raise ConfigError(f"`ace env replay {named.name}` replays {named.title} tasks, and {spec!r} names "
+                          f"{env.title} tasks")
     with Progress(f"replaying {spec}", len(task_list), disable=as_json) as progress:
-        result = replay_tau2_tasks(task_list, Budget.from_env(), on_task=progress.advance)
-    failures = [line for d in result.values() for line in d.pop("failures")]
+        result = env.replay(task_list, Budget.from_env(), progress.advance)
+    failures = [line for counts in result.values() for line in counts.pop("failures")]
     if as_json:
         print(json.dumps(result))
     else:
-        columns = ("domain", *next(iter(result.values())))
-        rows = [[domain, *d.values()] for domain, d in result.items()]
-        console().print(table(f"τ² gold replay ({spec})", columns, rows, right=columns[1:]))
+        columns = ("group", *next(iter(result.values())))
+        rows = [[group, *counts.values()] for group, counts in result.items()]
+        console().print(table(f"{env.title} gold replay ({spec})", columns, rows, right=columns[1:]))
         for line in failures[:20]:
             print(f"  {line}", file=sys.stderr)
-    if any(d["failed"] for d in result.values()):
+    if any(counts["failed"] for counts in result.values()):
         raise typer.Exit(1)
 
 
@@ -138,7 +112,7 @@ def replay_tau2(spec: str, category: Optional[str], as_json: bool) -> None:
 @budget_options()
 def verify_cmd(
     files: list[Path] = typer.Argument(None, help="Rollout files or folders (their *.jsonl files)."),
-    tasks: str = tasks_option(),
+    tasks: str = tasks_option(note="Also tau2:airline or tau2:retail (τ² rollouts)."),
     rollouts: list[Path] = typer.Option(
         [], "--rollouts", "-r",
         help="A rollout file or folder (repeatable; same as naming it as an argument): ACE JSONL "
@@ -166,7 +140,7 @@ def verify_cmd(
     """
     check_show(show)
     paths = expand_inputs(list(files or []) + list(rollouts))
-    task_set = load_task_set(tasks)
+    task_set = load_task_set(tasks, tau2=True)
     bad: list[str] = []
     n = rewarded = 0
     kinds: Counter[str] = Counter()

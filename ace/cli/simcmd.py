@@ -11,10 +11,8 @@ import typer
 from ace.cli import app
 from ace.cli.options import Progress, force_option, json_option, out_option, signals_interrupt, tasks_option
 from ace.stages import MAX_SIM_ROLLOUTS, simulate_to_file
-from ace_env.sim import load_weakness
+from ace_env.environments import environment_of
 from ace_env.tasksets import load_task_set
-from ace_env.tau2.sim import check_sim_domains, load_tau2_weakness
-from ace_env.tau2.tasks import Tau2Task
 from ace_env.workspace import check_out
 from ace_graph.queries import INT64_MAX
 
@@ -66,11 +64,7 @@ def rollouts_cmd(
     """
     check_out(out, force)
     task_list = list(load_task_set(tasks, tau2=True).values())
-    if task_list and all(isinstance(t, Tau2Task) for t in task_list):
-        check_sim_domains(task_list)
-        spec = load_tau2_weakness(weakness, task_list)
-    else:
-        spec = load_weakness(weakness)
+    spec = environment_of(task_list).load_weakness(weakness, task_list)
     with signals_interrupt(), Progress(f"simulating {tasks}", n, disable=as_json) as progress:
         report = simulate_to_file(task_list, n, spec, seed, out, on_row=progress.advance)
     if as_json:

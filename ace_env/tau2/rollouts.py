@@ -165,7 +165,7 @@ def verify_calls(task: Tau2Task, calls: list[Tau2Call], rollout_id: str | None =
 class Tau2Verifier(Tau2Runner):
     """The bounded verifier of τ² rollout files: every rollout runs in the watched worker
     (:class:`~ace_env.tau2.bounded.Tau2Runner`), every tool call under ``budget``; what
-    :func:`ace_env.scaleout.verifier_for` hands ``ace ingest`` for τ² tasks."""
+    :func:`ace_env.environments.verifier_for` hands ``ace ingest`` for τ² tasks."""
 
     def __init__(self, tasks: dict[str, Tau2Task], budget: Budget | None = None, **_: Any):
         super().__init__(tasks, budget)

@@ -48,7 +48,7 @@ def test_dash_c_means_checkpoint_not_category(capsys):
     # -c was --category in replay; now -c is only --checkpoint, and replay takes --tasks (with --category as alias)
     assert main(["env", "replay", "bfcl", "-c", "miss_func"]) == 2
     assert main(["env", "replay", "bfcl", "--tasks", "bfcl:miss_func", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["tasks"] == 200
+    assert json.loads(capsys.readouterr().out)["miss_func"]["tasks"] == 200
     assert main(["env", "replay", "--help"]) == 0
     assert "alias" in capsys.readouterr().out
 

@@ -14,7 +14,7 @@ from ace_env.tau2.replay import replay_tasks
 from ace_env.tau2.tasks import GoldAction, load_tasks
 from ace_env.worker import Budget
 
-KEYS = {"tasks", "passed", "failed", "errors", "tasks_per_s"}  # what `ace env replay bfcl --json` prints
+KEYS = {"tasks", "passed", "failed", "errors", "tasks_per_s"}  # per group, as `ace env replay bfcl --json` prints
 
 
 def test_airline_json_replays_all_50(capsys):
