@@ -104,6 +104,25 @@ def test_bad_tool_calls_are_error_messages_not_exceptions():
         assert step.error and step.content.startswith("Error"), (c, step)
 
 
+def test_hostile_arguments_execute_nothing_outside_the_tool(tmp_path):
+    """Model output is data: code in arguments (τ²'s calculate evaluates arithmetic) writes no file, and a
+    string where an id goes reaches no path on disk."""
+    marker = tmp_path / "pwned"
+    env = tau2_env.start("airline", load_tasks("airline")[0].tau2_id)
+    payloads = [
+        Tau2Call("calculate", {"expression": f"__import__('os').system('touch {marker}')"}),
+        Tau2Call("calculate", {"expression": f"open('{marker}', 'w').write('x')"}),
+        Tau2Call("calculate", {"expression": "().__class__.__base__.__subclasses__()"}),
+        Tau2Call("get_user_details", {"user_id": f"../../{marker}"}),
+        Tau2Call("get_reservation_details", {"reservation_id": "'; DROP TABLE reservations; --"}),
+    ]
+    for c in payloads:
+        step = tau2_env.call(env, c)
+        assert step.error and step.content.startswith("Error"), (c, step)
+    assert not marker.exists()
+    assert tau2_env.call(env, Tau2Call("calculate", {"expression": "2 * (3 + 4)"})).content == "14.0"
+
+
 def test_copy_on_write_isolates_two_rollouts():
     task = _with_writes("airline")[0]
     a = tau2_env.start("airline", task.tau2_id)
