@@ -26,6 +26,7 @@ from ace_env.tasks import Task
 from ace_env.tau2 import DOMAINS as TAU2_DOMAINS
 from ace_env.tau2.rollouts import agent_steps_without as agent_steps_without
 from ace_env.tau2.rollouts import gold_agent_steps as gold_agent_steps
+from ace_env.tau2.synthtasks import is_tau2_task_file, load_tau2_task_file
 from ace_env.tau2.tasks import Tau2Task
 from ace_env.tau2.tasks import load_tasks as load_tau2_tasks
 from ace_env.tau2.tasks import tau2_tool_info as tau2_tool_info
@@ -157,6 +158,11 @@ def load_task_set(spec: str, tau2: bool = False) -> dict[str, Task]:
             except TaskLoadError as e:
                 raise TaskLoadError(f"{path}: task {task.id}: {e}") from e
         return {t.id: t for t in loaded}
+    if is_tau2_task_file(path):  # tasks `ace synth` made from τ² seeds (ace_env.tau2.synthtasks)
+        if not tau2:
+            raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): `ace sim rollouts`, "
+                                "`ace ingest`, `ace synth` and `ace export --format tau2` read them")
+        return load_tau2_task_file(path)  # type: ignore[return-value]
     tasks = {}
     first_line: dict[str, int] = {}
     try:

@@ -1,6 +1,6 @@
 """Export tasks as training and evaluation datasets.
 
-Three formats:
+Four formats:
 
 ``bfcl``
     BFCL v4 multi-turn files, so BFCL's own harness can evaluate on ACE's
@@ -53,6 +53,11 @@ Three formats:
     the function name and JSON arguments by parameter name), the tool result
     (the oracle's output), and a short closing assistant message.
 
+``tau2``
+    τ²-bench tasks (τ²'s own and ACE's synthesized ones) in τ²'s own task schema, one
+    ``<domain>/tasks.json`` per domain, each task written only after its exported gold passed τ²'s
+    evaluator (:mod:`train.export_tau2`).
+
 Writing is atomic: files go to a temporary folder next to ``out`` that is
 renamed into place; a non-empty ``out`` is refused unless ``force``.
 """
@@ -76,8 +81,9 @@ from ace_env.oracle import oracle_for
 from ace_env.tasks import Task
 from ace_env.workspace import check_out, check_writable_kind
 from train.errors import ExportError
+from train.export_tau2 import write_tau2
 
-FORMATS = ("bfcl", "trl", "openai-sft")
+FORMATS = ("bfcl", "trl", "openai-sft", "tau2")
 
 BFCL_QUESTION_FILE = "BFCL_v4_multi_turn_ace_question.json"
 BFCL_ANSWER_FILE = "possible_answer/BFCL_v4_multi_turn_ace_possible_answer.json"
@@ -367,6 +373,8 @@ def export(tasks: Iterable[Task], fmt: str, out: str | Path, force: bool = False
     try:
         if fmt == "bfcl":
             _write_bfcl(tasks, tmp, report)
+        elif fmt == "tau2":  # τ²'s own task schema, each task round-tripped through τ²'s evaluator
+            write_tau2(tasks, tmp, report)
         else:
             _write_jsonl(tasks, fmt, tmp, report)
         report.files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())

@@ -9,7 +9,7 @@ import typer
 
 from ace.cli import app
 from ace.cli.options import console, esc, json_option, tasks_option
-from ace_env.tasksets import load_task_set
+from ace_env.tasksets import load_task_set, load_tau2_task_set
 from ace_env.workspace import check_out
 from train.export import MARKER, export
 
@@ -17,18 +17,21 @@ from train.export import MARKER, export
 @app.command("export")
 def export_cmd(
     tasks: str = tasks_option(),
-    fmt: str = typer.Option(..., "--format", "-f", help="bfcl, trl or openai-sft."),
+    fmt: str = typer.Option(..., "--format", "-f", help="bfcl, trl, openai-sft or tau2 (τ²-bench's task schema; τ² tasks only)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (written atomically). Refused if it holds files, unless --force."),
     force: bool = typer.Option(False, "--force", help="Replace an earlier export in --out."),
     as_json: bool = json_option("Print the report as JSON."),
 ) -> None:
-    """Export tasks as a dataset: BFCL's multi-turn files, a TRL prompt dataset, or oracle chat transcripts.
+    """Export tasks as a dataset: BFCL's multi-turn files, a TRL prompt dataset, oracle chat transcripts, or τ² tasks.
 
     Tasks a format cannot express are skipped and counted by reason. Example:
     `ace export --tasks bfcl:base --format openai-sft --out runs/sft-base`.
     """
     check_out(out, force, directory=True, marker=MARKER)  # before the tasks load; export() checks it again
-    task_set = load_task_set(tasks)
+    if fmt == "tau2" and tasks.strip().startswith("tau2"):
+        task_set = load_tau2_task_set(tasks)  # every domain, telecom too: the round trip needs no simulated agent
+    else:
+        task_set = load_task_set(tasks, tau2=fmt == "tau2")
     report = export(task_set.values(), fmt, out, force=force)
     d = report.to_dict()
     if as_json:

@@ -28,6 +28,7 @@ from ace.cli.options import (
     scope_option,
     tasks_option,
 )
+from ace.cli.synthtau2 import is_tau2_set, run_tau2_synth
 from ace_env.scaleout import runner_for
 from ace_env.sim import load_weakness
 from ace_env.tasksets import load_task_set
@@ -157,6 +158,12 @@ def synth(
     check_out(out, force)
     if policy is not None:
         check_policy_spec(policy)
+    seed_tasks = load_task_set(tasks, tau2=True)
+    if is_tau2_set(seed_tasks):  # τ² seeds: the τ² strategies and task form (ace.cli.synthtau2)
+        return run_tau2_synth(experiment=experiment, scope=scope, newest_scope=_newest_scope, out=out, policy=policy,
+                              weakness=weakness, strategies=strategy, seeds=seed_tasks, n=synth_config.n,
+                              seed=synth_config.seed, rollouts_per_task=synth_config.rollouts_per_task,
+                              frontier_config=frontier_config, ray=ray, as_json=as_json)
     unknown = [s for s in strategy if s not in STRATEGIES]
     if unknown:
         raise ConfigError(f"unknown strategy {unknown[0]!r}; known: {', '.join(sorted(STRATEGIES))}")
@@ -167,7 +174,6 @@ def synth(
         config.rewriter = Rewriter(check_url(rewriter_url), rewriter_model, api_key=os.environ.get("OPENAI_API_KEY"))
     config.budget = budget
     rollout = dataclasses.replace(rollout, budget=budget, generation=generation)
-    seed_tasks = load_task_set(tasks)
     chosen: dict[str, object] = {}
     if policy is not None:  # a policy named on the command line is loaded (and checked) before any work
         chosen["policy"], chosen["name"] = load_synth_policy(policy, weakness, rollout)

@@ -50,7 +50,21 @@ def raw_tasks(domain: str) -> dict[str, Any]:
     return {t.id: t for t in mod.get_tasks()}
 
 
+#: τ² ``Task`` objects of tasks ACE synthesized (:mod:`ace_env.tau2.synthtasks` registers them), by
+#: (domain, τ² id).  Their ids are content hashes, so one id is one task and every cache keyed on
+#: (domain, τ² id), the gold replay's included, holds for them as for the base split.
+_SYNTHESIZED: dict[tuple[str, str], Any] = {}
+
+
+def register_task(domain: str, task: Any) -> None:
+    """Make a synthesized τ² ``Task`` known to :func:`raw_task` (and so to the oracle and the verifier)."""
+    _SYNTHESIZED[(check_domain(domain), task.id)] = task
+
+
 def raw_task(domain: str, tau2_id: str) -> Any:
+    hit = _SYNTHESIZED.get((domain, tau2_id))
+    if hit is not None:
+        return hit
     try:
         return raw_tasks(domain)[tau2_id]
     except KeyError:

@@ -1,0 +1,385 @@
+"""The four τ² synthesis strategies: each turns a seed task holding the target composition A>B into a new task.
+
+A strategy reads a τ² seed (its user instructions, its gold actions, their replayed outputs and the domain
+database, never written) and the target ``(A, B)``, a pair of tool names adjacent in the seed's gold, and
+returns a :class:`Draft` (new gold actions, new user instructions, what changed) or None when the seed
+cannot carry it.  What each does, and why the new user scenario asks for exactly what the new gold does:
+
+``distractor``
+    The gold stays the seed's.  The user also has a *near-miss*: another reservation (order) of theirs,
+    named with its id and described, that the scenario says must stay as it is.  It is a live trap: the
+    first write on the target's entity from B on, made on the near-miss instead (retail: on its items of
+    the same products), runs without an error and leaves another database (checked by replay), so an
+    agent that picks the wrong entity fails τ²'s DB check.
+``ambiguity``
+    The seed's scenario names the entity A or B acts on by its id; the new one describes it instead
+    (airline: the trip's origin and destination, with the date when needed; retail: the items in the
+    order), a description that fits exactly one of the user's reservations (orders) in the database.  The
+    gold gains the reads that resolve it (the user's details, then the entity's details) before its first
+    use: the agent must call A to disambiguate before B.
+``depth``
+    One more dependent step right after B: a read whose argument only B's output gives (airline: the
+    status of a flight of the reservation B returns, ``get_flight_status``, whose flight number the
+    scenario never says; retail: how many options of a product in the order B returns are available,
+    ``get_product_details``).  The user asks for it in words, and the answer goes into
+    ``communicate_info``.
+``cascade``
+    A second write right after the write B, whose arguments depend on B's result (airline: after a flight
+    change, one more checked bag; how many of the bags are not free depends on the cabin, passengers and
+    bags B's result shows, and the user's membership; retail: after an order's address changes, the same
+    address becomes the user's default, for the user B's result names).
+
+Every draft is checked afterwards (:mod:`synth.tau2.pipeline`): the target still adjacent, the gold valid for
+ACE's verifier and τ²'s evaluator, every identifier grounded, and the strategy's own check.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ace_env.tau2.env import Tau2Call, pristine, raw_task, run_calls, tool_kinds
+from ace_env.tau2.tasks import GoldAction, Tau2Task
+from ace_env.tau2.verify import gold
+
+#: The id argument of each domain's main entity (what a near-miss or a description stands for).
+ENTITY = {"airline": "reservation_id", "retail": "order_id"}
+NOUN = {"airline": "reservation", "retail": "order"}
+READ = {"airline": "get_reservation_details", "retail": "get_order_details"}
+TRANSFER = "transfer_to_human_agents"
+
+
+@dataclass
+class Draft:
+    """What a strategy made: the new gold agent actions, the new user instructions, and notes for the checks."""
+
+    actions: list[GoldAction]
+    instructions: dict[str, Any]
+    what: str  # one line: what the strategy did (the task's description and provenance)
+    communicate_info: list[str] = field(default_factory=list)
+    drop_nl_assertions: bool = False
+    trap: dict[str, Any] | None = None  # distractor: {"entity", "calls"} (the gold with the near-miss taken)
+    details: dict[str, Any] = field(default_factory=dict)  # provenance extras
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def instructions_of(seed: Tau2Task) -> dict[str, Any] | None:
+    """The seed's structured user instructions as a dict (None: τ²'s free-text form, which is not edited)."""
+    ins = raw_task(seed.domain, seed.tau2_id).user_scenario.instructions
+    return ins.model_dump(mode="json") if hasattr(ins, "model_dump") else None
+
+
+def target_positions(actions: list[GoldAction] | tuple[GoldAction, ...], target: tuple[str, str]) -> list[int]:
+    """Every ``j`` where gold agent action ``j`` is A and ``j + 1`` is B."""
+    return [j for j in range(len(actions) - 1) if (actions[j].name, actions[j + 1].name) == tuple(target)]
+
+
+def outputs(seed: Tau2Task) -> list[Any]:
+    """Each gold agent action's replayed output, parsed from JSON where it is JSON."""
+    out = []
+    for s in gold(seed).steps:
+        if s.call.requestor != "assistant":
+            continue
+        try:
+            out.append(json.loads(s.content))
+        except ValueError:
+            out.append(s.content)
+    return out
+
+
+def scenario_text(ins: dict[str, Any]) -> str:
+    return "\n".join(str(ins.get(k) or "") for k in ("reason_for_call", "known_info", "unknown_info",
+                                                       "task_instructions"))
+
+
+def mentions(text: str, value: str) -> bool:
+    return value in text or value.lstrip("#") in text
+
+
+def owner(domain: str, entity: str) -> str | None:
+    db = pristine(domain)[0]
+    table = db.reservations if domain == "airline" else db.orders
+    rec = table.get(entity) if entity in table else None  # pristine dicts: reading never copies
+    return rec.user_id if rec is not None else None
+
+
+def entities_of(domain: str, user_id: str) -> list[str]:
+    user = pristine(domain)[0].users.get(user_id)
+    if user is None:
+        return []
+    return list(user.reservations if domain == "airline" else user.orders)
+
+
+def record(domain: str, entity: str) -> Any:
+    db = pristine(domain)[0]
+    return (db.reservations if domain == "airline" else db.orders)[entity]
+
+
+def describe(domain: str, entity: str, with_date: bool = False) -> str:
+    """A description the user can give of their reservation (order) without its id."""
+    r = record(domain, entity)
+    if domain == "airline":
+        trip = "round trip" if r.flight_type == "round_trip" else "one-way trip"
+        text = f"your {trip} reservation from {r.origin} to {r.destination}"
+        return f"{text} departing {r.flights[0].date}" if with_date and r.flights else text
+    names = sorted({i.name for i in r.items})
+    return "your order with " + (", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0])
+
+
+def unique_description(domain: str, entity: str) -> str | None:
+    """A description that fits ``entity`` and none of its owner's other reservations (orders), or None."""
+    others = [e for e in entities_of(domain, owner(domain, entity) or "") if e != entity]
+    for with_date in (False, True):
+        text = describe(domain, entity, with_date)
+        if all(describe(domain, e, with_date) != text for e in others):
+            return text
+    return None
+
+
+def _id_of(action: GoldAction, key: str) -> str | None:
+    v = action.arguments.get(key)
+    return v if isinstance(v, str) else None
+
+
+def _first_use(actions: list[GoldAction], value: str) -> int | None:
+    for i, a in enumerate(actions):
+        if value in json.dumps(a.arguments):
+            return i
+    return None
+
+
+# --------------------------------------------------------------------------- distractor
+
+
+def distractor(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft | None:
+    ins = instructions_of(seed)
+    actions = list(seed.agent_actions)
+    key = ENTITY[seed.domain]
+    if ins is None or len(actions) != len(seed.gold_actions):
+        return None
+    for j in target_positions(actions, target):
+        # the first write on the domain's entity from B on: the step a near-miss would lure
+        writes = [i for i in range(j + 1, len(actions)) if _id_of(actions[i], key) and _is_write(seed, actions[i])]
+        if not writes:
+            continue
+        w = writes[0]
+        entity = _id_of(actions[w], key)
+        user = owner(seed.domain, entity)
+        used = json.dumps([a.arguments for a in seed.gold_actions]) + scenario_text(ins)
+        near = [e for e in entities_of(seed.domain, user or "") if e != entity and not mentions(used, e)]
+        rng.shuffle(near)
+        for other in near:
+            args = _swapped(seed.domain, actions[w].arguments, key, entity, other)
+            if args is None:
+                continue
+            swapped = GoldAction(actions[w].name, args, "assistant", actions[w].compare_args)
+            trap = actions[:w] + [swapped] + actions[w + 1:]
+            new = dict(ins)
+            new["task_instructions"] = (f"{ins['task_instructions'].rstrip()}\n\nYou also have "
+                                        f"{describe(seed.domain, other, True)}, {NOUN[seed.domain]} id {other}. It "
+                                        "is not part of this request and must stay exactly as it is: if the agent "
+                                        "offers to change it or confuses it with the one you mean, say no.")
+            return Draft(actions, new, f"near-miss {NOUN[seed.domain]} {other} of the same user, which "
+                         f"{actions[w].name} must not touch", trap={"entity": other, "actions": trap},
+                         details={"near_miss": other, "lured_step": w})
+    return None
+
+
+def _swapped(domain: str, arguments: dict[str, Any], key: str, entity: str, other: str) -> dict[str, Any] | None:
+    """The write's arguments aimed at the near-miss ``other`` instead: its id, and (retail) each item of
+    ``entity`` the call names replaced by an item of ``other`` of the same product; None when one has none."""
+    out = {**arguments, key: other}
+    if domain == "retail" and isinstance(arguments.get("item_ids"), list):
+        theirs = {i.item_id: i.product_id for i in record(domain, entity).items}
+        mine: dict[str, list[str]] = {}
+        for i in record(domain, other).items:
+            mine.setdefault(i.product_id, []).append(i.item_id)
+        items = []
+        for item in arguments["item_ids"]:
+            pool = mine.get(theirs.get(item, ""), [])
+            if not pool:
+                return None
+            items.append(pool.pop(0))
+        out["item_ids"] = items
+    return out
+
+
+def _is_write(seed: Tau2Task, a: GoldAction) -> bool:
+    return tool_kinds(seed.domain).get(("assistant", a.name)) == "write"
+
+
+# --------------------------------------------------------------------------- ambiguity
+
+
+def _replace_id(text: str, value: str, phrase: str, noun: str) -> str:
+    """``text`` with every mention of ``value`` (with or without a leading #) replaced by ``phrase``; a
+    wording like "reservation id ABC123" or "the order #W1" is replaced whole."""
+    bare = re.escape(value.lstrip("#"))
+    lead = rf"(?:(?:the|your)\s+)?(?:{noun}\s+)?(?:(?:id|ID|number|Id)\s+)?(?:(?:is|of)\s+)?"
+    return re.sub(rf"{lead}#?{bare}\b", phrase, text)
+
+
+def ambiguity(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft | None:
+    ins = instructions_of(seed)
+    actions = list(seed.agent_actions)
+    key, noun, read = ENTITY[seed.domain], NOUN[seed.domain], READ[seed.domain]
+    if ins is None or len(actions) != len(seed.gold_actions):
+        return None
+    text = scenario_text(ins)
+    for j in target_positions(actions, target):
+        for a in (actions[j + 1], actions[j]):
+            entity = _id_of(a, key)
+            if not entity or not mentions(text, entity):
+                continue
+            phrase = unique_description(seed.domain, entity)
+            user = owner(seed.domain, entity)
+            if phrase is None or user is None:
+                continue
+            new = {k: (_replace_id(v, entity, phrase, noun) if isinstance(v, str) else v) for k, v in ins.items()}
+            if mentions(scenario_text(new), entity):
+                continue
+            forgot = f"You do not remember the {noun} id of {phrase}."
+            new["unknown_info"] = f"{new['unknown_info'].rstrip()}\n{forgot}" if new.get("unknown_info") else forgot
+            out = list(actions)
+            first = _first_use(out, entity)
+            if out[first].name != read:  # the entity's details read before its first use
+                out.insert(first, GoldAction(read, {key: entity}))
+            if not any(x.name == "get_user_details" and x.arguments.get("user_id") == user for x in out[:first]):
+                out.insert(first, GoldAction("get_user_details", {"user_id": user}))  # lists the candidates
+            return Draft(out, new, f"{noun} {entity} described ({phrase}) instead of named; the agent reads the "
+                         f"user's {noun}s to find it", details={"described": entity, "description": phrase})
+    return None
+
+
+# --------------------------------------------------------------------------- depth
+
+
+def depth(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft | None:
+    ins = instructions_of(seed)
+    actions = list(seed.agent_actions)
+    if ins is None or len(actions) != len(seed.gold_actions) or any(a.name == TRANSFER for a in actions):
+        return None
+    outs = outputs(seed)
+    text = scenario_text(ins)
+    for j in target_positions(actions, target):
+        out = outs[j + 1]
+        if not isinstance(out, dict):
+            continue
+        if seed.domain == "airline" and isinstance(out.get("flights"), list) and out.get("reservation_id"):
+            flights = [f for f in out["flights"] if not mentions(text, f["flight_number"])]
+            if not flights:
+                continue
+            f = rng.choice(flights)
+            step = GoldAction("get_flight_status", {"flight_number": f["flight_number"], "date": f["date"]})
+            trip = "round trip" if out.get("flight_type") == "round_trip" else "one-way trip"
+            ask = (f"Before you end the call, also ask what the current status is of your flight from {f['origin']} "
+                   f"to {f['destination']} on {f['date']} (part of your {trip} reservation from {out.get('origin')} "
+                   f"to {out.get('destination')}); you do not know its flight number.")
+            fact = _replayed_output(seed, actions[:j + 2] + [step])
+            what = f"{step.name} on a flight only {actions[j + 1].name}'s output names"
+        elif seed.domain == "retail" and isinstance(out.get("items"), list) and out.get("order_id"):
+            items = [i for i in out["items"] if not mentions(text, i["product_id"])]
+            if not items:
+                continue
+            item = rng.choice(items)
+            step = GoldAction("get_product_details", {"product_id": item["product_id"]})
+            ask = (f"Before you end the call, also ask how many options of the {item['name']} (the one in "
+                   f"{describe('retail', out['order_id'])}) are available right now; you do not know its product id.")
+            details = _replayed_output(seed, actions[:j + 2] + [step])
+            if not isinstance(details, dict) or not isinstance(details.get("variants"), dict):
+                continue
+            fact = str(sum(bool(v.get("available")) for v in details["variants"].values()))
+            what = f"{step.name} on a product only {actions[j + 1].name}'s output names"
+        else:
+            continue
+        if not isinstance(fact, str) or not fact:
+            continue
+        new = dict(ins)
+        new["task_instructions"] = f"{ins['task_instructions'].rstrip()}\n\n{ask}"
+        return Draft(actions[:j + 2] + [step] + actions[j + 2:], new, what, communicate_info=[fact],
+                     details={"added_step": step.name, "answer": fact})
+    return None
+
+
+def _replayed_output(seed: Tau2Task, actions: list[GoldAction]) -> Any:
+    """The last action's output when ``actions`` run from the seed's initial state (parsed JSON or text)."""
+    steps, _ = run_calls(seed.domain, seed.tau2_id, [Tau2Call(a.name, dict(a.arguments)) for a in actions])
+    last = steps[-1]
+    if last.error:
+        return None
+    try:
+        return json.loads(last.content)
+    except ValueError:
+        return last.content
+
+
+# --------------------------------------------------------------------------- cascade
+
+#: Free checked bags per passenger, by membership and cabin (airline policy.md, "Checked bag allowance").
+FREE_BAGS = {"regular": {"basic_economy": 0, "economy": 1, "business": 2},
+             "silver": {"basic_economy": 1, "economy": 2, "business": 3},
+             "gold": {"basic_economy": 2, "economy": 3, "business": 4}}
+
+
+def cascade(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft | None:
+    ins = instructions_of(seed)
+    actions = list(seed.agent_actions)
+    if ins is None or len(actions) != len(seed.gold_actions) or any(a.name == TRANSFER for a in actions):
+        return None
+    outs = outputs(seed)
+    for j in target_positions(actions, target):
+        b, out = actions[j + 1], outs[j + 1]
+        if not isinstance(out, dict):
+            continue
+        if seed.domain == "airline" and b.name == "update_reservation_flights":
+            payment = b.arguments.get("payment_id")
+            user = pristine("airline")[0].users.get(out.get("user_id"))
+            if not isinstance(payment, str) or user is None or out.get("cabin") not in FREE_BAGS["regular"] \
+                    or "bag" in scenario_text(ins).lower():
+                continue  # a scenario that already speaks of bags would say two things about them
+            free = FREE_BAGS[str(user.membership)][out["cabin"]] * len(out.get("passengers", []))
+            total = int(out.get("total_baggages", 0)) + 1
+            nonfree = max(0, total - free)
+            if nonfree < int(out.get("nonfree_baggages", 0)):
+                continue  # the bags already paid for would say otherwise: not one clear answer
+            second = GoldAction("update_reservation_baggages", {"reservation_id": out["reservation_id"],
+                                "total_baggages": total, "nonfree_baggages": nonfree, "payment_id": payment})
+            ask = ("After the flight change is made, also add one checked bag to that reservation; if it costs "
+                   "anything, pay with the same payment method as the flight change.")
+            what = ("update_reservation_baggages after the flight change: how many bags are not free follows from "
+                    "the cabin, passengers and bags the change returns, and the membership")
+            details = {"second_write": second.name, "nonfree_baggages": nonfree, "free_allowance": free}
+        elif seed.domain == "retail" and b.name == "modify_pending_order_address":
+            user = out.get("user_id")
+            if not isinstance(user, str):
+                continue
+            address = {k: b.arguments[k] for k in ("address1", "address2", "city", "state", "country", "zip")
+                       if k in b.arguments}
+            second = GoldAction("modify_user_address", {"user_id": user, **address})
+            ask = ("After the order's shipping address is changed, also ask to make that same address your default "
+                   "address.")
+            what = "modify_user_address with the address and the user the order's address change returns"
+            details = {"second_write": second.name}
+        else:
+            continue
+        if any(a.name == second.name and a.arguments == second.arguments for a in actions):
+            continue  # the seed makes it already
+        new = dict(ins)
+        new["task_instructions"] = f"{ins['task_instructions'].rstrip()}\n\n{ask}"
+        return Draft(actions[:j + 2] + [second] + actions[j + 2:], new, what, drop_nl_assertions=True,
+                     details=details)
+    return None
+
+
+#: The τ² strategies by name (the names of their BFCL counterparts in :mod:`synth.strategies`).
+STRATEGIES: dict[str, Callable[[Tau2Task, tuple[str, str], random.Random], Draft | None]] = {
+    "ambiguity": ambiguity,
+    "distractor": distractor,
+    "cascade": cascade,
+    "depth": depth,
+}
