@@ -116,8 +116,8 @@ def load_tau2_task_set(spec: str) -> dict[str, Tau2Task]:
 
 #: The τ² domains whose rollouts ACE simulates, verifies step by step and stores in the skill graph.
 TAU2_ROLLOUT_DOMAINS = ("airline", "retail")
-TAU2_TELECOM_NOTE = ("telecom's gold includes the user's own actions on their phone, and its tools are not in "
-                     "the skill taxonomy")
+TAU2_TELECOM_NOTE = ("telecom's gold includes the user's own actions on their phone, which ACE's simulated agent "
+                     "and its rollouts do not model yet")
 
 
 def load_task_set(spec: str, tau2: bool = False) -> dict[str, Task]:
