@@ -12,7 +12,7 @@ import typer
 from ace.cli import app, progress_bar
 from ace.cli.options import budget_options, check_policy_spec, config_options, tasks_option
 from ace_env.tasks import Task
-from ace_env.tasksets import load_task_set
+from ace_env.tasksets import load_task_set, parse_task_spec
 from ace_env.worker import Budget
 from ace_env.workspace import ace_home, check_name, check_out
 from ace_graph.config import neo4j_settings
@@ -22,7 +22,9 @@ from ace_graph.store import GraphStore
 from ace_graph.taskfiles import refuse_changes_to_stored_tasks
 from train.engine import RolloutConfig
 from train.evaluation import evaluate, evaluate_gold_prefix, rollout_to_file
+from train.judge import check_judge_spec
 from train.policies import DEFAULT_POLICY, GenerationConfig, policy_name
+from train.tau2_eval import DEFAULT_MAX_TURNS, GOLD_PREFIX_REFUSED, SCRIPTED, check_tau2_options, evaluate_tau2
 
 POLICY_HELP = (
     "hf:<model folder or name> (default hf:smollm2-135m, prepared by `ace model prepare`), "
@@ -31,8 +33,8 @@ POLICY_HELP = (
 )
 
 
-def _tasks(spec: str, limit: int | None) -> list[Task]:
-    tasks = list(load_task_set(spec).values())
+def _tasks(spec: str, limit: int | None, tau2: bool = False) -> list[Task]:
+    tasks = list(load_task_set(spec, tau2=tau2).values())
     if limit is not None:
         tasks = tasks[:limit]
     if not tasks:
@@ -166,6 +168,16 @@ def eval_cmd(
     generate: bool = typer.Option(
         False, "--generate", help="With --gold-prefix: the policy writes each step and its call is verified by "
         "execution (needed for sim: and openai: policies)."),
+    user: Optional[str] = typer.Option(
+        None, "--user", help=f"τ² tasks: who plays the user: `{SCRIPTED}` (the default: deterministic and "
+        "faithful, the same user for every checkpoint) or a policy, hf:MODEL or openai:MODEL@URL, given τ²'s "
+        "user prompt and stop signals."),
+    judge: Optional[str] = typer.Option(
+        None, "--judge", help="τ² tasks: judge the tasks' natural-language assertions through an OpenAI-compatible "
+        "endpoint, openai:MODEL@URL (off by default). Judged verdicts are reported and stored apart from the "
+        "exact ones and never count in an exact pass rate."),
+    max_turns: Optional[int] = typer.Option(
+        None, "--max-turns", min=2, help=f"τ² tasks: most messages in a dialogue, both sides (default {DEFAULT_MAX_TURNS})."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     rollout: RolloutConfig = None,  # type: ignore[assignment]
     generation: GenerationConfig = None,  # type: ignore[assignment]
@@ -184,6 +196,14 @@ def eval_cmd(
     $ACE_HOME/runs/eval, `.gold-prefix.jsonl`) and --json prints steps, exact_match, mean_nll,
     tool_accuracy, step_pass_rate (--generate: steps whose call verified by execution) and pass_rate (tasks
     whose every step passed).
+
+    On τ² tasks (--tasks tau2:airline, tau2:retail) the policy plays τ²'s agent (τ²'s agent prompt and the
+    domain's tools) against --user, one dialogue per task and sample (at most --max-turns messages, tool
+    calls bounded); ACE's verifier checks each step and the final state (pass_rate, exact), τ²'s COMMUNICATE
+    check is exact too (exact.tau2_reward_pass_rate: τ²'s final-state checks times COMMUNICATE), and with
+    --judge the natural-language assertions are judged (under `judged` in --json, judged_* on the stored
+    rollouts). Example:
+    `ace eval -p hf:smollm2-135m --tasks tau2:airline --limit 3 -e tau2 -c base --json`.
     """
     from rich.console import Console
 
@@ -192,13 +212,24 @@ def eval_cmd(
         check_name(value, flag)  # each names a folder under $ACE_HOME/runs/eval and a part of the scope
     if generate and not gold_prefix:
         raise ConfigError("--generate goes with --gold-prefix (a free-running evaluation always generates)")
+    tau2 = bool(parse_task_spec(tasks).tau2_domains)
+    if tau2 and gold_prefix:
+        raise ConfigError(GOLD_PREFIX_REFUSED)
+    if not tau2:
+        for value, flag in ((user, "--user"), (judge, "--judge"), (max_turns, "--max-turns")):
+            if value is not None:
+                raise ConfigError(f"{flag} is for τ² tasks (--tasks tau2:DOMAIN); BFCL's user turns are the task's own")
+    if judge is not None:
+        check_judge_spec(judge)
+    if tau2:
+        check_tau2_options(policy, user)
     if out is None:
         suffix = ".gold-prefix.jsonl" if gold_prefix else ".jsonl"
         out = ace_home() / "runs" / "eval" / experiment / graph_name / f"{checkpoint}{suffix}"
         force = True
     out = Path(out)
     check_out(out, force)
-    task_list = _tasks(tasks, limit)
+    task_list = _tasks(tasks, limit, tau2=tau2)
     config = _config(rollout, generation, budget)
     settings = neo4j_settings()
     driver = get_driver(settings)
@@ -206,7 +237,12 @@ def eval_cmd(
         store = GraphStore(driver, settings.database)
         refuse_changes_to_stored_tasks(store, {t.id: t for t in task_list}, tasks)  # before any work
         with progress_bar(disable=as_json) as progress:
-            if gold_prefix:
+            if tau2:
+                bar = progress.add_task(f"τ² dialogues of {policy}", total=len(task_list) * config.n_per_task)
+                result = evaluate_tau2(store, policy, task_list, experiment, graph_name, checkpoint,  # type: ignore[arg-type]
+                                       config, out, user, judge, max_turns or DEFAULT_MAX_TURNS, min_support,
+                                       on_done=lambda _row: progress.advance(bar))
+            elif gold_prefix:
                 steps = sum(max(len(t.ground_truth), 1) for task in task_list for t in task.turns)
                 bar = progress.add_task(f"scoring {policy} through the gold prefix", total=steps)
                 result = evaluate_gold_prefix(
@@ -235,6 +271,18 @@ def eval_cmd(
             f"{scope}: {result['rewarded']}/{result['rollouts']} rollouts rewarded "
             f"(pass rate {result['pass_rate']:.3f}); rollouts in {out}", highlight=False,
         )
+    if tau2:
+        ex, jd, ro = result["exact"], result["judged"], result["rollout"]
+        console.print(f"τ² (exact): final state pass rate {ex['state_pass_rate']}, COMMUNICATE "
+                      f"{ex['communicate_passed']}/{ex['communicate_checked']} passed, τ²'s reward without NL "
+                      f"assertions pass rate {ex['tau2_reward_pass_rate']}; user {ro['user']}, "
+                      f"{ro['seconds_per_dialogue']} s a dialogue, ended by {ro['terminations']}", highlight=False)
+        if jd["rollouts_judged"]:
+            console.print(f"judged by {jd['judge']} (not exact): {jd['assertions']} assertions {jd['verdicts']}, "
+                          f"rollouts {jd['outcomes']}", highlight=False)
+        elif jd["rollouts_with_assertions"]:
+            console.print(f"{jd['rollouts_with_assertions']} rollouts carry natural-language assertions, not "
+                          "checked (give --judge openai:MODEL@URL to judge them)", highlight=False)
     cols = ["key", "attempts", "successes", "success_rate", "ci_low", "ci_high"]
     console.print(_table("per skill (weakest first)", skills, cols))
     console.print(_table("per tool (weakest first)", tools, cols))
