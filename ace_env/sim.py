@@ -391,13 +391,15 @@ def simulate_rollout(tasks: list[Any], k: int, spec: WeaknessSpec, seed: int, pr
     }
 
 
-def simulate(tasks: list[Task], n: int, spec: WeaknessSpec, seed: int, prefix: str = "sim") -> Iterator[dict[str, Any]]:
-    """``n`` rollout dicts ``{rollout_id, task_id, turns, meta}`` from the simulated agent."""
+def simulate(tasks: list[Task], n: int, spec: WeaknessSpec, seed: int, prefix: str = "sim",
+             one: Callable[..., tuple[list[Any], list[Any]]] | None = None) -> Iterator[dict[str, Any]]:
+    """``n`` rollout dicts ``{rollout_id, task_id, turns, meta}`` from the simulated agent (``one``: as in
+    :func:`simulate_rollout`)."""
     if n < 0:
         raise ConfigError(f"the number of rollouts must be >= 0, not {n}")
     tasks = list(tasks)
     for k in range(n):
-        yield simulate_rollout(tasks, k, spec, seed, prefix)
+        yield simulate_rollout(tasks, k, spec, seed, prefix, one=one)
 
 
 __all__ = [

@@ -187,12 +187,9 @@ def simulate_rollout(tasks: list[Tau2Task], k: int, spec: WeaknessSpec, seed: in
 def simulate(tasks: Iterable[Tau2Task], n: int, spec: WeaknessSpec, seed: int,
              prefix: str = "sim") -> Iterator[dict[str, Any]]:
     """``n`` rollout dicts ``{rollout_id, task_id, turns, meta}`` of the simulated agent on τ² tasks."""
-    if n < 0:
-        raise ConfigError(f"the number of rollouts must be >= 0, not {n}")
     tasks = list(tasks)
     check_sim_domains(tasks)
-    for k in range(n):
-        yield simulate_rollout(tasks, k, spec, seed, prefix)
+    return bfcl_sim.simulate(tasks, n, spec, seed, prefix, one=_one_turn)
 
 
 __all__ = [
