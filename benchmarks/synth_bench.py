@@ -23,16 +23,26 @@ agent that has exactly those weaknesses as the policy, and prints in one run:
     .venv/bin/python benchmarks/synth_bench.py [--n 400] [--rollouts 8] [--seed 0]
     .venv/bin/python benchmarks/synth_bench.py --quick      # --n 20 --rollouts 2 (CI smoke)
     .venv/bin/python benchmarks/synth_bench.py --n 100 --phases   # and where the CPU goes
+    .venv/bin/python benchmarks/synth_bench.py --n 100 --compare 7  # copy prediction vs the old path
+
+``--compare K`` runs the targeted synthesis alone in 2K fresh processes, in pairs (one with the copy
+prediction, ``SynthConfig.predict_copies``, one on the old path that builds and executes every candidate
+before the diversity rules see it; the order alternates), and prints the verified tasks per CPU second of
+each, the medians, their ratio, and whether every run made the same tasks.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import platform
 import random
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -81,13 +91,15 @@ def _pass_rate(tasks, policy, rollouts: int, seed: int) -> tuple[float, float]:
 @contextlib.contextmanager
 def phases(show: bool):
     """With ``show``, print the CPU seconds of one ``synthesize`` call by phase: each strategy
-    (a task made or none), the task check, the rollouts; the rest is planning and bookkeeping."""
+    (a task made or none), the copy check made before a candidate executes, the execution of new
+    candidates, the task check, the rollouts; the rest is planning and bookkeeping."""
     if not show:
         yield
         return
     cpu: Counter = Counter()
     calls: Counter = Counter()
-    saved = {name: getattr(pipeline, name) for name in ("apply_strategy", "check_task", "_roll_out_and_verify")}
+    saved = {name: getattr(pipeline, name)
+             for name in ("apply_strategy", "copy_check", "executes", "check_task", "_roll_out_and_verify")}
 
     def timed(name: str, fn):
         def run(*a, **k):
@@ -116,6 +128,40 @@ def phases(show: bool):
         print(f"  {total - sum(cpu.values()):7.3f} s  {(total - sum(cpu.values())) / total:5.1%}              planning, reflection, bookkeeping")
 
 
+def _print_seed_counts(counts: dict[str, list[int]], why: dict[str, int]) -> None:
+    print("seeds failing the provenance/text check, repaired by a lookup, excluded: "
+          + ", ".join(f"{c} {f}/{m} failing, {r} repaired, {x} excluded" for c, (f, r, x, m) in sorted(counts.items())))
+    print("  values without provenance in excluded seeds, by tool.parameter (tasks): "
+          + ", ".join(f"{k} {v}" for k, v in sorted(why.items(), key=lambda x: (-x[1], x[0]))[:10]))
+
+
+def compare(n: int, seed: int, pairs: int) -> None:
+    """``pairs`` pairs of fresh processes, the copy prediction against the old path, in alternating order."""
+    runs: dict[bool, list[dict]] = {False: [], True: []}
+    load_before = os.getloadavg()
+    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}; "
+          f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}")
+    print(f"{'pair':>4}  {'path':<16}{'tasks':>6}{'attempts':>9}{'CPU s':>8}{'tasks/CPU-s':>13}")
+    for i in range(pairs):
+        for old in ((False, True) if i % 2 == 0 else (True, False)):
+            cmd = [sys.executable, os.path.abspath(__file__), "--n", str(n), "--seed", str(seed), "--synth-only"]
+            out = subprocess.run(cmd + (["--old-path"] if old else []), capture_output=True, text=True, check=True)
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            runs[old].append(row)
+            print(f"{i:>4}  {'old path' if old else 'copy prediction':<16}{row['tasks']:>6}{row['attempted']:>9}"
+                  f"{row['cpu_s']:>8.2f}{row['per_cpu_s']:>13.1f}")
+    load_after = os.getloadavg()
+    ours = statistics.median(r["per_cpu_s"] for r in runs[False])
+    old = statistics.median(r["per_cpu_s"] for r in runs[True])
+    ratios = statistics.median(a["per_cpu_s"] / b["per_cpu_s"] for a, b in zip(runs[False], runs[True]))
+    same = len({r["tasks_sha256"] for r in runs[False] + runs[True]}) == 1
+    print(f"load average after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
+    print(f"median verified tasks per CPU second: copy prediction {ours:.1f}, old path {old:.1f}; "
+          f"ours / old {ours / old:.2f} (median of the pairs' ratios {ratios:.2f})")
+    print(f"every run made the same tasks: {'yes' if same else 'NO'}; rejections, copy prediction "
+          f"{json.dumps(runs[False][0]['rejections'])}, old path {json.dumps(runs[True][0]['rejections'])}")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=400, help="tasks to synthesize for each arm")
@@ -123,10 +169,20 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="--n 20 --rollouts 2 (CI smoke)")
     ap.add_argument("--phases", action="store_true", help="also print the targeted run's CPU seconds by phase")
+    ap.add_argument("--old-path", action="store_true",
+                    help="synthesize without the copy prediction (SynthConfig.predict_copies=False): the same tasks")
+    ap.add_argument("--synth-only", action="store_true",
+                    help="run the targeted synthesis only and print its figures as one JSON line")
+    ap.add_argument("--compare", type=int, default=0, metavar="K",
+                    help="K pairs of fresh --synth-only processes, copy prediction vs the old path")
     args = ap.parse_args(argv)
     if args.quick:
         args.n, args.rollouts = 20, 2
-    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}")
+    if args.compare:
+        compare(args.n, args.seed, args.compare)
+        return
+    if not args.synth_only:
+        print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}")
 
     seeds = {t.id: t for t in bfcl.load_tasks("all")}
     counts: dict[str, list[int]] = {}  # category: [failing, repaired, excluded, all]
@@ -141,10 +197,8 @@ def main(argv: list[str] | None = None) -> None:
             if usable_version(task) is None:
                 for cause in {f"{u.call.split('(')[0]}.{u.param}" for u in value_provenance(task)}:
                     why[cause] = why.get(cause, 0) + 1
-    print("seeds failing the provenance/text check, repaired by a lookup, excluded: "
-          + ", ".join(f"{c} {f}/{m} failing, {r} repaired, {x} excluded" for c, (f, r, x, m) in sorted(counts.items())))
-    print("  values without provenance in excluded seeds, by tool.parameter (tasks): "
-          + ", ".join(f"{k} {v}" for k, v in sorted(why.items(), key=lambda x: (-x[1], x[0]))[:10]))
+    if not args.synth_only:
+        _print_seed_counts(counts, why)
     seeds = {i: usable_version(t) for i, t in seeds.items() if usable_version(t) is not None}
     by_target = {t: [] for t in TARGETS}
     for task in seeds.values():
@@ -160,12 +214,20 @@ def main(argv: list[str] | None = None) -> None:
     })
     policy = sim_policy(weakness)
 
-    config = SynthConfig(n=args.n, rounds=2, plans=12, rollouts_per_task=4, seed=args.seed)
+    config = SynthConfig(n=args.n, rounds=2, plans=12, rollouts_per_task=4, seed=args.seed,
+                         predict_copies=not args.old_path)
     start, cpu_start = time.perf_counter(), time.process_time()
     with phases(args.phases):
         targeted = synthesize(frontier, seeds, by_target, policy, config)
     seconds = time.perf_counter() - start
     cpu_seconds = time.process_time() - cpu_start
+    if args.synth_only:
+        made = json.dumps([t.to_dict() for t in targeted.tasks], sort_keys=True)
+        print(json.dumps({"tasks": len(targeted.tasks), "attempted": targeted.attempted, "cpu_s": cpu_seconds,
+                          "wall_s": seconds, "per_cpu_s": len(targeted.tasks) / cpu_seconds,
+                          "rejections": dict(targeted.rejections), "old_path": args.old_path,
+                          "tasks_sha256": hashlib.sha256(made.encode()).hexdigest()}))
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "tasks.jsonl")

@@ -21,6 +21,14 @@ task's provenance (``policy``) and in every plan's history.
 
 Everything is seeded from one integer: the same seed gives the same tasks.
 
+Most candidates of a run are copies (the same seed drawn again gives the same task, or one the
+near-duplicate rule turns away).  A copy is predicted before it costs anything to verify: the targeted
+strategies leave the execution of a candidate's ground truth to this module
+(:func:`synth.strategies.build.deferred_execution`), which asks the diversity rules first
+(:func:`synth.taskcheck.copy_check` reads the task's parts and text, never executes them), and what a
+strategy derives from a seed alone is computed once per run (:func:`synth.strategies.build.seed_memo`).
+Every decision is the one the old path (``SynthConfig.predict_copies=False``) makes: the same tasks.
+
 The trajectory rollouts and their verification, the per-candidate work that
 does not steer the round (a valid task counts as made whatever its pass rate),
 run once the round's valid tasks are known, before its reflection.  A plain
@@ -32,6 +40,7 @@ rolls out here, batched; ``ace synth --ray`` refuses it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
@@ -53,11 +62,15 @@ from synth.planner import STYLES, Plan, apply_style, make_plans, reflect
 from synth.repair import usable_version
 from synth.rewriter import rewrite_task
 from synth.strategies import synthesize as apply_strategy
+from synth.strategies.build import deferred_execution, executes, seed_memo
+from synth.strategies.registry import get as get_strategy
 from synth.strategies.registry import targeted
-from synth.taskcheck import Seen, adjacent_positions, check_task
+from synth.taskcheck import Seen, adjacent_positions, check_task, copy_check
 
 #: Rejection reason: the run already holds ``max_per_base`` tasks of this task's base task.
 SAME_BASE = "same_base_task"
+#: Rejection reason: the strategy made no task from the seed, or its ground truth does not execute cleanly.
+SYNTHESIS_FAILED = "synthesis_failed"
 
 #: A policy maps (task, rng) to a rollout: one list of calls per user turn.
 Policy = Callable[[Task, random.Random], list[list[Any]]]
@@ -132,6 +145,11 @@ class SynthConfig:
     """At most this many tasks of a run from one base task by one strategy (near-copies of one base task made
     by one strategy differ only cosmetically); 0: max(2, ceil(n / (strategies x base tasks))), so a run still
     reaches n (at the demo's scale 1 leaves it at 91 of 120); a review sample keeps one (:func:`one_per_base`)."""
+    predict_copies: bool = True
+    """Turn a copy away before its ground truth is executed, and keep what the strategies derive from a seed
+    alone for the run; False: build and execute every candidate before the diversity rules see it (the path
+    before issue 26's throughput work, kept for ``benchmarks/synth_bench.py --compare``).  The tasks are the
+    same either way.  With a ``rewriter`` a candidate is executed before it is paraphrased, as before."""
 
     def __post_init__(self) -> None:
 
@@ -282,8 +300,25 @@ def synthesize(
     them in one call of a :class:`BatchPolicy`; a plain callable's on
     ``runner`` (default: this process; Ray tasks with ``--ray``), a task per
     job.  Reflection reads them after.
-    """
 
+    With ``config.predict_copies`` (the default) a candidate is checked against the diversity rules before
+    its ground truth is executed, and what the strategies derive from a seed alone is kept for the run
+    (:func:`synth.strategies.build.seed_memo`): the same tasks, with less work on the copies.
+    """
+    with seed_memo() if config.predict_copies else contextlib.nullcontext():
+        return _synthesize(frontier, seeds, seeds_by_target, policy, config, round_offset, progress, runner)
+
+
+def _synthesize(
+    frontier: list[dict[str, Any]],
+    seeds: dict[str, Task],
+    seeds_by_target: dict[tuple[str, str], list[str]],
+    policy: Policy | BatchPolicy,
+    config: SynthConfig,
+    round_offset: int,
+    progress: Callable[[int], None] | None,
+    runner: LocalRunner | RayRunner | None,
+) -> SynthResult:
     runner = runner or LocalRunner()
     result = SynthResult(policy=policy_label(policy))
     # a seed whose ground truth uses a value nothing provides (or whose text breaks a rule) is repaired
@@ -330,6 +365,11 @@ def synthesize(
                 if _attempt(plan, round_no, attempt):
                     made[plan.id] += 1
 
+        def _failed(plan: Plan) -> bool:
+            result.rejections[SYNTHESIS_FAILED] += 1
+            plan.stats.rejections[SYNTHESIS_FAILED] = plan.stats.rejections.get(SYNTHESIS_FAILED, 0) + 1
+            return False
+
         def _attempt(plan: Plan, round_no: int, attempt: int) -> bool:
             rng = _rng(config.seed, round_no, plan.id, attempt)
             open_seeds = [i for i in plan.seeds if per_base[_base_of(i)] < base_cap
@@ -341,18 +381,23 @@ def synthesize(
                 plan.stats.rejections[SAME_BASE] = plan.stats.rejections.get(SAME_BASE, 0) + 1
                 return False
             seed_task = seeds[open_seeds[rng.randrange(len(open_seeds))]]
-            task = apply_strategy(plan.strategy, seed_task, plan.target, plan.strength, rng)
+            # copy prediction: a strategy whose build comes last leaves the execution of the ground truth to
+            # this function, which first asks the diversity rules (they read the task, never execute it)
+            deferred = config.predict_copies and get_strategy(plan.strategy).build_last and config.rewriter is None
+            with deferred_execution() if deferred else contextlib.nullcontext():
+                task = apply_strategy(plan.strategy, seed_task, plan.target, plan.strength, rng)
             if task is None:
-                result.rejections["synthesis_failed"] += 1
-                plan.stats.rejections["synthesis_failed"] = plan.stats.rejections.get("synthesis_failed", 0) + 1
-                return False
+                return _failed(plan)
             task = _styled(task, plan.style, rng)
             if config.rewriter is not None:
 
                 task = rewrite_task(task, config.rewriter)
             task.provenance = {**task.provenance, "plan": plan.id, "round": round_no}
+            copy = copy_check(task, fingerprints) if deferred else None
+            if copy is None and deferred and not executes(task):
+                return _failed(plan)  # what build would have said, had it executed the task
             plan.stats.synthesized += 1
-            check = check_task(task, fingerprints)
+            check = copy or check_task(task, fingerprints)
             if not check.valid:
                 for reason in check.reasons:
                     result.rejections[reason] += 1

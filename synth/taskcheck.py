@@ -1176,6 +1176,24 @@ def text_problems(task: Task) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- the check
 
 
+def copy_check(task: Task, seen_fingerprints: set[str] | None) -> TaskCheck | None:
+    """The rejection of a duplicate (f) or near-duplicate (h) of a task accepted earlier, or None for a new task.
+
+    It reads only the task's parts (fingerprint, user text, oracle tokens), never executes it: the pipeline
+    asks it before a candidate's ground truth is executed (copies are most candidates), and
+    :func:`check_task` asks it first."""
+    if seen_fingerprints is None:
+        return None
+    fp = task_fingerprint(task)
+    if fp in seen_fingerprints:
+        return TaskCheck(False, [DUPLICATE], [], fp)
+    if isinstance(seen_fingerprints, Seen):
+        twin = seen_fingerprints.near(task)
+        if twin is not None:
+            return TaskCheck(False, [NEAR_DUPLICATE_REASON], [f"near-duplicate of {twin}"], fp)
+    return None
+
+
 def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskCheck:
     """Verify a synthesized task (see the module docstring for the rules).
 
@@ -1183,13 +1201,10 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
     """
     reasons: list[str] = []
     notes: list[str] = []
+    copy = copy_check(task, seen_fingerprints)
+    if copy is not None:
+        return copy
     fp = task_fingerprint(task)
-    if seen_fingerprints is not None and fp in seen_fingerprints:
-        return TaskCheck(False, [DUPLICATE], [], fp)
-    if isinstance(seen_fingerprints, Seen):
-        twin = seen_fingerprints.near(task)
-        if twin is not None:
-            return TaskCheck(False, [NEAR_DUPLICATE_REASON], [f"near-duplicate of {twin}"], fp)
     oracle = oracle_of(task)
     problems = execution_problems(oracle)
     if problems:
@@ -1272,6 +1287,7 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
 
 
 __all__ = [
+    "copy_check",
     "repair_unclosed_quotes",
     "glued_sentence_problems",
     "repair_glued_sentences",

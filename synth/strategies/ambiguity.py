@@ -17,9 +17,8 @@ from typing import Any
 from ace_env.tasks import Task
 from ace_env.values import is_trivial
 from ace_env.views import apply_ops
-from synth.strategies.build import build, env_before, parsed_output, pick_position
+from synth.strategies.build import build, memoized, parsed_output, pick_position, target_calls
 from synth.strategies.registry import register
-from synth.taskcheck import flat_calls
 
 #: Key synonyms a differently written API might use.
 _SYNONYMS = {
@@ -57,6 +56,13 @@ def fed_values(out: Any, args: dict[str, Any]) -> list[tuple[str, Any]]:
 
     walk(out)
     return list(dict.fromkeys(found))
+
+
+def fed_at(seed: Task, k: int, out: Any, args: dict[str, Any]) -> list[tuple[str, Any]]:
+    """:func:`fed_values` of the target's calls at flat position ``k`` of the seed, where ``out`` is call ``k``'s
+    parsed result and ``args`` call ``k + 1``'s arguments (:func:`synth.strategies.build.target_calls`); kept for
+    the run (:func:`synth.strategies.build.seed_memo`)."""
+    return list(memoized("fed", seed, (k,), lambda: tuple(fed_values(out, args))))
 
 
 def _value_ops(key: str, value: Any, rng: random.Random) -> list[dict[str, Any]]:
@@ -99,14 +105,11 @@ def _shape_ops(out: Any, key: str, rng: random.Random) -> list[dict[str, Any]]:
 
 def format_view(seed: Task, k: int, strength: float, rng: random.Random) -> tuple[list[dict[str, Any]], list[str]] | None:
     """Operations that re-format call ``k``'s output where it feeds call ``k + 1``; None without data flow."""
-    flat = flat_calls(seed)
-    env = env_before(seed, k)
-    ra = env.call(flat[k][2], flat[k][0])
-    rb = env.call(flat[k + 1][2], flat[k + 1][0])
+    ra, rb = target_calls(seed, k)
     out = parsed_output(ra.output or "")
     if ra.status != "ok" or not isinstance(out, (dict, list)):
         return None
-    fed = fed_values(out, rb.arguments)
+    fed = fed_at(seed, k, out, rb.arguments)
     if not fed:
         return None
     key, value = rng.choice(fed)
@@ -133,7 +136,7 @@ def format_view(seed: Task, k: int, strength: float, rng: random.Random) -> tupl
     return ops, [f"{o['op']}" for o in ops]
 
 
-@register("ambiguity", depth=2,
+@register("ambiguity", depth=2, build_last=True,
           definition="a's result, which feeds b, is shown re-formatted (units, number and date formats, key names, "
                      "nesting, wrappers); b's arguments stay the plain values",
           needs="a's result holds a value b takes")

@@ -1,15 +1,29 @@
 """Building blocks shared by the strategies: content-addressed ids, building and checking a task,
-reading the seed's state before a call."""
+reading the seed's state before a call.
+
+:func:`build` ends with the one expensive step of making a task: executing its ground truth.  Inside
+:func:`deferred_execution` it leaves that step to the caller (:func:`executes`), so the pipeline can
+first turn away a copy of a task it already holds, which the diversity rules decide without executing
+anything, and execute only the tasks that are new.
+
+A run draws the same seed many times (most draws give a copy).  Inside :func:`seed_memo`, what a strategy
+derives from a seed and a position alone, before any draw of its generator (the results of the target's
+two calls, whether a call only reads, which twins are real choices), is computed once and kept until the
+block ends (:func:`memoized`, :func:`target_calls`); outside it, everything is computed afresh.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import random
-from typing import Any
+from dataclasses import replace
+from typing import Any, Callable, Iterator, TypeVar
 
 from ace_env import bfcl
-from ace_env.executor import Environment, copy_json
+from ace_env.executor import Environment, StepResult, copy_json
 from ace_env.tasks import Task, Turn
 from synth.taskcheck import (
     adjacent_positions,
@@ -78,9 +92,32 @@ def build(seed: Task, strategy: str, target: tuple[str, str], strength: float, n
         distractors=distractors,
         output_views=views,
     )
-    if execution_problems(oracle_of(task)):
-        return None
-    return task
+    if _DEFERRED.get():
+        return task  # the caller executes it (:func:`executes`), after its own cheaper checks
+    return task if executes(task) else None
+
+
+#: Whether :func:`build` leaves the execution of the ground truth to its caller (:func:`deferred_execution`).
+_DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar("deferred_execution", default=False)
+
+
+@contextlib.contextmanager
+def deferred_execution() -> Iterator[None]:
+    """Inside, :func:`build` returns the assembled task without executing its ground truth; the caller must
+    call :func:`executes` on it and drop it when that fails, as ``build`` would have returned None.
+
+    Only for a strategy whose result ``build`` decides last (registered with ``build_last=True``): one that
+    tries something else when ``build`` gives None (the random baseline) would go another way."""
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
+
+def executes(task: Task) -> bool:
+    """Whether the task's ground truth executes with no error and no error output (what :func:`build` checks)."""
+    return not execution_problems(oracle_of(task))
 
 
 def seed_exemptions(seed: Task) -> dict[str, Any]:
@@ -141,6 +178,50 @@ def effective(seed: Task, cls: str) -> Any:
     if not bfcl.is_stateless(cls):
         inst._load_scenario(copy_json(seed.initial_config.get(cls, {})), long_context=False)
     return inst
+
+
+T = TypeVar("T")
+
+#: The run's memo (:func:`seed_memo`): (what, id of the seed, arguments) -> (the seed, the value); None outside.
+_MEMO: contextvars.ContextVar[dict[tuple[Any, ...], tuple[Task, Any]] | None] = \
+    contextvars.ContextVar("seed_memo", default=None)
+
+
+@contextlib.contextmanager
+def seed_memo() -> Iterator[None]:
+    """Inside, :func:`memoized` values are computed once per seed object and arguments, and forgotten at the end.
+
+    Keys are the seed objects themselves (each entry holds its seed, so an id is never reused while the
+    entry lives): the seeds must not be changed in place inside the block (the pipeline never does)."""
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+def memoized(what: str, seed: Task, args: tuple[Any, ...], compute: Callable[[], T]) -> T:
+    """``compute()``, kept inside :func:`seed_memo` under (what, seed, args); the caller must not change it."""
+    memo = _MEMO.get()
+    if memo is None:
+        return compute()
+    key = (what, id(seed), args)
+    hit = memo.get(key)
+    if hit is None or hit[0] is not seed:
+        hit = memo[key] = (seed, compute())
+    return hit[1]
+
+
+def target_calls(seed: Task, k: int) -> tuple[StepResult, StepResult]:
+    """The results of flat calls ``k`` and ``k + 1`` after the seed's ground truth up to ``k`` (fresh copies)."""
+
+    def compute() -> tuple[StepResult, StepResult]:
+        env = env_before(seed, k)
+        flat = flat_calls(seed)
+        return env.call(flat[k][2], flat[k][0]), env.call(flat[k + 1][2], flat[k + 1][0])
+
+    ra, rb = memoized("target_calls", seed, (k,), compute)
+    return replace(ra, arguments=copy_json(ra.arguments)), replace(rb, arguments=copy_json(rb.arguments))
 
 
 def env_before(seed: Task, flat_index: int) -> Environment:

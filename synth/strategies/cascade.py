@@ -32,8 +32,8 @@ from ace_env.oracle import fingerprint
 from ace_env.tasks import Task
 from ace_env.values import leaves, number
 from ace_env.views import apply_ops
-from synth.strategies.ambiguity import fed_values
-from synth.strategies.build import build, copy_turns, env_before, parsed_output, pick_position
+from synth.strategies.ambiguity import fed_at
+from synth.strategies.build import build, copy_turns, env_before, memoized, parsed_output, pick_position, target_calls
 from synth.strategies.registry import register
 from synth.taskcheck import flat_calls
 
@@ -48,19 +48,50 @@ _INCOMPLETE_FLAGS = [{"complete": False}, {"status": "partial"}, {"warning": "re
 
 def _reads_only(seed: Task, k: int) -> bool:
     """Whether calling flat call ``k`` a second time leaves every instance as the first call did."""
-    flat = flat_calls(seed)
-    env = env_before(seed, k)
-    t, _, raw, _ = flat[k]
-    env.call(raw, t)
-    once = fingerprint(env.public_state())
-    env.call(raw, t)
-    return fingerprint(env.public_state()) == once
+
+    def compute() -> bool:
+        flat = flat_calls(seed)
+        env = env_before(seed, k)
+        t, _, raw, _ = flat[k]
+        env.call(raw, t)
+        once = fingerprint(env.public_state())
+        env.call(raw, t)
+        return fingerprint(env.public_state()) == once
+
+    return memoized("reads_only", seed, (k,), compute)
 
 
 def _holds(x: Any, value: Any) -> bool:
     """Whether ``value`` is one of the scalar leaves of ``x`` (numbers compared as numbers)."""
     n = number(value)
+    if n is not None and abs(n) < 2**53:
+        return _holds_number(x, n)
     return any(leaf == value if n is None else number(leaf) == n for leaf in leaves(x))
+
+
+_CONTAINERS = (dict, list, tuple, set, frozenset)
+
+
+def _holds_number(x: Any, n: float) -> bool:
+    """Whether a number leaf of ``x`` equals ``n`` as a float, for ``abs(n) < 2**53``: there a number leaf equals
+    ``n`` as a float exactly when ``leaf == n``, so each list is first searched in C (``n in list``, a long
+    moving-average list) and its elements are compared one by one only on a hit (``True == 1.0`` is a hit); a
+    list is searched for nested containers only when the set of its elements' types has one."""
+    stack = [x]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            if n in v and any(number(e) == n for e in v):
+                return True
+            if any(issubclass(t, _CONTAINERS) for t in set(map(type, v))):
+                stack.extend(e for e in v if isinstance(e, _CONTAINERS))
+        elif isinstance(v, (set, frozenset)):
+            stack.extend(v)
+        elif number(v) == n:
+            return True
+    return False
 
 
 def _list_with(out: Any, key: str, value: Any) -> tuple[str, int, int] | None:
@@ -75,9 +106,16 @@ def _list_with(out: Any, key: str, value: Any) -> tuple[str, int, int] | None:
     return None
 
 
-def _damage(out: dict[str, Any], key: str, value: Any, strength: float,
-            rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, Any], str] | None:
-    """(operations that damage ``value`` where it sits, the flag, the pattern), or None."""
+def _repeating(out: dict[str, Any], key: str, value: Any) -> list[str]:
+    """``key`` and every other field of ``out`` that repeats ``value`` (a moving-average list holding today's price)."""
+    return [key] + [k for k, v in out.items() if k != key and _holds(v, value)]
+
+
+def _damage(out: dict[str, Any], key: str, value: Any, strength: float, rng: random.Random,
+            repeating: Any = _repeating) -> tuple[list[dict[str, Any]], dict[str, Any], str] | None:
+    """(operations that damage ``value`` where it sits, the flag, the pattern), or None.
+
+    ``repeating(out, key, value)``: the fields a stale value is stale in (:func:`_repeating`, or a memo of it)."""
     listed = _list_with(out, key, value)
     if listed is not None:
         lkey, idx, total = listed
@@ -90,8 +128,7 @@ def _damage(out: dict[str, Any], key: str, value: Any, strength: float,
         factor = round(1 + delta, 4)
         if round(value * factor, 2) == value:
             return None
-        # every field that repeats the value is stale with it (a moving-average list holding today's price)
-        keys = [key] + [k for k, v in out.items() if k != key and _holds(v, value)]
+        keys = repeating(out, key, value)  # every field that repeats the value is stale with it
         return [{"op": "perturb", "keys": keys, "factor": factor}], dict(rng.choice(_STALE_FLAGS)), "stale_value"
     if isinstance(value, str) and len(value) >= 4:
         keep = max(1, len(value) // 2)
@@ -106,17 +143,18 @@ def partial_view(seed: Task, k: int, strength: float, rng: random.Random) -> tup
     price also listed in a moving average is stale there too; a list is cut only when ``b`` reads from it),
     so an agent that goes on without checking passes ``b`` another value or none, and the check changes
     ``b``'s arguments.  The flag comes first in the result, where it is read before any long field."""
-    flat = flat_calls(seed)
-    env = env_before(seed, k)
-    ra = env.call(flat[k][2], flat[k][0])
-    rb = env.call(flat[k + 1][2], flat[k + 1][0])
+    ra, rb = target_calls(seed, k)
     out = parsed_output(ra.output or "")
     if ra.status != "ok" or not isinstance(out, dict):
         return None
-    fed = fed_values(out, rb.arguments)
+    fed = fed_at(seed, k, out, rb.arguments)
     rng.shuffle(fed)
+
+    def repeating(out: dict[str, Any], key: str, value: Any) -> list[str]:  # the same for every draw on (seed, k)
+        return list(memoized("repeating", seed, (k, key, type(value).__name__, value), lambda: _repeating(out, key, value)))
+
     for key, value in fed:
-        made = _damage(out, key, value, strength, rng)
+        made = _damage(out, key, value, strength, rng, repeating)
         if made is None:
             continue
         ops, flags, pattern = made
@@ -154,7 +192,7 @@ def cascade_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng
                  extra={"pattern": pattern, "check": [check], "recovery": [recovery], "partial_view": view})
 
 
-@register("cascade", depth=3,
+@register("cascade", depth=3, build_last=True,
           definition="a (read-only, called once) returns a partial or flagged result that damages the value b takes; "
                      "the ground truth checks again and recovers; the text states the goal only",
           needs="a read-only a called once whose result holds the value b takes")

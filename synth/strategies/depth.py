@@ -214,7 +214,7 @@ def depth_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: 
     return task
 
 
-@register("depth", depth=4,
+@register("depth", depth=4, build_last=True,
           definition="the target composition grows from 2 to up to 5 tools: each added read consumes the result "
                      "of the call before it in the chain, and each is verified by its output",
           needs="a read-only follow-up of b that takes a value only b's result provides")

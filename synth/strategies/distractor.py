@@ -30,7 +30,7 @@ from ace_env.executor import copy_json
 from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task
 from ace_env.verifier import ground_truth_rollout, verify
-from synth.strategies.build import build, copy_turns, pick_position
+from synth.strategies.build import build, copy_turns, memoized, pick_position
 from synth.strategies.registry import register
 from synth.taskcheck import flat_calls
 
@@ -108,7 +108,7 @@ def _real_choices(seed: Task, k: int, at: int, cands: list[str]) -> list[str]:
     return out
 
 
-@register("distractor", depth=2,
+@register("distractor", depth=2, build_last=True,
           definition="executable wrong-way twins of b (near names, opposite or adjacent effects), new to the seed, "
                      "are offered at the decision step and declared wrong",
           needs="a wrong-way twin of b the seed does not offer")
@@ -118,7 +118,8 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
         return None
     at = flat_calls(seed)[k + 1][0]  # the decision step's turn: the twins arrive there, not in turn 1
     cands = twin_candidates(seed, target[1])
-    cands = _real_choices(seed, k + 1, at, cands) if cands else []
+    cands = list(memoized("real_choices", seed, (k, at, tuple(cands)),
+                          lambda: tuple(_real_choices(seed, k + 1, at, cands)))) if cands else []
     if not cands:
         return None
     n = min(len(cands), 1 + round(strength * 2))

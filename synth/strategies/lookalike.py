@@ -22,7 +22,7 @@ from typing import Any
 
 from ace_env.executor import copy_json
 from ace_env.tasks import Task
-from synth.strategies.ambiguity import fed_values
+from synth.strategies.ambiguity import fed_at
 from synth.strategies.build import (
     build,
     class_of,
@@ -32,6 +32,7 @@ from synth.strategies.build import (
     parsed_output,
     pick_position,
     step_values,
+    target_calls,
 )
 from synth.strategies.fs import fs_contents, fs_cwd, fs_dir, fs_dirs, fs_files
 from synth.strategies.registry import register
@@ -410,14 +411,11 @@ def _discriminator(seed: Task, k: int, args: dict[str, Any]) -> tuple[str, str] 
 def shown_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
     """Output-view operations that place the value ``a`` (flat call ``k``) passes to ``b`` among near-identical
     values in sibling records of ``a``'s shown result, and what was placed; None where it cannot be done."""
-    flat = flat_calls(seed)
-    env = env_before(seed, k)
-    ra = env.call(flat[k][2], flat[k][0])
-    rb = env.call(flat[k + 1][2], flat[k + 1][0])
+    ra, rb = target_calls(seed, k)
     out = parsed_output(ra.output or "")
     if ra.status != "ok" or rb.status != "ok" or not isinstance(out, dict):
         return None
-    fed = [(key, v) for key, v in fed_values(out, rb.arguments) if key in out]
+    fed = [(key, v) for key, v in fed_at(seed, k, out, rb.arguments) if key in out]
     text = user_text_upto(seed, len(seed.turns) - 1)
     fed = [(key, v) for key, v in fed if not value_in_text(v, text)]  # no turn of the text may state it
     if not fed:
@@ -449,7 +447,7 @@ def shown_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tuple[li
     return ops, {"key": key, "value": value, "twins": twins[:len(names)], "label": label, "siblings": names}
 
 
-@register("lookalike", depth=2,
+@register("lookalike", depth=2, build_last=True,
           definition="the value a passes to b sits among near-identical values of sibling records in a's shown "
                      "result; the text names the right record's attribute and never the value",
           needs="a returns the value b takes, for an entity the text names")

@@ -39,6 +39,10 @@ class Spec:
     """Planned by default (aimed at the frontier); False: a baseline or a diagnostic."""
     edit: Edit | None = None
     """The random baseline's edit of this kind at a random place (None: the baseline never applies it)."""
+    build_last: bool = False
+    """Its result is what :func:`synth.strategies.build.build` returns, and nothing it does depends on whether
+    that is None: the execution ``build`` ends with may be deferred to the caller
+    (:func:`synth.strategies.build.deferred_execution`), which turns copies away before executing them."""
 
     def __call__(self, seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
         return self.build(seed, target, strength, rng)
@@ -48,13 +52,13 @@ STRATEGIES: dict[str, Spec] = {}
 
 
 def register(name: str, *, definition: str, needs: str, depth: int = 2,
-             targeted: bool = True) -> Callable[[Strategy], Strategy]:
+             targeted: bool = True, build_last: bool = False) -> Callable[[Strategy], Strategy]:
     """Register a strategy under ``name`` (names are unique)."""
 
     def deco(fn: Strategy) -> Strategy:
         if name in STRATEGIES:
             raise ValueError(f"strategy {name!r} is already registered")
-        STRATEGIES[name] = Spec(name, definition, needs, fn, depth, targeted)
+        STRATEGIES[name] = Spec(name, definition, needs, fn, depth, targeted, build_last=build_last)
         return fn
 
     return deco

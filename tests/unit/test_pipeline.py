@@ -9,8 +9,20 @@ from ace_env.sim import parse_weakness
 from ace_env.tasksets import load_task_set
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.tagger import tag_task
+from synth import pipeline
 from synth.pipeline import SynthConfig, infeasible, sim_policy, synthesize, write_tasks
-from synth.taskcheck import check_task, target_present, usable_seed
+from synth.strategies import build as build_module
+from synth.strategies import synthesize as apply_strategy
+from synth.strategies.build import executes
+from synth.taskcheck import (
+    DUPLICATE,
+    NEAR_DUPLICATE_REASON,
+    check_task,
+    copy_check,
+    target_present,
+    task_fingerprint,
+    usable_seed,
+)
 
 TARGETS = [("book_flight", "retrieve_invoice"), ("get_stock_info", "place_order"), ("cd", "mv")]
 WEAK = parse_weakness({
@@ -34,9 +46,9 @@ def seeds():
 FRONTIER = [{"from": a, "to": b, "n": 100, "fragility": 0.5, "fragility_low": 0.4} for a, b in TARGETS]
 
 
-def _run(seeds, seed=0, n=24):
+def _run(seeds, seed=0, n=24, **config):
     tasks, by_target = seeds
-    config = SynthConfig(n=n, rounds=2, plans=6, rollouts_per_task=4, seed=seed)
+    config = SynthConfig(n=n, rounds=2, plans=6, rollouts_per_task=4, seed=seed, **config)
     return synthesize(FRONTIER, tasks, by_target, sim_policy(WEAK), config)
 
 
@@ -155,3 +167,86 @@ def test_pairs_a_strategy_cannot_make_are_not_planned(seeds):
     assert (("cd", "mv"), "distractor") in infeasible(tasks, by_target, config)
     result = synthesize(FRONTIER, tasks, by_target, sim_policy(WEAK), config)
     assert not [p for p in result.plans if p.target == ("cd", "mv") and p.strategy == "distractor"]
+
+
+COPIES = (DUPLICATE, NEAR_DUPLICATE_REASON)
+
+
+def test_copy_prediction_never_drops_a_task_the_old_path_accepts(seeds):
+    """Turning copies away before they execute (and keeping each seed's analysis for the run) changes no
+    decision: on fixed seeds, the tasks, their order, the attempts, the rejections and the plans' history are
+    those of the old path, which builds and executes every candidate before the diversity rules see it."""
+    for seed in (0, 5):
+        new = _run(seeds, seed=seed, n=60)
+        old = _run(seeds, seed=seed, n=60, predict_copies=False)
+        assert [t.to_dict() for t in new.tasks] == [t.to_dict() for t in old.tasks]
+        assert {task_fingerprint(t) for t in new.tasks} == {task_fingerprint(t) for t in old.tasks}
+        assert new.attempted == old.attempted and new.rejections == old.rejections
+        assert [p.to_dict() for p in new.plans] == [p.to_dict() for p in old.plans]
+        assert new.reflections == old.reflections
+        assert sum(new.rejections[r] for r in COPIES) >= 50  # there were copies to predict
+
+
+def _instrumented(monkeypatch):
+    """Per attempt (one strategy call): whether its candidate was executed, and whether it was rejected as a copy."""
+    attempt = [0]
+    executed: set[int] = set()
+    copies: set[int] = set()
+
+    def strategy(*a, **k):
+        attempt[0] += 1
+        return apply_strategy(*a, **k)
+
+    def execution(task):
+        executed.add(attempt[0])
+        return executes(task)
+
+    def copy(task, seen):
+        out = copy_check(task, seen)
+        if out is not None:
+            copies.add(attempt[0])
+        return out
+
+    def check(task, seen=None):
+        out = check_task(task, seen)
+        if set(out.reasons) & set(COPIES):
+            copies.add(attempt[0])
+        return out
+
+    monkeypatch.setattr(pipeline, "apply_strategy", strategy)
+    monkeypatch.setattr(pipeline, "executes", execution)
+    monkeypatch.setattr(build_module, "executes", execution)  # build's own execution, on the old path
+    monkeypatch.setattr(pipeline, "copy_check", copy)
+    monkeypatch.setattr(pipeline, "check_task", check)
+    return attempt, executed, copies
+
+
+def test_copy_prediction_skips_executing_predicted_copies(seeds, monkeypatch):
+    """On the old path every copy is built and executed before the diversity rules reject it; with the copy
+    prediction none of the same copies is executed."""
+    attempt, executed, copies = _instrumented(monkeypatch)
+    _run(seeds, seed=0, n=60, predict_copies=False)
+    old_executed, old_copies = set(executed), set(copies)
+    assert len(old_copies) >= 50 and old_copies <= old_executed
+    attempt[0] = 0
+    executed.clear()
+    copies.clear()
+    _run(seeds, seed=0, n=60)
+    assert copies == old_copies  # the same attempts are copies
+    assert not copies & executed
+    assert len(executed) <= len(old_executed) - len(old_copies)
+
+
+def test_a_rewriter_still_paraphrases_only_tasks_that_execute(seeds, monkeypatch):
+    """With a rewriter (an LLM endpoint) the execution is not deferred: a candidate is paraphrased only once it
+    executes, as before, so no paraphrase is spent on a task that fails."""
+    _, executed, copies = _instrumented(monkeypatch)
+
+    class Same:
+        accepted = rejected = 0
+
+        def paraphrase(self, text):
+            return text
+
+    _run(seeds, seed=0, n=12, rewriter=Same())
+    assert copies and copies <= executed

@@ -14,7 +14,9 @@ from ace_env.tasks import Task
 from ace_env.verifier import ground_truth_rollout, verify
 from synth import strategies
 from synth.repair import usable_version
+from synth.strategies.build import deferred_execution, executes, memoized, seed_memo
 from synth.strategies.depth import LINKS_BY_ANCHOR
+from synth.strategies.registry import targeted
 from synth.strategies.text import phrase
 from synth.taskcheck import (
     adjacent_positions,
@@ -366,3 +368,75 @@ def test_distractors_arrive_at_the_decision_steps_turn(seeds):
         assert verify(task, ground_truth_rollout(task)).reward == 1.0
         assert Task.from_dict(task.to_dict()).offered_tools(at) == task.offered_tools(at)
     assert made >= 3
+
+
+def test_deferred_execution_and_the_seed_memo_change_no_task(seeds):
+    """What the pipeline's copy prediction relies on: a ``build_last`` strategy gives the same task (or None)
+    when build's execution is deferred and done after, and when its seed analysis comes from the run's memo
+    (each draw made twice inside it, the second from the memo); the random baseline, which tries another edit
+    when build gives None, is not ``build_last``."""
+    assert {n for n, s in strategies.STRATEGIES.items() if s.build_last} == set(targeted())
+    assert not strategies.STRATEGIES["random"].build_last
+    made = 0
+    for name in targeted():
+        spec = strategies.STRATEGIES[name]
+        plain = [(seed, target, i, spec(seed, target, 0.6, random.Random(i)))
+                 for target, tasks in seeds.items() for seed in tasks[:3] for i in range(2)]
+        with seed_memo():
+            for again in range(2):
+                for seed, target, i, task in plain:
+                    with deferred_execution():
+                        late = spec(seed, target, 0.6, random.Random(i))
+                    late = late if late is not None and executes(late) else None
+                    assert (task is None) == (late is None), (name, seed.id, target, i, again)
+                    if task is not None:
+                        assert late.to_dict() == task.to_dict()
+                        made += again == 0
+    assert made >= 20
+
+
+def test_a_memo_outside_its_block_keeps_nothing(seeds):
+    calls = []
+    seed = next(iter(seeds.values()))[0]
+    compute = lambda: calls.append(1) or len(calls)  # noqa: E731
+    assert memoized("x", seed, (0,), compute) == 1 and memoized("x", seed, (0,), compute) == 2
+    with seed_memo():
+        assert memoized("x", seed, (0,), compute) == 3 and memoized("x", seed, (0,), compute) == 3
+        assert memoized("x", seed, (1,), compute) == 4
+        other = Task.from_dict(seed.to_dict())  # another object with the same content: its own entry
+        assert memoized("x", other, (0,), compute) == 5
+    with seed_memo():
+        assert memoized("x", seed, (0,), compute) == 6  # a new block starts empty
+
+
+def test_cascade_number_search_answers_as_the_plain_scan():
+    """The cascade's fast search for a number (C-level ``in`` on lists, element scan on a hit) agrees with
+    comparing every leaf as a float, on nested data with bools, ints, huge ints, strings and sets."""
+    from ace_env.values import number
+    from synth.strategies.cascade import _holds
+
+    def plain(x, value):
+        n = number(value)
+        return any(leaf == value if n is None else number(leaf) == n for leaf in leaves(x))
+
+    rng = random.Random(7)
+    atoms = [0, 1, 2, 1.0, 2.5, True, False, None, "2.5", "x", 2**60, float(2**60), 310.23, -1, 1e-9]
+
+    def data(depth):
+        kind = rng.random()
+        if depth > 3 or kind < 0.4:
+            return rng.choice(atoms)
+        if kind < 0.6:
+            return {f"k{i}": data(depth + 1) for i in range(rng.randrange(4))}
+        if kind < 0.75:
+            return tuple(data(depth + 1) for _ in range(rng.randrange(4)))
+        if kind < 0.8:
+            return frozenset(rng.choice([1, 2.5, "x", 310.23]) for _ in range(rng.randrange(3)))
+        return [data(depth + 1) for _ in range(rng.randrange(30))]
+
+    for _ in range(400):
+        x = data(0)
+        for value in (1, 1.0, 2.5, 310.23, True, 2**60, float(2**60), "x", 0, -1.0):
+            assert _holds(x, value) == plain(x, value), (x, value)
+    assert _holds({"MA": [1.5] * 2000 + [310.23]}, 310.23) and not _holds({"MA": [True] * 3}, 2.0)
+    assert not _holds([[True]], 1.0) and _holds([[1]], 1.0) and _holds([(2,)], 2.0)  # a bool is no number
