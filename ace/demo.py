@@ -32,11 +32,10 @@ from typing import Any
 from ace.stages import RoundReport, curriculum_round, simulate_to_file
 from ace.stages import replay as replay_tasks
 from ace_env import bfcl
+from ace_env.environments import environment_of
 from ace_env.sim import DEMO_WEAKNESS, load_weakness
 from ace_env.tasks import Task
 from ace_env.tasksets import load_task_set
-from ace_env.tau2.sim import check_sim_domains, load_tau2_weakness
-from ace_env.tau2.tasks import Tau2Task
 from ace_graph.config import ace_home
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier, weak_compositions
@@ -102,17 +101,14 @@ def simulate_and_ingest(
     """Simulate ``n`` rollouts of the weak agent on ``tasks`` and ingest them into ``experiment/sim/checkpoint``.
 
     The file is named by the checkpoint, seed, size and task set, so a rerun
-    reuses it only when it would write the same rollouts.  τ² tasks take a
-    weakness file naming τ² agent tools (checked, as `ace sim rollouts` does).
+    reuses it only when it would write the same rollouts.  The weakness file is
+    read by the tasks' environment (:mod:`ace_env.environments`): τ² tasks take
+    one naming τ² agent tools, checked as `ace sim rollouts` checks it.
     """
     directory = directory or run_dir(experiment)
     ids = hashlib.sha256("\n".join(t.id for t in tasks).encode()).hexdigest()[:10]
     path = directory / f"rollouts-{checkpoint}-seed{seed}-n{n}-tasks{ids}.jsonl"
-    if tasks and all(isinstance(t, Tau2Task) for t in tasks):
-        check_sim_domains(tasks)
-        spec = load_tau2_weakness(weakness, tasks)
-    else:
-        spec = load_weakness(weakness)
+    spec = environment_of(tasks).load_weakness(weakness, tasks)
     sim = simulate_to_file(tasks, n, spec, seed, path, prefix=prefix, reuse=True)
     report = ingest_file(store, path, {t.id: t for t in tasks}, experiment, "sim", checkpoint, batch_size=1000)
     return {"file": str(path), "simulated": sim.to_dict(), "ingest": report.to_dict(), "scope": report.scope}
@@ -211,7 +207,8 @@ def frontier_moved(store: GraphStore, scope0: str, scope1: str) -> list[dict[str
 
 def check_tau2_weakness(weakness: Path = TAU2_WEAKNESS, tasks: str = TAU2_TASKS) -> None:
     """Refuse a τ² weakness file that is missing or names no τ² tool of ``tasks``, before anything runs."""
-    load_tau2_weakness(weakness, load_task_set(tasks, tau2=True).values())
+    seeds = list(load_task_set(tasks, tau2=True).values())
+    environment_of(seeds).load_weakness(weakness, seeds)
 
 
 def tau2_scope(

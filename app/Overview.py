@@ -2,6 +2,8 @@
 
 Headline counts of one scope, per-skill and per-family success with 95%
 intervals, and the five weakest compositions, each linking to its evidence.
+The sidebar's environment selector (every page has it) keeps one environment's
+scopes and rows (:mod:`app.ui`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ c[5].metric("Scopes", counts.get("scopes", 0))
 st.subheader("Five weakest compositions")
 st.caption("b fails significantly more often right after a than elsewhere (95% lower bound of the fragility above 0.05, "
            "at least 20 reached steps). Each links to its evidence.")
-weak = ui.call("weak", key, level, 20, 0.05, 5)
+# (a scope of two environments: more rows are read, and the chosen environment's five kept)
+weak = ui.in_environment(ui.call("weak", key, level, 20, 0.05, 5 if ui.environment() == "all" else 200),
+                         scope, level, ("from", "to"))[:5]
 if not weak:
     st.info(f"No composition in {key} is significantly weaker than its parts at {level} level "
             "(or none has 20 reached steps yet).")
@@ -47,7 +51,7 @@ for i, w in enumerate(weak, 1):
 left, right = st.columns([3, 2])
 with left:
     st.subheader(f"Success per {level}")
-    prof = data.frame(ui.call("capability", key, level),
+    prof = data.frame(ui.in_environment(ui.call("capability", key, level), scope, level),
                       ["key", "family", "attempts", "successes", "success_rate", "ci_low", "ci_high"])
     if prof.empty:
         st.info("Nothing measured at this level in this scope.")
@@ -65,7 +69,7 @@ with left:
         st.altair_chart(chart.properties(height=max(260, 17 * len(prof))), width="stretch")
 with right:
     st.subheader("Success per family" if level == "skill" else "Success per API class")
-    fam = data.frame(ui.call("families", key, level),
+    fam = data.frame(ui.in_environment(ui.call("families", key, level), scope, level, ("family",)),
                      ["family", "members", "attempts", "successes", "success_rate", "ci_low", "ci_high"])
     st.dataframe(
         fam.drop(columns=["members", "successes"]), hide_index=True, width="stretch",

@@ -1,8 +1,14 @@
 """What every page shares: page setup, the empty and error states, and URL-backed selectors.
 
 The scope, the page's filters and the selected edge live in the URL
-(``st.query_params``), so a link reproduces a view; the scope and the level are
-also kept in the session, so moving between pages keeps them.
+(``st.query_params``), so a link reproduces a view; the scope, the level and the
+environment are also kept in the session, so moving between pages keeps them.
+
+The environment selector (all, BFCL, τ²-bench) comes with the scope list
+(:func:`scopes`): it keeps the scopes of that environment (named query
+``view-scope-environments``), and :func:`in_environment` keeps a page's rows to
+that environment's tools and skills (``view-environment-members``) where a
+scope holds rollouts of both.
 """
 
 from __future__ import annotations
@@ -49,7 +55,8 @@ def call(method: str, *args: Any, **kwargs: Any) -> Any:
 
 
 def scopes() -> list[dict[str, Any]]:
-    """All scopes, newest first; an empty graph gets a page that says how to fill it."""
+    """The scopes of the environment chosen in the sidebar (all of them by default), newest first, each with
+    its ``environments``; an empty graph, or an environment without a scope, gets a page that says what to run."""
     rows = call("scopes")
     if not rows:
         st.info(
@@ -58,7 +65,93 @@ def scopes() -> list[dict[str, Any]]:
             "(`ace ingest ROLLOUTS.jsonl --experiment E --policy P --checkpoint C`).\n\n" + START_HINT
         )
         st.stop()
+    env = select_environment()
+    envs = {r["key"]: r["environments"] for r in call("run", "view-scope-environments")}
+    rows = [{**r, "environments": envs.get(r["key"], [])} for r in rows]
+    if env != "all":
+        rows = [r for r in rows if env in r["environments"]]
+    if not rows:
+        st.info(f"No scope holds {ENVIRONMENTS[env]} rollouts yet. Pick another environment in the sidebar, or "
+                + ("simulate some: `ace sim rollouts --tasks tau2:airline --weakness ace_env/tau2_airline_weakness.toml "
+                   "--n 1500 --out r.jsonl`, then `ace ingest r.jsonl --tasks tau2:airline --scope E/sim/round-0` "
+                   "(or run `ace demo`)." if env == "tau2" else "run `ace demo`."))
+        st.stop()
     return rows
+
+
+# --------------------------------------------------------------------------- environments
+
+#: The environment selector's choices: value -> label.  The values are the task sources and the names the
+#: named queries view-scope-environments and view-environment-members give environments.
+ENVIRONMENTS = {"all": "all environments", "bfcl": "BFCL multi-turn", "tau2": "τ²-bench"}
+
+
+def select_environment() -> str:
+    """The environment selector at the top of the sidebar (URL parameter ``env``, kept in the session)."""
+    options = list(ENVIRONMENTS)
+    if st.session_state.get("ace_env_box") not in options:  # first run of this page: from the URL, else the session
+        wanted = qp("env") or st.session_state.get("ace_env", "all")
+        st.session_state["ace_env_box"] = wanted if wanted in options else "all"
+    # a keyed widget with its value in the session (no index): its identity stays when the choice changes
+    env = st.sidebar.selectbox("Environment", options, key="ace_env_box", format_func=ENVIRONMENTS.get,
+                               help="Keep the scopes, tools and skills of one environment.")
+    st.session_state["ace_env"] = env
+    set_qp(env=None if env == "all" else env)
+    return env
+
+
+def environment() -> str:
+    """The environment chosen on this page (``all`` before :func:`scopes` ran)."""
+    return st.session_state.get("ace_env", "all")
+
+
+def members(level: str) -> dict[str, str] | None:
+    """The chosen environment's skills or tools (``level``) with their family or class; None for all."""
+    env = environment()
+    if env == "all":
+        return None
+    return {r["key"]: r["family"] for r in call("run", "view-environment-members", environment=env)
+            if r["level"] == level}
+
+
+def _filters(scope: dict[str, Any] | None) -> bool:
+    """Whether rows of ``scope`` (None: across scopes) need the environment's members to be kept to it."""
+    env = environment()
+    return env != "all" and not (scope is not None and scope.get("environments") == [env])
+
+
+def in_environment(rows: list[dict[str, Any]], scope: dict[str, Any] | None, level: str,
+                   columns: Sequence[str] = ("key",)) -> list[dict[str, Any]]:
+    """``rows`` whose ``columns`` all name skills (tools) of the chosen environment (a column named
+    ``family`` names a skill family or an API class of theirs).
+
+    In a scope of that environment alone every row is one of its own (a tool BFCL has too, such as
+    list_all_airports, included), so nothing is dropped; in a scope of both, and where there is no
+    scope (``None``: rows across scopes), the environment's members decide.
+    """
+    if not _filters(scope):
+        return rows
+    found = members(level) or {}
+    keys, families = set(found), set(found.values())
+    return [r for r in rows if all(r[c] in (families if c == "family" else keys) for c in columns)]
+
+
+def edges_in_environment(rows: list[dict[str, Any]], scope: dict[str, Any] | None, column: str,
+                         level: str = "tool") -> list[dict[str, Any]]:
+    """``rows`` whose ``column`` holds an edge ``"a>b"`` of two skills (tools) of the chosen environment."""
+    if not _filters(scope):
+        return rows
+    pairs = [dict(zip(("from", "to"), (r[column] or "").split(">", 1))) for r in rows]
+    kept = {id(p) for p in in_environment([p for p in pairs if len(p) == 2], scope, level, ("from", "to"))}
+    return [r for r, p in zip(rows, pairs) if id(p) in kept]
+
+
+def tasks_in_environment(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Task rows (with their ``source``) of the chosen environment: its seed tasks, and any synthesized task
+    (source ``ace``; the rows given are about the environment's compositions already)."""
+    env = environment()
+    seed_sources = [e for e in ENVIRONMENTS if e != "all"]
+    return rows if env == "all" else [r for r in rows if r.get("source") not in seed_sources or r["source"] == env]
 
 
 # --------------------------------------------------------------------------- URL-backed state
@@ -90,7 +183,11 @@ def select_scope(rows: list[dict[str, Any]]) -> dict[str, Any]:
     by_key = {r["key"]: r for r in rows}
     wanted = qp("scope") or st.session_state.get("ace_scope")
     if wanted and wanted not in by_key:
-        st.sidebar.warning(f"Scope {wanted!r} is not in the graph; showing the newest.")
+        env = environment()
+        if env == "all":
+            st.sidebar.warning(f"Scope {wanted!r} is not in the graph; showing the newest.")
+        else:
+            st.sidebar.caption(f"Scope `{wanted}` is not a {ENVIRONMENTS[env]} scope; showing the newest that is.")
         wanted = None
     current = by_key[wanted] if wanted else rows[0]
     st.sidebar.header("Scope")

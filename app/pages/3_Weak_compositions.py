@@ -27,7 +27,8 @@ with f[3]:
                     format_func=labels.get, horizontal=True)
 ui.set_qp(show=show if show != "weak" else None)
 
-rows = ui.call("fragile", key, level, int(min_support), float(min_lift))
+rows = ui.in_environment(ui.call("fragile", key, level, int(min_support), float(min_lift)), scope, level,
+                         ("from", "to"))  # the environment chosen in the sidebar
 if show == "weak":
     rows = [r for r in rows if r["significant"]]
 elif show == "frontier":
@@ -126,7 +127,7 @@ with tab_ns:
                 st.warning(t.note)
             st.markdown(render.transcript_html(t), unsafe_allow_html=True)
 with tab_seed:
-    seeds = ui.call("seed_tasks", level, src, dst, 50)
+    seeds = ui.tasks_in_environment(ui.call("seed_tasks", level, src, dst, 50))
     if seeds:
         sdf = data.frame(seeds, ["task_id", "source", "category", "n_steps"])
         sdf["text"] = [data.task_text(t)[:300] for t in sdf["task_id"]]

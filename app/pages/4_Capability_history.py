@@ -34,7 +34,7 @@ def lines(df: pd.DataFrame, series: str, title: str) -> alt.Chart:
     return (band + line).properties(height=360)
 
 
-hist = data.frame(ui.call("capability_history", exp, pol, level),
+hist = data.frame(ui.in_environment(ui.call("capability_history", exp, pol, level), scope, level),
                   ["round", "checkpoint", "key", "attempts", "success_rate"])
 st.subheader(f"Success per {level} across checkpoints of {exp}/{pol}")
 rounds = sorted(hist["round"].dropna().unique().tolist())
@@ -55,7 +55,8 @@ else:
 
 st.subheader("Compositions across checkpoints")
 min_support = ui.number("Minimum support in some checkpoint", "min_support", MIN_SUPPORT, min_value=1, step=5)
-comp = data.frame(ui.call("composition_history", exp, pol, level, int(min_support)),
+comp = data.frame(ui.in_environment(ui.call("composition_history", exp, pol, level, int(min_support)), scope, level,
+                                    ("from", "to")),
                   ["round", "checkpoint", "from", "to", "n", "failures", "success_rate"])
 if comp.empty:
     st.info("No composition reaches that support in any checkpoint.")

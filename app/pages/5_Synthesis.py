@@ -12,7 +12,7 @@ ui.page("Synthesis", "Plans aimed at the frontier (target edge, strategy), how m
 scope = ui.select_scope(ui.scopes())
 exp = scope["experiment"]
 
-plans = data.frame(ui.call("plans", exp), ["plan", "round", "target", "strategy", "strength", "depth", "style",
+plans = data.frame(ui.edges_in_environment(ui.call("plans", exp), scope, "target"), ["plan", "round", "target", "strategy", "strength", "depth", "style",
                                            "status", "attempted", "valid", "validity", "pass_rate",
                                            "learnable_share", "tasks"])
 if plans.empty:
@@ -65,7 +65,7 @@ st.dataframe(plans[["plan", "round", "target", "strategy", "status", "attempted"
     "learnable_share": st.column_config.NumberColumn("learnable", format="%.2f")})
 
 st.subheader("Example tasks")
-tasks = data.frame(ui.call("synthesized", exp, 500), ["task_id", "plan", "strategy", "target_edge", "round", "parents"])
+tasks = data.frame(ui.edges_in_environment(ui.call("synthesized", exp, 500), scope, "target_edge"), ["task_id", "plan", "strategy", "target_edge", "round", "parents"])
 strategies = ["(all)"] + sorted(tasks["strategy"].dropna().unique().tolist())
 f = st.columns(2)
 strat = ui.choice("Strategy", "strategy", strategies, "(all)", where=f[0])

@@ -21,6 +21,8 @@ query = queries.load(name)
 st.markdown(f"**{name}** — {query.description}")
 hints = query.hints
 context = {"scope": scope["key"], "experiment": scope["experiment"], "policy": scope["policy"]}
+if ui.environment() != "all":
+    context["environment"] = ui.environment()
 params, errors = {}, []
 if query.params:
     cols = st.columns(min(4, len(query.params)))

@@ -3,7 +3,10 @@
 Fixture data: the simulated agent of `ace demo` with its planted weaknesses
 (ace_env/demo_weakness.toml) — 1,500 rollouts ingested as round 0, tasks
 synthesized from its frontier, a curriculum step, and 1,500 rollouts on the
-curriculum's mix as round 1 — built with the demo's own functions.
+curriculum's mix as round 1 — built with the demo's own functions.  For the
+environment selector, two more scopes (`two_environments`): the demo's τ² section
+(1,000 simulated τ²-bench airline rollouts) and one scope holding both the BFCL
+round 0 and those τ² rollouts.
 """
 
 from __future__ import annotations
@@ -27,10 +30,13 @@ from streamlit.testing.v1 import AppTest
 
 from ace import demo
 from ace_env import bfcl
+from ace_env.environments import BFCL, TAU2
 from ace_env.sim import DEMO_WEAKNESS
+from ace_env.tasksets import load_task_set
 from ace_graph import queries, transcripts
 from ace_graph.config import ace_home
 from ace_graph.errors import ConfigError
+from ace_graph.ingest import ingest_file
 from ace_graph.reports import GraphReports
 from ace_graph.store import GraphStore
 
@@ -40,6 +46,9 @@ EXPERIMENT = "apptest"
 SCOPE0 = f"{EXPERIMENT}/sim/round-0"
 SCOPE1 = f"{EXPERIMENT}/sim/round-1"
 PLANTED = [(c["from"], c["to"]) for c in tomllib.loads(DEMO_WEAKNESS.read_text())["composition"]]
+TAU2_SCOPE = f"{EXPERIMENT}-tau2/sim/round-0"  # what demo.tau2_scope names it
+MIXED_SCOPE = f"{EXPERIMENT}-mixed/sim/round-0"
+TAU2_PLANTED = {(c["from"], c["to"]) for c in tomllib.loads(demo.TAU2_WEAKNESS.read_text())["composition"]}
 CHROMIUM = os.environ.get("ACE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -82,6 +91,25 @@ def graph(neo4j_driver, neo4j_database):
     assert (scope, scope1) == (SCOPE0, SCOPE1)
     _clear_app_caches()
     yield GraphReports(neo4j_driver, neo4j_database)
+    _clear_app_caches()
+
+
+@pytest.fixture(scope="module")
+def two_environments(graph, neo4j_driver, neo4j_database, tmp_path_factory):
+    """The fixture graph plus a τ² airline scope and a scope of both environments; returns the tool names
+    of each environment (τ²: its agent tools of every domain), from the environments themselves, not the graph."""
+    store = GraphStore(neo4j_driver, neo4j_database)
+    folder = tmp_path_factory.mktemp("tau2")
+    t = demo.tau2_scope(store, EXPERIMENT, 1000, 1, directory=folder)
+    assert t["scope"] == TAU2_SCOPE and {tuple(p) for p in t["weaknesses"]["recovered"]} == TAU2_PLANTED
+    tau2_tasks = load_task_set(demo.TAU2_TASKS, tau2=True)
+    # one scope, two files: an ingest verifies one environment's rollouts at a time
+    bfcl_round_0 = next((ace_home() / "runs" / EXPERIMENT).glob("rollouts-round-0-*.jsonl"))
+    ingest_file(store, bfcl_round_0, {t.id: t for t in bfcl.load_tasks("all")}, f"{EXPERIMENT}-mixed", "sim", "round-0")
+    both = ingest_file(store, t["file"], tau2_tasks, f"{EXPERIMENT}-mixed", "sim", "round-0", id_suffix="-tau2")
+    assert both.to_dict()["created"] == 1000  # (the two files' rollout ids are alike: the suffix keeps them apart)
+    _clear_app_caches()
+    yield {"tau2": set(TAU2.tool_info(list(tau2_tasks.values()))), "bfcl": set(BFCL.tool_info([]))}
     _clear_app_caches()
 
 
@@ -309,6 +337,97 @@ def test_query_console(graph):
     assert any("not a valid int" in e.value for e in at.error)
 
 
+# --------------------------------------------------------------------------- the environment selector
+
+
+def _links(at: AppTest) -> list[tuple[str, str]]:
+    """The Overview's weakest compositions, as (from, to)."""
+    return [tuple(p.proto.label.split(". ", 1)[1].split(" → ")) for p in at.get("page_link")]
+
+
+def _environment_box(at: AppTest):
+    return next(s for s in at.sidebar.selectbox if s.label == "Environment")
+
+
+def test_scopes_know_their_environments(two_environments, graph):
+    envs = {r["key"]: r["environments"] for r in graph.run("view-scope-environments")}
+    assert envs == {SCOPE0: ["bfcl"], SCOPE1: ["bfcl"], TAU2_SCOPE: ["tau2"], MIXED_SCOPE: ["bfcl", "tau2"]}
+    tau2 = {r["key"] for r in graph.run("view-environment-members", environment="tau2") if r["level"] == "tool"}
+    bfcl_tools = {r["key"] for r in graph.run("view-environment-members", environment="bfcl") if r["level"] == "tool"}
+    assert {a for pair in TAU2_PLANTED for a in pair} <= tau2 <= two_environments["tau2"]
+    assert {a for pair in PLANTED for a in pair} <= bfcl_tools <= two_environments["bfcl"]
+
+
+def test_the_environment_selector_keeps_one_environments_rows(two_environments):
+    tau2, bfcl_tools = two_environments["tau2"], two_environments["bfcl"]
+    at = ok(page("Overview.py", scope=MIXED_SCOPE, level="tool"))
+    assert _environment_box(at).value == "all"
+    both = _links(at)
+    assert {x for pair in both for x in pair} & (tau2 - bfcl_tools)  # the scope of both: τ² tools among them
+    _environment_box(at).set_value("tau2").run()
+    ok(at)
+    assert at.query_params["env"] == "tau2" and at.query_params["scope"] == MIXED_SCOPE
+    assert set(_links(at)) == TAU2_PLANTED
+    families = at.dataframe[0].value["family"]
+    assert len(families) and all(f.startswith("tau2") for f in families), list(families)
+    _environment_box(at).set_value("bfcl").run()
+    ok(at)
+    assert set(_links(at)) == set(PLANTED)
+    assert not set(at.dataframe[0].value["family"]) & {"tau2", "tau2:airline"}
+
+    # a scope of the other environment gives way to the newest scope of the chosen one
+    at = ok(page("Overview.py", scope=TAU2_SCOPE, level="tool", env="bfcl"))
+    assert at.query_params["scope"] in (SCOPE0, SCOPE1, MIXED_SCOPE) and set(_links(at)) <= set(PLANTED)
+    checkpoints = {s.label: s.options for s in at.sidebar.selectbox}
+    assert f"{EXPERIMENT}-tau2" not in checkpoints["Experiment"]
+    at = ok(page("Overview.py", scope=SCOPE0, level="tool", env="tau2"))
+    assert at.query_params["scope"] in (TAU2_SCOPE, MIXED_SCOPE) and set(_links(at)) == TAU2_PLANTED
+    assert {s.label: s.options for s in at.sidebar.selectbox}["Experiment"] == sorted(
+        [f"{EXPERIMENT}-mixed", f"{EXPERIMENT}-tau2"])
+
+    # the other pages that list tools, on the scope of both
+    weak = ok(page("pages/3_Weak_compositions.py", scope=MIXED_SCOPE, level="tool", show="all", env="tau2"))
+    edges = [tuple(e.split(" → ")) for e in weak.dataframe[0].value["edge"]]
+    assert TAU2_PLANTED <= set(edges) and {x for pair in edges for x in pair} <= tau2
+    weak = ok(page("pages/3_Weak_compositions.py", scope=MIXED_SCOPE, level="tool", show="all", env="bfcl"))
+    edges = [tuple(e.split(" → ")) for e in weak.dataframe[0].value["edge"]]
+    assert set(PLANTED) <= set(edges) and {x for pair in edges for x in pair} <= bfcl_tools
+    graph_page = ok(page("pages/2_Skill_graph.py", scope=MIXED_SCOPE, level="tool", env="tau2"))
+    fragile = graph_page.dataframe[0].value
+    assert set(zip(fragile["from"], fragile["to"])) == TAU2_PLANTED
+
+
+def _choose_environment(pg, label: str) -> None:
+    pg.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Environment").click()
+    pg.get_by_role("option", name=label, exact=True).click()
+
+
+def test_the_environment_selector_in_chromium(served, two_environments):
+    """Choosing τ²-bench in the sidebar shows only τ² tools; BFCL multi-turn only BFCL ones."""
+    from playwright.sync_api import sync_playwright
+
+    tau2, bfcl_tools = two_environments["tau2"], two_environments["bfcl"]
+    with tempfile.TemporaryDirectory(prefix="ace-chromium-") as profile, sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True,
+                                                   args=CHROMIUM_ARGS, viewport={"width": 1500, "height": 1600})
+        try:
+            pg = ctx.new_page()
+            pg.goto(f"{served}/?scope={MIXED_SCOPE}&level=tool")
+            _settle(pg, "Five weakest compositions")
+            for label, env, own, planted in (("τ²-bench", "tau2", tau2, TAU2_PLANTED),
+                                             ("BFCL multi-turn", "bfcl", bfcl_tools, set(PLANTED))):
+                _choose_environment(pg, label)
+                pg.wait_for_url(f"**env={env}**", timeout=60_000)
+                _settle(pg, "Five weakest compositions")
+                shown = pg.get_by_test_id("stPageLink-NavLink").all_inner_texts()
+                pairs = {tuple(t.strip().split(". ", 1)[1].split(" → ")) for t in shown}
+                assert pairs == planted, (label, shown)
+                assert {x for pair in pairs for x in pair} <= own
+                assert pg.locator("[data-testid='stException']").count() == 0
+        finally:
+            ctx.close()
+
+
 # --------------------------------------------------------------------------- a real browser
 
 
@@ -319,7 +438,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def served(graph):
+def served(graph, two_environments):  # every scope stored before the server caches a view
     port = _free_port()
     log = tempfile.NamedTemporaryFile(prefix="ace-app-", suffix=".log", delete=False)
     proc = subprocess.Popen([str(Path(sys.executable).parent / "ace"), "app", "--port", str(port)],
