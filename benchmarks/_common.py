@@ -33,3 +33,18 @@ def machine_facts(driver: Any = None, database: str = "neo4j") -> str:
             version = f"{rec['name']} {rec['v']} {rec['edition']}"
     return (f"machine: {os.cpu_count()} cores ({cpu}){mem}; load avg {os.getloadavg()[0]:.2f}\n"
             f"python {platform.python_version()}, neo4j driver {neo4j.__version__}, server {version}")
+
+
+def quick_workspace(prefix: str) -> tuple[Path, str]:
+    """What every benchmark's ``--quick`` (CI smoke) starts from: a temporary folder, removed when the
+    process exits, and a tiny model built offline inside it (:func:`train.tiny.build_tiny_model`); returns
+    the folder and the model's path."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from train.tiny import build_tiny_model
+
+    work = Path(tempfile.mkdtemp(prefix=f"ace-{prefix}-quick-"))
+    atexit.register(shutil.rmtree, work, True)
+    return work, str(build_tiny_model(work / "tiny"))

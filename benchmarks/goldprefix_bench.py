@@ -15,16 +15,13 @@ children's (the bounded tool-call worker) from ``getrusage``.
 from __future__ import annotations
 
 import argparse
-import atexit
 import resource
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine_facts  # noqa: E402
+from _common import machine_facts, quick_workspace  # noqa: E402
 
 from ace_env.tasksets import load_task_set  # noqa: E402
 from ace_env.verifier import verify  # noqa: E402
@@ -79,11 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     if args.quick:
-        from train.tiny import build_tiny_model
-
-        tmp = Path(tempfile.mkdtemp(prefix="ace-goldprefix-quick-"))
-        atexit.register(shutil.rmtree, tmp, True)
-        args.model = str(build_tiny_model(tmp / "tiny"))
+        _, args.model = quick_workspace("goldprefix")
         args.tasks, args.max_tokens, args.step_cap = 2, 8, 1
     print(machine_facts())
     tasks = list(load_task_set("bfcl:base").values())[: args.tasks]

@@ -49,7 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine_facts  # noqa: E402
+from _common import machine_facts, quick_workspace  # noqa: E402
 
 from ace.loop import LoopConfig, engine_policy  # noqa: E402
 from ace_env import bfcl  # noqa: E402
@@ -101,16 +101,9 @@ def main(argv: list[str] | None = None) -> int:
                          "agent as --diag-policy, results in a temporary folder (never --out's default).")
     args = ap.parse_args(argv)
     if args.quick:
-        import atexit
-        import shutil
-        import tempfile
-
         from ace_env.sim import DEMO_WEAKNESS
-        from train.tiny import build_tiny_model
 
-        tmp = Path(tempfile.mkdtemp(prefix="ace-loop-bench-quick-"))
-        atexit.register(shutil.rmtree, tmp, True)
-        args.model = str(build_tiny_model(tmp / "tiny"))
+        tmp, args.model = quick_workspace("loop-bench")
         args.out, args.diag_policy = tmp / "loop-quick.json", args.diag_policy or f"sim:{DEMO_WEAKNESS}"
         args.budgets, args.seeds, args.seed_tasks, args.held_out, args.general = [2], [0], 8, 2, 1
         args.max_tokens, args.warm_epochs, args.max_length = 8, 1.0, 4096  # the tiny tokenizer's tokens are short

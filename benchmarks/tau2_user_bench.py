@@ -42,6 +42,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from _common import quick_workspace
+
 from ace_env.tau2.orchestrate import AGENT_STOP, run_dialogue
 from ace_env.tau2.tasks import Tau2Task, load_tasks
 from ace_env.tau2.user import FLAG_KINDS, check_fidelity
@@ -182,15 +184,7 @@ def main(argv: list[str] | None = None) -> int:
                          "a temporary folder (never --out's default)")
     args = ap.parse_args(argv)
     if args.quick:
-        import atexit
-        import shutil
-        import tempfile
-
-        from train.tiny import build_tiny_model
-
-        work = Path(tempfile.mkdtemp(prefix="ace-tau2-user-quick-"))
-        atexit.register(shutil.rmtree, work, True)
-        args.model = str(build_tiny_model(work / "tiny"))
+        work, args.model = quick_workspace("tau2-user")
         args.out = work / "tau2_user.json"
         args.train_tasks, args.held_out, args.k, args.max_tokens, args.max_turns = 2, 1, 2, 8, 12
     args.out.parent.mkdir(parents=True, exist_ok=True)

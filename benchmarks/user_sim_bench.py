@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine_facts  # noqa: E402
+from _common import machine_facts, quick_workspace  # noqa: E402
 
 from ace_env import bfcl  # noqa: E402
 from ace_env.verifier import verify  # noqa: E402
@@ -97,15 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                          "results in a temporary folder (never --out's default)")
     args = ap.parse_args(argv)
     if args.quick:
-        import atexit
-        import shutil
-        import tempfile
-
-        from train.tiny import build_tiny_model
-
-        work = Path(tempfile.mkdtemp(prefix="ace-user-sim-quick-"))
-        atexit.register(shutil.rmtree, work, True)
-        args.model = str(build_tiny_model(work / "tiny"))
+        work, args.model = quick_workspace("user-sim")
         args.out, args.agent = work / "user_sim.json", None
         args.train_tasks, args.held_out, args.seeds, args.max_tokens = 2, 2, 2, 8
     args.out.parent.mkdir(parents=True, exist_ok=True)
