@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ace_env.calls import Call, parse_call
-from ace_env.executor import Environment
+from ace_env.executor import Environment, copy_json
 from ace_env.oracle import fingerprint
 from ace_env.tasks import Task
 from ace_env.values import leaves, number
-from synth.strategies.build import build, copy_turns, parsed_output, pick_position
+from synth.strategies.build import build, copy_turns, memoized, parsed_output, pick_position
 from synth.strategies.registry import register
 from synth.strategies.text import then
 from synth.taskcheck import adjacent_positions, flat_calls, user_text_upto, value_in_text
@@ -137,31 +137,83 @@ def _made_already(seed: Task, call: str, link: Link) -> bool:
     return False
 
 
+def _prefix(seed: Task, k: int, box: list[Any]) -> tuple[dict[str, Any], Any, frozenset[str], str] | None:
+    """What :func:`extend` knows before its first draw: the anchor ``b``'s arguments and output, every value the
+    chain knew before that output, and the state's fingerprint after ``b``'s turn; None when ``b`` fails.
+
+    Kept for the run (:func:`synth.strategies.build.seed_memo`); when computed, the environment it replayed is
+    left in ``box`` for the added calls."""
+
+    def compute() -> tuple[dict[str, Any], Any, frozenset[str], str] | None:
+        flat = flat_calls(seed)
+        turn = flat[k + 1][0]
+        env = Environment(seed)
+        anchor_args: dict[str, Any] = {}
+        anchor_out: Any = None
+        a_args: dict[str, Any] = {}
+        a_out: Any = None
+        earlier: set[str] = set()  # every argument and output of the task before the anchor's output
+        for j, (t, _, raw, _) in enumerate(flat):
+            if t > turn:
+                break
+            r = env.call(raw, t)
+            if j <= k:
+                earlier |= _values(dict(r.arguments)) | _values(parsed_output(r.output or ""))
+            if j == k:
+                a_args, a_out = dict(r.arguments), parsed_output(r.output or "")
+            if j == k + 1:
+                if r.status != "ok":
+                    return None
+                anchor_args, anchor_out = dict(r.arguments), parsed_output(r.output or "")
+        box[:] = [(env, [])]
+        # what the chain knew before the anchor's output: every chain call's arguments, the outputs before it
+        known = _values(a_args) | _values(a_out) | _values(anchor_args) | earlier
+        return anchor_args, anchor_out, frozenset(known), fingerprint(env.public_state())
+
+    return memoized("depth_prefix", seed, (k,), compute)
+
+
+def _added_call(seed: Task, k: int, chain: list[str], call: str, state: str,
+                box: list[Any]) -> tuple[str, str | None, bool, dict[str, Any]]:
+    """(status, output, whether the state's fingerprint is still ``state``, arguments) of ``call`` made after
+    ``b``'s turn and the added calls ``chain``; kept for the run.  Computed on the environment in ``box`` (or
+    one replayed to that point)."""
+
+    def compute() -> tuple[str, str | None, bool, dict[str, Any]]:
+        if not box or box[0][1] != chain:
+            flat = flat_calls(seed)
+            turn = flat[k + 1][0]
+            env = Environment(seed)
+            for t, _, raw, _ in flat:
+                if t > turn:
+                    break
+                env.call(raw, t)
+            for c in chain:
+                env.call(c, turn)
+            box[:] = [(env, list(chain))]
+        env, made = box[0]
+        r = env.call(call, flat_calls(seed)[k + 1][0])
+        made.append(call)
+        return r.status, r.output, fingerprint(env.public_state()) == state, dict(r.arguments)
+
+    status, output, same, arguments = memoized("depth_call", seed, (k, tuple(chain), call), compute)
+    return status, output, same, copy_json(arguments)
+
+
 def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str, str, str]] | None:
-    """Up to ``want`` calls that extend the chain after flat call ``k + 1`` (``b``): (call, intent, link)."""
+    """Up to ``want`` calls that extend the chain after flat call ``k + 1`` (``b``): (call, intent, link).
+
+    Each added call is made on the state after ``b``'s turn and the calls added before it; a call that fails
+    or changes the state ends the chain."""
     flat = flat_calls(seed)
     turn = flat[k + 1][0]
-    env = Environment(seed)
-    anchor_args: dict[str, Any] = {}
-    anchor_out: Any = None
-    a_args: dict[str, Any] = {}
-    a_out: Any = None
+    box: list[Any] = []  # the environment the added calls run on, once one is needed
+    prefix = _prefix(seed, k, box)
+    if prefix is None:
+        return None
+    anchor_args, anchor_out, known_before, state = prefix
+    anchor_args, anchor_out, known = copy_json(anchor_args), copy_json(anchor_out), set(known_before)
     anchor = flat[k + 1][3]
-    earlier: set[str] = set()  # every argument and output of the task before the anchor's output
-    for j, (t, _, raw, _) in enumerate(flat):
-        if t > turn:
-            break
-        r = env.call(raw, t)
-        if j <= k:
-            earlier |= _values(dict(r.arguments)) | _values(parsed_output(r.output or ""))
-        if j == k:
-            a_args, a_out = dict(r.arguments), parsed_output(r.output or "")
-        if j == k + 1:
-            if r.status != "ok":
-                return None
-            anchor_args, anchor_out = dict(r.arguments), parsed_output(r.output or "")
-    # what the chain knew before the anchor's output: every chain call's arguments, the outputs before it
-    known = _values(a_args) | _values(a_out) | _values(anchor_args) | earlier
     text = user_text_upto(seed, turn)
     chosen: list[tuple[str, str, str]] = []
     while len(chosen) < want:
@@ -174,15 +226,13 @@ def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str,
             fed = _fed(link, made[0])
             if not fed or any(_key(v) in known or value_in_text(v, text) for v in fed):
                 continue  # it would take a value the task had before the previous call's output (review v2: 23, 34)
-            before = fingerprint(env.public_state())
-            r = env.call(made[0], turn)
-            out = parsed_output(r.output or "")
-            if r.status != "ok" or fingerprint(env.public_state()) != before or \
-                    (isinstance(out, dict) and "error" in out):
+            status, output, same, arguments = _added_call(seed, k, [c[0] for c in chosen], made[0], state, box)
+            out = parsed_output(output or "")
+            if status != "ok" or not same or (isinstance(out, dict) and "error" in out):
                 return chosen or None  # a failing or state-changing step ends the chain here
             chosen.append((made[0], made[1], f"{anchor}>{link.tool}"))
-            known |= _values(anchor_out) | _values(r.arguments)
-            anchor, anchor_args, anchor_out = link.tool, dict(r.arguments), out
+            known |= _values(anchor_out) | _values(arguments)
+            anchor, anchor_args, anchor_out = link.tool, dict(arguments), out
             break
         else:
             break
