@@ -15,8 +15,10 @@ key = scope["key"]
 st.sidebar.header("Filters")
 level = ui.select_level("Nodes", where=st.sidebar)
 nodes, edges = ui.call("graph", key, level, 1)
-nodes = ui.in_environment(nodes, scope, level)  # the environment chosen in the sidebar
-edges = ui.in_environment(edges, scope, level, ("from", "to"))
+if ui.environment() != "all":  # the environment chosen in the sidebar: its nodes, and any the scope reached
+    own = ui.members(level) or {}
+    nodes = [n for n in ui.in_environment(nodes, scope, level) if n["key"] in own or n["attempts"]]
+    edges = ui.in_environment(edges, scope, level, ("from", "to"))
 families = sorted({n["family"] or "(none)" for n in nodes})
 wanted = [f for f in (ui.qp("families") or "").split(",") if f in families]
 chosen = st.sidebar.multiselect("Families" if level == "skill" else "API classes", families, default=wanted,

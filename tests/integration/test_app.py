@@ -395,6 +395,10 @@ def test_the_environment_selector_keeps_one_environments_rows(two_environments):
     graph_page = ok(page("pages/2_Skill_graph.py", scope=MIXED_SCOPE, level="tool", env="tau2"))
     fragile = graph_page.dataframe[0].value
     assert set(zip(fragile["from"], fragile["to"])) == TAU2_PLANTED
+    # every node drawn for the τ² scope is a τ² tool (the graph holds BFCL's too, never reached there)
+    graph_page = ok(page("pages/2_Skill_graph.py", scope=TAU2_SCOPE, level="tool", env="tau2", connected="0"))
+    shown, total = next(m for m in graph_page.metric if m.label == "Nodes shown").value.split(" / ")
+    assert shown == total and 10 <= int(total) <= len(tau2)
 
 
 def _choose_environment(pg, label: str) -> None:
