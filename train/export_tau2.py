@@ -9,8 +9,11 @@ target and seed).
 Round trip: before a task is written, its JSON is serialised, parsed back, loaded through τ²'s ``Task`` model,
 its gold actions replayed on a fresh environment in its initial state and the trajectory scored by τ²'s own
 ``EnvironmentEvaluator`` (and ``ActionEvaluator`` on ACTION tasks) (:func:`ace_env.tau2.synthtasks.replay_json`);
-a task whose exported gold does not reach reward 1 is skipped with a reason, never written.
-:func:`roundtrip` does the same from an export folder alone (what a τ² user would load).
+and that replay is also judged by ACE's verifier against the task's oracle (the final state ACE's gold leaves),
+so an export that changed what the gold does fails even though it agrees with itself.  A task that fails
+either is skipped with a reason, never written.
+:func:`roundtrip` does the same from an export folder (what a τ² user would load), with ACE's tasks when
+given.
 """
 
 from __future__ import annotations
@@ -21,15 +24,28 @@ from typing import Any, Iterable
 
 from ace_env.tasksets import Tau2Task
 from ace_env.tau2.synthtasks import replay_json, tau2_json
+from ace_env.tau2.verify import verify
 
 TASKS_FILE = "tasks.json"
 NOT_TAU2 = "not a τ² task (--format tau2 writes τ²-bench tasks)"
 ROUND_TRIP_FAILED = "its exported gold does not pass τ²'s evaluator"
-ROUND_TRIP_NOTE = "round trip: exported gold replayed, τ²'s evaluator reward 1"
+NOT_THE_ORACLE = "its exported gold does not do what ACE's oracle does"
+ROUND_TRIP_NOTE = "round trip: exported gold replayed, τ²'s evaluator reward 1, ACE's verifier strict"
+
+
+def judge(task: Tau2Task | None, domain: str, row: dict[str, Any], fresh: bool = False) -> str | None:
+    """Why an exported row fails its round trip (None: it passes): its gold, replayed from the row alone, must
+    pass τ²'s evaluator, and (when ACE's ``task`` is known) ACE's verifier, strict, against ACE's oracle."""
+    reward, steps, env = replay_json(domain, row, fresh=fresh)
+    if reward != 1.0:
+        return ROUND_TRIP_FAILED
+    if task is not None and not verify(task, steps, env).strict:
+        return NOT_THE_ORACLE
+    return None
 
 
 def write_tau2(tasks: Iterable[Any], tmp: Path, report: Any, fresh: bool = False) -> None:
-    """Write ``tasks`` under ``tmp/<domain>/tasks.json``, each after its round trip passed."""
+    """Write ``tasks`` under ``tmp/<domain>/tasks.json``, each after its round trip passed (:func:`judge`)."""
     by_domain: dict[str, list[dict[str, Any]]] = {}
     seen: set[tuple[str, str]] = set()
     for task in tasks:
@@ -40,9 +56,9 @@ def write_tau2(tasks: Iterable[Any], tmp: Path, report: Any, fresh: bool = False
             report.skip(task.id, "duplicate id")
             continue
         exported = json.loads(json.dumps(tau2_json(task)))  # what a reader of the file gets
-        reward, _ = replay_json(task.domain, exported, fresh=fresh)
-        if reward != 1.0:
-            report.skip(task.id, ROUND_TRIP_FAILED)
+        why = judge(task, task.domain, exported, fresh)
+        if why is not None:
+            report.skip(task.id, why)
             continue
         seen.add((task.domain, task.tau2_id))
         by_domain.setdefault(task.domain, []).append(exported)
@@ -55,13 +71,17 @@ def write_tau2(tasks: Iterable[Any], tmp: Path, report: Any, fresh: bool = False
             f.write("\n")
 
 
-def roundtrip(folder: str | Path, fresh: bool = False) -> dict[str, dict[str, Any]]:
-    """Per domain of an export folder: ``{tasks, passed, failed}`` (``failed``: the τ² ids whose gold, replayed
-    from the file through τ²'s ``Task`` model, does not pass τ²'s evaluator)."""
+def roundtrip(folder: str | Path, tasks: dict[tuple[str, str], Tau2Task] | None = None,
+              fresh: bool = False) -> dict[str, dict[str, Any]]:
+    """Per domain of an export folder: ``{tasks, passed, failed}`` (``failed``: the τ² ids whose row fails
+    :func:`judge`).  ``tasks``: ACE's tasks by (domain, τ² id), to judge each row against ACE's oracle too;
+    without them a row is judged alone, which only shows that τ²'s model loads it and its gold agrees with
+    itself (τ²'s evaluator replays the same actions on both sides)."""
     out: dict[str, dict[str, Any]] = {}
     for path in sorted(Path(folder).glob(f"*/{TASKS_FILE}")):
         domain = path.parent.name
         rows = json.loads(path.read_text(encoding="utf-8"))
-        failed = [r["id"] for r in rows if replay_json(domain, r, fresh=fresh)[0] != 1.0]
+        failed = [r["id"] for r in rows
+                  if judge((tasks or {}).get((domain, r["id"])), domain, r, fresh) is not None]
         out[domain] = {"tasks": len(rows), "passed": len(rows) - len(failed), "failed": failed}
     return out

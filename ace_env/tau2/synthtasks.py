@@ -163,9 +163,9 @@ def tau2_reward(domain: str, task_json: dict[str, Any], steps: list[Tau2Step], f
     return float(reward)
 
 
-def replay_json(domain: str, task_json: dict[str, Any], fresh: bool = False) -> tuple[float, list[Tau2Step]]:
-    """(τ²'s reward, the steps) of a τ² JSON's own gold actions, replayed on a fresh environment in the task's
-    initial state: the round trip of an exported task, using nothing but the JSON."""
+def replay_json(domain: str, task_json: dict[str, Any], fresh: bool = False) -> tuple[float, list[Tau2Step], Any]:
+    """(τ²'s reward, the steps, the environment they left) of a τ² JSON's own gold actions, replayed on a fresh
+    environment in the task's initial state: the round trip of an exported task, using nothing but the JSON."""
     m = tau2_modules()
     raw = m.tasks.Task.model_validate(task_json)
     env = _constructor(domain, fresh)()
@@ -174,7 +174,7 @@ def replay_json(domain: str, task_json: dict[str, Any], fresh: bool = False) -> 
                   initialization_actions=ist.initialization_actions if ist else None, message_history=[])
     actions = raw.evaluation_criteria.actions or [] if raw.evaluation_criteria else []
     steps = [call(env, Tau2Call(a.name, dict(a.arguments), a.requestor), f"call_{i}") for i, a in enumerate(actions)]
-    return tau2_reward(domain, task_json, steps, fresh), steps
+    return tau2_reward(domain, task_json, steps, fresh), steps, env
 
 
 # --------------------------------------------------------------------------- the checks
@@ -222,7 +222,7 @@ def check_gold(task: Tau2Task, fresh: bool = False) -> list[str]:
     call erroring, τ²'s evaluator reward 1 on the same steps (its τ² JSON loaded back through τ²'s model),
     every identifier grounded."""
     reasons = []
-    verdict = replay_gold(task)
+    verdict = replay_gold(task)  # cached per (domain, τ² id), as the oracle is
     if not verdict.strict:
         reasons.append(ACE_VERIFIER)
     steps = replay_gold_steps(task)

@@ -12,8 +12,8 @@ reason and never written:
 * the oracle (:func:`~ace_env.tau2.synthtasks.check_gold`): ACE's verifier strict on the gold replay (on a
   copy-on-write view of the domain database), no gold call erroring, τ²'s own ``EnvironmentEvaluator``
   reward 1 on its τ² JSON, every identifier grounded;
-* the strategy's own check: ``trap_not_live`` (distractor: the near-miss, taken instead, must run and leave
-  another database), ``still_named`` (ambiguity: the scenario no longer says the id), ``answer_in_scenario``
+* the strategy's own check: ``trap_not_live`` (distractor: the gold never writes the near-miss, and the
+  near-miss taken instead must run and leave another database), ``still_named`` (ambiguity: the scenario no longer says the id), ``answer_in_scenario``
   (depth: the new step's argument is not in the scenario);
 * ``duplicate``: a task with the same content (so the same id) made earlier in the run.
 
@@ -24,13 +24,14 @@ Everything is seeded from one integer.
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ace_env.tau2.cow import cow_diff
-from ace_env.tau2.env import Tau2Call, raw_task, run_calls
+from ace_env.tau2.env import Tau2Call, raw_task, run_calls, tool_kinds
 from ace_env.tau2.rollouts import calls_of, verify_calls
 from ace_env.tau2.synthtasks import SynthTau2Task, build_task, check_gold
 from ace_env.tau2.tasks import Tau2Task
@@ -80,9 +81,20 @@ class Tau2SynthResult:
         }
 
 
+_SEED_OK: dict[str, bool] = {}  # base tasks never change within a process
+
+
 def usable_seeds(seeds: dict[str, Tau2Task]) -> dict[str, Tau2Task]:
-    """The seeds whose own gold is a valid oracle (τ²'s gold sometimes acts on an id it never read)."""
-    return {i: t for i, t in seeds.items() if not isinstance(t, SynthTau2Task) and not check_gold(t)}
+    """The base tasks whose own gold is a valid oracle (τ²'s gold sometimes acts on an id it never read)."""
+    out = {}
+    for i, t in seeds.items():
+        if isinstance(t, SynthTau2Task):
+            continue
+        if t.id not in _SEED_OK:
+            _SEED_OK[t.id] = not check_gold(t)
+        if _SEED_OK[t.id]:
+            out[i] = t
+    return out
 
 
 def seeds_by_target(edges: list[dict[str, Any]], seeds: dict[str, Tau2Task]) -> dict[tuple[str, str], list[str]]:
@@ -132,7 +144,9 @@ def check(task: SynthTau2Task, draft: Draft, target: tuple[str, str], strategy: 
     if strategy == "distractor" and draft.trap is not None:
         steps, env = run_calls(task.domain, task.tau2_id, [Tau2Call(a.name, dict(a.arguments))
                                                           for a in draft.trap["actions"]])
-        touched = any(draft.trap["entity"] in str(a.arguments) for a in task.gold_actions)
+        kinds = tool_kinds(task.domain)
+        touched = any(draft.trap["entity"] in json.dumps(a.arguments) for a in task.gold_actions
+                      if kinds.get((a.requestor, a.name)) == "write")  # read it may; write it, never
         if touched or any(s.error for s in steps) or not cow_diff(env.tools.db, gold(task).env.tools.db):
             reasons.append(TRAP_NOT_LIVE)
     if strategy == "ambiguity" and mentions(text, draft.details["described"]):

@@ -41,6 +41,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ace_env.tau2.cow import cow_diff
 from ace_env.tau2.env import Tau2Call, pristine, raw_task, run_calls, tool_kinds
 from ace_env.tau2.tasks import GoldAction, Tau2Task
 from ace_env.tau2.verify import gold
@@ -170,7 +171,8 @@ def distractor(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> D
         w = writes[0]
         entity = _id_of(actions[w], key)
         user = owner(seed.domain, entity)
-        used = json.dumps([a.arguments for a in seed.gold_actions]) + scenario_text(ins)
+        # not named by the scenario, never written by the gold (reading it is fine)
+        used = json.dumps([a.arguments for a in seed.gold_actions if _is_write(seed, a)]) + scenario_text(ins)
         near = [e for e in entities_of(seed.domain, user or "") if e != entity and not mentions(used, e)]
         rng.shuffle(near)
         for other in near:
@@ -179,6 +181,8 @@ def distractor(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> D
                 continue
             swapped = GoldAction(actions[w].name, args, "assistant", actions[w].compare_args)
             trap = actions[:w] + [swapped] + actions[w + 1:]
+            if not _live(seed, trap):
+                continue
             new = dict(ins)
             new["task_instructions"] = (f"{ins['task_instructions'].rstrip()}\n\nYou also have "
                                         f"{describe(seed.domain, other, True)}, {NOUN[seed.domain]} id {other}. It "
@@ -207,6 +211,12 @@ def _swapped(domain: str, arguments: dict[str, Any], key: str, entity: str, othe
             items.append(pool.pop(0))
         out["item_ids"] = items
     return out
+
+
+def _live(seed: Tau2Task, trap: list[GoldAction]) -> bool:
+    """Whether the gold with the near-miss taken runs without an error and leaves another database."""
+    steps, env = run_calls(seed.domain, seed.tau2_id, [Tau2Call(a.name, dict(a.arguments)) for a in trap])
+    return not any(s.error for s in steps) and bool(cow_diff(env.tools.db, gold(seed).env.tools.db))
 
 
 def _is_write(seed: Tau2Task, a: GoldAction) -> bool:

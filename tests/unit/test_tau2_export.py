@@ -1,0 +1,89 @@
+"""``ace export --format tau2``: τ²'s own schema, and the round trip (exported gold → τ²'s evaluator) over all
+50 airline tasks and synthesized ones; an export that changes what the gold does is caught."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ace.cli import main
+from ace_env.tau2.package import tau2_modules
+from ace_env.tau2.synthtasks import SynthTau2Task, tau2_json
+from ace_env.tau2.tasks import load_tasks
+from synth.pipeline import write_tasks
+from synth.tau2.pipeline import synthesize_tau2
+from train import export_tau2
+from train.export import export
+from train.export_tau2 import NOT_THE_ORACLE, ROUND_TRIP_NOTE, TASKS_FILE, roundtrip
+
+EDGES = [{"from": "get_reservation_details", "to": "update_reservation_flights"},
+         {"from": "get_user_details", "to": "get_reservation_details"},
+         {"from": "search_direct_flight", "to": "update_reservation_flights"}]
+
+
+@pytest.fixture(scope="module")
+def synthesized():
+    seeds = {t.id: t for t in load_tasks("airline")}
+    tasks = synthesize_tau2(EDGES, seeds, 4, seed=1).tasks
+    assert len(tasks) == 4 and len({t.origin["strategy"] for t in tasks}) == 4
+    return tasks
+
+
+def test_all_airline_tasks_and_synthesized_ones_round_trip(synthesized, tmp_path):
+    base = list(load_tasks("airline"))
+    report = export(base + synthesized, "tau2", tmp_path / "out")
+    assert report.written == 54 and report.n_skipped == 0
+    assert len(report.notes[ROUND_TRIP_NOTE]) == 54
+    rows = json.loads((tmp_path / "out" / "airline" / TASKS_FILE).read_text())
+    Task = tau2_modules().tasks.Task
+    loaded = [Task.model_validate(r) for r in rows]  # τ²'s own model loads every row
+    assert [t.id for t in loaded] == [t.tau2_id for t in base + synthesized]
+    assert rows[:50] == [tau2_json(t) for t in base]  # τ²'s own tasks as τ²'s data holds them
+    ace = {("airline", t.tau2_id): t for t in base + synthesized}
+    assert roundtrip(tmp_path / "out", ace) == {"airline": {"tasks": 54, "passed": 54, "failed": []}}
+
+
+def test_an_export_that_changes_the_gold_is_not_written(synthesized, tmp_path, monkeypatch):
+    task = next(t for t in synthesized if t.origin["strategy"] == "cascade")
+    real = export_tau2.tau2_json
+
+    def changed(t):
+        d = json.loads(json.dumps(real(t)))
+        if t.id == task.id:  # the added bag dropped: the file agrees with itself, not with ACE's oracle
+            d["evaluation_criteria"]["actions"] = [a for a in d["evaluation_criteria"]["actions"]
+                                                   if a["name"] != "update_reservation_baggages"]
+        return d
+
+    monkeypatch.setattr(export_tau2, "tau2_json", changed)
+    report = export(synthesized, "tau2", tmp_path / "out")
+    assert report.written == 3 and report.skipped == {NOT_THE_ORACLE: [task.id]}
+
+
+def test_a_tampered_exported_file_fails_the_round_trip(synthesized, tmp_path):
+    export(synthesized, "tau2", tmp_path / "out")
+    path = tmp_path / "out" / "airline" / TASKS_FILE
+    rows = json.loads(path.read_text())
+    rows[0]["evaluation_criteria"]["actions"].append(  # a gold call that errors (the DB as it was)
+        {"action_id": "x", "requestor": "assistant", "name": "cancel_reservation",
+         "arguments": {"reservation_id": "NOSUCH"}, "info": None, "compare_args": None})
+    rows[1]["evaluation_criteria"]["reward_basis"] = ["DB", "ACTION"]
+    rows[1]["evaluation_criteria"]["actions"][0]["arguments"] = {"user_id": "nobody"}
+    path.write_text(json.dumps(rows))
+    alone = roundtrip(tmp_path / "out")["airline"]  # self-consistent: τ² replays the same actions both sides
+    assert alone["failed"] == []
+    result = roundtrip(tmp_path / "out", {("airline", t.tau2_id): t for t in synthesized})["airline"]
+    assert result["tasks"] == 4 and result["failed"] == [rows[0]["id"], rows[1]["id"]]
+
+
+def test_export_cli_writes_a_task_file_and_refuses_bfcl(synthesized, tmp_path, capsys):
+    path = tmp_path / "t.jsonl"
+    write_tasks(path, synthesized)
+    assert main(["export", "--tasks", str(path), "--format", "tau2", "--out", str(tmp_path / "o"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["written"] == 4 and d["files"] == ["airline/tasks.json"]
+    rows = json.loads((tmp_path / "o" / "airline" / TASKS_FILE).read_text())
+    assert [r["id"] for r in rows] == [t.tau2_id for t in synthesized]
+    assert all(isinstance(t, SynthTau2Task) for t in synthesized)
+    assert main(["export", "--tasks", "bfcl:base", "--format", "tau2", "--out", str(tmp_path / "b")]) == 1
+    assert "not a τ² task" in capsys.readouterr().err

@@ -1,0 +1,192 @@
+"""τ² synthesis (synth/tau2): each strategy makes a task that ACE's verifier and τ²'s own evaluator pass, aimed
+at its target, faithful in what it changed; perturbed tasks are rejected; task files read back exactly."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from ace_env.errors import TaskLoadError
+from ace_env.tasksets import load_task_set
+from ace_env.tau2.env import tool_kinds
+from ace_env.tau2.synthtasks import (
+    GOLD_ERRORS,
+    UNGROUNDED,
+    SynthTau2Task,
+    build_task,
+    tau2_reward,
+)
+from ace_env.tau2.tasks import GoldAction, load_tasks
+from ace_env.tau2.verify import gold, replay_gold
+from synth.pipeline import write_tasks
+from synth.tau2.pipeline import (
+    ANSWER_IN_SCENARIO,
+    TARGET_LOST,
+    TRAP_NOT_LIVE,
+    assemble,
+    check,
+    synthesize_tau2,
+    usable_seeds,
+)
+from synth.tau2.strategies import STRATEGIES, Draft, target_positions
+
+EDGES = {
+    "airline": [("get_reservation_details", "update_reservation_flights"),
+                ("get_user_details", "get_reservation_details"),
+                ("search_direct_flight", "update_reservation_flights")],
+    "retail": [("get_order_details", "modify_pending_order_address"), ("get_user_details", "get_order_details"),
+               ("get_product_details", "exchange_delivered_order_items")],
+}
+
+
+def edges(domain):
+    return [{"from": a, "to": b} for a, b in EDGES[domain]]
+
+
+@pytest.fixture(scope="module")
+def made():
+    """One task per (domain, strategy) where the strategy applies to the domain's edges, made once."""
+    out = {}
+    for domain in EDGES:
+        seeds = {t.id: t for t in load_tasks(domain)}
+        for strategy in STRATEGIES:
+            result = synthesize_tau2(edges(domain), seeds, 1, strategies=(strategy,), seed=0)
+            out[(domain, strategy)] = (result, seeds)
+    return out
+
+
+CASES = [("airline", s) for s in STRATEGIES] + [("retail", "distractor"), ("retail", "depth"),
+                                                 ("retail", "cascade")]
+
+
+@pytest.mark.parametrize("domain,strategy", CASES)
+def test_each_strategy_makes_a_task_both_verifiers_pass(made, domain, strategy):
+    result, seeds = made[(domain, strategy)]
+    assert len(result.tasks) == 1, result.summary()
+    task = result.tasks[0]
+    seed = seeds[task.origin["seed"]]
+    assert task.id == f"tau2:{domain}:{task.tau2_id}" and task.tau2_id.startswith("synth-")
+    assert task.provenance["parents"] == [seed.id] and task.provenance["strategy"] == strategy
+    a, b = task.origin["target"].split(">")
+    assert (a, b) in EDGES[domain] and target_positions(task.agent_actions, (a, b))  # aimed at its target
+    # ACE's verifier on the gold replay (copy-on-write DB) and τ²'s own evaluator on its τ² JSON, loaded back
+    assert replay_gold(task).strict
+    steps = list(gold(task).steps)
+    assert not any(s.error for s in steps)
+    assert tau2_reward(domain, json.loads(json.dumps(task.tau2)), steps) == 1.0
+    scenario, gold_args = task.user_scenario, json.dumps([g.arguments for g in task.gold_actions])
+    if strategy == "distractor":  # gold unchanged; the near-miss is named and never acted on
+        assert task.gold_actions == seed.gold_actions
+        near = task.origin["near_miss"]
+        written = json.dumps([g.arguments for g in task.gold_actions
+                              if tool_kinds(domain)[("assistant", g.name)] == "write"])
+        assert near in scenario and near not in seed.user_scenario and near not in written
+    elif strategy == "ambiguity":  # the entity is described, not named; the gold reads it before its use
+        entity = task.origin["described"]
+        assert entity.lstrip("#") not in scenario and entity in gold_args
+        assert task.origin["description"] in scenario and "do not remember" in scenario
+    elif strategy == "depth":  # one more step, whose argument only B's output gives; its answer is communicated
+        added = [g for g in task.agent_actions if g.name == task.origin["added_step"]]
+        assert len(task.agent_actions) == len(seed.agent_actions) + 1 and added
+        assert all(v not in scenario for k, v in added[0].arguments.items() if k != "date")
+        assert task.communicate_info[-1] == task.origin["answer"] and "COMMUNICATE" in task.reward_basis
+    else:  # cascade: a second write right after B
+        j = target_positions(task.agent_actions, (a, b))[0]
+        assert task.agent_actions[j + 2].name == task.origin["second_write"]
+        assert len(task.agent_actions) == len(seed.agent_actions) + 1
+
+
+def test_tau2_synthesis_is_seeded(made):
+    result, seeds = made[("airline", "depth")]
+    again = synthesize_tau2(edges("airline"), seeds, 1, strategies=("depth",), seed=0)
+    assert [t.to_dict() for t in again.tasks] == [t.to_dict() for t in result.tasks]
+
+
+def _draft(domain, strategy, avoid=()):
+    seeds = usable_seeds({t.id: t for t in load_tasks(domain)})
+    for target in EDGES[domain]:
+        if set(target) & set(avoid):
+            continue
+        for seed in seeds.values():
+            if target_positions(seed.agent_actions, target):
+                draft = STRATEGIES[strategy](seed, target, random.Random(0))
+                if draft is not None:
+                    return seed, target, draft
+    raise AssertionError(f"no {strategy} draft on {domain}")
+
+
+def test_a_distractor_whose_gold_takes_the_near_miss_is_rejected():
+    seed, target, draft = _draft("airline", "distractor")
+    assert check(assemble(seed, target, "distractor", draft), draft, target, "distractor") == []
+    wrong = Draft(draft.trap["actions"], draft.instructions, draft.what, trap=draft.trap, details=draft.details)
+    assert TRAP_NOT_LIVE in check(assemble(seed, target, "distractor", wrong), wrong, target, "distractor")
+
+
+def test_an_ambiguity_task_without_the_reads_that_resolve_it_is_rejected():
+    seed, target, draft = _draft("airline", "ambiguity", avoid=("get_user_details",))
+    assert check(assemble(seed, target, "ambiguity", draft), draft, target, "ambiguity") == []
+    # the user's reservations unread: the described id is neither said nor shown by an earlier output
+    bare = Draft([a for a in draft.actions if a.name != "get_user_details"], draft.instructions, draft.what,
+                 details=draft.details)
+    assert UNGROUNDED in check(assemble(seed, target, "ambiguity", bare), bare, target, "ambiguity")
+
+
+def test_a_gold_call_that_errors_is_rejected():
+    seed, target, draft = _draft("airline", "depth")
+    broken = Draft(list(draft.actions), draft.instructions, draft.what, communicate_info=draft.communicate_info,
+                   details=draft.details)
+    j = next(i for i, a in enumerate(broken.actions) if a.name == "get_flight_status")
+    broken.actions[j] = GoldAction("get_flight_status", {**broken.actions[j].arguments, "date": "2031-01-01"})
+    assert GOLD_ERRORS in check(assemble(seed, target, "depth", broken), broken, target, "depth")
+
+
+def test_a_depth_task_whose_scenario_gives_the_answer_away_is_rejected():
+    seed, target, draft = _draft("airline", "depth")
+    added = next(a for a in draft.actions if a.name == "get_flight_status")
+    told = dict(draft.instructions)
+    told["known_info"] = f"{told.get('known_info') or ''}\nThe flight number is {added.arguments['flight_number']}."
+    leaky = Draft(draft.actions, told, draft.what, communicate_info=draft.communicate_info, details=draft.details)
+    assert ANSWER_IN_SCENARIO in check(assemble(seed, target, "depth", leaky), leaky, target, "depth")
+
+
+def test_a_draft_that_loses_its_target_is_rejected():
+    seed, target, draft = _draft("airline", "cascade")
+    lost = Draft([a for a in draft.actions if a.name != target[0]], draft.instructions, draft.what,
+                 details=draft.details)
+    assert check(assemble(seed, target, "cascade", lost), lost, target, "cascade") == [TARGET_LOST]
+
+
+def test_tau2_evaluator_refuses_steps_that_do_not_do_the_gold(made):
+    task = made[("airline", "cascade")][0].tasks[0]
+    steps = [s for s in gold(task).steps if s.call.name != "update_reservation_baggages"]
+    assert tau2_reward("airline", task.tau2, steps) == 0.0
+
+
+def test_task_file_round_trip_and_refusals(made, tmp_path):
+    tasks = [r.tasks[0] for (d, s), (r, _) in made.items() if r.tasks]
+    path = tmp_path / "t.jsonl"
+    write_tasks(path, tasks)
+    back = load_task_set(str(path), tau2=True)
+    assert list(back) == [t.id for t in tasks]
+    assert all(isinstance(t, SynthTau2Task) and t.to_dict() == o.to_dict() for t, o in zip(back.values(), tasks))
+    with pytest.raises(TaskLoadError, match="not supported by `this command`"):
+        load_task_set(str(path))  # a command that does not take τ² tasks
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    edited = json.loads(json.dumps(rows[0]))
+    edited["tau2"]["user_scenario"]["instructions"]["known_info"] += " You are in a hurry."
+    (tmp_path / "e.jsonl").write_text(json.dumps(edited) + "\n")
+    with pytest.raises(TaskLoadError, match=r"e\.jsonl:1: .*not what its τ² form gives"):
+        load_task_set(str(tmp_path / "e.jsonl"), tau2=True)
+    (tmp_path / "d.jsonl").write_text(json.dumps(rows[0]) + "\n" + json.dumps(rows[0]) + "\n")
+    with pytest.raises(TaskLoadError, match=r"d\.jsonl:2: .*repeats"):
+        load_task_set(str(tmp_path / "d.jsonl"), tau2=True)
+    wrong = json.loads(json.dumps(rows[0]))  # a gold that errors, written as if it were consistent
+    wrong["tau2"]["evaluation_criteria"]["actions"].append(
+        {"action_id": "x", "requestor": "assistant", "name": "cancel_reservation",
+         "arguments": {"reservation_id": "NOSUCH"}, "info": None, "compare_args": None})
+    consistent = build_task(wrong["domain"], wrong["tau2"], wrong["origin"]).to_dict()
+    (tmp_path / "w.jsonl").write_text(json.dumps(consistent) + "\n")
+    with pytest.raises(TaskLoadError, match=r"w\.jsonl:1: the gold .* does not verify"):
+        load_task_set(str(tmp_path / "w.jsonl"), tau2=True)
