@@ -1,0 +1,55 @@
+"""τ² airline end to end, synthesis and export: a simulated scope with a planted composition (400 rollouts)
+→ `ace synth` writes verified τ² tasks aimed at it → `--tasks FILE` reads them back → `ace export --format
+tau2` → τ²'s own Task model loads the file and τ²'s evaluator passes every exported gold."""
+
+from __future__ import annotations
+
+import json
+
+from ace.cli import main
+from ace_env.tasksets import load_task_set
+from ace_env.tau2.package import tau2_modules
+from train.export_tau2 import TASKS_FILE, roundtrip
+
+FROM, TO = "get_user_details", "get_reservation_details"
+SCOPE = "tau2-synth/sim/round-0"
+
+
+def test_a_simulated_tau2_scope_to_verified_tasks_to_tau2_files(clean_db, neo4j_database, tmp_path, capsys):
+    weakness = tmp_path / "w.toml"
+    weakness.write_text(f'[defaults]\nerror = 0.02\n[[composition]]\nfrom = "{FROM}"\nto = "{TO}"\nerror = 0.7\n')
+    rollouts = tmp_path / "r.jsonl"
+    assert main(["sim", "rollouts", "--tasks", "tau2:airline", "--weakness", str(weakness), "--n", "400",
+                 "--seed", "0", "--out", str(rollouts)]) == 0
+    assert main(["ingest", str(rollouts), "--scope", SCOPE, "--tasks", "tau2:airline", "--show", "none"]) == 0
+    capsys.readouterr()
+
+    out = tmp_path / "tasks.jsonl"
+    assert main(["synth", "--experiment", "tau2-synth", "--scope", SCOPE, "--tasks", "tau2:airline",
+                 "--policy", f"sim:{weakness}", "--n", "6", "--seed", "0", "--rollouts-per-task", "2",
+                 "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["tasks"] == 6 and summary["by_target"] == {f"{FROM}>{TO}": 6}
+    assert sum(v["built"] for v in summary["per_strategy"].values()) == 6
+    tasks = load_task_set(str(out), tau2=True)  # the file reads back, every gold re-verified
+    assert len(tasks) == 6 and all(t.provenance["target_edge"] == f"{FROM}>{TO}" for t in tasks.values())
+    assert all(0.0 <= t.origin["pass_rate"] <= 1.0 and t.origin["policy"] == f"sim:{weakness}"
+               for t in tasks.values())
+
+    # stored like BFCL's synthesized tasks: Task nodes, derived from their seeds, linked to their plans
+    rows = clean_db.execute_query(
+        "MATCH (t:Task)-[:DERIVED_FROM]->(s:Task) WHERE t.id IN $ids "
+        "MATCH (:Plan)-[:PRODUCED]->(t) RETURN t.id AS id, s.id AS seed, t.strategy AS strategy",
+        ids=list(tasks), database_=neo4j_database).records
+    assert {r["id"] for r in rows} == set(tasks)
+    assert all(r["seed"] == tasks[r["id"]].origin["seed"] for r in rows)
+
+    exported = tmp_path / "tau2"
+    assert main(["export", "--tasks", str(out), "--format", "tau2", "--out", str(exported), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["written"] == 6 and report["skipped"] == 0
+    Task = tau2_modules().tasks.Task
+    loaded = [Task.model_validate(r) for r in json.loads((exported / "airline" / TASKS_FILE).read_text())]
+    assert sorted(t.id for t in loaded) == sorted(t.tau2_id for t in tasks.values())
+    by_key = {(t.domain, t.tau2_id): t for t in tasks.values()}
+    assert roundtrip(exported, by_key) == {"airline": {"tasks": 6, "passed": 6, "failed": []}}
