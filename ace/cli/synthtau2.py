@@ -69,6 +69,10 @@ def run_tau2_synth(*, experiment: str, scope: str | None, newest_scope: Any, out
         with Progress("synthesizing τ²", n, disable=as_json) as progress:
             result = synthesize_tau2(edges, seeds, n, tuple(strategies or TAU2_STRATEGIES), seed, chosen_policy, name,
                                      rollouts_per_task, progress=progress.advance)
+        if not result.plans:
+            raise ConfigError(f"no seed task of --tasks makes the two calls of a frontier edge of {key!r} in a row "
+                              "(seeds are τ²'s own tasks whose gold is a valid oracle): give the scope's tasks, "
+                              "e.g. --tasks tau2:airline")
         write_tasks(out, result.tasks)
         store.upsert_tasks(result.tasks)
         store.upsert_plans(experiment, result.plans)

@@ -229,9 +229,14 @@ def _is_write(seed: Tau2Task, a: GoldAction) -> bool:
 def _replace_id(text: str, value: str, phrase: str, noun: str) -> str:
     """``text`` with every mention of ``value`` (with or without a leading #) replaced by ``phrase``; a
     wording like "reservation id ABC123" or "the order #W1" is replaced whole."""
+    if value.lstrip("#") not in text:
+        return text
     bare = re.escape(value.lstrip("#"))
-    lead = rf"(?:(?:the|your)\s+)?(?:{noun}\s+)?(?:(?:id|ID|number|Id)\s+)?(?:(?:is|of)\s+)?"
-    return re.sub(rf"{lead}#?{bare}\b", phrase, text)
+    # a sentence that only states the id ("Your reservation ID is ABC123.") goes: the user no longer knows it
+    text = re.sub(rf"(?m)^[ \t]*(?:[Tt]he|[Yy]our)\s+{noun}\s+(?:id|ID|Id|number)\s+is\s+#?{bare}\b\.?[ \t]*$", "",
+                  text)
+    lead = rf"(?:(?:[Tt]he|[Yy]our)\s+)?(?:{noun}\s+)?(?:(?:id|ID|number|Id)\s+)?(?:(?:is|of)\s+)?"
+    return re.sub(rf"{lead}#?{bare}\b", phrase, text).strip()
 
 
 def ambiguity(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft | None:

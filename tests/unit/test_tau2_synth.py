@@ -30,7 +30,7 @@ from synth.tau2.pipeline import (
     synthesize_tau2,
     usable_seeds,
 )
-from synth.tau2.strategies import STRATEGIES, Draft, target_positions
+from synth.tau2.strategies import STRATEGIES, Draft, _replace_id, target_positions
 
 EDGES = {
     "airline": [("get_reservation_details", "update_reservation_flights"),
@@ -190,3 +190,13 @@ def test_task_file_round_trip_and_refusals(made, tmp_path):
     (tmp_path / "w.jsonl").write_text(json.dumps(consistent) + "\n")
     with pytest.raises(TaskLoadError, match=r"w\.jsonl:1: the gold .* does not verify"):
         load_task_set(str(tmp_path / "w.jsonl"), tau2=True)
+
+
+def test_ambiguity_drops_a_sentence_that_only_states_the_id_and_rewrites_the_others():
+    known = "You are James Taylor.\n\nYour user id is james_taylor_7043. \n\nYour reservation ID is 1N99U6."
+    phrase = "your round trip reservation from LAS to IAH"
+    assert _replace_id(known, "1N99U6", phrase, "reservation") == \
+        "You are James Taylor.\n\nYour user id is james_taylor_7043."
+    assert _replace_id("You want to change #W8665881 to Suite 641.", "#W8665881", "your order with a Kettle",
+                       "order") == "You want to change your order with a Kettle to Suite 641."
+    assert _replace_id("No id here. ", "1N99U6", phrase, "reservation") == "No id here. "
