@@ -24,10 +24,13 @@ verifier step by step and on the final state, tags, the scope ``E/NAME/CHECKPOIN
 
 Verdicts say how they were reached (:mod:`train.judge`):
 
-* ``exact``: ACE's verifier (the stored ``reward``: steps, database, assertions, actions) and the
-  ``COMMUNICATE`` check, which is deterministic: τ²'s own ``CommunicateEvaluator`` (each info string in
-  an agent message, case-insensitive, commas dropped) on the dialogue (:func:`communicate_check`).
-  ``tau2_reward`` is the product of both where the task's reward basis names COMMUNICATE.
+* ``exact``: ACE's verifier (the stored ``reward``: every gold agent call made in order, then the
+  database, assertions and actions), the final-state checks alone (``meta.state_reward``: what τ²'s
+  evaluator checks, so a skipped read call passes there) and the ``COMMUNICATE`` check, which is
+  deterministic: τ²'s own ``CommunicateEvaluator`` (each info string in an agent message,
+  case-insensitive, commas dropped) on the dialogue (:func:`communicate_check`).  ``tau2_reward`` is
+  the final-state checks times COMMUNICATE where the task's reward basis names it: τ²'s reward without
+  its NL assertions (for airline, whose basis is DB and COMMUNICATE, the whole of it).
 * ``judged``: the task's natural-language assertions, only with ``--judge openai:MODEL@URL``
   (:class:`train.judge.Judge`); each assertion's yes/no/unparseable/error and the rollout's judged
   outcome.  Stored on the Rollout node under ``judged_*`` properties and reported under ``judged`` in

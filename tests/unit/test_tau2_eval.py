@@ -3,7 +3,7 @@ COMMUNICATE check, verdict labels (exact apart from judged), the rows ingest rea
 
 The agent here is an in-process policy that answers with the gold calls in the forms models write them
 (``<tool_call>`` JSON, a python-list call, a broken block), so the dialogue, the row and ACE's verifier
-are the real ones; the end-to-end run with a model and Neo4j is tests/integration/test_tau2_eval.py.
+are the real ones; the end-to-end run with a model and Neo4j is tests/integration/test_tau2_eval_cli.py.
 """
 
 from __future__ import annotations
