@@ -27,7 +27,8 @@ Design, fixed before any run (the splits file and this docstring are committed f
   how many assistant answers the token window kept are recorded per arm):
   ``ace`` — the synthesizer (every strategy) aimed at the targets;
   ``random`` — the same synthesizer aimed at 8 compositions drawn uniformly from the
-  pool's observed compositions (with usable seeds), so targeting is what differs;
+  pool's observed compositions (with usable seeds), then 8 more, without replacement,
+  until the budget's tasks are built, so targeting is what differs;
   ``more-real`` — oracle transcripts of real BFCL tasks of the pool split (all four
   categories, shuffled; no synthesis).  Synthesis rolls its tasks out with the
   simulated agent (which only ranks plans; the targets come from the real model).
@@ -368,17 +369,33 @@ def arm_tasks(args: argparse.Namespace, state: dict[str, Any], splits: dict[str,
         tasks = tasks_of(splits["pool"], CATEGORIES)
     else:
         if arm == "ace":
-            aim = targets
+            batches = [targets]
         else:
+            # Compositions drawn uniformly from the pool, without replacement, as many at a time as there are
+            # targets, until the budget's tasks are built: one batch of randomly drawn compositions can yield
+            # far fewer (seed 1's first 8 gave 7 tasks in 512 attempts), and training 64 samples on 7 tasks
+            # would compare targeting with a lack of data.  Seed 0's first batch is the draw it always had.
             observed = [tuple(p) for p in state["phases"]["diagnosis"]["observed_with_seeds"]]
-            aim = rng.sample(observed, min(len(observed), len(targets)))
+            first = rng.sample(observed, min(len(observed), len(targets)))
+            rest = [c for c in observed if c not in first]
+            rng.shuffle(rest)
+            drawn = first + rest
+            batches = [drawn[i:i + len(targets)] for i in range(0, len(drawn), len(targets))]
         seeds = {t.id: t for t in tasks_of(splits["train"] + splits["pool"])}
-        frontier = [{"from": a, "to": b} for a, b in aim]
-        config = SynthConfig(n=want, rounds=2, plans=max(8, 2 * len(aim)), rollouts_per_task=1, seed=seed)
-        result = synthesize(frontier, seeds, seeds_by_target(frontier, seeds), sim_policy(WeaknessSpec()), config)
-        tasks = result.tasks
-        state["phases"].setdefault("synthesis", {})[f"{arm}-{seed}"] = {
-            "aimed_at": [f"{a}>{b}" for a, b in aim], **result.summary(), "commit": commit()}
+        tasks, record = [], {"aimed_at": [], "batches": [], "commit": commit()}
+        for aim in batches:
+            frontier = [{"from": a, "to": b} for a, b in aim]
+            config = SynthConfig(n=want - len(tasks), rounds=2, plans=max(8, 2 * len(aim)), rollouts_per_task=1,
+                                 seed=seed)
+            result = synthesize(frontier, seeds, seeds_by_target(frontier, seeds), sim_policy(WeaknessSpec()), config)
+            tasks += result.tasks
+            record["aimed_at"] += [f"{a}>{b}" for a, b in aim]
+            record["batches"].append(result.summary())
+            say(f"{arm} seed {seed}: {len(result.tasks)} tasks from {len(aim)} compositions ({len(tasks)}/{want})")
+            if len(tasks) >= want:
+                break
+        record["tasks"] = len(tasks)
+        state["phases"].setdefault("synthesis", {})[f"{arm}-{seed}"] = record
     rng.shuffle(tasks)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks))
