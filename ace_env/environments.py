@@ -12,8 +12,11 @@ A :class:`ToolEnvironment` is a table of functions, one per thing the layers abo
                           (a BFCL category, a τ² domain): ``ace env replay``
 ``load_weakness``         a simulated agent's weakness file, checked against the tasks' tools
 ``simulate``              rollouts of that simulated agent, in ACE's rollout schema: ``ace sim rollouts``
+``simulate_turns``        one such rollout's calls per turn and its slips (``ace diagnose``'s probes)
 ``verifier``              the bounded verifier ``ace ingest`` and ``ace verify`` stream rollouts through
 ``tool_info``             each tool's class and description, for the graph's Tool nodes
+``probes``                whether ``ace diagnose`` can build probe tasks for its edges (BFCL only, today)
+``demo_weakness``         the weakness file a simulated agent uses when none is named (BFCL only)
 ========================  ==========================================================================
 
 Adding a third environment means one new module (its tasks, executor, oracle and verifier) that builds
@@ -26,6 +29,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ace_env import bfcl
@@ -33,11 +37,11 @@ from ace_env.bounded import BoundedVerifier
 from ace_env.errors import ConfigError
 from ace_env.oracle import replay_oracle
 from ace_env.scaleout import RayVerifier  # imports Ray, an optional extra, only when it connects
-from ace_env.sim import WeaknessSpec, load_weakness, simulate
+from ace_env.sim import DEMO_WEAKNESS, WeaknessSpec, load_weakness, simulate, simulate_one
 from ace_env.tasks import Task
 from ace_env.tau2.replay import replay_tasks as replay_tau2
 from ace_env.tau2.rollouts import Tau2Verifier, refuse_ray
-from ace_env.tau2.sim import check_sim_domains, load_tau2_weakness
+from ace_env.tau2.sim import check_sim_domains, load_tau2_weakness, simulate_turns
 from ace_env.tau2.sim import simulate as simulate_tau2
 from ace_env.tau2.tasks import Tau2Task, tau2_tool_info
 from ace_env.verifier import ground_truth_rollout, verify
@@ -56,8 +60,11 @@ class ToolEnvironment:
     replay: Callable[[Sequence[Any], Budget | None, OnTask], dict[str, dict[str, Any]]]
     load_weakness: Callable[[Any, Sequence[Any]], WeaknessSpec]
     simulate: Callable[[Sequence[Any], int, WeaknessSpec, int, str], Iterator[dict[str, Any]]]
+    simulate_turns: Callable[[Any, WeaknessSpec, Any], tuple[list[Any], list[Any]]]  # (task, spec, rng)
     verifier: Callable[..., Any]
     tool_info: Callable[[Sequence[Any]], dict[str, tuple[str, str]]]
+    probes: bool  # whether ACE builds probe tasks for its edges (ace diagnose)
+    demo_weakness: Path | None  # the simulated agent's weakness file when a command names none
 
     def owns(self, task: Any) -> bool:
         return isinstance(task, self.task_type)
@@ -121,8 +128,11 @@ BFCL = ToolEnvironment(
     replay=replay_bfcl,
     load_weakness=lambda path, tasks: load_weakness(path),
     simulate=simulate,
+    simulate_turns=simulate_one,
     verifier=bfcl_verifier,
     tool_info=bfcl_tool_info,
+    probes=True,
+    demo_weakness=DEMO_WEAKNESS,
 )
 
 
@@ -146,8 +156,11 @@ TAU2 = ToolEnvironment(
     replay=lambda tasks, budget=None, on_task=None: replay_tau2(tasks, budget, on_task=on_task),
     load_weakness=tau2_weakness,
     simulate=simulate_tau2,
+    simulate_turns=simulate_turns,
     verifier=tau2_verifier,
     tool_info=lambda tasks: tau2_tool_info([t for t in tasks if isinstance(t, Tau2Task)]),
+    probes=False,
+    demo_weakness=None,
 )
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 from ace.cli import app
 from ace.cli.options import tasks_option
-from ace_env.sim import DEMO_WEAKNESS, load_weakness
+from ace_env.environments import environment_of
 from ace_env.tasksets import load_task_set
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
@@ -19,19 +19,22 @@ from ace_graph.store import GraphStore
 from synth.diagnose import diagnose, sim_policy
 
 
-def _policy(spec: Optional[str], scope_policy: str | None, seed: int, start: int):
-    """A rollout policy from --policy (sim or sim:FILE.toml), else from the scope's policy name."""
-    if spec is None:
-        if scope_policy == "sim":
-            return sim_policy(load_weakness(DEMO_WEAKNESS), seed, start), f"sim:{DEMO_WEAKNESS.name} (the scope's policy)"
+def _policy(spec: Optional[str], scope_policy: str | None, tasks: list[Any], seed: int, start: int):
+    """A rollout policy from --policy (sim or sim:FILE.toml), else from the scope's policy name; the weakness
+    file is read by the tasks' environment (plain `sim`: its demo weaknesses, BFCL only)."""
+    env = environment_of(tasks)
+    if spec is None and scope_policy != "sim":
         raise ConfigError(
             f"the scope's policy {scope_policy!r} cannot be run from here yet; pass --policy sim:WEAKNESS.toml "
             "(the simulated agent) until the real-model policies (train/policies) are wired in")
-    kind, _, arg = spec.partition(":")
+    kind, _, arg = (spec or "sim").partition(":")
     if kind != "sim":
         raise ConfigError(f"--policy {spec!r}: unknown policy; use sim or sim:WEAKNESS.toml")
-    path = Path(arg) if arg else DEMO_WEAKNESS
-    return sim_policy(load_weakness(path), seed, start), f"sim:{path}"
+    path = Path(arg) if arg else env.demo_weakness
+    if path is None:
+        raise ConfigError(f"{env.title} tasks have no default weakness file: pass --policy sim:WEAKNESS.toml")
+    described = f"sim:{path.name} (the scope's policy)" if spec is None else f"sim:{path}"
+    return sim_policy(env.load_weakness(path, tasks), seed, start), described
 
 
 @app.command("diagnose")
@@ -48,7 +51,8 @@ def diagnose_cmd(
         None, "--policy", "-p",
         help="Who rolls the probes out: sim (the simulated agent, demo weaknesses) or sim:WEAKNESS.toml. "
              "Default: the scope's own policy, when it is the simulated agent."),
-    tasks: str = tasks_option("bfcl:all", note="Seed tasks for the probes."),
+    tasks: str = tasks_option("bfcl:all", note="Seed tasks for the probes; tau2:airline or tau2:retail for a τ² "
+                                              "scope (no probes are built for τ² edges yet)."),
     seed: int = typer.Option(0, "--seed", help="Seed of probe synthesis and of the simulated rollouts."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
@@ -74,8 +78,8 @@ def diagnose_cmd(
         if not view:
             raise ConfigError(f"scope {scope!r} is not in the graph; ingest rollouts into it first (`ace ingest`)")
         done = sum(int(r["probe_rollouts"] or 0) for r in view)  # a rerun draws new rollouts, not the same ones
-        run, described = _policy(policy, view[0]["policy"], seed, done)
-        task_set = load_task_set(tasks)
+        task_set = load_task_set(tasks, tau2=True)
+        run, described = _policy(policy, view[0]["policy"], list(task_set.values()), seed, done)
         report = diagnose(store, scope, task_set, run, probe_budget, seed=seed, rounds=rounds)
     finally:
         driver.close()
@@ -97,3 +101,5 @@ def diagnose_cmd(
                           f"{e['probe_rollouts']['without']}/{e['probe_rollouts']['with']}", e["missing"])
         console.print(table)
     console.print(f"verdicts now (view {', '.join(d['view'])}): {d['verdicts_after']}", highlight=False)
+    if report.note:
+        console.print(f"note: {report.note}", highlight=False)

@@ -174,14 +174,15 @@ def simulate_one(task: Tau2Task, spec: WeaknessSpec, rng: random.Random) -> tupl
     return calls, slips
 
 
-def _one_turn(task: Tau2Task, spec: WeaknessSpec, rng: random.Random) -> tuple[list[Any], list[dict[str, Any]]]:
+def simulate_turns(task: Tau2Task, spec: WeaknessSpec, rng: random.Random) -> tuple[list[Any], list[dict[str, Any]]]:
+    """One rollout of ``task`` in BFCL's turn shape: its calls as the one turn, and the slips planted."""
     calls, slips = simulate_one(task, spec, rng)
     return [calls], slips  # a τ² rollout is one turn of the agent's calls
 
 
 def simulate_rollout(tasks: list[Tau2Task], k: int, spec: WeaknessSpec, seed: int, prefix: str = "sim") -> dict[str, Any]:
     """Rollout ``k`` of the batch ``simulate(tasks, n, spec, seed)``, alone (BFCL's rollout shape and seeding)."""
-    return bfcl_sim.simulate_rollout(tasks, k, spec, seed, prefix, one=_one_turn)
+    return bfcl_sim.simulate_rollout(tasks, k, spec, seed, prefix, one=simulate_turns)
 
 
 def simulate(tasks: Iterable[Tau2Task], n: int, spec: WeaknessSpec, seed: int,
@@ -189,7 +190,7 @@ def simulate(tasks: Iterable[Tau2Task], n: int, spec: WeaknessSpec, seed: int,
     """``n`` rollout dicts ``{rollout_id, task_id, turns, meta}`` of the simulated agent on τ² tasks."""
     tasks = list(tasks)
     check_sim_domains(tasks)
-    return bfcl_sim.simulate(tasks, n, spec, seed, prefix, one=_one_turn)
+    return bfcl_sim.simulate(tasks, n, spec, seed, prefix, one=simulate_turns)
 
 
 __all__ = [
@@ -200,4 +201,5 @@ __all__ = [
     "simulate",
     "simulate_one",
     "simulate_rollout",
+    "simulate_turns",
 ]

@@ -78,7 +78,8 @@ def test_a_third_environment_is_one_registry_entry(monkeypatch, tmp_path):
                    "meta": {"slips": [{"kind": "toy"}] if k % 2 else []}}
 
     toy = ToolEnvironment(name="toy", title="Toy", task_type=ToyTask, replay=lambda *a: {}, load_weakness=lambda p, t: None,
-                          simulate=toy_simulate, verifier=lambda *a, **k: None, tool_info=lambda tasks: {})
+                          simulate=toy_simulate, simulate_turns=lambda *a: ([], []), verifier=lambda *a, **k: None,
+                          tool_info=lambda tasks: {}, probes=False, demo_weakness=None)
     monkeypatch.setitem(ENVIRONMENTS, "toy", toy)
     tasks = [ToyTask("a"), ToyTask("b")]
     assert environment_of(tasks) is toy
