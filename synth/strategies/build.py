@@ -7,9 +7,10 @@ first turn away a copy of a task it already holds, which the diversity rules dec
 anything, and execute only the tasks that are new.
 
 A run draws the same seed many times (most draws give a copy).  Inside :func:`seed_memo`, what a strategy
-derives from a seed and a position alone, before any draw of its generator (the results of the target's
-two calls, whether a call only reads, which twins are real choices), is computed once and kept until the
-block ends (:func:`memoized`, :func:`target_calls`); outside it, everything is computed afresh.
+derives from a seed and a position alone, whatever its generator draws (the results of the target's two
+calls, whether a call only reads, which twins are real choices, the results of the calls a depth chain
+adds), is computed once and kept until the block ends (:func:`memoized`, :func:`target_calls`); outside
+it, everything is computed afresh.
 """
 
 from __future__ import annotations
