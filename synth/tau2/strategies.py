@@ -18,16 +18,19 @@ cannot carry it.  What each does, and why the new user scenario asks for exactly
     gold gains the reads that resolve it (the user's details, then the entity's details) before its first
     use: the agent must call A to disambiguate before B.
 ``depth``
-    One more dependent step right after B: a read whose argument only B's output gives (airline: the
-    status of a flight of the reservation B returns, ``get_flight_status``, whose flight number the
-    scenario never says; retail: how many options of a product in the order B returns are available,
-    ``get_product_details``).  The user asks for it in words, and the answer goes into
+    One more dependent step, last (the user asks for it before ending the call): a read whose argument
+    first appears in B's output (airline: the status of a flight of the reservation B returns,
+    ``get_flight_status``, whose flight number the scenario never says; retail: how many options of a
+    product in the order B returns are available, ``get_product_details``).  The answer goes into
     ``communicate_info``.
 ``cascade``
-    A second write right after the write B, whose arguments depend on B's result (airline: after a flight
-    change, one more checked bag; how many of the bags are not free depends on the cabin, passengers and
-    bags B's result shows, and the user's membership; retail: after an order's address changes, the same
-    address becomes the user's default, for the user B's result names).
+    A second write right after the write B, the seed's last action, whose arguments depend on B's result
+    (airline: after a flight change, one more checked bag; how many of the bags are not free depends on
+    the cabin, passengers and bags B's result shows, and the user's membership; retail: after an order's
+    address changes, the same address becomes the user's default, for the user B's result names).
+
+New steps go last, after everything the seed's gold does, as the user asks for them: ACE's verifier
+checks the gold's order.
 
 Every draft is checked afterwards (:mod:`synth.tau2.pipeline`): the target still adjacent, the gold valid for
 ACE's verifier and τ²'s evaluator, every identifier grounded, and the strategy's own check.
@@ -295,7 +298,9 @@ def depth(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft 
             ask = (f"Before you end the call, also ask what the current status is of your flight from {f['origin']} "
                    f"to {f['destination']} on {f['date']} (part of your {trip} reservation from {out.get('origin')} "
                    f"to {out.get('destination')}); you do not know its flight number.")
-            fact = _replayed_output(seed, actions[:j + 2] + [step])
+            if not _still_in_reservation(seed, out["reservation_id"], f):
+                continue  # a later gold write moved the reservation off this flight
+            fact = _replayed_output(seed, actions + [step])
             what = f"{step.name} on a flight only {actions[j + 1].name}'s output names"
         elif seed.domain == "retail" and isinstance(out.get("items"), list) and out.get("order_id"):
             items = [i for i in out["items"] if not mentions(text, i["product_id"])]
@@ -305,7 +310,7 @@ def depth(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft 
             step = GoldAction("get_product_details", {"product_id": item["product_id"]})
             ask = (f"Before you end the call, also ask how many options of the {item['name']} (the one in "
                    f"{describe('retail', out['order_id'])}) are available right now; you do not know its product id.")
-            details = _replayed_output(seed, actions[:j + 2] + [step])
+            details = _replayed_output(seed, actions + [step])
             if not isinstance(details, dict) or not isinstance(details.get("variants"), dict):
                 continue
             fact = str(sum(bool(v.get("available")) for v in details["variants"].values()))
@@ -316,9 +321,17 @@ def depth(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft 
             continue
         new = dict(ins)
         new["task_instructions"] = f"{ins['task_instructions'].rstrip()}\n\n{ask}"
-        return Draft(actions[:j + 2] + [step] + actions[j + 2:], new, what, communicate_info=[fact],
+        # last, as the user asks for it: before ending the call (ACE's verifier checks the gold's order)
+        return Draft(actions + [step], new, what, communicate_info=[fact],
                      details={"added_step": step.name, "answer": fact})
     return None
+
+
+def _still_in_reservation(seed: Tau2Task, reservation: str, flight: dict[str, Any]) -> bool:
+    """Whether the flight is still part of the reservation once the seed's whole gold has run."""
+    final = gold(seed).env.tools.db.reservations.get(reservation)
+    return final is not None and any((f.flight_number, f.date) == (flight["flight_number"], flight["date"])
+                                     for f in final.flights)
 
 
 def _replayed_output(seed: Tau2Task, actions: list[GoldAction]) -> Any:
@@ -348,6 +361,8 @@ def cascade(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draf
         return None
     outs = outputs(seed)
     for j in target_positions(actions, target):
+        if j + 2 != len(actions):
+            continue  # B must be the seed's last action: "after B" is then unambiguous, for ACE's ordered check too
         b, out = actions[j + 1], outs[j + 1]
         if not isinstance(out, dict):
             continue
@@ -386,7 +401,7 @@ def cascade(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draf
             continue  # the seed makes it already
         new = dict(ins)
         new["task_instructions"] = f"{ins['task_instructions'].rstrip()}\n\n{ask}"
-        return Draft(actions[:j + 2] + [second] + actions[j + 2:], new, what, drop_nl_assertions=True,
+        return Draft(actions + [second], new, what, drop_nl_assertions=True,
                      details=details)
     return None
 

@@ -13,19 +13,21 @@ from ace_env.tau2.synthtasks import SynthTau2Task, tau2_json
 from ace_env.tau2.tasks import load_tasks
 from synth.pipeline import write_tasks
 from synth.tau2.pipeline import synthesize_tau2
+from synth.tau2.strategies import STRATEGIES
 from train import export_tau2
 from train.export import export
 from train.export_tau2 import NOT_THE_ORACLE, ROUND_TRIP_NOTE, TASKS_FILE, roundtrip
 
 EDGES = [{"from": "get_reservation_details", "to": "update_reservation_flights"},
          {"from": "get_user_details", "to": "get_reservation_details"},
-         {"from": "search_direct_flight", "to": "update_reservation_flights"}]
+         {"from": "search_direct_flight", "to": "update_reservation_flights"},
+         {"from": "update_reservation_flights", "to": "update_reservation_flights"}]
 
 
 @pytest.fixture(scope="module")
 def synthesized():
     seeds = {t.id: t for t in load_tasks("airline")}
-    tasks = synthesize_tau2(EDGES, seeds, 4, seed=1).tasks
+    tasks = [t for s in STRATEGIES for t in synthesize_tau2(EDGES, seeds, 1, strategies=(s,), seed=1).tasks]
     assert len(tasks) == 4 and len({t.origin["strategy"] for t in tasks}) == 4
     return tasks
 

@@ -35,7 +35,8 @@ from synth.tau2.strategies import STRATEGIES, Draft, _replace_id, target_positio
 EDGES = {
     "airline": [("get_reservation_details", "update_reservation_flights"),
                 ("get_user_details", "get_reservation_details"),
-                ("search_direct_flight", "update_reservation_flights")],
+                ("search_direct_flight", "update_reservation_flights"),
+                ("update_reservation_flights", "update_reservation_flights")],
     "retail": [("get_order_details", "modify_pending_order_address"), ("get_user_details", "get_order_details"),
                ("get_product_details", "exchange_delivered_order_items")],
 }
@@ -88,13 +89,13 @@ def test_each_strategy_makes_a_task_both_verifiers_pass(made, domain, strategy):
         assert entity.lstrip("#") not in scenario and entity in gold_args
         assert task.origin["description"] in scenario and "do not remember" in scenario
     elif strategy == "depth":  # one more step, whose argument only B's output gives; its answer is communicated
-        added = [g for g in task.agent_actions if g.name == task.origin["added_step"]]
-        assert len(task.agent_actions) == len(seed.agent_actions) + 1 and added
-        assert all(v not in scenario for k, v in added[0].arguments.items() if k != "date")
+        added = task.agent_actions[-1]  # last: the user asks for it before ending the call
+        assert task.agent_actions[:-1] == seed.agent_actions and added.name == task.origin["added_step"]
+        assert all(v not in scenario for k, v in added.arguments.items() if k != "date")
         assert task.communicate_info[-1] == task.origin["answer"] and "COMMUNICATE" in task.reward_basis
-    else:  # cascade: a second write right after B
-        j = target_positions(task.agent_actions, (a, b))[0]
-        assert task.agent_actions[j + 2].name == task.origin["second_write"]
+    else:  # cascade: a second write right after B, the seed's last action
+        j = target_positions(task.agent_actions, (a, b))[-1]
+        assert j + 3 == len(task.agent_actions) and task.agent_actions[-1].name == task.origin["second_write"]
         assert len(task.agent_actions) == len(seed.agent_actions) + 1
 
 
