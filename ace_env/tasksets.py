@@ -114,6 +114,10 @@ def load_tau2_task_set(spec: str) -> dict[str, Tau2Task]:
     return {t.id: t for d in parsed.tau2_domains for t in load_tau2_tasks(d)}
 
 
+#: The commands that take τ² tasks (``tau2=True`` where they load them; ``ace env replay`` loads them itself).
+TAU2_COMMANDS = ("`ace env replay`, `ace sim rollouts`, `ace verify`, `ace ingest`, `ace eval`, `ace diagnose`, "
+                 "`ace synth` and `ace export --format tau2`")
+
 #: The τ² domains whose rollouts ACE simulates, verifies step by step and stores in the skill graph.
 TAU2_ROLLOUT_DOMAINS = ("airline", "retail")
 TAU2_TELECOM_NOTE = ("telecom's gold includes the user's own actions on their phone, which ACE's simulated agent "
@@ -130,8 +134,8 @@ def load_task_set(spec: str, tau2: bool = False) -> dict[str, Task]:
     parsed = parse_task_spec(spec)
     if parsed.tau2_domains:
         if not tau2:
-            raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): `ace env replay tau2`, "
-                                "`ace sim rollouts` and `ace ingest` run them; use bfcl:CATEGORY or a task file")
+            raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): {TAU2_COMMANDS} take "
+                                "them; use bfcl:CATEGORY or a task file")
         other = [d for d in parsed.tau2_domains if d not in TAU2_ROLLOUT_DOMAINS]
         if other:
             raise TaskLoadError(f"`{_command()}` takes τ² {' and '.join(TAU2_ROLLOUT_DOMAINS)} tasks, not {other[0]} "
@@ -160,8 +164,8 @@ def load_task_set(spec: str, tau2: bool = False) -> dict[str, Task]:
         return {t.id: t for t in loaded}
     if is_tau2_task_file(path):  # tasks `ace synth` made from τ² seeds (ace_env.tau2.synthtasks)
         if not tau2:
-            raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): `ace sim rollouts`, "
-                                "`ace ingest`, `ace synth` and `ace export --format tau2` read them")
+            raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): {TAU2_COMMANDS} take "
+                                "them")
         return load_tau2_task_file(path)  # type: ignore[return-value]
     tasks = {}
     first_line: dict[str, int] = {}
