@@ -284,12 +284,14 @@ def depth(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft 
         return None
     outs = outputs(seed)
     text = scenario_text(ins)
+    earlier_arguments = json.dumps([a.arguments for a in actions])  # values the agent already had or passed
     for j in target_positions(actions, target):
         out = outs[j + 1]
         if not isinstance(out, dict):
             continue
         if seed.domain == "airline" and isinstance(out.get("flights"), list) and out.get("reservation_id"):
-            flights = [f for f in out["flights"] if not mentions(text, f["flight_number"])]
+            flights = [f for f in out["flights"] if not mentions(text, f["flight_number"])
+                       and f"\"{f['flight_number']}\"" not in earlier_arguments]  # a value only B's output gives
             if not flights:
                 continue
             f = rng.choice(flights)
@@ -319,6 +321,8 @@ def depth(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft 
             continue
         if not isinstance(fact, str) or not fact:
             continue
+        if any(a.name == step.name and a.arguments == step.arguments for a in actions):
+            continue  # the gold makes that call already: nothing new to chain
         new = dict(ins)
         new["task_instructions"] = f"{ins['task_instructions'].rstrip()}\n\n{ask}"
         # last, as the user asks for it: before ending the call (ACE's verifier checks the gold's order)
@@ -390,6 +394,9 @@ def cascade(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draf
                 continue
             address = {k: b.arguments[k] for k in ("address1", "address2", "city", "state", "country", "zip")
                        if k in b.arguments}
+            current = pristine("retail")[0].users.get(user)
+            if current is None or {k: getattr(current.address, k, None) for k in address} == address:
+                continue  # already the default address: the write would change nothing, so test nothing
             second = GoldAction("modify_user_address", {"user_id": user, **address})
             ask = ("After the order's shipping address is changed, also ask to make that same address your default "
                    "address.")

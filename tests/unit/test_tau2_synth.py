@@ -201,3 +201,42 @@ def test_ambiguity_drops_a_sentence_that_only_states_the_id_and_rewrites_the_oth
     assert _replace_id("You want to change #W8665881 to Suite 641.", "#W8665881", "your order with a Kettle",
                        "order") == "You want to change your order with a Kettle to Suite 641."
     assert _replace_id("No id here. ", "1N99U6", phrase, "reservation") == "No id here. "
+
+
+def _drafts(domain: str, strategy: str):
+    """Every draft the strategy makes from every seed of the domain, at each adjacent pair of its gold."""
+    for seed in load_tasks(domain):
+        pairs = {(a.name, b.name) for a, b in zip(seed.agent_actions, seed.agent_actions[1:])}
+        for target in sorted(pairs):
+            draft = STRATEGIES[strategy](seed, target, random.Random(0))
+            if draft is not None:
+                yield seed, draft
+
+
+def test_depth_adds_a_call_the_gold_does_not_make_on_a_value_only_b_gives():
+    """A blind review found a depth step repeating a gold call, and one on a flight the agent itself had passed."""
+    n = 0
+    for domain in ("airline", "retail"):
+        for seed, draft in _drafts(domain, "depth"):
+            *before, added = draft.actions
+            assert all((a.name, a.arguments) != (added.name, added.arguments) for a in before), seed.id
+            if added.name == "get_flight_status":
+                assert f'"{added.arguments["flight_number"]}"' not in json.dumps([a.arguments for a in before]), seed.id
+            n += 1
+    assert n >= 20
+
+
+def test_a_cascade_write_changes_the_database():
+    """A blind review found a second write setting the default address to the one the user already had."""
+    from ace_env.tau2.env import pristine
+
+    users = pristine("retail")[0].users
+    n = 0
+    for seed, draft in _drafts("retail", "cascade"):
+        second = draft.actions[-1]
+        assert second.name == "modify_user_address"
+        current = users[second.arguments["user_id"]].address
+        assert {k: getattr(current, k) for k in second.arguments if k != "user_id"} != \
+            {k: v for k, v in second.arguments.items() if k != "user_id"}, seed.id
+        n += 1
+    assert n >= 1
