@@ -235,11 +235,22 @@ def _replace_id(text: str, value: str, phrase: str, noun: str) -> str:
     if value.lstrip("#") not in text:
         return text
     bare = re.escape(value.lstrip("#"))
-    # a sentence that only states the id ("Your reservation ID is ABC123.") goes: the user no longer knows it
-    text = re.sub(rf"(?m)^[ \t]*(?:[Tt]he|[Yy]our)\s+{noun}\s+(?:id|ID|Id|number)\s+is\s+#?{bare}\b\.?[ \t]*$", "",
-                  text)
+    # a sentence that states the id ("Your reservation ID is ABC123.", "The reservation ID is ABC123 for your
+    # DTW to LGA trip.") goes: the user no longer knows it, and what qualifies the id goes with it
+    text = re.sub(rf"(?m)^[ \t]*(?:[Tt]he|[Yy]our)\s+{noun}\s+(?:id|ID|Id|number)\s+is\s+#?{bare}\b[^.\n]*\.?[ \t]*$",
+                  "", text)
     lead = rf"(?:(?:[Tt]he|[Yy]our)\s+)?(?:{noun}\s+)?(?:(?:id|ID|number|Id)\s+)?(?:(?:is|of)\s+)?"
     return re.sub(rf"{lead}#?{bare}\b", phrase, text).strip()
+
+
+def _listed_with_others(text: str, value: str) -> bool:
+    """Whether ``value`` is named in a list of ids ("reservation IDs XEHM4B and 59XX6W"): a description
+    spliced into the list would not read as a sentence, so the strategy leaves such a seed alone."""
+    bare = re.escape(value.lstrip("#"))
+    other = r"#?[A-Z0-9][A-Z0-9]{4,}"
+    return bool(re.search(rf"\b(?:ids|IDs|Ids|numbers)\b[^.\n]*#?{bare}\b", text)
+                or re.search(rf"#?{bare}\b\s*(?:,|and|or)\s+{other}\b", text)
+                or re.search(rf"\b{other}\s*(?:,|and|or)\s+#?{bare}\b", text))
 
 
 def ambiguity(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft | None:
@@ -252,7 +263,7 @@ def ambiguity(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Dr
     for j in target_positions(actions, target):
         for a in (actions[j + 1], actions[j]):
             entity = _id_of(a, key)
-            if not entity or not mentions(text, entity):
+            if not entity or not mentions(text, entity) or _listed_with_others(text, entity):
                 continue
             phrase = unique_description(seed.domain, entity)
             user = owner(seed.domain, entity)

@@ -30,7 +30,7 @@ from synth.tau2.pipeline import (
     synthesize_tau2,
     usable_seeds,
 )
-from synth.tau2.strategies import STRATEGIES, Draft, _replace_id, target_positions
+from synth.tau2.strategies import STRATEGIES, Draft, _listed_with_others, _replace_id, target_positions
 
 EDGES = {
     "airline": [("get_reservation_details", "update_reservation_flights"),
@@ -201,6 +201,20 @@ def test_ambiguity_drops_a_sentence_that_only_states_the_id_and_rewrites_the_oth
     assert _replace_id("You want to change #W8665881 to Suite 641.", "#W8665881", "your order with a Kettle",
                        "order") == "You want to change your order with a Kettle to Suite 641."
     assert _replace_id("No id here. ", "1N99U6", phrase, "reservation") == "No id here. "
+    # a blind review found "your round trip reservation from DTW to LGA for your DTW to LGA trip."
+    stated = "Your user id is raj_brown_5782.\n\nThe reservation ID is VA5SGQ for your DTW to LGA trip."
+    assert _replace_id(stated, "VA5SGQ", "your round trip reservation from DTW to LGA", "reservation") == \
+        "Your user id is raj_brown_5782."
+
+
+def test_ambiguity_leaves_an_id_named_in_a_list_of_ids_alone():
+    """A blind review found "within reservation IDs your round trip reservation from LAS to ATL ... and 59XX6W"."""
+    assert _listed_with_others("You want to cancel your flights within reservation IDs XEHM4B and 59XX6W.", "XEHM4B")
+    assert _listed_with_others("Cancel XEHM4B, 59XX6W.", "59XX6W")
+    assert not _listed_with_others("You want to change reservation XEHM4B to economy and add a bag.", "XEHM4B")
+    for seed, draft in _drafts("airline", "ambiguity"):
+        text = "\n".join(v for v in draft.instructions.values() if isinstance(v, str))
+        assert " IDs your " not in text and " ids your " not in text, seed.id
 
 
 def _drafts(domain: str, strategy: str):
