@@ -62,7 +62,7 @@ PARAMS = {
     "scope": SCOPE, "level": "tool", "min_support": MIN_SUPPORT, "min_lift": MIN_LIFT, "limit": 50, "min_prereq": 0.6,
     "experiment": "q", "policy": "sim", "from": PLANTED[0][0], "to": PLANTED[0][1],
     "after": "result_extraction", "skill": "param_from_output", "failures_only": False, "scopes": [SCOPE],
-    "keys": ["bfcl:multi_turn_base_0"],
+    "keys": ["bfcl:multi_turn_base_0"], "environment": "bfcl",
 }
 
 
