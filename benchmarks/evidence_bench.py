@@ -131,16 +131,57 @@ def tasks_of(indices: list[int], categories: tuple[str, ...] = ("base",)) -> lis
 
 
 def load_state(path: Path) -> dict[str, Any]:
-    if path.exists():
-        return json.loads(path.read_text())
-    return {"records": [], "phases": {}}
+    state = json.loads(path.read_text()) if path.exists() else {"records": [], "phases": {}}
+    _BASE[(path, id(state))] = json.loads(json.dumps(state))
+    return state
+
+
+#: Each loaded state as it was last read or written, by (path, id of the state object): the base of the three-way merge in save_state.
+_BASE: dict[tuple[Path, int], Any] = {}
+
+
+def _keyed(value: Any, key: str) -> Any:
+    """Lists of the state as dicts, so they merge by identity: records by (arm, seed, samples), notes by content."""
+    if key == "records":
+        return {f"{r['arm']}|{r['seed']}|{r['samples']}": r for r in value}
+    if key == "notes":
+        return {json.dumps(n, sort_keys=True): n for n in value}
+    return value
+
+
+def _merge(base: Any, mine: Any, theirs: Any) -> Any:
+    """Three-way merge: what this process changed since `base` wins, everything else is taken from disk."""
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        base = base if isinstance(base, dict) else {}
+        out = {}
+        for k in list(theirs) + [k for k in mine if k not in theirs]:
+            b, m, t = (_keyed(x.get(k), k) if isinstance(x.get(k), list) and k in ("records", "notes")
+                       else x.get(k) for x in (base, mine, theirs))
+            if k not in mine and k in base:
+                continue  # deleted here
+            merged = _merge(b, m, t) if k in mine and k in theirs else (m if k in mine else t)
+            out[k] = list(merged.values()) if k in ("records", "notes") and isinstance(merged, dict) else merged
+        return out
+    return theirs if mine == base else mine
 
 
 def save_state(path: Path, state: dict[str, Any]) -> None:
+    """Write the state, merged with whatever another evidence process saved since this one read it (two processes
+    may run disjoint arms or seeds against one state file, one core each); under a lock, replaced atomically."""
+    import fcntl
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=1) + "\n")
-    os.replace(tmp, path)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        base = _BASE.get((path, id(state)))
+        if path.exists() and base is not None:
+            merged = _merge(base, state, json.loads(path.read_text()))
+            state.clear()
+            state.update(merged)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=1) + "\n")
+        os.replace(tmp, path)
+        _BASE[(path, id(state))] = json.loads(json.dumps(state))
 
 
 def _code_version() -> str:
@@ -279,12 +320,27 @@ def evaluate(policy: HFPolicy, tasks: list[Task], steps: list[dict[str, Any]], t
 # --------------------------------------------------------------------------- phases
 
 
+def _train_epochs(trainer: Any, examples: list[dict[str, Any]], epoch: int) -> list[float]:
+    """One warm-start epoch: every example once, in an order fixed by the epoch's number."""
+    order = list(range(len(examples)))
+    random.Random(epoch).shuffle(order)
+    losses = []
+    for k, i in enumerate(order):
+        trainer.model.train()
+        losses.append(trainer.step(examples[i]))
+        if (k + 1) % 10 == 0:
+            say(f"warm start epoch {epoch + 1}: {k + 1}/{len(order)} loss {losses[-1]:.3f}")
+    return losses
+
+
 def warm_start(args: argparse.Namespace, state: dict[str, Any], splits: dict[str, Any], held: list[Task],
                steps: list[dict[str, Any]]) -> Path:
     warm_dir = args.work / "warm"
     phase = state["phases"].setdefault("warm", {"epochs": []})
     if phase.get("done") and warm_dir.exists():
         return warm_dir
+    if phase.get("done"):
+        return rebuild_warm(args, state, splits, held, steps)
     tasks = tasks_of(splits["train"][: args.warm_tasks])
     start_dir = warm_dir if (warm_dir.exists() and phase["epochs"]) else args.model
     if start_dir == args.model:
@@ -295,14 +351,7 @@ def warm_start(args: argparse.Namespace, state: dict[str, Any], splits: dict[str
         raise SystemExit(f"warm start: no transcript fits in --max-length {args.max_length}")
     while len(phase["epochs"]) < args.warm_epochs:
         t0 = time.perf_counter()
-        order = list(range(len(examples)))
-        random.Random(len(phase["epochs"])).shuffle(order)
-        losses = []
-        for k, i in enumerate(order):
-            trainer.model.train()
-            losses.append(trainer.step(examples[i]))
-            if (k + 1) % 10 == 0:
-                say(f"warm start epoch {len(phase['epochs']) + 1}: {k + 1}/{len(order)} loss {losses[-1]:.3f}")
+        losses = _train_epochs(trainer, examples, len(phase["epochs"]))
         result = evaluate(trainer.policy(), held, steps, set())
         phase["epochs"].append({"train_seconds": round(time.perf_counter() - t0, 1), "first_loss": losses[0],
                                 "last_loss": losses[-1], "held_out_exact": result["all_exact"],
@@ -316,6 +365,39 @@ def warm_start(args: argparse.Namespace, state: dict[str, Any], splits: dict[str
     phase.update(done=True, model=str(args.model), tasks=len(tasks), lr=args.lr, max_length=args.max_length)
     save_state(args.state, state)
     return warm_dir
+
+
+def rebuild_warm(args: argparse.Namespace, state: dict[str, Any], splits: dict[str, Any], held: list[Task],
+                 steps: list[dict[str, Any]]) -> Path:
+    """The warm start's recorded training, replayed when its checkpoint is gone (a new machine: checkpoints are
+    not committed).  The recorded arms were trained from the original, so the rebuilt model is accepted only if
+    it scores every held-out step exactly as the original did; otherwise the run stops and says so."""
+    phase = state["phases"]["warm"]
+    original = next((r for r in state["records"] if r["arm"] == "warm"), None)
+    tasks = tasks_of(splits["train"][: phase["tasks"]])
+    trainer = Trainer(str(args.model), phase["lr"], 0, None)
+    examples = trainer.examples(tasks, phase["max_length"])
+    say(f"warm start: checkpoint missing under {args.work}; replaying its {len(phase['epochs'])} recorded epochs")
+    t0 = time.perf_counter()
+    for epoch in range(len(phase["epochs"])):
+        _train_epochs(trainer, examples, epoch)
+    result = evaluate(trainer.policy(), held, steps, set())
+    same = original is not None and result["step_exact"] == original["step_exact"]
+    differing = None if original is None else sum(a != b for a, b in zip(result["step_exact"], original["step_exact"]))
+    state.setdefault("notes", []).append({
+        "when": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()),
+        "what": "warm start rebuilt from its recorded recipe (checkpoint lost with the machine)",
+        "identical_step_exact": same, "steps_differing": differing, "all_exact": result["all_exact"],
+        "train_seconds": round(time.perf_counter() - t0, 1), "commit": commit()})
+    save_state(args.state, state)
+    if not same:
+        trainer.save(args.work / "warm-rebuilt")
+        raise SystemExit(f"the rebuilt warm start scores {differing} held-out steps differently from the recorded "
+                         f"one; the recorded arms started from the original, so the run stops (rebuilt model in "
+                         f"{args.work / 'warm-rebuilt'})")
+    trainer.save(args.work / "warm")
+    say("warm start rebuilt: every held-out step scores as recorded")
+    return args.work / "warm"
 
 
 def diagnose(args: argparse.Namespace, state: dict[str, Any], splits: dict[str, Any], warm: Path,
@@ -395,7 +477,17 @@ def arm_tasks(args: argparse.Namespace, state: dict[str, Any], splits: dict[str,
             if len(tasks) >= want:
                 break
         record["tasks"] = len(tasks)
-        state["phases"].setdefault("synthesis", {})[f"{arm}-{seed}"] = record
+        previous = state["phases"].setdefault("synthesis", {}).get(f"{arm}-{seed}")
+        if previous is not None:  # the data file was lost with its machine: built again, it must be the same data
+            strip = lambda batches: [{k: v for k, v in b.items() if k != "commit"} for b in batches]  # noqa: E731
+            record["matches_previous"] = strip(previous.get("batches", [])) == strip(record["batches"])
+            if not record["matches_previous"]:
+                stale = [r for r in state["records"] if r["arm"] == arm and r["seed"] == seed]
+                state.setdefault("superseded", []).extend(stale)
+                state["records"] = [r for r in state["records"] if r not in stale]
+                say(f"{arm} seed {seed}: the rebuilt data differs from the recorded synthesis; its {len(stale)} "
+                    "records move to 'superseded' and every budget runs again")
+        state["phases"]["synthesis"][f"{arm}-{seed}"] = record
     rng.shuffle(tasks)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks))

@@ -86,3 +86,25 @@ def test_per_target_counts_say_which_compositions_a_gain_comes_from(bench):
     assert rows["a>b"]["ace@128"] == (2, 2) and rows["z>b"]["ace@128"] == (1, 2)
     assert rows["a>b"]["random@128"] == (0, 2) and rows["a>b"]["warm"] == (0, 2)
     assert "ace@32" not in rows["a>b"]  # only the largest budget
+
+
+def test_two_processes_saving_one_state_keep_each_others_records_and_notes(bench, tmp_path):
+    path = tmp_path / "evidence.json"
+    path.write_text('{"records": [{"arm": "warm", "seed": null, "samples": 0, "x": 1}], "phases": {"synthesis": {}}}')
+    a, b = bench.load_state(path), bench.load_state(path)
+    # Each process loaded the same file; a runs seed 1, b seed 2.
+    a["records"].append({"arm": "ace", "seed": 1, "samples": 16, "x": 2})
+    a["phases"]["synthesis"]["ace-1"] = {"tasks": 64}
+    bench.save_state(path, a)
+    b["records"].append({"arm": "ace", "seed": 2, "samples": 16, "x": 3})
+    b["phases"]["synthesis"]["ace-2"] = {"tasks": 60}
+    b.setdefault("notes", []).append({"what": "b"})
+    bench.save_state(path, b)
+    # a replaces its own record (a re-run) after b saved: b's record and note survive, a's change wins for its key.
+    a["records"] = [r for r in a["records"] if r["seed"] != 1] + [{"arm": "ace", "seed": 1, "samples": 16, "x": 4}]
+    bench.save_state(path, a)
+    on_disk = bench.load_state(path)
+    assert {(r["seed"], r["x"]) for r in on_disk["records"]} == {(None, 1), (1, 4), (2, 3)}
+    assert on_disk["phases"]["synthesis"] == {"ace-1": {"tasks": 64}, "ace-2": {"tasks": 60}}
+    assert on_disk["notes"] == [{"what": "b"}]
+    assert a == on_disk  # the saving process sees the merged state
