@@ -125,7 +125,7 @@ def evaluate_gold_prefix(
     """Score every oracle step with the oracle's prefix (:mod:`train.goldprefix`), keep the per-step
     scores in ``out`` (JSONL, written whole or not at all) and ingest them as the gold-prefix scope
     ``experiment/name/checkpoint``; the summary and the scope's tables as data."""
-    policy = load_policy(policy_spec, compact_tools=compact_tools)
+    policy = load_policy(policy_spec, compact_tools=compact_tools, tasks=tasks)
     try:
         run = score_tasks(policy, tasks, generate, generation, budget, batch_size, on_step)
     finally:

@@ -47,11 +47,17 @@ from typing import Any
 
 from ace_env.bounded import BoundedVerifier, LineError
 from ace_env.calls import Call, parse_call
+from ace_env.environments import environment_of
 from ace_env.executor import OK
-from ace_env.modelout import parse_message
+from ace_env.modelout import is_malformed, parse_message
 from ace_env.oracle import oracle_for
 from ace_env.tasks import Task
-from ace_env.verifier import WRONG_ARGUMENT, WRONG_TOOL
+from ace_env.tau2.bounded import Tau2Runner
+from ace_env.tau2.env import ASSISTANT, USER, Tau2Call
+from ace_env.tau2.rollouts import to_call
+from ace_env.tau2.tasks import Tau2Task
+from ace_env.tau2.verify import gold_calls
+from ace_env.verifier import MALFORMED_CALL, WRONG_ARGUMENT, WRONG_TOOL
 from ace_env.worker import Budget
 from ace_graph.ingest import GOLD_PREFIX
 from ace_graph.outcomes import FAIL, SUCCESS, RolloutRecord, StepRow
@@ -60,6 +66,8 @@ from train.engine import ScriptedUser, offered_schemas
 from train.errors import ExportError
 from train.export import ABSTAIN_MESSAGE, DONE_MESSAGE, SYSTEM_PROMPT, tool_arguments
 from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError
+from train.tau2_agent import MALFORMED_NAME, agent_system_prompt
+from train.users_tau2 import ideal_dialogue
 
 log = logging.getLogger(__name__)
 
@@ -83,15 +91,19 @@ class GoldStep:
 class Transcript:
     """A task's oracle played as a conversation, and its steps."""
 
-    task: Task
+    task: Any  # a BFCL Task, or a τ² task (the τ² section below)
     messages: list[dict[str, Any]]
     steps: list[GoldStep]
+    tools: list[dict[str, Any]] | None = None  # the tools of every turn (τ²); None: the BFCL turn's own
+
+    def tools_for(self, turn: int) -> list[dict[str, Any]]:
+        return self.tools if self.tools is not None else offered_schemas(self.task, turn)
 
     def conversation(self, step: GoldStep) -> Conversation:
         """The conversation up to (not including) the gold answer of ``step``, as a policy is asked it."""
         return Conversation(
             [dict(m) for m in self.messages[: step.message]],
-            offered_schemas(self.task, step.turn),
+            self.tools_for(step.turn),
             key=f"{self.task.id}@{step.turn}.{step.index}",
             task=self.task,
             turn=step.turn,
@@ -99,7 +111,12 @@ class Transcript:
         )
 
 
-def transcript(task: Task) -> Transcript:
+def transcript(task: Any) -> Transcript:
+    """The gold transcript of a task of any environment (:data:`_TRANSCRIPTS`)."""
+    return _TRANSCRIPTS[environment_of((task,)).name](task)
+
+
+def bfcl_transcript(task: Task) -> Transcript:
     """The gold transcript of a task: the system prompt, each turn's user message (as the rollout engine
     shows it), each oracle call as one assistant tool call with its real output, and each turn's closing
     text (``DONE_MESSAGE``, or ``ABSTAIN_MESSAGE`` in a turn whose ground truth is empty).
@@ -174,10 +191,11 @@ class Scoring:
     skipped: list[str] = field(default_factory=list)  # tasks (and steps) that could not be scored, with why
     seconds: float = 0.0
     forward_tokens: int = 0  # tokens through the model in teacher-forced passes
+    prefix: str = "task-turns"  # what each step's prefix is (PREFIXES)
 
     def summary(self) -> dict[str, Any]:
         return summarize(self.scores) | {"skipped": len(self.skipped), "seconds": round(self.seconds, 3),
-                                         "forward_tokens": self.forward_tokens}
+                                         "forward_tokens": self.forward_tokens, "prefix": self.prefix}
 
 
 def _mean(values: list[float]) -> float | None:
@@ -234,7 +252,7 @@ def _groups(tr: Transcript) -> list[tuple[list[dict[str, Any]], list[GoldStep]]]
     """(tools, steps) per run of consecutive turns offered the same tools: each run is one forward pass."""
     out: list[tuple[list[dict[str, Any]], list[GoldStep]]] = []
     for step in tr.steps:
-        tools = offered_schemas(tr.task, step.turn)
+        tools = tr.tools_for(step.turn)
         if out and out[-1][0] == tools:
             out[-1][1].append(step)
         else:
@@ -390,6 +408,162 @@ def _judge(tr: Transcript, s: GoldStep, reply: Any, first: list[Any], verdict: A
     return score
 
 
+# --------------------------------------------------------------------------- τ² tasks
+#
+# Gold-prefix scoring on τ² tasks (the sections above are BFCL's).
+#
+# A τ² task's gold holds the agent's calls but no user turns: its user is simulated.  The prefix of a step
+# is therefore the task's *ideal dialogue* (:func:`train.users_tau2.ideal_dialogue`): the gold calls in
+# order, executed on the task's database, with the scripted user who answers exactly the identifying
+# values each call needs (checked by τ²'s fidelity rules, the dialogue the user simulator is fine-tuned
+# on).  The agent sees it as in a τ² rollout: τ²'s agent system prompt and policy, the domain's agent
+# tools, the user's messages, its own calls and their outputs; telecom's user-side calls and their
+# outputs are the user's and are left out of the agent's view.  A run's summary names its prefix
+# (``prefix``: ``ideal-dialogue``), so a τ² gold-prefix figure is never mistaken for one over a real user.
+#
+# Step ``j`` is the task's ``j``-th gold agent action (the tagger's flat order, all in turn 0); a task
+# without agent actions is one abstain step, scored on the closing text.
+#
+# * teacher forced (``hf:``): as for BFCL, one forward pass per task;
+# * generated: the step's first call replaces gold action ``j`` and the whole gold (user calls included)
+#   runs in the bounded τ² worker (:class:`~ace_env.tau2.bounded.Tau2Runner`).  The step passes when the
+#   rollout's reward is 1 (the final database and assertions equal the gold's) *and* the call returned
+#   what the gold call returned, so a read with other arguments fails even though it changes nothing,
+#   and a call equal in effect but not in form passes.
+
+
+#: What a step's prefix is, per environment (a run's summary says it).
+PREFIXES = {"bfcl": "task-turns", "tau2": "ideal-dialogue"}
+
+
+def _agent_view(message: dict[str, Any]) -> dict[str, Any] | None:
+    """A message of the ideal dialogue as the agent sees it (None: the user's own tool call or its output)."""
+    if message["role"] == USER and message.get("tool_calls"):
+        return None
+    if message["role"] == "tool":
+        if message.get("requestor") == USER:
+            return None
+        return {k: message[k] for k in ("role", "tool_call_id", "name", "content")}
+    out = {"role": message["role"], "content": message.get("content") or None}
+    if message.get("tool_calls"):
+        out["tool_calls"] = message["tool_calls"]
+    return out
+
+
+def tau2_transcript(task: Tau2Task) -> Transcript:
+    """The gold transcript of a τ² task: τ²'s agent prompt, then the ideal dialogue in the agent's view."""
+    dialogue = ideal_dialogue(task)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": agent_system_prompt(task.domain)}]
+    steps: list[GoldStep] = []
+    for m in dialogue.messages:
+        view = _agent_view(m)
+        if view is None:
+            continue
+        if view["role"] == ASSISTANT and view.get("tool_calls"):
+            fn = view["tool_calls"][0]["function"]
+            prev = steps[-1].flat if steps else None
+            steps.append(GoldStep(len(steps), 0, len(steps), fn["name"], fn["arguments"], len(messages), prev))
+        messages.append(view)
+    if not task.agent_actions:  # one abstain step: the agent's closing text
+        last = max(i for i, m in enumerate(messages) if m["role"] == ASSISTANT)
+        steps.append(GoldStep(0, 0, 0, None, None, last, None))
+    if len(steps) != max(len(task.agent_actions), 1):
+        raise PolicyError(f"task {task.id}: the ideal dialogue holds {len(steps)} agent calls for "
+                          f"{len(task.agent_actions)} gold agent actions")
+    return Transcript(task, messages, steps, tools=[dict(t) for t in task.tools])
+
+
+def _first_call(reply: Any) -> Tau2Call | None:
+    """The reply's first call as a τ² call (a malformed one kept as a call that errors), None without one."""
+    if reply.finish_reason == "error":
+        return None
+    calls = parse_message(reply.message).calls
+    if not calls:
+        return None
+    first = calls[0]
+    if is_malformed(first):  # runs as a call whose arguments are not an object: an error step
+        return Tau2Call(MALFORMED_NAME, "malformed: " + str(first.get("raw", ""))[:500])
+    if isinstance(first, dict) and isinstance(first.get("name"), str) and isinstance(first.get("arguments"), dict):
+        return Tau2Call(first["name"], dict(first["arguments"]))
+    try:
+        return to_call(first)
+    except Exception:  # noqa: BLE001 - a call ACE cannot read is a call that errors, never a crash
+        return Tau2Call(MALFORMED_NAME, "malformed: " + json.dumps(first, default=str)[:500])
+
+
+def _with_step(task: Tau2Task, j: int, made: Tau2Call | None) -> tuple[list[Tau2Call], int | None]:
+    """The gold calls with agent action ``j`` replaced by ``made`` (left out when None), and its position
+    (None when left out)."""
+    calls, at, n = [], None, 0
+    for c in gold_calls(task):
+        if c.requestor == ASSISTANT:
+            if n == j:
+                if made is not None:
+                    at = len(calls)
+                    calls.append(made)
+                n += 1
+                continue
+            n += 1
+        calls.append(c)
+    return calls, at
+
+
+def judge_tau2(runner: Tau2Runner, tr: Transcript, s: GoldStep, reply: Any) -> StepScore:
+    """The verdict on one reply at its step (the module doc)."""
+    task = tr.task
+    text = (reply.message.get("content") or "") if reply.finish_reason != "error" else ""
+    score = StepScore(task.id, s.flat, s.turn, s.index, s.tool, None, answer=str(text)[:500])
+    if reply.finish_reason == "error":
+        score.passed = score.exact = score.tool_right = False
+        score.attribution = "inference_error"
+        return score
+    made = _first_call(reply)
+    if s.tool is None:  # no gold action: the agent should only talk
+        score.passed = score.exact = score.tool_right = made is None
+        score.attribution = None if made is None else "acted_without_need"
+        return score
+    if made is None:
+        score.passed = score.exact = score.tool_right = False
+        score.attribution = "stopped_early"
+        return score
+    action = task.agent_actions[s.index]
+    score.tool_right = made.name == action.name
+    score.exact = score.tool_right and made.arguments == action.arguments
+    calls, at = _with_step(task, s.index, made)
+    assert at is not None
+    outcome = runner.run(task.id, calls)
+    if outcome.verdict is None:
+        score.passed, score.attribution = False, outcome.attribution or "error"
+        return score
+    gold_output = tr.messages[s.message + 1]["content"]  # what the gold call returned, as the agent saw it
+    step = outcome.steps[at] if at < len(outcome.steps) else None
+    score.passed = outcome.verdict.reward == 1.0 and step is not None and step.content == gold_output
+    if not score.passed:
+        if not isinstance(made.arguments, dict):
+            score.attribution = MALFORMED_CALL
+        else:
+            score.attribution = WRONG_ARGUMENT if score.tool_right else WRONG_TOOL
+    return score
+
+
+def generated_tau2(policy: Policy, transcripts: list[Transcript], config: GenerationConfig, budget: Budget | None,
+                   batch_size: int = 8, on_step: Callable[[int], None] | None = None) -> dict[tuple[str, int], StepScore]:
+    """Every step of τ² transcripts answered by the policy and verified by execution, in batches."""
+    todo = [(tr, s) for tr in transcripts for s in tr.steps]
+    out: dict[tuple[str, int], StepScore] = {}
+    with Tau2Runner({tr.task.id: tr.task for tr in transcripts}, budget or Budget()) as runner:
+        for at in range(0, len(todo), batch_size):
+            batch = todo[at:at + batch_size]
+            replies = policy.generate([tr.conversation(s) for tr, s in batch], config)
+            if len(replies) != len(batch):
+                raise PolicyError(f"policy {policy.spec} answered {len(replies)} of {len(batch)} conversations")
+            for (tr, s), reply in zip(batch, replies):
+                out[(tr.task.id, s.flat)] = judge_tau2(runner, tr, s, reply)
+            if on_step:
+                on_step(len(batch))
+    return out
+
+
 # --------------------------------------------------------------------------- a run
 
 
@@ -407,11 +581,13 @@ def score_tasks(policy: Policy, tasks: Iterable[Task], generate: bool = False,
     forcing = hasattr(policy, "model") and hasattr(policy, "tokenizer")
     if not forcing and not generate:
         raise PolicyError(f"policy {policy.spec} gives no likelihoods: score it with --generate")
+    tasks = list(tasks)
+    run.prefix = PREFIXES[environment_of(tasks).name]
     transcripts: list[Transcript] = []
     for task in tasks:
         try:
             transcripts.append(transcript(task))
-        except ExportError as e:
+        except (ExportError, PolicyError) as e:
             run.skipped.append(str(e))
     forced: dict[tuple[str, int], StepScore] = {}
     if forcing:
@@ -423,8 +599,9 @@ def score_tasks(policy: Policy, tasks: Iterable[Task], generate: bool = False,
             if on_step and not generate:
                 on_step(len(tr.steps))
     made: dict[tuple[str, int], StepScore] = {}
-    if generate:
-        made = generated(policy, transcripts, config or GenerationConfig(), budget, batch_size, on_step)
+    if generate and transcripts:
+        generate_in = _GENERATED[environment_of([tr.task for tr in transcripts]).name]
+        made = generate_in(policy, transcripts, config or GenerationConfig(), budget, batch_size, on_step)
     for tr in transcripts:
         tools = {s.flat: s.tool for s in tr.steps}
         for s in tr.steps:
@@ -441,6 +618,11 @@ def score_tasks(policy: Policy, tasks: Iterable[Task], generate: bool = False,
             run.scores.append(score)
     run.seconds = time.perf_counter() - start
     return run
+
+
+#: How each environment's gold transcript is built and its generated steps verified.
+_TRANSCRIPTS: dict[str, Callable[[Any], Transcript]] = {"bfcl": bfcl_transcript, "tau2": tau2_transcript}
+_GENERATED: dict[str, Callable[..., dict[tuple[str, int], StepScore]]] = {"bfcl": generated, "tau2": generated_tau2}
 
 
 # --------------------------------------------------------------------------- into the graph

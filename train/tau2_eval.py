@@ -36,13 +36,12 @@ Verdicts say how they were reached (:mod:`train.judge`):
   outcome.  Stored on the Rollout node under ``judged_*`` properties and reported under ``judged`` in
   ``--json``, never in an exact pass rate.
 
-``--gold-prefix`` is refused for τ²: see :data:`GOLD_PREFIX_REFUSED`.
+``--gold-prefix`` on τ² tasks is :mod:`train.goldprefix` (its τ² section).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
 import json
 import time
@@ -51,12 +50,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ace_env.errors import ConfigError
-from ace_env.modelout import is_malformed, parse_message
 from ace_env.tau2.calls import Tau2Calls
-from ace_env.tau2.env import new_environment
 from ace_env.tau2.orchestrate import Dialogue, run_dialogue
 from ace_env.tau2.package import tau2_modules
-from ace_env.tau2.rollouts import call_dict, to_call
+from ace_env.tau2.rollouts import call_dict
 from ace_env.tau2.tasks import Tau2Task
 from ace_graph.ingest import ingest_file
 from ace_graph.store import GraphStore, scope_key
@@ -65,75 +62,14 @@ from train.evaluation import _tables, atomic_file
 from train.judge import EXACT, JUDGED, Judge, judged_outcome
 from train.policies import load_policy
 from train.policies.base import Conversation, GenerationConfig, Policy
+from train.tau2_agent import agent_message, agent_system_prompt
 from train.users_tau2 import ScriptedTau2User, Tau2LLMUser
-
-#: τ²'s ``AGENT_INSTRUCTION`` (tau2/agent/llm_agent.py, which imports litellm: the text is written here and
-#: a test pins it to the installed file).
-AGENT_INSTRUCTION = """
-You are a customer service agent that helps the user according to the <policy> provided below.
-In each turn you can either:
-- Send a message to the user.
-- Make a tool call.
-You cannot do both at the same time.
-
-Try to be helpful and always follow the policy. Always make sure you generate valid JSON only.
-""".strip()
-
-#: τ²'s ``SYSTEM_PROMPT`` of its ``LLMAgent`` (same file).
-SYSTEM_PROMPT = """
-<instructions>
-{agent_instruction}
-</instructions>
-<policy>
-{domain_policy}
-</policy>
-""".strip()
 
 #: The default user simulator (see the module docstring for why).
 SCRIPTED = "scripted"
 
 #: Messages per dialogue by default (both sides; τ² allows 100 steps, tool results included).
 DEFAULT_MAX_TURNS = 30
-
-#: The tool name a call gets when the policy's call could not be read at all.
-MALFORMED_NAME = "malformed_call"
-
-GOLD_PREFIX_REFUSED = (
-    "--gold-prefix does not run on τ² tasks: a gold prefix is the gold's own turns before each step, and a τ² "
-    "task's gold holds the agent's calls but no user turns (the user is simulated), so every prefix would be "
-    "a dialogue ACE invents; evaluate τ² free-running (leave --gold-prefix out)")
-
-
-@functools.cache
-def agent_system_prompt(domain: str) -> str:
-    """τ²'s agent system prompt for a domain: its instruction and the domain policy (policy.md)."""
-    return SYSTEM_PROMPT.format(agent_instruction=AGENT_INSTRUCTION, domain_policy=new_environment(domain).policy)
-
-
-def agent_message(message: dict[str, Any]) -> dict[str, Any]:
-    """A policy's answer as ``run_dialogue`` takes it: its text and its calls as OpenAI ``tool_calls``.
-
-    Calls are read by :func:`ace_env.modelout.parse_message` (never evaluated): an object call keeps its
-    arguments; a python-list call string is read with ``ast`` (:func:`ace_env.tau2.rollouts.to_call`); a
-    malformed one becomes a call whose arguments are not a JSON object, so it runs as an error step."""
-    parsed = parse_message(message)
-    calls = []
-    for k, c in enumerate(parsed.calls):
-        if is_malformed(c):
-            name, args = MALFORMED_NAME, "malformed: " + str(c.get("raw", ""))[:500]
-        elif isinstance(c, dict):
-            name, args = c["name"], c.get("arguments", {})
-        else:
-            tc = to_call(c)
-            name, args = tc.name, tc.arguments
-        calls.append({"id": f"agent_call_{k}", "type": "function",
-                      "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}})
-    text = parsed.text if parsed.calls else (message.get("content") or "")
-    out: dict[str, Any] = {"role": "assistant", "content": (text or "").strip()}
-    if calls:
-        out["tool_calls"] = calls
-    return out
-
 
 class PolicyAgent:
     """A policy playing τ²'s agent on one dialogue; a ``run_dialogue`` agent.  Keeps what it cost."""
@@ -385,7 +321,7 @@ def evaluate_tau2(store: GraphStore, policy_spec: str, tasks: list[Tau2Task], ex
 
 
 __all__ = [
-    "AGENT_INSTRUCTION", "DEFAULT_MAX_TURNS", "GOLD_PREFIX_REFUSED", "SCRIPTED", "SYSTEM_PROMPT", "PolicyAgent",
-    "add_checks", "check_tau2_options", "agent_message", "agent_system_prompt", "communicate_check", "evaluate_tau2", "graph_rows",
+    "DEFAULT_MAX_TURNS", "SCRIPTED", "PolicyAgent",
+    "add_checks", "check_tau2_options", "communicate_check", "evaluate_tau2", "graph_rows",
     "rollout_row", "run_tau2", "summarize", "tau2_reward", "user_factory",
 ]

@@ -24,7 +24,7 @@ from train.engine import RolloutConfig
 from train.evaluation import evaluate, evaluate_gold_prefix, rollout_to_file
 from train.judge import check_judge_spec
 from train.policies import DEFAULT_POLICY, GenerationConfig, policy_name
-from train.tau2_eval import DEFAULT_MAX_TURNS, GOLD_PREFIX_REFUSED, SCRIPTED, check_tau2_options, evaluate_tau2
+from train.tau2_eval import DEFAULT_MAX_TURNS, SCRIPTED, check_tau2_options, evaluate_tau2
 
 POLICY_HELP = (
     "hf:<model folder or name> (default hf:smollm2-135m, prepared by `ace model prepare`), "
@@ -197,6 +197,11 @@ def eval_cmd(
     tool_accuracy, step_pass_rate (--generate: steps whose call verified by execution) and pass_rate (tasks
     whose every step passed).
 
+    With --gold-prefix on τ² tasks, a step's prefix is the task's ideal dialogue: the gold agent calls
+    in order with their real outputs, and a scripted user who gives exactly the values each call needs
+    (τ² tasks have no user turns of their own); --generate verifies the step's call by running the whole
+    gold with it in place (final state and the call's own output must match the gold's).
+
     On τ² tasks (--tasks tau2:airline, tau2:retail) the policy plays τ²'s agent (τ²'s agent prompt and the
     domain's tools) against --user, one dialogue per task and sample (at most --max-turns messages, tool
     calls bounded); ACE's verifier checks each step and the final state (pass_rate, exact), τ²'s COMMUNICATE
@@ -213,15 +218,15 @@ def eval_cmd(
     if generate and not gold_prefix:
         raise ConfigError("--generate goes with --gold-prefix (a free-running evaluation always generates)")
     tau2 = bool(parse_task_spec(tasks).tau2_domains)
-    if tau2 and gold_prefix:
-        raise ConfigError(GOLD_PREFIX_REFUSED)
-    if not tau2:
-        for value, flag in ((user, "--user"), (judge, "--judge"), (max_turns, "--max-turns")):
-            if value is not None:
-                raise ConfigError(f"{flag} is for τ² tasks (--tasks tau2:DOMAIN); BFCL's user turns are the task's own")
+    for value, flag in ((user, "--user"), (judge, "--judge"), (max_turns, "--max-turns")):
+        if value is not None and not tau2:
+            raise ConfigError(f"{flag} is for τ² tasks (--tasks tau2:DOMAIN); BFCL's user turns are the task's own")
+        if value is not None and gold_prefix:
+            raise ConfigError(f"{flag} is for free-running τ² dialogues; through the gold prefix every step's "
+                              "prefix is the task's ideal dialogue (train.goldprefix)")
     if judge is not None:
         check_judge_spec(judge)
-    if tau2:
+    if tau2 and not gold_prefix:
         check_tau2_options(policy, user)
     if out is None:
         suffix = ".gold-prefix.jsonl" if gold_prefix else ".jsonl"
@@ -237,13 +242,14 @@ def eval_cmd(
         store = GraphStore(driver, settings.database)
         refuse_changes_to_stored_tasks(store, {t.id: t for t in task_list}, tasks)  # before any work
         with progress_bar(disable=as_json) as progress:
-            if tau2:
+            if tau2 and not gold_prefix:
                 bar = progress.add_task(f"τ² dialogues of {policy}", total=len(task_list) * config.n_per_task)
                 result = evaluate_tau2(store, policy, task_list, experiment, graph_name, checkpoint,  # type: ignore[arg-type]
                                        config, out, user, judge, max_turns or DEFAULT_MAX_TURNS, min_support,
                                        on_done=lambda _row: progress.advance(bar))
             elif gold_prefix:
-                steps = sum(max(len(t.ground_truth), 1) for task in task_list for t in task.turns)
+                steps = sum(max(task.n_steps, 1) if tau2 else sum(max(len(t.ground_truth), 1) for t in task.turns)
+                            for task in task_list)
                 bar = progress.add_task(f"scoring {policy} through the gold prefix", total=steps)
                 result = evaluate_gold_prefix(
                     store, policy, task_list, experiment, graph_name, checkpoint, out, generate,
@@ -271,7 +277,7 @@ def eval_cmd(
             f"{scope}: {result['rewarded']}/{result['rollouts']} rollouts rewarded "
             f"(pass rate {result['pass_rate']:.3f}); rollouts in {out}", highlight=False,
         )
-    if tau2:
+    if tau2 and not gold_prefix:
         ex, jd, ro = result["exact"], result["judged"], result["rollout"]
         console.print(f"τ² (exact): final state pass rate {ex['state_pass_rate']}, COMMUNICATE "
                       f"{ex['communicate_passed']}/{ex['communicate_checked']} passed, τ²'s reward without NL "

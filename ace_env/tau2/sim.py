@@ -174,6 +174,31 @@ def simulate_one(task: Tau2Task, spec: WeaknessSpec, rng: random.Random) -> tupl
     return calls, slips
 
 
+def gold_prefix_step(task: Tau2Task, j: int, spec: WeaknessSpec,
+                     rng: random.Random) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """What the simulated agent does at gold agent action ``j`` when everything before it is the gold's
+    (BFCL's :func:`ace_env.sim.gold_prefix_step` for τ²): the call it makes (None: none) and the slip it
+    planted (None: it made the gold call).  The slip probability is keyed on the previous gold agent call,
+    as in :func:`simulate_one`, so a planted composition shows up in a gold-prefix scope where it was planted."""
+    actions = task.agent_actions
+    if not actions:
+        if task.tool_names and rng.random() < spec.default.error:
+            name = rng.choice(sorted(task.tool_names))
+            return call_dict(name, {}), {"turn": 0, "index": 0, "tool": name, "kind": ACTED_WITHOUT_NEED,
+                                         "cause": "default", "previous": None}
+        return None, None
+    a = actions[j]
+    previous = actions[j - 1].name if j else None
+    p, weakness, cause = slip_chance(spec, a.name, previous)
+    if p <= 0.0 or rng.random() >= p:
+        return call_dict(a.name, dict(a.arguments)), None
+    kind, made = _apply(task, j, a, weakness.kind, rng)
+    slip = {"turn": 0, "index": j, "tool": a.name, "kind": kind, "cause": cause, "previous": previous}
+    if kind != weakness.kind:
+        slip["planned"] = weakness.kind
+    return made, slip
+
+
 def simulate_turns(task: Tau2Task, spec: WeaknessSpec, rng: random.Random) -> tuple[list[Any], list[dict[str, Any]]]:
     """One rollout of ``task`` in BFCL's turn shape: its calls as the one turn, and the slips planted."""
     calls, slips = simulate_one(task, spec, rng)
@@ -197,6 +222,7 @@ __all__ = [
     "SIM_DOMAINS",
     "agent_tools",
     "check_sim_domains",
+    "gold_prefix_step",
     "load_tau2_weakness",
     "simulate",
     "simulate_one",

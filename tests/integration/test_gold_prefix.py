@@ -24,7 +24,7 @@ def test_gold_prefix_eval_of_a_tiny_model_lands_as_a_marked_scope(clean_db, neo4
                  "--limit", "3", "--gold-prefix", "--out", str(out), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert result["scope"] == "gp/tiny/step-0" and result["mode"] == "gold-prefix"
+    assert result["scope"] == "gp/tiny/step-0" and result["mode"] == "gold-prefix" and result["prefix"] == "task-turns"
     assert result["steps"] == len(rows) > 3 and result["tasks"] == 3
     assert result["mean_nll"] > 0 and result["exact_match"] is not None and result["tool_accuracy"] is not None
     assert result["step_pass_rate"] is None  # nothing was generated
@@ -72,3 +72,30 @@ def test_a_planted_weakness_file_is_recovered_from_a_gold_prefix_scope(clean_db,
     # place_order nearly always follows get_stock_info in BFCL (16 steps away from it in 800 tasks): the
     # estimator rightly cannot tell that composition from place_order's own weakness, and says so
     assert verdicts[("get_stock_info", "place_order")] in ("composition", "ambiguous")
+
+
+def test_a_planted_tau2_weakness_is_recovered_from_a_gold_prefix_scope(clean_db, neo4j_database, tmp_path, capsys):
+    """τ²: each step's prefix is the task's ideal dialogue; the simulated agent slips where planted."""
+    out = tmp_path / "tau2.jsonl"
+    assert main(["eval", "-p", "sim:ace_env/tau2_airline_weakness.toml", "--tasks", "tau2:airline", "-e", "gpt",
+                 "-c", "c1", "--name", "sim", "--gold-prefix", "--generate", "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert result["tasks"] == 50 and result["mode"] == "gold-prefix" and result["steps"] == len(rows)
+    assert result["prefix"] == "ideal-dialogue"  # not the task's own user turns: τ² tasks have none
+    assert 0.5 < result["step_pass_rate"] < 1.0 and result["mean_nll"] is None
+    # the planted composition fails far more often than the same tool elsewhere; steps off every planted
+    # tool and composition fail only at the 2% default rate
+    at = [r for r in rows if (r["prev_tool"], r["tool"]) == ("get_user_details", "get_reservation_details")]
+    elsewhere = [r for r in rows if r["tool"] == "get_reservation_details" and r["prev_tool"] != "get_user_details"]
+    assert len(at) >= 5 and sum(not r["passed"] for r in at) / len(at) > 0.3
+    assert sum(not r["passed"] for r in elsewhere) / max(len(elsewhere), 1) < 0.2
+    store = GraphStore(clean_db, neo4j_database)
+    # airline's 50 tasks hold the planted pair 11 times: below the default support of 20, so ask for 5
+    weak = store.run("weak-compositions", scope="gpt/sim/c1", level="tool", min_support=5, min_lift=MIN_LIFT, limit=20)
+    verdicts = {(r["from"], r["to"]): r["verdict"] for r in weak}
+    assert verdicts.get(("get_user_details", "get_reservation_details")) in ("composition", "ambiguous"), verdicts
+    # a bad option for the gold-prefix path is refused in one line
+    assert main(["eval", "-p", "sim:ace_env/tau2_airline_weakness.toml", "--tasks", "tau2:airline", "-e", "gpt",
+                 "-c", "c2", "--gold-prefix", "--generate", "--max-turns", "9"]) == 1
+    assert "free-running" in capsys.readouterr().err

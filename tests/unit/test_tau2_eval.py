@@ -25,16 +25,11 @@ from ace_env.verifier import MALFORMED_CALL
 from train.engine import RolloutConfig
 from train.judge import EXACT, JUDGED, NO, PASS, UNPARSEABLE, YES, Judge
 from train.policies.base import GenerationConfig, Reply
+from train.tau2_agent import AGENT_INSTRUCTION, MALFORMED_NAME, SYSTEM_PROMPT, agent_message, agent_system_prompt
 from train.tau2_eval import (
-    AGENT_INSTRUCTION,
-    GOLD_PREFIX_REFUSED,
-    MALFORMED_NAME,
     SCRIPTED,
-    SYSTEM_PROMPT,
     PolicyAgent,
     add_checks,
-    agent_message,
-    agent_system_prompt,
     check_tau2_options,
     communicate_check,
     graph_rows,
@@ -282,7 +277,7 @@ def test_tau2_agents_and_users_are_policies(policy, user):
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["--tasks", "tau2:airline", "--gold-prefix"], GOLD_PREFIX_REFUSED),
+    (["--tasks", "tau2:airline", "--gold-prefix", "--user", "scripted"], "--user is for free-running τ² dialogues"),
     (["--tasks", "bfcl:base", "--judge", "openai:m@http://127.0.0.1:1/v1"], "--judge is for τ² tasks"),
     (["--tasks", "bfcl:base", "--user", "scripted"], "--user is for τ² tasks"),
     (["--tasks", "tau2:airline", "--judge", "hf:smollm2-135m"], "openai:MODEL@"),

@@ -15,7 +15,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError, Reply
 from train.policies.hf import HFPolicy  # imports torch only when a model is loaded
@@ -31,10 +33,13 @@ def endpoint_count(spec: str) -> int:
     return len(parse_endpoints(spec)) if spec.partition(":")[0] == "openai" else 1
 
 
-def load_policy(spec: str, compact_tools: bool = True, endpoint: int | None = None) -> Policy:
+def load_policy(spec: str, compact_tools: bool = True, endpoint: int | None = None,
+                tasks: Sequence[Any] | None = None) -> Policy:
     """The policy a spec names (loading a model can take seconds).
 
     ``endpoint`` (``openai:`` only) keeps one of its base URLs; the policy's spec stays the whole one.
+    ``tasks`` (``sim:`` only): the tasks it will play, whose environment checks the weakness file's tool
+    names (BFCL's functions when not given).
     """
     kind, sep, rest = spec.partition(":")
     if not sep or kind not in KINDS:
@@ -47,7 +52,7 @@ def load_policy(spec: str, compact_tools: bool = True, endpoint: int | None = No
         return HFPolicy(spec, rest, compact_tools=compact_tools)
     if kind == "openai":
         return OpenAIPolicy.from_spec(spec, endpoint)
-    return SimPolicy.from_spec(spec)
+    return SimPolicy.from_spec(spec, tasks)
 
 
 def policy_name(spec: str) -> str:

@@ -15,10 +15,15 @@ with its weakness file's probability for that step.
 
 from __future__ import annotations
 
+import json
 import random
 import zlib
+from collections.abc import Sequence
+from typing import Any
 
+from ace_env.environments import environment_of
 from ace_env.sim import WeaknessSpec, gold_prefix_step, load_weakness, simulate_one
+from ace_env.tau2.sim import gold_prefix_step as tau2_gold_prefix_step
 from train.policies.base import Conversation, GenerationConfig, PolicyError, Reply
 
 DONE_TEXT = "Done."
@@ -32,9 +37,13 @@ class SimPolicy:
         self.weakness = weakness
 
     @classmethod
-    def from_spec(cls, spec: str) -> "SimPolicy":
-        path = spec.partition(":")[2]
-        return cls(spec, load_weakness(path or None))
+    def from_spec(cls, spec: str, tasks: Sequence[Any] | None = None) -> "SimPolicy":
+        """The policy of ``sim:PATH``; its weakness file checked against the tools of ``tasks``' environment
+        (BFCL's functions when not given)."""
+        path = spec.partition(":")[2] or None
+        if not tasks:
+            return cls(spec, load_weakness(path))
+        return cls(spec, environment_of(tasks).load_weakness(path, list(tasks)))
 
     def _plan(self, conv: Conversation, seed: int) -> list[list[str]]:
         if "plan" not in conv.state:
@@ -67,6 +76,15 @@ class SimPolicy:
             raise PolicyError("the simulated agent needs the conversation's task")
         t, i = conv.state["gold_step"]
         rng = random.Random(seed * 1_000_003 + zlib.crc32(conv.key.encode()))
+        if environment_of((conv.task,)).name == "tau2":  # a τ² call is an object: answer with a tool call
+            call, slip = tau2_gold_prefix_step(conv.task, i, self.weakness, rng)
+            conv.state["slips"] = [slip] if slip else []
+            if call is None:
+                return Reply({"role": "assistant", "content": DONE_TEXT})
+            args = call["arguments"]
+            return Reply({"role": "assistant", "content": None, "tool_calls": [{
+                "id": f"sim_{t}_{i}", "type": "function",
+                "function": {"name": call["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}}]})
         made, slip = gold_prefix_step(conv.task, t, i, self.weakness, rng)
         conv.state["slips"] = [slip] if slip else []
         return Reply({"role": "assistant", "content": f"[{made}]" if made is not None else DONE_TEXT})
