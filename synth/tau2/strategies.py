@@ -6,11 +6,17 @@ returns a :class:`Draft` (new gold actions, new user instructions, what changed)
 cannot carry it.  What each does, and why the new user scenario asks for exactly what the new gold does:
 
 ``distractor``
-    The gold stays the seed's.  The user also has a *near-miss*: another reservation (order) of theirs,
-    named with its id and described, that the scenario says must stay as it is.  It is a live trap: the
-    first write on the target's entity from B on, made on the near-miss instead (retail: on its items of
-    the same products), runs without an error and leaves another database (checked by replay), so an
-    agent that picks the wrong entity fails τ²'s DB check.
+    The user has a *near-miss*: another reservation (order) of theirs, never named by the seed, which is
+    a live trap: the first write on the target's entity from B on, made on the near-miss instead (retail:
+    on its items of the same products), runs without an error and leaves another database (checked by
+    replay), so an agent that picks the wrong entity fails τ²'s DB check.  Two forms, the first where the
+    seed allows it (``details["form"]``): *described* — the entity's id in the scenario gives way to a
+    description that fits it alone (the ``ambiguity`` rewrite, with the reads that find it), and the
+    near-miss shares what the description names (airline: the origin or the destination; retail: a
+    product) and is never mentioned; *named* — the seed's gold and scenario stay, and the scenario also
+    names the near-miss, which the user keeps as it is (a look-alike the agent is told about; a blind
+    review found this form reads as a hint).  Most τ² seeds describe their reservation (order) instead of
+    naming it, so the described form is rare (1 airline and 1 retail seed write, measured).
 ``ambiguity``
     The seed's scenario names the entity A or B acts on by its id; the new one describes it instead
     (airline: the trip's origin and destination, with the date when needed; retail: the items in the
@@ -160,12 +166,26 @@ def _first_use(actions: list[GoldAction], value: str) -> int | None:
 # --------------------------------------------------------------------------- distractor
 
 
+def _shares(domain: str, entity: str, other: str) -> str | None:
+    """What the near-miss ``other`` has in common with ``entity`` that a user describes it by (None: nothing)."""
+    a, b = record(domain, entity), record(domain, other)
+    if domain == "airline":
+        same = [f"{w} {x}" for w, x, y in (("origin", a.origin, b.origin), ("destination", a.destination, b.destination))
+                if x == y]
+        return " and ".join(same) or None
+    common = sorted({i.name for i in a.items} & {i.name for i in b.items})
+    if not common:
+        return None
+    return ("an " if common[0][0].lower() in "aeiou" else "a ") + common[0]
+
+
 def distractor(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft | None:
     ins = instructions_of(seed)
     actions = list(seed.agent_actions)
-    key = ENTITY[seed.domain]
+    key, noun = ENTITY[seed.domain], NOUN[seed.domain]
     if ins is None or len(actions) != len(seed.gold_actions):
         return None
+    text = scenario_text(ins)
     for j in target_positions(actions, target):
         # the first write on the domain's entity from B on: the step a near-miss would lure
         writes = [i for i in range(j + 1, len(actions)) if _id_of(actions[i], key) and _is_write(seed, actions[i])]
@@ -174,26 +194,48 @@ def distractor(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> D
         w = writes[0]
         entity = _id_of(actions[w], key)
         user = owner(seed.domain, entity)
-        # not named by the scenario, never written by the gold (reading it is fine)
-        used = json.dumps([a.arguments for a in seed.gold_actions if _is_write(seed, a)]) + scenario_text(ins)
-        near = [e for e in entities_of(seed.domain, user or "") if e != entity and not mentions(used, e)]
+        if user is None:
+            continue
+        # live near-misses: never named by the scenario, never written by the gold (reading one is fine),
+        # and the write made on one instead runs and leaves another database
+        used = json.dumps([a.arguments for a in seed.gold_actions if _is_write(seed, a)]) + text
+        near = [e for e in entities_of(seed.domain, user) if e != entity and not mentions(used, e)]
         rng.shuffle(near)
+        live = []
         for other in near:
             args = _swapped(seed.domain, actions[w].arguments, key, entity, other)
             if args is None:
                 continue
-            swapped = GoldAction(actions[w].name, args, "assistant", actions[w].compare_args)
-            trap = actions[:w] + [swapped] + actions[w + 1:]
-            if not _live(seed, trap):
-                continue
-            new = dict(ins)
-            new["task_instructions"] = (f"{ins['task_instructions'].rstrip()}\n\nYou also have "
-                                        f"{describe(seed.domain, other, True)}, {NOUN[seed.domain]} id {other}. It "
-                                        "is not part of this request and must stay exactly as it is: if the agent "
-                                        "offers to change it or confuses it with the one you mean, say no.")
-            return Draft(actions, new, f"near-miss {NOUN[seed.domain]} {other} of the same user, which "
-                         f"{actions[w].name} must not touch", trap={"entity": other, "actions": trap},
-                         details={"near_miss": other, "lured_step": w})
+            trap = actions[:w] + [GoldAction(actions[w].name, args, "assistant", actions[w].compare_args)] + actions[w + 1:]
+            if _live(seed, trap):
+                live.append((other, trap))
+        if not live:
+            continue
+        # described: the entity's id gives way to a description that fits it alone, and a look-alike sharing
+        # what the description names stays unmentioned (the faithful form, where the seed allows it)
+        phrase = unique_description(seed.domain, entity)
+        described = None
+        if phrase is not None and mentions(text, entity) and not _listed_with_others(text, entity):
+            described = _described(ins, entity, phrase, noun)
+        for other, trap in live:
+            shared = _shares(seed.domain, entity, other)
+            if described is not None and shared:
+                return Draft(_with_reads(actions, entity, user, seed.domain), described,
+                             f"{noun} {entity} described ({phrase}) instead of named; the user's {noun} {other} "
+                             f"shares {shared} with it, and {actions[w].name} on it would run",
+                             trap={"entity": other, "actions": trap},
+                             details={"form": "described", "near_miss": other, "shares": shared,
+                                      "described": entity, "description": phrase})
+        # named: the seed's scenario stays; the user also knows the look-alike and keeps it as it is
+        other, trap = live[0]
+        new = dict(ins)
+        new["task_instructions"] = (f"{ins['task_instructions'].rstrip()}\n\nYou also have "
+                                    f"{describe(seed.domain, other, True)}, {noun} id {other}. It "
+                                    "is not part of this request and must stay exactly as it is: if the agent "
+                                    "offers to change it or confuses it with the one you mean, say no.")
+        return Draft(actions, new, f"near-miss {noun} {other} of the same user, named in the scenario, which "
+                     f"{actions[w].name} must not touch", trap={"entity": other, "actions": trap},
+                     details={"form": "named", "near_miss": other, "lured_step": w})
     return None
 
 
@@ -253,10 +295,34 @@ def _listed_with_others(text: str, value: str) -> bool:
                 or re.search(rf"\b{other}\s*(?:,|and|or)\s+#?{bare}\b", text))
 
 
+def _described(ins: dict[str, Any], entity: str, phrase: str, noun: str) -> dict[str, Any] | None:
+    """The user instructions with ``entity``'s id replaced by ``phrase`` and the id said to be forgotten;
+    None when the id would still be in them."""
+    new = {k: (_replace_id(v, entity, phrase, noun) if isinstance(v, str) else v) for k, v in ins.items()}
+    if mentions(scenario_text(new), entity):
+        return None
+    forgot = f"You do not remember the {noun} id of {phrase}."
+    new["unknown_info"] = f"{new['unknown_info'].rstrip()}\n{forgot}" if new.get("unknown_info") else forgot
+    return new
+
+
+def _with_reads(actions: list[GoldAction], entity: str, user: str, domain: str) -> list[GoldAction]:
+    """The gold with the reads that find a described entity before its first use: the user's details (which
+    list the candidates), then the entity's details."""
+    key, read = ENTITY[domain], READ[domain]
+    out = list(actions)
+    first = _first_use(out, entity)
+    if out[first].name != read:
+        out.insert(first, GoldAction(read, {key: entity}))
+    if not any(x.name == "get_user_details" and x.arguments.get("user_id") == user for x in out[:first]):
+        out.insert(first, GoldAction("get_user_details", {"user_id": user}))
+    return out
+
+
 def ambiguity(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft | None:
     ins = instructions_of(seed)
     actions = list(seed.agent_actions)
-    key, noun, read = ENTITY[seed.domain], NOUN[seed.domain], READ[seed.domain]
+    key, noun = ENTITY[seed.domain], NOUN[seed.domain]
     if ins is None or len(actions) != len(seed.gold_actions):
         return None
     text = scenario_text(ins)
@@ -269,17 +335,10 @@ def ambiguity(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Dr
             user = owner(seed.domain, entity)
             if phrase is None or user is None:
                 continue
-            new = {k: (_replace_id(v, entity, phrase, noun) if isinstance(v, str) else v) for k, v in ins.items()}
-            if mentions(scenario_text(new), entity):
+            new = _described(ins, entity, phrase, noun)
+            if new is None:
                 continue
-            forgot = f"You do not remember the {noun} id of {phrase}."
-            new["unknown_info"] = f"{new['unknown_info'].rstrip()}\n{forgot}" if new.get("unknown_info") else forgot
-            out = list(actions)
-            first = _first_use(out, entity)
-            if out[first].name != read:  # the entity's details read before its first use
-                out.insert(first, GoldAction(read, {key: entity}))
-            if not any(x.name == "get_user_details" and x.arguments.get("user_id") == user for x in out[:first]):
-                out.insert(first, GoldAction("get_user_details", {"user_id": user}))  # lists the candidates
+            out = _with_reads(actions, entity, user, seed.domain)
             return Draft(out, new, f"{noun} {entity} described ({phrase}) instead of named; the agent reads the "
                          f"user's {noun}s to find it", details={"described": entity, "description": phrase})
     return None

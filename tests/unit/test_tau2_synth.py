@@ -78,12 +78,16 @@ def test_each_strategy_makes_a_task_both_verifiers_pass(made, domain, strategy):
     assert not any(s.error for s in steps)
     assert tau2_reward(domain, json.loads(json.dumps(task.tau2)), steps) == 1.0
     scenario, gold_args = task.user_scenario, json.dumps([g.arguments for g in task.gold_actions])
-    if strategy == "distractor":  # gold unchanged; the near-miss is named and never acted on
-        assert task.gold_actions == seed.gold_actions
+    if strategy == "distractor":  # a live look-alike of the user's, never written by the gold
         near = task.origin["near_miss"]
         written = json.dumps([g.arguments for g in task.gold_actions
                               if tool_kinds(domain)[("assistant", g.name)] == "write"])
-        assert near in scenario and near not in seed.user_scenario and near not in written
+        assert near not in written and near not in seed.user_scenario
+        if task.origin["form"] == "named":  # gold unchanged, the look-alike named in the scenario
+            assert task.gold_actions == seed.gold_actions and near in scenario
+        else:  # described: the entity described, the look-alike shares what the description names, unnamed
+            assert near not in scenario and task.origin["described"].lstrip("#") not in scenario
+            assert all(p.split()[-1] in task.origin["description"] for p in task.origin["shares"].split(" and "))
     elif strategy == "ambiguity":  # the entity is described, not named; the gold reads it before its use
         entity = task.origin["described"]
         assert entity.lstrip("#") not in scenario and entity in gold_args
@@ -254,3 +258,21 @@ def test_a_cascade_write_changes_the_database():
             {k: v for k, v in second.arguments.items() if k != "user_id"}, seed.id
         n += 1
     assert n >= 1
+
+
+@pytest.mark.parametrize("domain, seed_id, target", [
+    ("airline", "12", ("calculate", "update_reservation_baggages")),
+    ("retail", "17", ("get_order_details", "modify_pending_order_address")),
+])
+def test_a_described_distractor_hides_the_entity_behind_a_description_its_look_alike_almost_fits(domain, seed_id, target):
+    seed = {t.tau2_id: t for t in load_tasks(domain)}[seed_id]
+    draft = STRATEGIES["distractor"](seed, target, random.Random(0))
+    assert draft.details["form"] == "described"
+    task = assemble(seed, target, "distractor", draft)
+    assert check(task, draft, target, "distractor") == []
+    near, entity = draft.details["near_miss"], draft.details["described"]
+    assert near not in task.user_scenario and entity.lstrip("#") not in task.user_scenario
+    assert draft.details["description"] in task.user_scenario and "do not remember" in task.user_scenario
+    # the look-alike is live: the lured write made on it runs and leaves another database
+    wrong = Draft(draft.trap["actions"], draft.instructions, draft.what, trap=draft.trap, details=draft.details)
+    assert TRAP_NOT_LIVE in check(assemble(seed, target, "distractor", wrong), wrong, target, "distractor")
