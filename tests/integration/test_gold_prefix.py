@@ -95,6 +95,12 @@ def test_a_planted_tau2_weakness_is_recovered_from_a_gold_prefix_scope(clean_db,
     weak = store.run("weak-compositions", scope="gpt/sim/c1", level="tool", min_support=5, min_lift=MIN_LIFT, limit=20)
     verdicts = {(r["from"], r["to"]): r["verdict"] for r in weak}
     assert verdicts.get(("get_user_details", "get_reservation_details")) in ("composition", "ambiguous"), verdicts
+    # the curriculum reads the τ² scope as any other: after its settling round, units unlock on τ² evidence
+    for extra in ([], ["--allow-repeat"]):
+        assert main(["curriculum", "step", "-e", "gpt", "-s", "gpt/sim/c1", "--json", *extra]) == 0
+    second = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    unlocked = {d["unit"] for d in second["decisions"] if d["to"] == "active"}
+    assert "transaction" in unlocked and any(">" in k for k in unlocked), unlocked  # τ² skills, compositions
     # a bad option for the gold-prefix path is refused in one line
     assert main(["eval", "-p", "sim:ace_env/tau2_airline_weakness.toml", "--tasks", "tau2:airline", "-e", "gpt",
                  "-c", "c2", "--gold-prefix", "--generate", "--max-turns", "9"]) == 1
