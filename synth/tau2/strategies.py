@@ -357,11 +357,13 @@ def depth(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft 
     earlier_arguments = json.dumps([a.arguments for a in actions])  # values the agent already had or passed
     for j in target_positions(actions, target):
         out = outs[j + 1]
+        seen = json.dumps(outs[: j + 1])  # what the outputs before B already showed: not B's to give
         if not isinstance(out, dict):
             continue
         if seed.domain == "airline" and isinstance(out.get("flights"), list) and out.get("reservation_id"):
-            flights = [f for f in out["flights"] if not mentions(text, f["flight_number"])
-                       and f"\"{f['flight_number']}\"" not in earlier_arguments]  # a value only B's output gives
+            flights = [f for f in out["flights"] if not mentions(text, f["flight_number"])  # a value only B's
+                       and f"\"{f['flight_number']}\"" not in earlier_arguments  # output gives
+                       and f"\"{f['flight_number']}\"" not in seen]
             if not flights:
                 continue
             f = rng.choice(flights)
@@ -375,7 +377,8 @@ def depth(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft 
             fact = _replayed_output(seed, actions + [step])
             what = f"{step.name} on a flight only {actions[j + 1].name}'s output names"
         elif seed.domain == "retail" and isinstance(out.get("items"), list) and out.get("order_id"):
-            items = [i for i in out["items"] if not mentions(text, i["product_id"])]
+            items = [i for i in out["items"] if not mentions(text, i["product_id"])
+                     and f"\"{i['product_id']}\"" not in seen and f"\"{i['product_id']}\"" not in earlier_arguments]
             if not items:
                 continue
             item = rng.choice(items)
@@ -402,9 +405,10 @@ def depth(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft 
 
 
 def _still_in_reservation(seed: Tau2Task, reservation: str, flight: dict[str, Any]) -> bool:
-    """Whether the flight is still part of the reservation once the seed's whole gold has run."""
+    """Whether the flight is still part of the reservation, and the reservation not cancelled, once the seed's
+    whole gold has run (a customer does not ask for the status of a flight they just gave up)."""
     final = gold(seed).env.tools.db.reservations.get(reservation)
-    return final is not None and any((f.flight_number, f.date) == (flight["flight_number"], flight["date"])
+    return final is not None and getattr(final, "status", None) != "cancelled" and any((f.flight_number, f.date) == (flight["flight_number"], flight["date"])
                                      for f in final.flights)
 
 

@@ -276,3 +276,39 @@ def test_a_described_distractor_hides_the_entity_behind_a_description_its_look_a
     # the look-alike is live: the lured write made on it runs and leaves another database
     wrong = Draft(draft.trap["actions"], draft.instructions, draft.what, trap=draft.trap, details=draft.details)
     assert TRAP_NOT_LIVE in check(assemble(seed, target, "distractor", wrong), wrong, target, "distractor")
+
+
+def _all_drafts(domain, strategy):
+    """Every draft of a strategy over every adjacent pair of every seed of a domain, with its seed and target."""
+    for seed in load_tasks(domain):
+        acts = seed.agent_actions
+        for target in sorted({(a.name, b.name) for a, b in zip(acts, acts[1:])}):
+            draft = STRATEGIES[strategy](seed, target, random.Random(0))
+            if draft is not None:
+                yield seed, target, draft
+
+
+@pytest.mark.parametrize("domain", ["airline", "retail"])
+def test_depth_adds_a_step_whose_argument_only_bs_output_gives(domain):
+    """Review of 2026-12-04, task 11: an added product id already shown by A's output is not B's to give."""
+    made = 0
+    for seed, target, draft in _all_drafts(domain, "depth"):
+        made += 1
+        added = draft.actions[-1]
+        value = json.dumps(added.arguments["flight_number" if domain == "airline" else "product_id"])
+        steps = [s for s in gold(seed).steps if s.call.requestor == "assistant"]
+        j = target_positions(seed.agent_actions, target)
+        b = [k + 1 for k in j if value in steps[k + 1].content]  # a B whose output names the value
+        assert b and all(value not in s.content for s in steps[: b[0]]), (seed.id, target, added)
+    assert made >= 5
+
+
+def test_depth_never_asks_about_a_flight_of_a_reservation_the_gold_cancels():
+    """Review of 2026-12-04, task 12: the status of a flight in a reservation the customer just cancelled."""
+    for seed, target, draft in _all_drafts("airline", "depth"):
+        if draft.actions[-1].name != "get_flight_status":
+            continue
+        cancelled = {a.arguments["reservation_id"] for a in seed.agent_actions if a.name == "cancel_reservation"}
+        flight = draft.actions[-1].arguments["flight_number"]
+        shown_by = [s.content for s in gold(seed).steps if flight in s.content and "reservation_id" in s.content]
+        assert not any(json.loads(c).get("reservation_id") in cancelled for c in shown_by if c.startswith("{")), seed.id
