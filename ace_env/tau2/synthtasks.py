@@ -7,7 +7,8 @@ its τ² ``Task`` as JSON (``tau2``: user scenario, gold actions, reward basis, 
 :func:`build_task` registers its τ² ``Task`` with :func:`ace_env.tau2.env.register_task`: from then on the
 oracle (:func:`ace_env.tau2.verify.gold`), ACE's verifier, the bounded runner and the tagger treat it as a
 base task; its gold is its own actions, replayed from the domain's pristine database (copy-on-write).
-A synthesized task has no initial state (its seeds, airline and retail, have none).
+A synthesized task's initial state is at most records added to the agent's database (the distractor's
+look-alike, as τ²'s ``initialization_data.agent_data``; its seeds, airline and retail, have none).
 
 :func:`tau2_json` gives any τ² task's JSON (a base task's from τ²'s own data); :func:`tau2_reward` runs
 τ²'s own ``EnvironmentEvaluator`` (and ``ActionEvaluator`` where the basis has ACTION) on a τ² JSON
@@ -76,7 +77,8 @@ def _content_id(domain: str, tau2: dict[str, Any]) -> str:
 
 def build_task(domain: str, tau2: dict[str, Any], origin: dict[str, Any]) -> SynthTau2Task:
     """A synthesized task from its τ² JSON (without ``id``: the content hash becomes it), registered with the
-    environment.  A JSON τ²'s ``Task`` model refuses, or one with an initial state, raises TaskLoadError."""
+    environment.  A JSON τ²'s ``Task`` model refuses, or one whose initial state is more than records added to the
+    agent's database, raises TaskLoadError."""
     if domain not in ("airline", "retail"):
         raise TaskLoadError(f"synthesized τ² tasks are airline or retail tasks, not {domain!r}")
     tau2 = {k: v for k, v in tau2.items() if k != "id"}
@@ -86,8 +88,11 @@ def build_task(domain: str, tau2: dict[str, Any], origin: dict[str, Any]) -> Syn
         raw = m.tasks.Task.model_validate({"id": tau2_id, **tau2})
     except ValueError as e:  # pydantic's ValidationError
         raise TaskLoadError(f"not a τ² task: {str(e).splitlines()[0]}") from e
-    if raw.initial_state is not None:
-        raise TaskLoadError("a synthesized τ² task has no initial state")
+    ist = raw.initial_state
+    if ist is not None and (ist.initialization_actions or ist.message_history or ist.initialization_data is None
+                            or ist.initialization_data.user_data is not None):
+        raise TaskLoadError("a synthesized τ² task's initial state is records added to the agent's database "
+                            "(initialization_data.agent_data), nothing else")
     register_task(domain, raw)
     crit = raw.evaluation_criteria
     agent_tools, user_tools = tool_schemas(domain)

@@ -12,8 +12,8 @@ reason and never written:
 * the oracle (:func:`~ace_env.tau2.synthtasks.check_gold`): ACE's verifier strict on the gold replay (on a
   copy-on-write view of the domain database), no gold call erroring, τ²'s own ``EnvironmentEvaluator``
   reward 1 on its τ² JSON, every identifier grounded;
-* the strategy's own check: ``trap_not_live`` (distractor: the gold never writes the near-miss, and the
-  near-miss taken instead must run and leave another database), ``still_named`` (ambiguity: the scenario no longer says the id), ``answer_in_scenario``
+* the strategy's own check: ``trap_not_live`` (distractor: the gold never writes the look-alike, and the
+  look-alike taken instead must run and leave another database), ``still_named`` (ambiguity: the scenario no longer says the id), ``answer_in_scenario``
   (depth: the new step's argument is not in the scenario);
 * ``duplicate``: a task with the same content (so the same id) made earlier in the run.
 
@@ -123,7 +123,9 @@ def assemble(seed: Tau2Task, target: tuple[str, str], strategy: str, draft: Draf
                                    f"{seed.tau2_id}: {draft.what}.", "relevant_policies": None, "notes": None},
         "user_scenario": {"persona": raw.user_scenario.persona, "instructions": draft.instructions},
         "ticket": None,
-        "initial_state": None,
+        "initial_state": None if draft.agent_data is None else {
+            "initialization_data": {"agent_data": draft.agent_data, "user_data": None},
+            "initialization_actions": None, "message_history": None},
         "evaluation_criteria": {
             "actions": [{"action_id": f"{i}", "requestor": a.requestor, "name": a.name, "arguments": a.arguments,
                          "info": None, "compare_args": list(a.compare_args) if a.compare_args is not None else None}

@@ -6,17 +6,13 @@ returns a :class:`Draft` (new gold actions, new user instructions, what changed)
 cannot carry it.  What each does, and why the new user scenario asks for exactly what the new gold does:
 
 ``distractor``
-    The user has a *near-miss*: another reservation (order) of theirs, never named by the seed, which is
-    a live trap: the first write on the target's entity from B on, made on the near-miss instead (retail:
-    on its items of the same products), runs without an error and leaves another database (checked by
-    replay), so an agent that picks the wrong entity fails τ²'s DB check.  Two forms, the first where the
-    seed allows it (``details["form"]``): *described* — the entity's id in the scenario gives way to a
-    description that fits it alone (the ``ambiguity`` rewrite, with the reads that find it), and the
-    near-miss shares what the description names (airline: the origin or the destination; retail: a
-    product) and is never mentioned; *named* — the seed's gold and scenario stay, and the scenario also
-    names the near-miss, which the user keeps as it is (a look-alike the agent is told about; a blind
-    review found this form reads as a hint).  Most τ² seeds describe their reservation (order) instead of
-    naming it, so the described form is rare (1 airline and 1 retail seed write, measured).
+    The task's database gains a *look-alike*: a copy of the reservation (order) the target's B acts on,
+    under a near-twin id (two adjacent characters of the id swapped), listed among the user's
+    reservations (orders), which the gold reads before it writes.  The scenario and the gold stay the seed's:
+    the scenario names the right id and never the look-alike.  It is a live trap (checked by replay):
+    the first write on the entity from B on, made on the look-alike instead, runs without an error and
+    leaves another database, so an agent that confuses the two ids fails τ²'s DB check.  The addition is
+    the task's ``initial_state.initialization_data`` (τ²'s own mechanism), so τ² loads the same state.
 ``ambiguity``
     The seed's scenario names the entity A or B acts on by its id; the new one describes it instead
     (airline: the trip's origin and destination, with the date when needed; retail: the items in the
@@ -50,7 +46,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ace_env.tau2.cow import cow_diff
 from ace_env.tau2.env import Tau2Call, pristine, raw_task, run_calls, tool_kinds
 from ace_env.tau2.tasks import GoldAction, Tau2Task
 from ace_env.tau2.verify import gold
@@ -71,7 +66,8 @@ class Draft:
     what: str  # one line: what the strategy did (the task's description and provenance)
     communicate_info: list[str] = field(default_factory=list)
     drop_nl_assertions: bool = False
-    trap: dict[str, Any] | None = None  # distractor: {"entity", "calls"} (the gold with the near-miss taken)
+    trap: dict[str, Any] | None = None  # distractor: {"entity", "actions"} (the gold with the look-alike taken)
+    agent_data: dict[str, Any] | None = None  # distractor: the records added to the task's database
     details: dict[str, Any] = field(default_factory=dict)  # provenance extras
 
 
@@ -166,102 +162,58 @@ def _first_use(actions: list[GoldAction], value: str) -> int | None:
 # --------------------------------------------------------------------------- distractor
 
 
-def _shares(domain: str, entity: str, other: str) -> str | None:
-    """What the near-miss ``other`` has in common with ``entity`` that a user describes it by (None: nothing)."""
-    a, b = record(domain, entity), record(domain, other)
-    if domain == "airline":
-        same = [f"{w} {x}" for w, x, y in (("origin", a.origin, b.origin), ("destination", a.destination, b.destination))
-                if x == y]
-        return " and ".join(same) or None
-    common = sorted({i.name for i in a.items} & {i.name for i in b.items})
-    if not common:
-        return None
-    return ("an " if common[0][0].lower() in "aeiou" else "a ") + common[0]
+#: The table of each domain's main entity, and the user field that lists a user's entities.
+TABLE = {"airline": "reservations", "retail": "orders"}
+
+
+def twin_id(domain: str, entity: str, rng: random.Random, taken: set[str]) -> str | None:
+    """A near-twin of ``entity``'s id, two adjacent different characters swapped (retail's ``#W`` kept), that
+    no record has; None when there is none."""
+    chars = list(entity)
+    start = 2 if domain == "retail" else 0
+    spots = [i for i in range(start, len(chars) - 1) if chars[i] != chars[i + 1]]
+    rng.shuffle(spots)
+    for i in spots:
+        twin = chars[:]
+        twin[i], twin[i + 1] = twin[i + 1], twin[i]
+        if "".join(twin) not in taken:
+            return "".join(twin)
+    return None
 
 
 def distractor(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft | None:
     ins = instructions_of(seed)
     actions = list(seed.agent_actions)
-    key, noun = ENTITY[seed.domain], NOUN[seed.domain]
+    key, noun, table = ENTITY[seed.domain], NOUN[seed.domain], TABLE[seed.domain]
     if ins is None or len(actions) != len(seed.gold_actions):
         return None
     text = scenario_text(ins)
     for j in target_positions(actions, target):
-        # the first write on the domain's entity from B on: the step a near-miss would lure
-        writes = [i for i in range(j + 1, len(actions)) if _id_of(actions[i], key) and _is_write(seed, actions[i])]
-        if not writes:
+        entity = _id_of(actions[j + 1], key)  # B acts on it: the choice of record is made there
+        if not entity or not mentions(text, entity):
+            continue
+        writes = [i for i in range(j + 1, len(actions)) if _id_of(actions[i], key) == entity and _is_write(seed, actions[i])]
+        user = owner(seed.domain, entity)
+        if not writes or user is None:
             continue
         w = writes[0]
-        entity = _id_of(actions[w], key)
-        user = owner(seed.domain, entity)
-        if user is None:
+        # the agent has seen the user's list, look-alike included, before it writes
+        if not any(a.name == "get_user_details" and a.arguments.get("user_id") == user for a in actions[:w]):
             continue
-        # live near-misses: never named by the scenario, never written by the gold (reading one is fine),
-        # and the write made on one instead runs and leaves another database
-        used = json.dumps([a.arguments for a in seed.gold_actions if _is_write(seed, a)]) + text
-        near = [e for e in entities_of(seed.domain, user) if e != entity and not mentions(used, e)]
-        rng.shuffle(near)
-        live = []
-        for other in near:
-            args = _swapped(seed.domain, actions[w].arguments, key, entity, other)
-            if args is None:
-                continue
-            trap = actions[:w] + [GoldAction(actions[w].name, args, "assistant", actions[w].compare_args)] + actions[w + 1:]
-            if _live(seed, trap):
-                live.append((other, trap))
-        if not live:
+        twin = twin_id(seed.domain, entity, rng, set(getattr(pristine(seed.domain)[0], table)))
+        if twin is None or mentions(text, twin):
             continue
-        # described: the entity's id gives way to a description that fits it alone, and a look-alike sharing
-        # what the description names stays unmentioned (the faithful form, where the seed allows it)
-        phrase = unique_description(seed.domain, entity)
-        described = None
-        if phrase is not None and mentions(text, entity) and not _listed_with_others(text, entity):
-            described = _described(ins, entity, phrase, noun)
-        for other, trap in live:
-            shared = _shares(seed.domain, entity, other)
-            if described is not None and shared:
-                return Draft(_with_reads(actions, entity, user, seed.domain), described,
-                             f"{noun} {entity} described ({phrase}) instead of named; the user's {noun} {other} "
-                             f"shares {shared} with it, and {actions[w].name} on it would run",
-                             trap={"entity": other, "actions": trap},
-                             details={"form": "described", "near_miss": other, "shares": shared,
-                                      "described": entity, "description": phrase})
-        # named: the seed's scenario stays; the user also knows the look-alike and keeps it as it is
-        other, trap = live[0]
-        new = dict(ins)
-        new["task_instructions"] = (f"{ins['task_instructions'].rstrip()}\n\nYou also have "
-                                    f"{describe(seed.domain, other, True)}, {noun} id {other}. It "
-                                    "is not part of this request and must stay exactly as it is: if the agent "
-                                    "offers to change it or confuses it with the one you mean, say no.")
-        return Draft(actions, new, f"near-miss {noun} {other} of the same user, named in the scenario, which "
-                     f"{actions[w].name} must not touch", trap={"entity": other, "actions": trap},
-                     details={"form": "named", "near_miss": other, "lured_step": w})
+        copy = {**record(seed.domain, entity).model_dump(mode="json"), key: twin}
+        listing = list(entities_of(seed.domain, user))
+        listing.insert(listing.index(entity) + 1 if entity in listing else len(listing), twin)
+        field_name = "reservations" if seed.domain == "airline" else "orders"
+        lured = GoldAction(actions[w].name, {**actions[w].arguments, key: twin}, "assistant", actions[w].compare_args)
+        return Draft(actions, dict(ins), f"look-alike {noun} {twin} ({entity} with two characters swapped, the same "
+                     f"{noun} otherwise) added to the user's {noun}s; {actions[w].name} on it would run",
+                     trap={"entity": twin, "actions": actions[:w] + [lured] + actions[w + 1:]},
+                     agent_data={table: {twin: copy}, "users": {user: {field_name: listing}}},
+                     details={"look_alike": twin, "of": entity, "lured_step": w})
     return None
-
-
-def _swapped(domain: str, arguments: dict[str, Any], key: str, entity: str, other: str) -> dict[str, Any] | None:
-    """The write's arguments aimed at the near-miss ``other`` instead: its id, and (retail) each item of
-    ``entity`` the call names replaced by an item of ``other`` of the same product; None when one has none."""
-    out = {**arguments, key: other}
-    if domain == "retail" and isinstance(arguments.get("item_ids"), list):
-        theirs = {i.item_id: i.product_id for i in record(domain, entity).items}
-        mine: dict[str, list[str]] = {}
-        for i in record(domain, other).items:
-            mine.setdefault(i.product_id, []).append(i.item_id)
-        items = []
-        for item in arguments["item_ids"]:
-            pool = mine.get(theirs.get(item, ""), [])
-            if not pool:
-                return None
-            items.append(pool.pop(0))
-        out["item_ids"] = items
-    return out
-
-
-def _live(seed: Tau2Task, trap: list[GoldAction]) -> bool:
-    """Whether the gold with the near-miss taken runs without an error and leaves another database."""
-    steps, env = run_calls(seed.domain, seed.tau2_id, [Tau2Call(a.name, dict(a.arguments)) for a in trap])
-    return not any(s.error for s in steps) and bool(cow_diff(env.tools.db, gold(seed).env.tools.db))
 
 
 def _is_write(seed: Tau2Task, a: GoldAction) -> bool:

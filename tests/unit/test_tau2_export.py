@@ -27,23 +27,38 @@ EDGES = [{"from": "get_reservation_details", "to": "update_reservation_flights"}
 @pytest.fixture(scope="module")
 def synthesized():
     seeds = {t.id: t for t in load_tasks("airline")}
-    tasks = [t for s in STRATEGIES for t in synthesize_tau2(EDGES, seeds, 1, strategies=(s,), seed=1).tasks]
-    assert len(tasks) == 4 and len({t.origin["strategy"] for t in tasks}) == 4
+    # no airline seed carries a distractor (RESULTS): it is exported from retail below
+    tasks = [t for s in STRATEGIES if s != "distractor"
+             for t in synthesize_tau2(EDGES, seeds, 1, strategies=(s,), seed=1).tasks]
+    assert len(tasks) == 3 and len({t.origin["strategy"] for t in tasks}) == 3
     return tasks
+
+
+def test_a_distractors_added_look_alike_travels_in_taus_own_initial_state(tmp_path):
+    seeds = {t.id: t for t in load_tasks("retail")}
+    (task,) = synthesize_tau2([{"from": "get_order_details", "to": "modify_pending_order_address"}], seeds, 1,
+                              strategies=("distractor",), seed=1).tasks
+    report = export([task], "tau2", tmp_path / "out")
+    assert report.written == 1 and report.n_skipped == 0
+    (row,) = json.loads((tmp_path / "out" / "retail" / TASKS_FILE).read_text())
+    assert task.origin["look_alike"] in row["initial_state"]["initialization_data"]["agent_data"]["orders"]
+    # τ²'s evaluator, loading the state from the exported JSON alone, passes the gold
+    assert roundtrip(tmp_path / "out", {("retail", task.tau2_id): task}) == \
+        {"retail": {"tasks": 1, "passed": 1, "failed": []}}
 
 
 def test_all_airline_tasks_and_synthesized_ones_round_trip(synthesized, tmp_path):
     base = list(load_tasks("airline"))
     report = export(base + synthesized, "tau2", tmp_path / "out")
-    assert report.written == 54 and report.n_skipped == 0
-    assert len(report.notes[ROUND_TRIP_NOTE]) == 54
+    assert report.written == 53 and report.n_skipped == 0
+    assert len(report.notes[ROUND_TRIP_NOTE]) == 53
     rows = json.loads((tmp_path / "out" / "airline" / TASKS_FILE).read_text())
     Task = tau2_modules().tasks.Task
     loaded = [Task.model_validate(r) for r in rows]  # τ²'s own model loads every row
     assert [t.id for t in loaded] == [t.tau2_id for t in base + synthesized]
     assert rows[:50] == [tau2_json(t) for t in base]  # τ²'s own tasks as τ²'s data holds them
     ace = {("airline", t.tau2_id): t for t in base + synthesized}
-    assert roundtrip(tmp_path / "out", ace) == {"airline": {"tasks": 54, "passed": 54, "failed": []}}
+    assert roundtrip(tmp_path / "out", ace) == {"airline": {"tasks": 53, "passed": 53, "failed": []}}
 
 
 def test_an_export_that_changes_the_gold_is_not_written(synthesized, tmp_path, monkeypatch):
@@ -59,7 +74,7 @@ def test_an_export_that_changes_the_gold_is_not_written(synthesized, tmp_path, m
 
     monkeypatch.setattr(export_tau2, "tau2_json", changed)
     report = export(synthesized, "tau2", tmp_path / "out")
-    assert report.written == 3 and report.skipped == {NOT_THE_ORACLE: [task.id]}
+    assert report.written == 2 and report.skipped == {NOT_THE_ORACLE: [task.id]}
 
 
 def test_a_tampered_exported_file_fails_the_round_trip(synthesized, tmp_path):
@@ -75,7 +90,7 @@ def test_a_tampered_exported_file_fails_the_round_trip(synthesized, tmp_path):
     alone = roundtrip(tmp_path / "out")["airline"]  # self-consistent: τ² replays the same actions both sides
     assert alone["failed"] == []
     result = roundtrip(tmp_path / "out", {("airline", t.tau2_id): t for t in synthesized})["airline"]
-    assert result["tasks"] == 4 and result["failed"] == [rows[0]["id"], rows[1]["id"]]
+    assert result["tasks"] == 3 and result["failed"] == [rows[0]["id"], rows[1]["id"]]
 
 
 def test_export_cli_writes_a_task_file_and_refuses_bfcl(synthesized, tmp_path, capsys):
@@ -83,7 +98,7 @@ def test_export_cli_writes_a_task_file_and_refuses_bfcl(synthesized, tmp_path, c
     write_tasks(path, synthesized)
     assert main(["export", "--tasks", str(path), "--format", "tau2", "--out", str(tmp_path / "o"), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["written"] == 4 and d["files"] == ["airline/tasks.json"]
+    assert d["written"] == 3 and d["files"] == ["airline/tasks.json"]
     rows = json.loads((tmp_path / "o" / "airline" / TASKS_FILE).read_text())
     assert [r["id"] for r in rows] == [t.tau2_id for t in synthesized]
     assert all(isinstance(t, SynthTau2Task) for t in synthesized)

@@ -58,8 +58,10 @@ def made():
     return out
 
 
-CASES = [("airline", s) for s in STRATEGIES] + [("retail", "distractor"), ("retail", "depth"),
-                                                 ("retail", "cascade")]
+# τ²'s airline golds never read the user's reservations before writing one the scenario names: no airline
+# seed carries a look-alike distractor (a measured limit, RESULTS)
+CASES = [("airline", s) for s in STRATEGIES if s != "distractor"] + [("retail", "distractor"), ("retail", "depth"),
+                                                                     ("retail", "cascade")]
 
 
 @pytest.mark.parametrize("domain,strategy", CASES)
@@ -78,16 +80,17 @@ def test_each_strategy_makes_a_task_both_verifiers_pass(made, domain, strategy):
     assert not any(s.error for s in steps)
     assert tau2_reward(domain, json.loads(json.dumps(task.tau2)), steps) == 1.0
     scenario, gold_args = task.user_scenario, json.dumps([g.arguments for g in task.gold_actions])
-    if strategy == "distractor":  # a live look-alike of the user's, never written by the gold
-        near = task.origin["near_miss"]
+    if strategy == "distractor":  # gold and scenario unchanged; a look-alike added to the database, unnamed
+        assert task.gold_actions == seed.gold_actions and task.user_scenario == seed.user_scenario
+        twin, of = task.origin["look_alike"], task.origin["of"]
+        assert twin not in scenario and of in scenario and sorted(twin) == sorted(of) and twin != of
+        added = task.tau2["initial_state"]["initialization_data"]["agent_data"]
+        assert set(added) == {"orders", "users"} and set(added["orders"]) == {twin}
         written = json.dumps([g.arguments for g in task.gold_actions
                               if tool_kinds(domain)[("assistant", g.name)] == "write"])
-        assert near not in written and near not in seed.user_scenario
-        if task.origin["form"] == "named":  # gold unchanged, the look-alike named in the scenario
-            assert task.gold_actions == seed.gold_actions and near in scenario
-        else:  # described: the entity described, the look-alike shares what the description names, unnamed
-            assert near not in scenario and task.origin["described"].lstrip("#") not in scenario
-            assert all(p.split()[-1] in task.origin["description"] for p in task.origin["shares"].split(" and "))
+        assert twin not in written
+        # the user's listing the agent reads shows it
+        assert any(twin in s.content for s in steps if s.call.name == "get_user_details")
     elif strategy == "ambiguity":  # the entity is described, not named; the gold reads it before its use
         entity = task.origin["described"]
         assert entity.lstrip("#") not in scenario and entity in gold_args
@@ -122,8 +125,8 @@ def _draft(domain, strategy, avoid=()):
     raise AssertionError(f"no {strategy} draft on {domain}")
 
 
-def test_a_distractor_whose_gold_takes_the_near_miss_is_rejected():
-    seed, target, draft = _draft("airline", "distractor")
+def test_a_distractor_whose_gold_takes_the_look_alike_is_rejected():
+    seed, target, draft = _draft("retail", "distractor")
     assert check(assemble(seed, target, "distractor", draft), draft, target, "distractor") == []
     wrong = Draft(draft.trap["actions"], draft.instructions, draft.what, trap=draft.trap, details=draft.details)
     assert TRAP_NOT_LIVE in check(assemble(seed, target, "distractor", wrong), wrong, target, "distractor")
@@ -260,22 +263,21 @@ def test_a_cascade_write_changes_the_database():
     assert n >= 1
 
 
-@pytest.mark.parametrize("domain, seed_id, target", [
-    ("airline", "12", ("calculate", "update_reservation_baggages")),
-    ("retail", "17", ("get_order_details", "modify_pending_order_address")),
-])
-def test_a_described_distractor_hides_the_entity_behind_a_description_its_look_alike_almost_fits(domain, seed_id, target):
-    seed = {t.tau2_id: t for t in load_tasks(domain)}[seed_id]
-    draft = STRATEGIES["distractor"](seed, target, random.Random(0))
-    assert draft.details["form"] == "described"
+def test_the_look_alike_is_in_the_same_state_for_ace_and_for_tau2():
+    """ACE applies the task's added records on its copy-on-write view; τ² re-validates the whole database:
+    the records, and the database hash, must come out the same."""
+    from ace_env.tau2.env import new_environment, start
+
+    seed, target, draft = _draft("retail", "distractor")
     task = assemble(seed, target, "distractor", draft)
-    assert check(task, draft, target, "distractor") == []
-    near, entity = draft.details["near_miss"], draft.details["described"]
-    assert near not in task.user_scenario and entity.lstrip("#") not in task.user_scenario
-    assert draft.details["description"] in task.user_scenario and "do not remember" in task.user_scenario
-    # the look-alike is live: the lured write made on it runs and leaves another database
-    wrong = Draft(draft.trap["actions"], draft.instructions, draft.what, trap=draft.trap, details=draft.details)
-    assert TRAP_NOT_LIVE in check(assemble(seed, target, "distractor", wrong), wrong, target, "distractor")
+    ours = start("retail", task.tau2_id).tools.db
+    theirs = new_environment("retail")
+    theirs.tools.update_db(task.tau2["initial_state"]["initialization_data"]["agent_data"])
+    twin, user = draft.details["look_alike"], next(iter(draft.agent_data["users"]))
+    assert ours.orders[twin].model_dump() == theirs.tools.db.orders[twin].model_dump()
+    assert ours.users[user].model_dump() == theirs.tools.db.users[user].model_dump()
+    assert twin in ours.users[user].orders
+    assert start("retail", task.tau2_id).get_db_hash() == theirs.get_db_hash()
 
 
 def _all_drafts(domain, strategy):
