@@ -67,6 +67,7 @@ killed run resumes where it stopped.  Needs Neo4j (the managed server, or NEO4J_
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -140,28 +141,46 @@ def load_state(path: Path) -> dict[str, Any]:
 _BASE: dict[tuple[Path, int], Any] = {}
 
 
-def _keyed(value: Any, key: str) -> Any:
-    """Lists of the state as dicts, so they merge by identity: records by (arm, seed, samples), notes by content."""
+def _item_key(key: str, item: Any) -> str:
+    """What identifies an item of a list in the state: a record its (arm, seed, samples), anything else its
+    content."""
     if key == "records":
-        return {f"{r['arm']}|{r['seed']}|{r['samples']}": r for r in value}
-    if key == "notes":
-        return {json.dumps(n, sort_keys=True): n for n in value}
-    return value
+        return f"{item['arm']}|{item['seed']}|{item['samples']}"
+    return json.dumps(item, sort_keys=True)
 
 
-def _merge(base: Any, mine: Any, theirs: Any) -> Any:
-    """Three-way merge: what this process changed since `base` wins, everything else is taken from disk."""
+def _merge_list(key: str, base: list, mine: list, theirs: list) -> list:
+    """Lists merge item by item, each item a unit: kept unless deleted on one side and untouched on the other;
+    where both sides hold an item, the side that changed it wins."""
+    b, m, t = ({_item_key(key, x): x for x in xs} for xs in (base, mine, theirs))
+    out = {}
+    for k, v in t.items():
+        if k in m:
+            out[k] = v if m[k] == b.get(k) else m[k]
+        elif k not in b:
+            out[k] = v  # added on disk
+    for k, v in m.items():
+        if k not in t and not (k in b and v == b[k]):
+            out[k] = v  # added (or changed) here
+    return list(out.values())
+
+
+def _merge(base: Any, mine: Any, theirs: Any, key: str = "") -> Any:
+    """Three-way merge of what this process holds (``mine``) with the file (``theirs``) since both were
+    ``base``: what one side changed wins, what one side deleted and the other left alone goes.  Dicts are
+    merged into ``mine`` in place, so a caller holding a part of the state keeps holding it."""
     if isinstance(mine, dict) and isinstance(theirs, dict):
         base = base if isinstance(base, dict) else {}
-        out = {}
-        for k in list(theirs) + [k for k in mine if k not in theirs]:
-            b, m, t = (_keyed(x.get(k), k) if isinstance(x.get(k), list) and k in ("records", "notes")
-                       else x.get(k) for x in (base, mine, theirs))
-            if k not in mine and k in base:
-                continue  # deleted here
-            merged = _merge(b, m, t) if k in mine and k in theirs else (m if k in mine else t)
-            out[k] = list(merged.values()) if k in ("records", "notes") and isinstance(merged, dict) else merged
-        return out
+        for k in [k for k in mine if k not in theirs and k in base and mine[k] == base[k]]:
+            del mine[k]  # deleted on disk, untouched here
+        for k, v in theirs.items():
+            if k in mine:
+                mine[k] = _merge(base.get(k), mine[k], v, k)
+            elif k not in base:
+                mine[k] = v  # added on disk (a key in base but not in mine was deleted here)
+        return mine
+    if isinstance(mine, list) and isinstance(theirs, list):
+        return _merge_list(key, base if isinstance(base, list) else [], mine, theirs)
     return theirs if mine == base else mine
 
 
@@ -175,9 +194,7 @@ def save_state(path: Path, state: dict[str, Any]) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         base = _BASE.get((path, id(state)))
         if path.exists() and base is not None:
-            merged = _merge(base, state, json.loads(path.read_text()))
-            state.clear()
-            state.update(merged)
+            _merge(base, state, json.loads(path.read_text()))
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(state, indent=1) + "\n")
         os.replace(tmp, path)
@@ -449,6 +466,8 @@ def arm_tasks(args: argparse.Namespace, state: dict[str, Any], splits: dict[str,
     want = max(args.budgets)
     if arm == "more-real":
         tasks = tasks_of(splits["pool"], CATEGORIES)
+        rng.shuffle(tasks)
+        text = "".join(json.dumps(t.to_dict()) + "\n" for t in tasks)
     else:
         if arm == "ace":
             batches = [targets]
@@ -477,20 +496,27 @@ def arm_tasks(args: argparse.Namespace, state: dict[str, Any], splits: dict[str,
             if len(tasks) >= want:
                 break
         record["tasks"] = len(tasks)
+        rng.shuffle(tasks)
+        text = "".join(json.dumps(t.to_dict()) + "\n" for t in tasks)
+        record["sha256"] = hashlib.sha256(text.encode()).hexdigest()  # the data itself, in training order
         previous = state["phases"].setdefault("synthesis", {}).get(f"{arm}-{seed}")
         if previous is not None:  # the data file was lost with its machine: built again, it must be the same data
-            strip = lambda batches: [{k: v for k, v in b.items() if k != "commit"} for b in batches]  # noqa: E731
-            record["matches_previous"] = strip(previous.get("batches", [])) == strip(record["batches"])
+            if "sha256" in previous:
+                record["matches_previous"] = previous["sha256"] == record["sha256"]
+            else:  # recorded before the hash was kept: its counts per batch are what can be compared
+                strip = lambda batches: [{k: v for k, v in b.items() if k != "commit"} for b in batches]  # noqa: E731
+                record["matches_previous"] = strip(previous.get("batches", [])) == strip(record["batches"])
             if not record["matches_previous"]:
                 stale = [r for r in state["records"] if r["arm"] == arm and r["seed"] == seed]
                 state.setdefault("superseded", []).extend(stale)
                 state["records"] = [r for r in state["records"] if r not in stale]
+                state["free_running"] = [r for r in state.get("free_running", [])
+                                         if (r.get("arm"), r.get("seed")) != (arm, seed)]
                 say(f"{arm} seed {seed}: the rebuilt data differs from the recorded synthesis; its {len(stale)} "
                     "records move to 'superseded' and every budget runs again")
         state["phases"]["synthesis"][f"{arm}-{seed}"] = record
-    rng.shuffle(tasks)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks))
+    path.write_text(text)
     save_state(args.state, state)
     return tasks
 

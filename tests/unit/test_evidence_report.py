@@ -108,3 +108,34 @@ def test_two_processes_saving_one_state_keep_each_others_records_and_notes(bench
     assert on_disk["phases"]["synthesis"] == {"ace-1": {"tasks": 64}, "ace-2": {"tasks": 60}}
     assert on_disk["notes"] == [{"what": "b"}]
     assert a == on_disk  # the saving process sees the merged state
+
+
+def test_a_deletion_on_disk_stays_deleted_and_held_parts_of_the_state_stay_live(bench, tmp_path):
+    path = tmp_path / "evidence.json"
+    path.write_text('{"records": [{"arm": "ace", "seed": 1, "samples": 16, "x": 1}], "phases": {"warm": {"epochs": []}}}')
+    a, b = bench.load_state(path), bench.load_state(path)
+    # a supersedes seed 1's record; b, loaded before, saves something else and must not bring it back
+    a.setdefault("superseded", []).extend(a["records"])
+    a["records"] = []
+    bench.save_state(path, a)
+    phase = b["phases"]["warm"]  # a part of the state b's code holds across saves
+    b["records"].append({"arm": "ace", "seed": 2, "samples": 16, "x": 2})
+    bench.save_state(path, b)
+    phase["epochs"].append({"n": 1})
+    phase.update(done=True)
+    bench.save_state(path, b)
+    on_disk = bench.load_state(path)
+    assert [(r["seed"], r["x"]) for r in on_disk["records"]] == [(2, 2)]
+    assert on_disk["superseded"] == [{"arm": "ace", "seed": 1, "samples": 16, "x": 1}]
+    assert on_disk["phases"]["warm"] == {"epochs": [{"n": 1}], "done": True}
+
+
+def test_a_record_changed_on_both_sides_is_one_sides_whole_record(bench, tmp_path):
+    path = tmp_path / "evidence.json"
+    path.write_text('{"records": [{"arm": "ace", "seed": 1, "samples": 16, "x": 1, "y": 1}], "phases": {}}')
+    a, b = bench.load_state(path), bench.load_state(path)
+    a["records"] = [{"arm": "ace", "seed": 1, "samples": 16, "x": 2, "y": 1}]
+    bench.save_state(path, a)
+    b["records"] = [{"arm": "ace", "seed": 1, "samples": 16, "x": 1, "y": 3}]
+    bench.save_state(path, b)
+    assert bench.load_state(path)["records"] == [{"arm": "ace", "seed": 1, "samples": 16, "x": 1, "y": 3}]
