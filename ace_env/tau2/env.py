@@ -148,7 +148,8 @@ def start(domain: str, tau2_id: str) -> Any:
     env = new_environment(domain)
     ist = task.initial_state
     data = ist.initialization_data if ist else None
-    if data is not None and data.agent_data and domain != "telecom" and apply_agent_data(env.tools.db, data.agent_data):
+    if data is not None and data.agent_data is not None and domain != "telecom" \
+            and apply_agent_data(env.tools.db, data.agent_data):
         data = data.model_copy(update={"agent_data": None})
     env.set_state(initialization_data=data, initialization_actions=ist.initialization_actions if ist else None,
                   message_history=[])

@@ -27,7 +27,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ace_env.errors import TaskLoadError
-from ace_env.tau2.env import USER, Tau2Call, Tau2Step, call, new_environment, raw_task, register_task, tool_schemas
+from ace_env.tau2.env import (
+    USER,
+    Tau2Call,
+    Tau2Step,
+    call,
+    new_environment,
+    raw_task,
+    register_task,
+    start,
+    tool_schemas,
+)
 from ace_env.tau2.package import tau2_modules
 from ace_env.tau2.tasks import GoldAction, Tau2Task, load_tasks
 from ace_env.tau2.verify import gold, gold_calls, replay_gold
@@ -94,6 +104,12 @@ def build_task(domain: str, tau2: dict[str, Any], origin: dict[str, Any]) -> Syn
         raise TaskLoadError("a synthesized τ² task's initial state is records added to the agent's database "
                             "(initialization_data.agent_data), nothing else")
     register_task(domain, raw)
+    if ist is not None:  # the added records must make a valid database, said here rather than at the first replay
+        try:
+            start(domain, tau2_id)
+        except ValueError as e:  # pydantic's ValidationError
+            raise TaskLoadError(f"the task's initial state is not a valid {domain} database: "
+                                f"{str(e).splitlines()[0]}") from e
     crit = raw.evaluation_criteria
     agent_tools, user_tools = tool_schemas(domain)
     return SynthTau2Task(

@@ -314,3 +314,12 @@ def test_depth_never_asks_about_a_flight_of_a_reservation_the_gold_cancels():
         flight = draft.actions[-1].arguments["flight_number"]
         shown_by = [s.content for s in gold(seed).steps if flight in s.content and "reservation_id" in s.content]
         assert not any(json.loads(c).get("reservation_id") in cancelled for c in shown_by if c.startswith("{")), seed.id
+
+
+def test_a_task_whose_added_records_are_not_a_valid_database_is_refused_when_built():
+    seed, target, draft = _draft("retail", "distractor")
+    twin = draft.details["look_alike"]
+    broken = Draft(draft.actions, draft.instructions, draft.what, trap=draft.trap, details=draft.details,
+                   agent_data={"orders": {twin: {"order_id": twin, "status": "no such status"}}})
+    with pytest.raises(TaskLoadError, match="not a valid retail database"):
+        assemble(seed, target, "distractor", broken)
