@@ -3,18 +3,18 @@
 Synthesizes ``--n`` tasks per domain (airline, retail) with all four τ² strategies (distractor, ambiguity,
 depth, cascade), aimed at a fixed frontier of compositions per domain, then samples at most
 ``--per-strategy`` tasks per strategy (both domains alternating where each has some; at most one task per
-seed task and strategy; every distractor of the *described* form first, since they are rare), about 20 in
-all, in a seeded random order.  Writes to ``--out-dir``:
+seed task and strategy), about 20 in all, in a seeded random order.  Writes to ``--out-dir``:
 
-* ``review-tau2-2026-12-04-sample.md``: for the reviewer.  Per task: the domain, strategy and target
-  composition, the seed task's scenario and gold (for comparison), the new task's user scenario, its gold
-  agent actions each with the output the agent sees (cut at 800 characters for reading), and what the agent
-  must communicate.  No provenance notes about what the strategy did: the reviewer judges the task alone.
-* ``review-tau2-2026-12-04-key.json``: task number -> strategy, target, task id and the full provenance;
-  for whoever tallies the review, not for the reviewer.
+* ``STEM-sample.md``: for the reviewer.  Per task: the domain, strategy and target composition, the seed
+  task's scenario and gold (for comparison), the new task's user scenario, the records it adds to the
+  database (a distractor's look-alike), its gold agent actions each with the output the agent sees (cut at
+  800 characters for reading), and what the agent must communicate.  No provenance notes about what the
+  strategy did: the reviewer judges the task alone.
+* ``STEM-key.json``: task number -> strategy, target, task id and the full provenance; for whoever
+  tallies the review, not for the reviewer.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/review_sample_tau2.py [--n 60] [--seed 1] \\
-        [--per-strategy 6] [--out-dir benchmarks/results]
+        [--per-strategy 6] [--out-dir benchmarks/results] [--stem review-tau2-DATE]
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from ace_env.tau2.verify import gold
 from synth.tau2.pipeline import TAU2_STRATEGIES, synthesize_tau2
 
 HERE = Path(__file__).resolve().parent
-STEM = "review-tau2-2026-12-04"
 TOTAL = 20  # about this many tasks in all, spread evenly over the strategies
 CUT = 800  # characters of a call's output shown (for reading only)
 FRONTIER = {
@@ -55,21 +54,15 @@ def build(n: int, seed: int) -> tuple[list, dict]:
     return tasks, seeds
 
 
-def _described(task) -> bool:
-    return task.origin["strategy"] == "distractor" and task.origin.get("form") == "described"
-
-
 def queue(tasks: list, rng: random.Random) -> list:
-    """One strategy's tasks in the order they are taken: described distractors first, then the domains in
-    turn; at most one task per seed task."""
+    """One strategy's tasks in the order they are taken: the domains in turn; at most one task per seed task."""
     tasks = list(tasks)
     rng.shuffle(tasks)
-    first = [t for t in tasks if _described(t)]
-    by_domain = {d: [t for t in tasks if not _described(t) and t.domain == d] for d in FRONTIER}
+    by_domain = {d: [t for t in tasks if t.domain == d] for d in FRONTIER}
     turns = [by_domain[d][i] for i in range(max(map(len, by_domain.values()), default=0))
              for d in FRONTIER if i < len(by_domain[d])]
     out, seen = [], set()
-    for t in first + turns:
+    for t in turns:
         if t.origin["seed"] not in seen:
             seen.add(t.origin["seed"])
             out.append(t)
@@ -77,12 +70,11 @@ def queue(tasks: list, rng: random.Random) -> list:
 
 
 def sample(tasks: list, per_strategy: int, seed: int) -> list:
-    """Evenly across strategies (one from each in turn) up to ``TOTAL``, at most ``per_strategy`` each; all
-    described distractors kept; then shuffled."""
+    """Evenly across strategies (one from each in turn) up to ``TOTAL``, at most ``per_strategy`` each; then
+    shuffled."""
     rng = random.Random(seed)
     queues = {s: queue([t for t in tasks if t.origin["strategy"] == s], rng) for s in TAU2_STRATEGIES}
-    picked = {s: q[:min(sum(map(_described, q)), per_strategy)] for s, q in queues.items()}  # queued first
-    queues = {s: q[len(picked[s]):] for s, q in queues.items()}
+    picked: dict[str, list] = {s: [] for s in TAU2_STRATEGIES}
     while sum(map(len, picked.values())) < TOTAL:
         open_ = [s for s in TAU2_STRATEGIES if queues[s] and len(picked[s]) < per_strategy]
         if not open_:
@@ -110,8 +102,12 @@ def render(rows: list, seeds: dict) -> str:
         out += [f"## Task {k} — domain {t.domain}; strategy: {t.origin['strategy']}; target composition: "
                 f"{t.origin['target']}", "", "### Seed task's scenario (for comparison)", "```", seed.user_scenario,
                 "```", "Seed gold: " + "; ".join(_call(a) for a in seed.gold_actions), "",
-                "### New task: user scenario", "```", t.user_scenario, "```", "",
-                "### New task: gold agent actions and their outputs", ""]
+                "### New task: user scenario", "```", t.user_scenario, "```", ""]
+        added = ((t.tau2.get("initial_state") or {}).get("initialization_data") or {}).get("agent_data")
+        if added:
+            out += ["### New task: records added to the database (the agent sees them only through its tools)",
+                    "```", json.dumps(added, indent=1, ensure_ascii=False), "```", ""]
+        out += ["### New task: gold agent actions and their outputs", ""]
         for i, (a, step) in enumerate(zip(t.gold_actions, gold(t).steps), 1):
             text = step.content if len(step.content) <= CUT else step.content[:CUT] + " …(cut)"
             out += [f"{i}. `{_call(a)}` →", "```", text, "```", ""]
@@ -128,22 +124,21 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1, help="synthesis and sampling seed")
     ap.add_argument("--per-strategy", type=int, default=6, help="most tasks sampled per strategy")
     ap.add_argument("--out-dir", type=Path, default=HERE / "results")
+    ap.add_argument("--stem", default=f"review-tau2-{time.strftime('%Y-%m-%d')}", help="file name stem")
     args = ap.parse_args()
     start = time.perf_counter()
     tasks, seeds = build(args.n, args.seed)
     rows = sample(tasks, args.per_strategy, args.seed)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / f"{STEM}-sample.md").write_text(render(rows, seeds))
+    (args.out_dir / f"{args.stem}-sample.md").write_text(render(rows, seeds))
     key = {str(k): {"strategy": t.origin["strategy"], "target": t.origin["target"], "domain": t.domain,
                     "task_id": t.id, "seed": t.origin["seed"], "provenance": t.provenance}
            for k, t in enumerate(rows, 1)}
-    (args.out_dir / f"{STEM}-key.json").write_text(json.dumps(key, indent=1, ensure_ascii=False) + "\n")
+    (args.out_dir / f"{args.stem}-key.json").write_text(json.dumps(key, indent=1, ensure_ascii=False) + "\n")
     for label, group in (("built", tasks), ("sampled", rows)):
         counts = Counter((t.origin["strategy"], t.domain) for t in group)
-        forms = Counter(t.origin.get("form") for t in group if t.origin["strategy"] == "distractor")
-        print(f"{label}: {len(group)} tasks; " + ", ".join(f"{s}/{d} {c}" for (s, d), c in sorted(counts.items()))
-              + f"; distractor forms: {dict(forms)}")
-    print(f"wrote {args.out_dir / STEM}-sample.md and -key.json in {time.perf_counter() - start:.0f} s")
+        print(f"{label}: {len(group)} tasks; " + ", ".join(f"{s}/{d} {c}" for (s, d), c in sorted(counts.items())))
+    print(f"wrote {args.out_dir / args.stem}-sample.md and -key.json in {time.perf_counter() - start:.0f} s")
 
 
 if __name__ == "__main__":
