@@ -167,8 +167,8 @@ def _merge_list(key: str, base: list, mine: list, theirs: list) -> list:
 
 def _merge(base: Any, mine: Any, theirs: Any, key: str = "") -> Any:
     """Three-way merge of what this process holds (``mine``) with the file (``theirs``) since both were
-    ``base``: what one side changed wins, what one side deleted and the other left alone goes.  Dicts are
-    merged into ``mine`` in place, so a caller holding a part of the state keeps holding it."""
+    ``base``: what one side changed wins, what one side deleted and the other left alone goes.  Dicts and lists
+    are merged into ``mine`` in place, so a caller holding a part of the state keeps holding it."""
     if isinstance(mine, dict) and isinstance(theirs, dict):
         base = base if isinstance(base, dict) else {}
         for k in [k for k in mine if k not in theirs and k in base and mine[k] == base[k]]:
@@ -180,7 +180,8 @@ def _merge(base: Any, mine: Any, theirs: Any, key: str = "") -> Any:
                 mine[k] = v  # added on disk (a key in base but not in mine was deleted here)
         return mine
     if isinstance(mine, list) and isinstance(theirs, list):
-        return _merge_list(key, base if isinstance(base, list) else [], mine, theirs)
+        mine[:] = _merge_list(key, base if isinstance(base, list) else [], mine, theirs)  # in place, as dicts
+        return mine
     return theirs if mine == base else mine
 
 

@@ -124,10 +124,18 @@ def test_a_deletion_on_disk_stays_deleted_and_held_parts_of_the_state_stay_live(
     phase["epochs"].append({"n": 1})
     phase.update(done=True)
     bench.save_state(path, b)
+    held = b.setdefault("free_running", [])  # a list held across saves, as free_running() does
+    held.append({"arm": "warm"})
+    bench.save_state(path, b)
+    held.append({"arm": "ace"})
+    bench.save_state(path, b)
+    held.append({"arm": "random"})
+    bench.save_state(path, b)
     on_disk = bench.load_state(path)
     assert [(r["seed"], r["x"]) for r in on_disk["records"]] == [(2, 2)]
     assert on_disk["superseded"] == [{"arm": "ace", "seed": 1, "samples": 16, "x": 1}]
     assert on_disk["phases"]["warm"] == {"epochs": [{"n": 1}], "done": True}
+    assert on_disk["free_running"] == [{"arm": "warm"}, {"arm": "ace"}, {"arm": "random"}]
 
 
 def test_a_record_changed_on_both_sides_is_one_sides_whole_record(bench, tmp_path):
