@@ -162,7 +162,7 @@ def _first_use(actions: list[GoldAction], value: str) -> int | None:
 # --------------------------------------------------------------------------- distractor
 
 
-#: The table of each domain's main entity, and the user field that lists a user's entities.
+#: The table of each domain's main entity; a user's field listing their entities has the same name.
 TABLE = {"airline": "reservations", "retail": "orders"}
 
 
@@ -206,12 +206,11 @@ def distractor(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> D
         copy = {**record(seed.domain, entity).model_dump(mode="json"), key: twin}
         listing = list(entities_of(seed.domain, user))
         listing.insert(listing.index(entity) + 1 if entity in listing else len(listing), twin)
-        field_name = "reservations" if seed.domain == "airline" else "orders"
         lured = GoldAction(actions[w].name, {**actions[w].arguments, key: twin}, "assistant", actions[w].compare_args)
         return Draft(actions, dict(ins), f"look-alike {noun} {twin} ({entity} with two characters swapped, the same "
                      f"{noun} otherwise) added to the user's {noun}s; {actions[w].name} on it would run",
                      trap={"entity": twin, "actions": actions[:w] + [lured] + actions[w + 1:]},
-                     agent_data={table: {twin: copy}, "users": {user: {field_name: listing}}},
+                     agent_data={table: {twin: copy}, "users": {user: {table: listing}}},
                      details={"look_alike": twin, "of": entity, "lured_step": w})
     return None
 
