@@ -52,7 +52,11 @@ Design, fixed before any run (the splits file and this docstring are committed f
   final primary value (linear in log2 samples between checkpoints; > 1 when it never
   does) — with a 95% bootstrap interval resampling whole held-out tasks and seeds,
   steps paired across arms.  The claim (30% less data) holds if the interval's upper
-  end is at most 0.7.
+  end is at most 0.7.  (Issue 32, after the three seeds: every interval is a
+  hierarchical bootstrap — seeds with replacement, then held-out tasks within each
+  drawn seed — and the report adds each seed's difference, the figures without target
+  compositions whose gold call is one constant string in BFCL, the supervised tokens of
+  each arm and the sha256 of each arm's data.)
 
 Every result is appended to ``benchmarks/results/evidence.json`` as soon as it exists
 (one record per arm, seed and checkpoint, with per-step outcomes for the bootstrap),
@@ -72,9 +76,11 @@ import json
 import math
 import os
 import random
+import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +89,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine_facts  # noqa: E402
 
 from ace_env import bfcl  # noqa: E402
+from ace_env.calls import Call, parse_call  # noqa: E402
 from ace_env.sim import WeaknessSpec  # noqa: E402
 from ace_env.tasks import Task  # noqa: E402
 from ace_env.verifier import verify  # noqa: E402
@@ -298,16 +305,59 @@ def _spans(mask: list[int]) -> int:
 
 
 def held_out_steps(tasks: list[Task]) -> list[dict[str, Any]]:
-    """Every held-out oracle step in a fixed order, with its composition (previous call's tool → tool)."""
+    """Every held-out oracle step in a fixed order, with its composition (previous call's tool → tool) and its gold
+    call as the ground truth writes it (what :func:`constant_call_compositions` looks at)."""
     out = []
     for task in tasks:
         tags = tag_task(task)
+        calls = {s["flat"]: s["call"] for s in gold_steps(task)}
         last = None
         for tag in tags:
-            out.append({"task": task.id, "flat": tag.flat, "tool": tag.tool, "prev": last})
+            out.append({"task": task.id, "flat": tag.flat, "tool": tag.tool, "prev": last, "call": calls.get(tag.flat)})
             if tag.tool is not None:
                 last = tag.tool
     return out
+
+
+def gold_steps(task: Task) -> list[dict[str, Any]]:
+    """A task's oracle steps in the tagger's flat order (a turn without ground truth is one abstain step, tool None),
+    each with its composition (previous call's tool → tool) and its gold call string; from the ground truth alone,
+    so a whole corpus is read in a moment."""
+    out: list[dict[str, Any]] = []
+    last = None
+    for turn in task.turns:
+        for raw in turn.ground_truth:
+            call = parse_call(raw)
+            tool = call.name if isinstance(call, Call) else None
+            out.append({"task": task.id, "flat": len(out), "tool": tool, "prev": last, "call": raw})
+            if tool is not None:
+                last = tool
+        if not turn.ground_truth:
+            out.append({"task": task.id, "flat": len(out), "tool": None, "prev": last, "call": None})
+    return out
+
+
+def constant_call_compositions(steps: list[dict[str, Any]], compositions: Any,
+                               min_occurrences: int = 2) -> dict[tuple[str, str], dict[str, Any]]:
+    """The compositions among ``compositions`` whose gold call at the step is one and the same string in every one of
+    their occurrences among ``steps`` (at least ``min_occurrences`` of them): such a step is learnt by any arm whose
+    data happens to carry the composition, once, whatever else the data teaches, so a comparison of arms on it
+    measures which arm carried it.  Steps are dicts with ``prev``, ``tool`` and ``call`` (:func:`gold_steps`).
+    Returns {composition: {"call": the string, "occurrences": how many}}.
+
+    >>> steps = [{"prev": "a", "tool": "b", "call": "b(x=1)"}] * 3 + [{"prev": "c", "tool": "b", "call": "b(x=2)"},
+    ...          {"prev": "c", "tool": "b", "call": "b(x=3)"}]
+    >>> constant_call_compositions(steps, {("a", "b"), ("c", "b")})
+    {('a', 'b'): {'call': 'b(x=1)', 'occurrences': 3}}
+    """
+    wanted = {tuple(c) for c in compositions}
+    calls: dict[tuple[str, str], list[Any]] = {}
+    for st in steps:
+        comp = (st["prev"], st["tool"])
+        if comp in wanted:
+            calls.setdefault(comp, []).append(st.get("call"))
+    return {comp: {"call": xs[0], "occurrences": len(xs)} for comp, xs in sorted(calls.items())
+            if len(xs) >= min_occurrences and xs[0] is not None and len(set(xs)) == 1}
 
 
 def evaluate(policy: HFPolicy, tasks: list[Task], steps: list[dict[str, Any]], targets: set[tuple[str, str]]) -> dict[str, Any]:
@@ -462,7 +512,11 @@ def arm_tasks(args: argparse.Namespace, state: dict[str, Any], splits: dict[str,
     """The arm's training tasks for one seed, in training order (cached as a task file under --work)."""
     path = args.work / "data" / f"{arm}-{seed}.jsonl"
     if path.exists():
-        return [Task.from_dict(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+        text = path.read_text()
+        tasks = [Task.from_dict(json.loads(line)) for line in text.splitlines() if line.strip()]
+        record_data(state, arm, seed, text, len(tasks))
+        save_state(args.state, state)
+        return tasks
     rng = random.Random(f"{arm}:{seed}")
     want = max(args.budgets)
     if arm == "more-real":
@@ -516,10 +570,28 @@ def arm_tasks(args: argparse.Namespace, state: dict[str, Any], splits: dict[str,
                 say(f"{arm} seed {seed}: the rebuilt data differs from the recorded synthesis; its {len(stale)} "
                     "records move to 'superseded' and every budget runs again")
         state["phases"]["synthesis"][f"{arm}-{seed}"] = record
+    state["phases"].setdefault("data", {}).pop(f"{arm}-{seed}", None)  # built now: this text is the arm's data
+    record_data(state, arm, seed, text, len(tasks))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     save_state(args.state, state)
     return tasks
+
+
+def record_data(state: dict[str, Any], arm: str, seed: int, text: str, tasks: int) -> None:
+    """Record the sha256 of an arm's training data (its task file, in training order) in ``phases.data``, for every
+    arm (more-real included), when the data is built or first read; a file that no longer matches its recorded
+    hash stops the run, since the arm's records were trained on other data."""
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    data = state["phases"].setdefault("data", {})
+    known = data.get(f"{arm}-{seed}")
+    if known is not None and known["sha256"] != digest:
+        raise SystemExit(f"{arm} seed {seed}: the data file's sha256 ({digest[:16]}) is not the one recorded "
+                         f"({known['sha256'][:16]}); its records were trained on the recorded data (remove the "
+                         "file to build the arm's data again, or give another --state)")
+    if known is None:
+        data[f"{arm}-{seed}"] = {"sha256": digest, "tasks": tasks, "recorded_by": commit(),
+                                 "after_training": any(r["arm"] == arm and r["seed"] == seed for r in state["records"])}
 
 
 def run_arm(args: argparse.Namespace, state: dict[str, Any], warm: Path, arm: str, seed: int, tasks: list[Task],
@@ -559,6 +631,7 @@ def run_arm(args: argparse.Namespace, state: dict[str, Any], warm: Path, arm: st
         if n in todo:
             result = evaluate(trainer.policy(), held, steps, targets)
             record = {"arm": arm, "seed": seed, "samples": n, "tokens": tokens, "loss_tokens": loss_tokens,
+                      "data_sha256": state["phases"].get("data", {}).get(f"{arm}-{seed}", {}).get("sha256"),
                       "unique_samples": len(examples), "max_length": args.arm_max_length, **trainer.window, "train_seconds": round(time.perf_counter() - t0, 1),
                       "mean_loss": round(sum(losses) / len(losses), 4), **result, "commit": commit(),
                       "date": time.strftime("%Y-%m-%d %H:%M"), "load": round(os.getloadavg()[0], 2)}
@@ -667,11 +740,13 @@ def _step_value(entry: Any, i: int, metric: str) -> float | None:
     return None if entry[i] is None else -float(entry[i])
 
 
-def _target_cells(state: dict[str, Any], metric: str) -> tuple[list[int], dict[str, list[int]], dict[tuple, Any]]:
-    """The held-out steps at a target composition, those steps by task, and each record's per-step outcomes
-    for ``metric`` keyed by (arm, seed, samples): what the speed-up and the difference are computed from."""
+def _target_cells(state: dict[str, Any], metric: str,
+                  exclude: Any = ()) -> tuple[list[int], dict[str, list[int]], dict[tuple, Any]]:
+    """The held-out steps at a target composition (less those in ``exclude``), those steps by task, and each
+    record's per-step outcomes for ``metric`` keyed by (arm, seed, samples): what the speed-up and the difference
+    are computed from."""
     steps = state.get("held_out_steps", [])
-    targets = {tuple(t) for t in state["phases"].get("diagnosis", {}).get("targets", [])}
+    targets = {tuple(t) for t in state["phases"].get("diagnosis", {}).get("targets", [])} - {tuple(c) for c in exclude}
     on = [i for i, st in enumerate(steps) if (st["prev"], st["tool"]) in targets]
     by_task = {t: [i for i in on if steps[i]["task"] == t] for t in sorted({steps[i]["task"] for i in on})}
     key = METRICS[metric]
@@ -679,45 +754,71 @@ def _target_cells(state: dict[str, Any], metric: str) -> tuple[list[int], dict[s
     return on, by_task, cell
 
 
-def speed_up(state: dict[str, Any], metric: str = "exact", n_boot: int = 1000) -> dict[str, Any] | None:
+def bootstrap_draws(seeds: list[Any], tasks: list[str], n_boot: int, hierarchical: bool = True,
+                    rng_seed: int = 0) -> Iterator[list[tuple[Any, list[str]]]]:
+    """Resamples of the design for a bootstrap interval, each a list of (seed, held-out tasks) that every arm is
+    measured on (paired).  Hierarchical (the default, what every interval of the report uses): the seeds drawn with
+    replacement, then for each drawn seed its held-out tasks drawn with replacement, independently of the other
+    drawn seeds; with few seeds that disagree, the interval is as wide as their disagreement.
+    ``hierarchical=False`` holds the seeds fixed and draws one sample of tasks for all of them (the interval
+    published before issue 32: it hides the seeds' disagreement).  Seeds and tasks come from two random streams,
+    so with one seed the two are the same per-task bootstrap, draw for draw."""
+    seed_rng, task_rng = random.Random(f"seeds/{rng_seed}"), random.Random(f"tasks/{rng_seed}")
+    for _ in range(n_boot):
+        if hierarchical:
+            drawn = [seed_rng.choice(seeds) for _ in seeds]
+            yield [(s, [task_rng.choice(tasks) for _ in tasks]) for s in drawn]
+        else:
+            sample = [task_rng.choice(tasks) for _ in tasks]
+            yield [(s, sample) for s in seeds]
+
+
+def _pooled(cell: dict[tuple, Any], arm: str, n: int, draw: list[tuple[Any, list[str]]],
+            by_task: dict[str, list[int]], metric: str) -> float | None:
+    """Mean of ``metric`` over every step of every (seed, task) of a draw, for the arm's record at ``n`` samples
+    (the warm start has one record, used for every seed); None if a record is missing or nothing was scored."""
+    vals: list[float] = []
+    for s, tasks in draw:
+        entry = cell.get(("warm", None, 0) if arm == "warm" else (arm, s, n))
+        if entry is None:
+            return None
+        vals += [v for t in tasks for i in by_task[t] if (v := _step_value(entry, i, metric)) is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _interval(boots: list[float]) -> tuple[float | None, float | None]:
+    """The 95% percentile interval of bootstrap values (None, None when there are none)."""
+    boots = sorted(boots)
+    if not boots:
+        return None, None
+    k = int(0.025 * len(boots))
+    return boots[k], boots[len(boots) - 1 - k]
+
+
+def speed_up(state: dict[str, Any], metric: str = "exact", n_boot: int = 2000, exclude: Any = (),
+             hierarchical: bool = True) -> dict[str, Any] | None:
     """Samples the ace arm needs to reach the random arm's final value on the target steps, over random's
-    final budget (< 1: targeted data is faster), with a bootstrap over held-out tasks and seeds."""
-    recs = state["records"]
-    key = METRICS[metric]
-    on, by_task, cell = _target_cells(state, metric)
+    final budget (< 1: targeted data is faster), with a bootstrap interval (:func:`bootstrap_draws`)."""
+    on, by_task, cell = _target_cells(state, metric, exclude)
     tasks = list(by_task)
     arms_budgets = {arm: {n for (a, _, n) in cell if a == arm} for arm in ("ace", "random")}
     budgets = sorted(arms_budgets["ace"] & arms_budgets["random"])
     seeds = sorted({s for (a, s, n) in cell if a == "random" and budgets and n == budgets[-1]}
                    & {s for (a, s, n) in cell if a == "ace"})
-    warm = next((r[key] for r in recs if r["arm"] == "warm" and r.get(key) is not None), None)
-    if not tasks or not budgets or not seeds or warm is None:
+    if not tasks or not budgets or not seeds or ("warm", None, 0) not in cell:
         return None
 
-    def mean(entries: list[Any], idx: list[int]) -> float | None:
-        vals = [v for e in entries for i in idx if (v := _step_value(e, i, metric)) is not None]
-        return sum(vals) / len(vals) if vals else None
-
-    def speed(task_sample: list[str], seed_sample: list[int]) -> float | None:
-        idx = [i for t in task_sample for i in by_task[t]]
-        curve = []
-        for n in budgets:
-            entries = [cell.get(("ace", s, n)) for s in seed_sample]
-            if any(e is None for e in entries):
-                return None
-            curve.append((n, mean(entries, idx)))
-        final = mean([cell[("random", s, budgets[-1])] for s in seed_sample], idx)
-        start = mean([warm], idx)
+    def speed(draw: list[tuple[Any, list[str]]]) -> float | None:
+        curve = [(n, _pooled(cell, "ace", n, draw, by_task, metric)) for n in budgets]
+        final = _pooled(cell, "random", budgets[-1], draw, by_task, metric)
+        start = _pooled(cell, "warm", 0, draw, by_task, metric)
         if final is None or start is None or any(v is None for _, v in curve) or final <= start:
             return None  # random did not improve on the warm start: there is nothing to reach faster
         return _reach(curve, final) / budgets[-1]
 
-    point = speed(tasks, seeds)
-    rng = random.Random(0)
-    boots = sorted(s for s in (speed([rng.choice(tasks) for _ in tasks], [rng.choice(seeds) for _ in seeds])
-                               for _ in range(n_boot)) if s is not None)
-    lo = boots[int(0.025 * len(boots))] if boots and point is not None else None
-    hi = boots[min(int(0.975 * len(boots)), len(boots) - 1)] if boots and point is not None else None
+    point = speed([(s, tasks) for s in seeds])
+    boots = [s for s in (speed(d) for d in bootstrap_draws(seeds, tasks, n_boot, hierarchical)) if s is not None]
+    lo, hi = _interval(boots) if point is not None else (None, None)
     first = budgets[0] / budgets[-1]
     note = None
     if point is None:
@@ -727,34 +828,77 @@ def speed_up(state: dict[str, Any], metric: str = "exact", n_boot: int = 1000) -
                 f"{first:.3g}, its true value is not resolved by these budgets")
     return {"metric": metric, "point": point, "note": note, "upper_bound_only": point is not None and point <= first,
             "low": lo, "high": hi, "budgets": budgets, "seeds": seeds, "target_tasks": len(tasks),
-            "target_steps": len(on), "bootstrap": len(boots), "claim_holds": hi is not None and hi <= 0.7}
+            "target_steps": len(on), "bootstrap": len(boots), "claim_holds": hi is not None and hi <= 0.7,
+            "interval": "seeds, then tasks" if hierarchical else "tasks, seeds held fixed"}
 
 
-def difference(state: dict[str, Any], metric: str = "exact", n_boot: int = 2000,
-               baseline: str = "random") -> dict[int, dict[str, Any]]:
+def difference(state: dict[str, Any], metric: str = "exact", n_boot: int = 2000, baseline: str = "random",
+               exclude: Any = (), hierarchical: bool = True) -> dict[int, dict[str, Any]]:
     """ace minus ``baseline`` (random, or the more-real control) on the target steps at each budget both arms
-    reached (mean over their common seeds), with a 95% bootstrap interval over held-out tasks: the equal-budget
-    comparison, defined even when the random arm never leaves the warm start (where :func:`speed_up` has
-    nothing to reach). NLL is reported as measured (lower is better), so a negative difference favours ace."""
-    _, by_task, cell = _target_cells(state, metric)
+    reached (pooled over their common seeds), with a 95% bootstrap interval (:func:`bootstrap_draws`:
+    hierarchical by default), its standard error (the bootstrap's SD) and the difference on each seed alone: the
+    equal-budget comparison, defined even when the random arm never leaves the warm start (where
+    :func:`speed_up` has nothing to reach).  NLL is reported as measured (lower is better), so a negative
+    difference favours ace."""
+    on, by_task, cell = _target_cells(state, metric, exclude)
     tasks = list(by_task)
     sign = -1.0 if metric == "nll" else 1.0  # _step_value negates NLL; undo it
     out: dict[int, dict[str, Any]] = {}
+    if not tasks:
+        return out
+
+    def diff(n: int, draw: list[tuple[Any, list[str]]]) -> float | None:
+        a, b = _pooled(cell, "ace", n, draw, by_task, metric), _pooled(cell, baseline, n, draw, by_task, metric)
+        return None if a is None or b is None else sign * (a - b)
+
     for n in sorted({b for (a, _, b) in cell if a == "ace"} & {b for (a, _, b) in cell if a == baseline}):
         seeds = sorted({s for (a, s, b) in cell if a == "ace" and b == n} & {s for (a, s, b) in cell if a == baseline and b == n})
-
-        def mean(arm: str, ts: list[str]) -> float:
-            vals = [v for s in seeds for t in ts for i in by_task[t]
-                    if (v := _step_value(cell[(arm, s, n)], i, metric)) is not None]
-            return sign * sum(vals) / len(vals)
-
-        point = mean("ace", tasks) - mean(baseline, tasks)
-        rng = random.Random(0)
-        boots = sorted(mean("ace", b) - mean(baseline, b)
-                       for b in ([rng.choice(tasks) for _ in tasks] for _ in range(n_boot)))
-        out[n] = {"point": round(point, 4), "low": round(boots[int(0.025 * n_boot)], 4),
-                  "high": round(boots[int(0.975 * n_boot) - 1], 4), "seeds": seeds, "target_tasks": len(tasks)}
+        point = diff(n, [(s, tasks) for s in seeds])
+        if point is None:
+            continue
+        boots = [d for d in (diff(n, draw) for draw in bootstrap_draws(seeds, tasks, n_boot, hierarchical))
+                 if d is not None]
+        lo, hi = _interval(boots)
+        out[n] = {"point": round(point, 4), "low": round(lo, 4), "high": round(hi, 4),
+                  "se": round(statistics.pstdev(boots), 4), "seeds": seeds, "target_tasks": len(tasks),
+                  "target_steps": len(on), "per_seed": {s: round(diff(n, [(s, tasks)]), 4) for s in seeds},
+                  "interval": "seeds, then tasks" if hierarchical else "tasks, seeds held fixed"}
     return out
+
+
+def arm_means(state: dict[str, Any], metric: str = "exact", exclude: Any = ()) -> dict[str, dict[int, float]]:
+    """Each arm's mean over its seeds and the target steps (less ``exclude``) at each budget (the warm start at 0)."""
+    _, by_task, cell = _target_cells(state, metric, exclude)
+    sign = -1.0 if metric == "nll" else 1.0
+    out: dict[str, dict[int, float]] = {}
+    for arm, n in sorted({(a, n) for (a, _, n) in cell}):
+        seeds = sorted((s for (a, s, b) in cell if a == arm and b == n), key=str)
+        v = _pooled(cell, arm, n, [(s, list(by_task)) for s in seeds], by_task, metric)
+        if v is not None:
+            out.setdefault(arm, {})[n] = round(sign * v, 4)
+    return out
+
+
+def supervised_tokens(state: dict[str, Any]) -> dict[str, dict[int, dict[Any, int]]]:
+    """The supervised (assistant, loss-bearing) tokens each arm had been trained on at each budget, per seed, as
+    recorded (``loss_tokens``)."""
+    out: dict[str, dict[int, dict[Any, int]]] = {}
+    for r in state["records"]:
+        if r.get("loss_tokens") is not None:
+            out.setdefault(r["arm"], {}).setdefault(r["samples"], {})[r["seed"]] = r["loss_tokens"]
+    return out
+
+
+def minimum_detectable_effect(diffs: dict[int, dict[str, Any]], seeds_planned: int, alpha: float = 0.05,
+                              power: float = 0.8) -> dict[int, float]:
+    """The smallest true difference a design with ``seeds_planned`` seeds (the same held-out tasks) would detect
+    with the given power in a two-sided test at ``alpha``, from the differences measured now (:func:`difference`):
+    (z_{1-alpha/2} + z_{power}) × SE × sqrt(seeds now / seeds planned), where SE is the SD of the hierarchical
+    bootstrap at the seeds now (whose variance, seeds then tasks within them, scales as 1/seeds).  With three
+    seeds the SE is itself rough: read the result as an order of magnitude."""
+    z = statistics.NormalDist().inv_cdf
+    return {n: round((z(1 - alpha / 2) + z(power)) * d["se"] * math.sqrt(len(d["seeds"]) / seeds_planned), 4)
+            for n, d in diffs.items()}
 
 
 def per_target(state: dict[str, Any]) -> dict[str, dict[str, tuple[int, int]]]:
@@ -777,7 +921,10 @@ def per_target(state: dict[str, Any]) -> dict[str, dict[str, tuple[int, int]]]:
     return out
 
 
-def report(state: dict[str, Any], n_boot: int = 1000) -> dict[str, Any]:
+def report(state: dict[str, Any], n_boot: int = 2000, constant: dict[tuple[str, str], Any] | None = None,
+           seeds_planned: int = 6) -> dict[str, Any]:
+    """Every figure ``--report`` prints, every interval from the hierarchical bootstrap (:func:`bootstrap_draws`);
+    ``constant`` (:func:`constant_call_compositions`) adds the same figures without those compositions."""
     table: dict[str, dict[int, list[float]]] = {}
     nll: dict[str, dict[int, list[float]]] = {}
     for r in state["records"]:
@@ -790,17 +937,48 @@ def report(state: dict[str, Any], n_boot: int = 1000) -> dict[str, Any]:
                            "nll": {arm: {n: round(sum(v) / len(v), 4) for n, v in sorted(c.items())}
                                    for arm, c in nll.items()},
                            "seeds": {arm: {n: len(v) for n, v in sorted(c.items())} for arm, c in table.items()}}
-    out["difference"] = {metric: difference(state, metric) for metric in METRICS}
-    out["difference_more_real"] = {metric: difference(state, metric, baseline="more-real") for metric in METRICS}
+    out["difference"] = {metric: difference(state, metric, n_boot) for metric in METRICS}
+    out["difference_more_real"] = {metric: difference(state, metric, n_boot, baseline="more-real") for metric in METRICS}
     for metric in METRICS:
         s = speed_up(state, metric, n_boot)
         if s is not None:
             out["speed_up" if metric == "exact" else f"speed_up_{metric}"] = s
+    out["tokens"] = supervised_tokens(state)
+    out["mde"] = {"seeds_planned": seeds_planned,
+                  "exact": minimum_detectable_effect(out["difference"]["exact"], seeds_planned)}
+    if constant:
+        ex = list(constant)
+        on, _, _ = _target_cells(state, "exact", ex)
+        out["without_constant"] = {
+            "compositions": {f"{a}>{b}": v for (a, b), v in constant.items()}, "target_steps": len(on),
+            "exact": arm_means(state, "exact", ex),
+            "difference": {m: difference(state, m, n_boot, exclude=ex) for m in METRICS},
+            "difference_more_real": {m: difference(state, m, n_boot, baseline="more-real", exclude=ex) for m in METRICS},
+            "speed_up": speed_up(state, "exact", n_boot, exclude=ex)}
+        out["mde"]["exact_without_constant"] = minimum_detectable_effect(
+            out["without_constant"]["difference"]["exact"], seeds_planned)
     return out
 
 
-def print_report(state: dict[str, Any]) -> None:
-    rep = report(state)
+def corpus_constant_compositions(state: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The target compositions whose gold call is one string in every occurrence in BFCL multi-turn (all four
+    categories, every split): the rule of issue 32, applied to the whole corpus so that a composition held once
+    by the held-out split is not called constant for that."""
+    corpus = [st for task in bfcl.load_tasks("all") for st in gold_steps(task)]
+    return constant_call_compositions(corpus, state["phases"].get("diagnosis", {}).get("targets", []))
+
+
+def _r(x: float | None) -> str:
+    return "None" if x is None else f"{x:.3f}"
+
+
+def _ci(d: dict[str, Any]) -> str:
+    return f"{d['point']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]"
+
+
+def print_report(state: dict[str, Any], n_boot: int = 2000) -> None:
+    constant = corpus_constant_compositions(state)
+    rep = report(state, n_boot, constant)
     state["speed_up"] = rep.get("speed_up")
     state["speed_up_nll"] = rep.get("speed_up_nll")
     diag = state["phases"].get("diagnosis", {})
@@ -810,8 +988,9 @@ def print_report(state: dict[str, Any]) -> None:
         print(f"warm start: primary exact {warm[0]['primary_exact']} NLL {warm[0]['primary_nll']} "
               f"(n={warm[0]['primary_n']}), other exact {warm[0]['other_exact']} (n={warm[0]['other_n']})")
     budgets = sorted({r["samples"] for r in state["records"] if r["arm"] not in ("warm", "grpo")})
+    head = f"{'arm':10s}" + "".join(f"{b:>13d}" for b in budgets)
     for title, key in (("primary exact", "table"), ("primary NLL of the gold call", "nll")):
-        print(f"{'arm':10s}" + "".join(f"{b:>13d}" for b in budgets) + f"   ({title}, mean over seeds [seeds])")
+        print(head + f"   ({title}, mean over seeds [seeds])")
         for arm in ARMS:
             if arm not in rep[key] or arm == "grpo":
                 continue
@@ -836,17 +1015,80 @@ def print_report(state: dict[str, Any]) -> None:
               f"partial credit {r['partial_credit']:.3f} over {r['tasks']} held-out tasks")
     for name, why in state.get("empty_arms", {}).items():
         print(f"{name}: no training data ({why}; see phases.synthesis)")
+    _print_data(state, rep, budgets)
+    print(f"intervals: 95%, hierarchical bootstrap, {n_boot} resamples: the seeds drawn with replacement, then the "
+          "held-out tasks within each drawn seed; arms paired on each draw")
     for key, baseline in (("difference", "random"), ("difference_more_real", "more-real")):
-        for metric, rows in rep[key].items():
-            for n, d in rows.items():
-                print(f"ace - {baseline} at {n} samples, primary {metric}: {d['point']:+.4f} "
-                      f"[95% CI {d['low']:+.4f}, {d['high']:+.4f}] over {d['target_tasks']} tasks, seeds {d['seeds']}")
+        _print_differences(rep[key], baseline, budgets)
     for key in ("speed_up", "speed_up_nll"):
         s = rep.get(key)
         if s:
-            print(f"speed-up on {s['metric']} (ace samples / random's to reach random's final value): {s['point']} "
-                  f"[95% CI {s['low']}, {s['high']}] over {s['target_tasks']} tasks, seeds {s['seeds']}; "
+            print(f"speed-up on {s['metric']} (ace samples / random's to reach random's final value): {_r(s['point'])} "
+                  f"[95% CI {_r(s['low'])}, {_r(s['high'])}] over {s['target_tasks']} tasks, seeds {s['seeds']} "
+                  f"({s['bootstrap']} of {n_boot} resamples defined); "
                   f"claim (upper <= 0.7) holds: {s['claim_holds']}" + (f" -- {s['note']}" if s["note"] else ""))
+    wc = rep.get("without_constant")
+    if wc:
+        print("constant-call target compositions (rule: one gold call string in every occurrence in BFCL multi-turn, "
+              "all four categories): " + "; ".join(f"{c} = {v['call']} ({v['occurrences']} occurrences)"
+                                                  for c, v in wc["compositions"].items()))
+        print(head + f"   (primary exact without them: {wc['target_steps']} target steps, mean over seeds)")
+        for arm in ARMS:
+            if arm in wc["exact"] and arm != "grpo":
+                print(f"{arm:10s}" + "".join(f"{wc['exact'][arm].get(b, float('nan')):>13.4f}" for b in budgets))
+        for key, baseline in (("difference", "random"), ("difference_more_real", "more-real")):
+            _print_differences(wc[key], baseline, budgets, " without them")
+        s = wc["speed_up"]
+        if s:
+            print(f"speed-up on exact without them: {_r(s['point'])} [95% CI {_r(s['low'])}, {_r(s['high'])}] "
+                  f"({s['bootstrap']} of {n_boot} resamples defined); claim holds: "
+                  f"{s['claim_holds']}" + (f" -- {s['note']}" if s["note"] else ""))
+    mde = rep["mde"]
+    for key, what in (("exact", "target steps"), ("exact_without_constant", "target steps without constant calls")):
+        if mde.get(key):
+            print(f"minimum detectable ace - random, primary exact on {what}, at {mde['seeds_planned']} seeds "
+                  "(two-sided 0.05, power 0.8; (1.96 + 0.84) x bootstrap SE now x sqrt(seeds now / planned)): "
+                  + ", ".join(f"{v:.3f} @{n}" for n, v in mde[key].items()))
+
+
+def _print_differences(rows: dict[str, dict[int, dict[str, Any]]], baseline: str, budgets: list[int],
+                       label: str = "") -> None:
+    """ace minus a baseline, per budget, each with its interval and each seed alone."""
+    for metric, by_n in rows.items():
+        if not by_n:
+            continue
+        print(f"ace - {baseline}{label}, primary {metric}: " + ", ".join(f"{_ci(d)} @{n}" for n, d in by_n.items())
+              + f" (over {next(iter(by_n.values()))['target_tasks']} tasks, seeds {next(iter(by_n.values()))['seeds']})")
+        seeds = sorted({s for d in by_n.values() for s in d["per_seed"]}, key=str)
+        print(f"  per seed{'':8s}" + "".join(f"{b:>10d}" for b in budgets))
+        for s in seeds:
+            print(f"  seed {s!s:12s}" + "".join(f"{by_n[b]['per_seed'][s]:>+10.4f}" if b in by_n and s in by_n[b]['per_seed']
+                                                else f"{'-':>10s}" for b in budgets))
+
+
+def _print_data(state: dict[str, Any], rep: dict[str, Any], budgets: list[int]) -> None:
+    """What each arm trained on: supervised tokens per budget, and where its data came from (commit, sha256)."""
+    tokens = rep["tokens"]
+    if tokens:
+        print(f"{'supervised':10s}" + "".join(f"{b:>13d}" for b in budgets)
+              + "   (assistant tokens trained on, mean over seeds; per seed below)")
+        for arm in ARMS:
+            if arm in tokens:
+                print(f"{arm:10s}" + "".join(f"{statistics.mean(tokens[arm][b].values()):>13,.0f}" if b in tokens[arm]
+                                             else f"{'-':>13s}" for b in budgets)
+                      + "   " + "; ".join(f"{b}: {tokens[arm][b]}" for b in budgets if b in tokens[arm]))
+        if "ace" in tokens and "random" in tokens:
+            print(f"{'ace/random':10s}" + "".join(
+                f"{statistics.mean(tokens['ace'][b].values()) / statistics.mean(tokens['random'][b].values()):>13.3f}"
+                if b in tokens["ace"] and b in tokens["random"] else f"{'-':>13s}" for b in budgets))
+    else:
+        print("supervised tokens: not recorded in this state")
+    data = state["phases"].get("data", {})
+    for key in sorted(set(state["phases"].get("synthesis", {})) | set(data)):
+        syn = state["phases"].get("synthesis", {}).get(key, {})
+        digest = data.get(key, {}).get("sha256") or syn.get("sha256")
+        print(f"data {key}: {syn.get('tasks', data.get(key, {}).get('tasks', '?'))} tasks, synthesizer of commit "
+              f"{syn.get('commit', '-')}, sha256 {digest[:16] if digest else 'not recorded'}")
 
 
 # --------------------------------------------------------------------------- main

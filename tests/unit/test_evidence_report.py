@@ -147,3 +147,98 @@ def test_a_record_changed_on_both_sides_is_one_sides_whole_record(bench, tmp_pat
     b["records"] = [{"arm": "ace", "seed": 1, "samples": 16, "x": 1, "y": 3}]
     bench.save_state(path, b)
     assert bench.load_state(path)["records"] == [{"arm": "ace", "seed": 1, "samples": 16, "x": 1, "y": 3}]
+
+
+def _two_seed_state(per_seed):
+    """Four tasks of one step each at target a>b; ``per_seed`` maps a seed to (ace, random) step marks."""
+    steps = [{"task": f"t{k}", "flat": 0, "tool": "b", "prev": "a"} for k in range(4)]
+    recs = [{"arm": "warm", "seed": None, "samples": 0, "step_exact": "0000", "step_nll": [1.0] * 4}]
+    for seed, (ace, rnd) in per_seed.items():
+        for arm, marks in (("ace", ace), ("random", rnd)):
+            recs.append({"arm": arm, "seed": seed, "samples": 16, "step_exact": marks,
+                         "step_nll": [1.0 - int(m) / 2 for m in marks]})
+    return {"records": recs, "held_out_steps": steps, "phases": {"diagnosis": {"targets": [["a", "b"]]}}}
+
+
+def test_hierarchical_interval_widens_when_seeds_disagree(bench):
+    # seed 0: ace right everywhere, random nowhere; seed 1 the reverse. Pooled over both seeds every task's
+    # difference is 0, so resampling tasks with the seeds held fixed gives [0, 0]; resampling seeds does not.
+    state = _two_seed_state({0: ("1111", "0000"), 1: ("0000", "1111")})
+    fixed = bench.difference(state, n_boot=400, hierarchical=False)[16]
+    hier = bench.difference(state, n_boot=400)[16]
+    assert fixed["point"] == hier["point"] == 0.0
+    assert (fixed["low"], fixed["high"]) == (0.0, 0.0)
+    assert hier["low"] <= -0.9 and hier["high"] >= 0.9  # draws of seed 0 twice (+1) and seed 1 twice (-1)
+    assert hier["per_seed"] == {0: 1.0, 1: -1.0} and hier["se"] > 0.5
+
+
+def test_hierarchical_interval_is_the_per_task_bootstrap_with_one_seed(bench):
+    state = _two_seed_state({0: ("1101", "0100")})
+    hier = bench.difference(state, n_boot=300)[16]
+    fixed = bench.difference(state, n_boot=300, hierarchical=False)[16]
+    assert (hier["low"], hier["high"], hier["se"]) == (fixed["low"], fixed["high"], fixed["se"])
+    assert hier["low"] < hier["point"] == 0.5 < hier["high"]  # tasks are resampled: not a point
+    # and it is the plain per-task bootstrap: 4 tasks with differences (1, 0, 1, 0) drawn with replacement
+    draws = list(bench.bootstrap_draws([0], ["t0", "t1", "t2", "t3"], 300))
+    means = sorted(sum(t in ("t0", "t2") for t in d[0][1]) / 4 for d in draws)
+    assert (hier["low"], hier["high"]) == (means[7], means[-8])
+
+
+def test_speed_up_interval_resamples_seeds_too(bench):
+    # seed 0: ace right everywhere from 16 samples on, random ends right on t0; seed 1: ace never right, random
+    # ends right on t1. Pooled over both seeds ace (0.5) is past random's final value (<= 0.5) at 16 whatever the
+    # tasks drawn; a draw of seed 1 twice never gets there (speed-up inf), which only resampling seeds shows.
+    state = _two_seed_state({0: ("1111", "0000"), 1: ("0000", "0000")})
+    for seed, (ace, rnd) in {0: ("1111", "1000"), 1: ("0000", "0100")}.items():
+        for arm, marks in (("ace", ace), ("random", rnd)):
+            state["records"].append({"arm": arm, "seed": seed, "samples": 64, "step_exact": marks,
+                                     "step_nll": [1.0] * 4})
+    hier = bench.speed_up(state, n_boot=200)
+    fixed = bench.speed_up(state, n_boot=200, hierarchical=False)
+    assert hier["point"] == fixed["point"] == pytest.approx(0.25)
+    assert fixed["high"] == pytest.approx(0.25) and hier["high"] == float("inf") and not hier["claim_holds"]
+
+
+def test_constant_call_rule_finds_the_composition_whose_gold_call_never_changes(bench):
+    steps = ([{"task": f"t{k}", "prev": "pressBrakePedal", "tool": "startEngine",
+               "call": "startEngine(ignitionMode='START')"} for k in range(5)]
+             + [{"task": f"t{k}", "prev": "touch", "tool": "echo", "call": f"echo(content='{k}')"} for k in range(5)]
+             + [{"task": "t9", "prev": "cd", "tool": "touch", "call": "touch(file_name='a')"}]  # seen once: not decided
+             + [{"task": "t8", "prev": "x", "tool": "y", "call": "y()"}] * 3)  # constant, but not a target
+    targets = [["pressBrakePedal", "startEngine"], ["touch", "echo"], ["cd", "touch"]]
+    found = bench.constant_call_compositions(steps, targets)
+    assert found == {("pressBrakePedal", "startEngine"): {"call": "startEngine(ignitionMode='START')", "occurrences": 5}}
+    steps[2] = dict(steps[2], call="startEngine(ignitionMode='STOP')")  # one occurrence differs: not constant
+    assert bench.constant_call_compositions(steps, targets) == {}
+
+
+def test_report_without_the_constant_composition_drops_its_steps(bench):
+    state = _two_seed_state({0: ("1100", "0000"), 1: ("1100", "0000")})
+    for k in (2, 3):
+        state["held_out_steps"][k]["prev"] = "z"
+    state["phases"]["diagnosis"]["targets"].append(["z", "b"])
+    rep = bench.report(state, n_boot=50, constant={("a", "b"): {"call": "b()", "occurrences": 9}})
+    assert rep["difference"]["exact"][16]["point"] == pytest.approx(0.5)
+    wc = rep["without_constant"]
+    assert wc["target_steps"] == 2 and wc["exact"]["ace"][16] == 0.0 and wc["exact"]["random"][16] == 0.0
+    assert wc["difference"]["exact"][16]["point"] == 0.0 and wc["compositions"] == {"a>b": {"call": "b()", "occurrences": 9}}
+
+
+def test_gold_steps_follow_the_ground_truth_with_abstain_steps(bench):
+    from types import SimpleNamespace
+
+    task = SimpleNamespace(id="x", turns=[SimpleNamespace(ground_truth=["ls()", "cd(folder='a')"]),
+                                          SimpleNamespace(ground_truth=[]),
+                                          SimpleNamespace(ground_truth=["touch(file_name='b')"])])
+    steps = bench.gold_steps(task)
+    assert [(s["flat"], s["prev"], s["tool"], s["call"]) for s in steps] == [
+        (0, None, "ls", "ls()"), (1, "ls", "cd", "cd(folder='a')"), (2, "cd", None, None),
+        (3, "cd", "touch", "touch(file_name='b')")]
+
+
+def test_supervised_tokens_per_arm_budget_and_seed(bench):
+    state = _two_seed_state({0: ("1100", "0000")})
+    for r in state["records"]:
+        if r["arm"] != "warm":
+            r["loss_tokens"] = 100 if r["arm"] == "ace" else 80
+    assert bench.supervised_tokens(state) == {"ace": {16: {0: 100}}, "random": {16: {0: 80}}}
