@@ -12,10 +12,65 @@ beside its task's oracle is :mod:`ace_graph.transcripts`.
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Sequence
 
+from ace_graph.errors import ConfigError
+from ace_graph.scopes import check_level, require_scope
 from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 from ace_graph.store import GraphReader
+
+#: Most scopes one comparison takes (a table of every scope's figures side by side stays readable).
+MAX_COMPARED = 8
+
+
+def check_scopes(store: Any, scopes: Any, at_least: int = 1) -> list[str]:
+    """``scopes`` as a list of distinct, stored scope keys (at least ``at_least``, at most
+    :data:`MAX_COMPARED`); a one-line error that says which one is wrong otherwise."""
+    if isinstance(scopes, str):
+        scopes = [s.strip() for s in scopes.split(",") if s.strip()]
+    if not isinstance(scopes, (list, tuple)) or not all(isinstance(s, str) for s in scopes):
+        raise ConfigError(f"scopes must be a list of scope keys experiment/policy/checkpoint, got {scopes!r:.80}; "
+                          'pass -P scopes=E/P/C,E/P/C or -P \'scopes=["E/P/C", "E/P/C"]\'')
+    keys = list(scopes)
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+        raise ConfigError(f"scopes name {', '.join(repeated)} more than once; name each scope once")
+    if not at_least <= len(keys) <= MAX_COMPARED:
+        raise ConfigError(f"compare between {at_least} and {MAX_COMPARED} scopes, not {len(keys)}")
+    for key in keys:
+        require_scope(store, key)
+    return keys
+
+
+def _difference(first: dict[str, Any], second: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """second's success minus first's with Newcombe's hybrid Wilson 95% interval (from each row's
+    ``success``, ``ci_low``, ``ci_high``); (None, None, None) when one of them has no observation."""
+    p1, p2 = first.get("success"), second.get("success")
+    if p1 is None or p2 is None:
+        return None, None, None
+    d = p2 - p1
+    low = d - math.sqrt((p2 - second["ci_low"]) ** 2 + (first["ci_high"] - p1) ** 2)
+    high = d + math.sqrt((second["ci_high"] - p2) ** 2 + (p1 - first["ci_low"]) ** 2)
+    return d, low, high
+
+
+def side_by_side(rows: list[dict[str, Any]], scopes: Sequence[str], kind: str = "composition") -> list[dict[str, Any]]:
+    """compare-policies' rows of one ``kind`` ("composition" or "capability") as one row per composition
+    (skill, tool), in the query's order: ``from``, ``to``, and ``scopes`` (scope key -> its n, failures,
+    success, ci_low, ci_high).  With two scopes also ``change``: the second's success minus the first's,
+    with its 95% Newcombe interval (``change_low``, ``change_high``; None where one never reached it)."""
+    out: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for r in rows:
+        if r["kind"] != kind:
+            continue
+        row = out.setdefault((r["from"], r["to"]), {"from": r["from"], "to": r["to"], "scopes": {}})
+        row["scopes"][r["scope"]] = {k: r[k] for k in ("n", "failures", "success", "ci_low", "ci_high")}
+    if len(scopes) == 2:
+        for row in out.values():
+            first, second = (row["scopes"].get(s, {}) for s in scopes)
+            row["change"], row["change_low"], row["change_high"] = _difference(first, second)
+    return list(out.values())
 
 
 class GraphReports(GraphReader):
@@ -68,6 +123,13 @@ class GraphReports(GraphReader):
     def rollout(self, scope: str, rollout: str) -> dict[str, Any] | None:
         rows = self.run("view-rollout", scope=scope, rollout=rollout)
         return rows[0] if rows else None
+
+    def compare(self, scopes: Sequence[str], level: str, min_support: int = MIN_SUPPORT,
+                limit: int = 20) -> list[dict[str, Any]]:
+        """compare-policies over two or more stored scopes (checked first: each once, each stored)."""
+        keys = check_scopes(self, list(scopes), at_least=2)
+        return self.run("compare-policies", scopes=keys, level=check_level(level), min_support=min_support,
+                        limit=limit)
 
     # ---- history, synthesis, curriculum
 

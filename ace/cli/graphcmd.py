@@ -19,6 +19,8 @@ from ace.cli.options import (
     esc,
     expand_inputs,
     experiment_option,
+    format_option,
+    inputs_task_spec,
     json_option,
     policy_option,
     resolve_scope,
@@ -26,7 +28,7 @@ from ace.cli.options import (
     table,
     tasks_option,
 )
-from ace_env.tasksets import load_task_set
+from ace_env.tasksets import load_task_set, load_tau2_task_set, parse_task_spec
 from ace_env.worker import Budget
 from ace_graph import queries
 from ace_graph.config import neo4j_settings
@@ -35,6 +37,7 @@ from ace_graph.errors import ConfigError
 from ace_graph.frontier import why_empty
 from ace_graph.ingest import ingest_file
 from ace_graph.queries import INT64_MAX
+from ace_graph.reports import check_scopes
 from ace_graph.scopes import check_level, is_deleting, require_experiment, require_scope
 from ace_graph.store import GraphStore
 from ace_graph.taskfiles import refuse_changes_to_stored_tasks
@@ -43,6 +46,8 @@ from ace_graph.taskfiles import refuse_changes_to_stored_tasks
 COUNT_PARAMS = ("min_support", "limit", "min_attempts")
 #: Parameters that are shares in [0, 1] (min_lift may go down to -1).
 SHARE_PARAMS = {"min_prereq": (0.0, 1.0), "min_lift": (-1.0, 1.0)}
+#: Queries that compare scopes ($scopes) and need at least two of them.
+COMPARES = ("compare-policies",)
 
 
 def with_store(fn):
@@ -66,12 +71,20 @@ def _count_lines(path: Path) -> int | None:
 @budget_options()
 def ingest(
     files: list[Path] = typer.Argument(..., help="Rollout files or folders (their *.jsonl files): ACE JSONL, "
-                                                   "OpenAI-style messages JSONL, or BFCL result files."),
+                                                   "OpenAI-style messages JSONL, BFCL result files, or τ²-bench "
+                                                   "result files (the JSON τ²'s run writes)."),
     experiment: Optional[str] = experiment_option(None),
     policy: Optional[str] = policy_option(None),
     checkpoint: Optional[str] = checkpoint_option(None),
     scope: Optional[str] = scope_option(None, "The scope as E/P/C (instead of -e E -p P -c C)."),
-    tasks: str = tasks_option("bfcl:all", note="Also tau2:airline, tau2:retail or tau2:airline,retail (τ²-bench)."),
+    tasks: Optional[str] = tasks_option(None, note="Default bfcl:all; also tau2:DOMAIN[,DOMAIN...] (τ²-bench). "
+                                                   "τ²-bench result files say their domain: leave it out."),
+    fmt: str = format_option(),
+    strict: bool = typer.Option(
+        False, "--strict", help="Also count as failures ACE's rules stricter than the benchmark's own evaluator "
+                                "(τ²: a call that errored, a gold read skipped, the gold's order). Without it a "
+                                "rollout fails where the benchmark fails it; the stricter rules are only recorded "
+                                "(Rollout.stricter_because)."),
     round_: Optional[int] = typer.Option(None, "--round", min=0, max=INT64_MAX,
                                          help="Round number for capability history (default: from the checkpoint)."),
     batch_size: int = typer.Option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),
@@ -95,9 +108,12 @@ def ingest(
     the scope holds (--show).
     """
     check_show(show)
-    e, p, c = resolve_scope(scope, experiment, policy, checkpoint)
     paths = expand_inputs(files)
-    task_set = load_task_set(tasks, tau2=True)
+    tasks, file_policy = inputs_task_spec(paths, tasks, fmt)
+    if scope is None and policy is None and file_policy is not None:
+        policy = file_policy  # τ² result files name their agent (info.agent_info.llm)
+    e, p, c = resolve_scope(scope, experiment, policy, checkpoint)
+    task_set = load_tau2_task_set(tasks) if parse_task_spec(tasks).tau2_domains else load_task_set(tasks)
 
     def work(store):
         key = f"{e}/{p}/{c}"
@@ -113,7 +129,7 @@ def ingest(
                     store, path, task_set, e, p, c, round_=round_, batch_size=batch_size,
                     near_success=near_success, skip_invalid=skip_invalid, workers=workers, id_suffix=id_suffix,
                     on_read=progress.advance, seed_tasks=i == 0,
-                    budget=budget, ray=ray,
+                    budget=budget, ray=ray, strict=strict,
                 ))
         if show != "none" and not as_json:
             rows = store.run("scope-tasks", scope=reports[0].scope, failures_only=show == "failures", limit=INT64_MAX)
@@ -247,8 +263,12 @@ def query(
         flag = "--scope E/P/C" if missing[0] == "scope" else f"--param {missing[0]}=..."
         raise ConfigError(f"{name} needs parameter(s) {', '.join(missing)} (pass {flag})")
     check_params(name, q, params)
+    if isinstance(params.get("scopes"), str):  # -P scopes=E/P/C,E/P/C
+        params["scopes"] = [s.strip() for s in params["scopes"].split(",") if s.strip()]
 
     def work(store):
+        if "scopes" in params:
+            check_scopes(store, params["scopes"], at_least=2 if name in COMPARES else 1)
         if "scope" in params:
             require_scope(store, params["scope"])
         elif params.get("experiment") is not None:
