@@ -110,7 +110,11 @@ def replay_bfcl(tasks: Sequence[Task], budget: Budget | None = None, on_task: On
 
 def bfcl_verifier(tasks: Mapping[str, Task], budget: Budget | None = None, address: str | None = None,
                   **kwargs: Any) -> Any:
-    """The watched local verifier, or a Ray one when ``address`` is given (:mod:`ace_env.scaleout`)."""
+    """The watched local verifier, or a Ray one when ``address`` is given (:mod:`ace_env.scaleout`).
+
+    ``strict`` is not read: on BFCL ACE's verifier applies its own rules (stricter than BFCL's checker:
+    no call in a turn whose ground truth is empty, no tool that was not offered) either way."""
+    kwargs.pop("strict", None)
     if address is None:
         return BoundedVerifier(tasks, budget, **kwargs)
     if not address.strip():

@@ -31,6 +31,12 @@ line on its own, so files may even mix formats:
     rollout has no calls and ``meta["inference_error"]`` holds the message
     (the verifier attributes it ``inference_error``).
 
+``tau2-results`` (a whole file, not a line)
+    A result file of τ²-bench's own ``run`` (one JSON document: ``info``, ``tasks``, ``simulations``),
+    detected by content (:func:`ace_env.tau2.results.sniff`) and read whole by
+    :func:`ace_env.tau2.results.read_results`: one rollout per simulation, its tasks checked against the
+    installed ones.
+
 Model output is data: Python call syntax is read with :mod:`ast` only, each
 call is rendered back as a call string, and a call whose arguments are not
 literals is kept as its source text, which the verifier rejects as malformed
@@ -411,6 +417,13 @@ def read_any(
         raise RolloutFormatError(f"rollout file {str(path)!r} is a folder, not a file")
     if not path.exists():
         raise RolloutFormatError(f"rollout file {str(path)!r} does not exist")
+    from ace_env.tau2.results import read_results_cached, sniff  # imports this module: here, not at the top
+
+    if sniff(path):  # a τ² result file: one JSON document, read and checked whole (nothing yielded if bad)
+        for rollout in read_results_cached(path).rollouts:
+            yield Rollout(rollout.rollout_id + id_suffix, rollout.task_id, rollout.turns, rollout.line,
+                          rollout.meta)
+        return
     first_line: dict[str, int] = {}
     with open(path, "rb") as f:
         for n, raw in enumerate(f, 1):

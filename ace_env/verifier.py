@@ -50,6 +50,8 @@ INFERENCE_ERROR = "inference_error"
 # A tool call went over its budget (ace_env.worker): the rollout ends there, reward 0.
 TIMEOUT = "timeout"
 RESOURCE_LIMIT = "resource_limit"
+# τ²: the agent never said a value the task's COMMUNICATE basis asks for (its actions may all be right).
+NOT_COMMUNICATED = "not_communicated"
 ATTRIBUTIONS = (
     WRONG_TOOL,
     WRONG_ARGUMENT,
@@ -62,6 +64,7 @@ ATTRIBUTIONS = (
     INFERENCE_ERROR,
     TIMEOUT,
     RESOURCE_LIMIT,
+    NOT_COMMUNICATED,
 )
 
 
@@ -87,6 +90,14 @@ class Verdict:
     oracle_steps: int = 0
     steps: list[list[StepResult]] = field(default_factory=list, repr=False)
     turn_ok: list[bool] = field(default_factory=list, repr=False)
+    #: ACE's rules stricter than the benchmark's own evaluator that this rollout breaks (a closed set per
+    #: environment); counted as failures only when asked (``--strict``).
+    stricter_because: tuple[str, ...] = ()
+    #: The benchmark's own recorded reward, when the rollout file carries one (τ²'s result files).
+    reference_reward: float | None = None
+    #: Per oracle step (flat): "success", "fail" or None (not observed); None: steps before the failing one
+    #: passed, later ones are censored (the verifier's ordered reading).
+    step_outcomes: tuple[str | None, ...] | None = field(default=None, repr=False)
 
     @property
     def step_match(self) -> float:
@@ -109,6 +120,8 @@ class Verdict:
             "detail": self.detail,
             "matched_steps": self.matched_steps,
             "oracle_steps": self.oracle_steps,
+            "stricter_because": list(self.stricter_because),
+            "reference_reward": self.reference_reward,
         }
 
 
@@ -378,6 +391,7 @@ def ground_truth_rollout(task: Task) -> list[list[str]]:
 
 __all__ = [
     "ATTRIBUTIONS",
+    "NOT_COMMUNICATED",
     "ERROR",
     "Verdict",
     "ground_truth_rollout",

@@ -127,6 +127,7 @@ def ingest_file(
     budget: Budget | None = None,
     ray: str | None = None,
     estimate: bool = True,
+    strict: bool = False,
 ) -> IngestReport:
     """Ingest one rollout file into the scope (experiment, policy, checkpoint).
 
@@ -137,13 +138,14 @@ def ingest_file(
     (see :mod:`ace_env.worker`); with ``ray`` (a cluster address or
     ``auto``) verification is spread over that Ray cluster.  With ``estimate`` (the default) the
     composition estimator is refitted on the scope afterwards (both levels) and
-    its verdicts stored on the scope's edges (:func:`ace_graph.estimate.estimate_scope`).
+    its verdicts stored on the scope's edges (:func:`ace_graph.estimate.estimate_scope`).  ``strict``: ACE's
+    rules stricter than the benchmark's evaluator also fail rollouts (τ²; see ``ace verify --strict``).
     """
     path = Path(path)
     errors: list[str] = []
     key = scope_key(experiment, policy, checkpoint)
     # The verifying worker is forked before the writer threads start.
-    verifier = verifier_for(tasks, budget, ray).start()
+    verifier = verifier_for(tasks, budget, ray, strict=strict).start()
     try:
         items = prepare(tasks, _rollouts(path, skip_invalid, errors, id_suffix), key, near_success,
                         skip_invalid, errors, str(path), verifier)

@@ -62,6 +62,8 @@ class RolloutRecord:
     calls: str  # the rollout's turns as JSON, for analysts
     detail: str = ""
     task_key: str = ""  # the Task node's key, "source:id"
+    reference_reward: float | None = None  # the benchmark's own recorded reward (τ²'s result files)
+    stricter_because: tuple[str, ...] = ()  # ACE's rules stricter than the benchmark's that the rollout breaks
 
     def props(self) -> dict[str, Any]:
         """Node properties of the Rollout."""
@@ -83,6 +85,8 @@ class RolloutRecord:
             "n_steps": len(self.steps),
             "detail": self.detail[:500],
             "calls": self.calls,
+            "reference_reward": self.reference_reward,
+            "stricter_because": list(self.stricter_because),
         }
 
 
@@ -118,13 +122,27 @@ def record(
         j = min(verdict.failing_oracle_step or 0, len(in_turn) - 1)
         failing_flat = in_turn[j].flat
     steps = []
-    for tag, prev in zip(tags, preds):
+    outcomes = getattr(verdict, "step_outcomes", None)
+    if outcomes is not None and len(outcomes) == len(tags):
+        # The verifier said what it observed of each step (τ²: a read never made is not observed); an edge
+        # counts only where the agent really made its predecessor.
+        for tag, prev in zip(tags, preds):
+            if outcomes[tag.flat] is None:
+                continue
+            made_prev = prev if prev is not None and outcomes[prev] == SUCCESS else None
+            steps.append(StepRow(tag.flat, tag.turn, tag.index, tag.tool, tuple(tag.skills), outcomes[tag.flat],
+                                 made_prev))
+        failing_flat = next((f for f, o in enumerate(outcomes) if o == FAIL), None)
+    for tag, prev in zip(tags, preds) if outcomes is None or len(outcomes) != len(tags) else ():
         if failing_flat is not None and tag.flat > failing_flat:
             break
         outcome = FAIL if tag.flat == failing_flat else SUCCESS
         steps.append(StepRow(tag.flat, tag.turn, tag.index, tag.tool, tuple(tag.skills), outcome, prev))
     fail_tag = tags[failing_flat] if failing_flat is not None else None
-    prev_tag = tags[preds[failing_flat]] if failing_flat is not None and preds[failing_flat] is not None else None
+    fail_prev = preds[failing_flat] if failing_flat is not None else None
+    if fail_prev is not None and outcomes is not None and len(outcomes) == len(tags) and outcomes[fail_prev] != SUCCESS:
+        fail_prev = None  # the agent never made the step before: the failure is not evidence about that pair
+    prev_tag = tags[fail_prev] if fail_prev is not None else None
     try:
         calls = json.dumps(turns, default=str)
     except (ValueError, RecursionError):  # e.g. an int over 4,300 digits in an argument
@@ -152,6 +170,8 @@ def record(
         calls=calls,
         detail=verdict.detail,
         task_key=f"{task.source}:{task.id}",
+        reference_reward=getattr(verdict, "reference_reward", None),
+        stricter_because=tuple(getattr(verdict, "stricter_because", ())),
     )
 
 

@@ -17,6 +17,8 @@ from ace.cli.options import (
     console,
     esc,
     expand_inputs,
+    format_option,
+    inputs_task_spec,
     json_option,
     table,
     tasks_option,
@@ -33,6 +35,11 @@ env_app = typer.Typer(help="Executable tool environments (BFCL multi-turn, τ²-
 app.add_typer(env_app, name="env")
 
 SHOW = ("none", "failures", "all")
+
+def load_rollout_tasks(spec: str) -> dict[str, Any]:
+    """The tasks rollouts are judged against: a τ² spec takes every domain (telecom's user-side calls are
+    the user's), anything else goes through :func:`load_task_set`."""
+    return load_tau2_task_set(spec) if parse_task_spec(spec).tau2_domains else load_task_set(spec)
 
 
 def show_option() -> Any:
@@ -112,12 +119,20 @@ def replay(
 @budget_options()
 def verify_cmd(
     files: list[Path] = typer.Argument(None, help="Rollout files or folders (their *.jsonl files)."),
-    tasks: str = tasks_option(note="Also tau2:airline or tau2:retail (τ² rollouts)."),
+    tasks: Optional[str] = tasks_option(None, note="Also tau2:DOMAIN (τ² rollouts). Not needed for τ²-bench "
+                                                   "result files, which say their domain; required otherwise."),
     rollouts: list[Path] = typer.Option(
         [], "--rollouts", "-r",
         help="A rollout file or folder (repeatable; same as naming it as an argument): ACE JSONL "
-             "{rollout_id, task_id, turns}, OpenAI-style messages, or a BFCL result file.",
+             "{rollout_id, task_id, turns}, OpenAI-style messages, a BFCL result file, or a τ²-bench result "
+             "file (the JSON τ²'s run writes).",
     ),
+    fmt: str = format_option(),
+    strict: bool = typer.Option(
+        False, "--strict", help="Also fail rollouts on ACE's rules stricter than the benchmark's own evaluator "
+                                "(τ²: a call that errored, a gold read skipped, the gold's order). Without it the "
+                                "reward is the benchmark's and the stricter rules are only listed "
+                                "(stricter_because)."),
     as_json: bool = json_option("One JSON verdict per rollout on stdout."),
     skip_invalid: bool = typer.Option(
         False, "--skip-invalid", help="Report bad lines on stderr and go on instead of stopping."
@@ -137,16 +152,26 @@ def verify_cmd(
     call goes over its budget).  Every tool call runs in a watched worker
     process under a wall-clock and a memory budget; a call over budget ends
     only its rollout.  Without --json: a per-task table (--show) and the totals.
+
+    τ²-bench result files are read as they are: one verdict per simulation (rollout_id = its id), judged
+    by τ²'s own rules on the task's reward basis, with τ²'s recorded reward beside it (reference_reward)
+    and an agreement count at the end.
     """
     check_show(show)
     paths = expand_inputs(list(files or []) + list(rollouts))
-    task_set = load_task_set(tasks, tau2=True)
+    spec, _ = inputs_task_spec(paths, tasks, fmt, default="")
+    if not spec:
+        raise ConfigError("give --tasks SPEC (the rollouts' task set: bfcl:CATEGORY, tau2:DOMAIN or a task file); "
+                          "only τ²-bench result files say their own")
+    task_set = load_rollout_tasks(spec)
     bad: list[str] = []
     n = rewarded = 0
     kinds: Counter[str] = Counter()
+    agreement: Counter[tuple[float, float]] = Counter()  # (reference reward, ACE's reward) where a file records one
     per_task: dict[str, dict[str, Any]] = defaultdict(
         lambda: {"rollouts": 0, "rewarded": 0, "partial": 0.0, "attributions": Counter()})
-    with Progress("verifying", None, disable=as_json) as progress, verifier_for(task_set, budget, ray) as bv:
+    with Progress("verifying", None, disable=as_json) as progress, verifier_for(task_set, budget, ray,
+                                                                                      strict=strict) as bv:
         for path in paths:
             for r, verdict in bv.verify_stream(read_any(path, skip_invalid=skip_invalid, errors=bad)):
                 if isinstance(verdict, LineError):
@@ -159,6 +184,8 @@ def verify_cmd(
                 n += 1
                 rewarded += verdict.reward == 1.0
                 kinds[verdict.attribution or "pass"] += 1
+                if verdict.reference_reward is not None:
+                    agreement[(verdict.reference_reward, verdict.reward)] += 1
                 t = per_task[r.task_id]
                 t["rollouts"] += 1
                 t["rewarded"] += verdict.reward == 1.0
@@ -183,3 +210,9 @@ def verify_cmd(
               f"{rewarded} rewarded, {len(bad)} skipped")
         for kind, count in kinds.most_common():
             print(f"  {kind:20s} {count}")
+        if agreement:
+            same = sum(c for (ref, got), c in agreement.items() if ref == got)
+            looser = sum(c for (ref, got), c in agreement.items() if got > ref)
+            total = sum(agreement.values())
+            print(f"agreement with the recorded reward: {same}/{total} ({100 * same / total:.1f}%), "
+                  f"ACE looser on {looser}, stricter on {total - same - looser}")

@@ -10,7 +10,7 @@ from typing import Any, Optional
 import typer
 
 from ace.cli import app
-from ace.cli.envcmd import check_show, show_option
+from ace.cli.envcmd import check_show, load_rollout_tasks, show_option
 from ace.cli.options import (
     Progress,
     budget_options,
@@ -19,6 +19,8 @@ from ace.cli.options import (
     esc,
     expand_inputs,
     experiment_option,
+    format_option,
+    inputs_task_spec,
     json_option,
     policy_option,
     resolve_scope,
@@ -26,7 +28,6 @@ from ace.cli.options import (
     table,
     tasks_option,
 )
-from ace_env.tasksets import load_task_set
 from ace_env.worker import Budget
 from ace_graph import queries
 from ace_graph.config import neo4j_settings
@@ -69,12 +70,20 @@ def _count_lines(path: Path) -> int | None:
 @budget_options()
 def ingest(
     files: list[Path] = typer.Argument(..., help="Rollout files or folders (their *.jsonl files): ACE JSONL, "
-                                                   "OpenAI-style messages JSONL, or BFCL result files."),
+                                                   "OpenAI-style messages JSONL, BFCL result files, or τ²-bench "
+                                                   "result files (the JSON τ²'s run writes)."),
     experiment: Optional[str] = experiment_option(None),
     policy: Optional[str] = policy_option(None),
     checkpoint: Optional[str] = checkpoint_option(None),
     scope: Optional[str] = scope_option(None, "The scope as E/P/C (instead of -e E -p P -c C)."),
-    tasks: str = tasks_option("bfcl:all", note="Also tau2:airline, tau2:retail or tau2:airline,retail (τ²-bench)."),
+    tasks: Optional[str] = tasks_option(None, note="Default bfcl:all; also tau2:DOMAIN[,DOMAIN...] (τ²-bench). "
+                                                   "τ²-bench result files say their domain: leave it out."),
+    fmt: str = format_option(),
+    strict: bool = typer.Option(
+        False, "--strict", help="Also count as failures ACE's rules stricter than the benchmark's own evaluator "
+                                "(τ²: a call that errored, a gold read skipped, the gold's order). Without it a "
+                                "rollout fails where the benchmark fails it; the stricter rules are only recorded "
+                                "(Rollout.stricter_because)."),
     round_: Optional[int] = typer.Option(None, "--round", min=0, max=INT64_MAX,
                                          help="Round number for capability history (default: from the checkpoint)."),
     batch_size: int = typer.Option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),
@@ -98,9 +107,12 @@ def ingest(
     the scope holds (--show).
     """
     check_show(show)
-    e, p, c = resolve_scope(scope, experiment, policy, checkpoint)
     paths = expand_inputs(files)
-    task_set = load_task_set(tasks, tau2=True)
+    tasks, file_policy = inputs_task_spec(paths, tasks, fmt)
+    if scope is None and policy is None and file_policy is not None:
+        policy = file_policy  # τ² result files name their agent (info.agent_info.llm)
+    e, p, c = resolve_scope(scope, experiment, policy, checkpoint)
+    task_set = load_rollout_tasks(tasks)
 
     def work(store):
         key = f"{e}/{p}/{c}"
@@ -116,7 +128,7 @@ def ingest(
                     store, path, task_set, e, p, c, round_=round_, batch_size=batch_size,
                     near_success=near_success, skip_invalid=skip_invalid, workers=workers, id_suffix=id_suffix,
                     on_read=progress.advance, seed_tasks=i == 0,
-                    budget=budget, ray=ray,
+                    budget=budget, ray=ray, strict=strict,
                 ))
         if show != "none" and not as_json:
             rows = store.run("scope-tasks", scope=reports[0].scope, failures_only=show == "failures", limit=INT64_MAX)

@@ -177,6 +177,51 @@ def expand_inputs(paths: Iterable[Path], pattern: str = "*.jsonl", what: str = "
     return out
 
 
+ROLLOUT_FORMATS = ("auto", "tau2-results")
+
+
+def format_option() -> Any:
+    return typer.Option("auto", "--format", help="The rollout files' format: auto (detected by content: ACE "
+                        "JSONL, OpenAI messages, BFCL result files, τ²-bench result files) or tau2-results "
+                        "(τ²-bench's own result JSON; refused when a file is not one).")
+
+
+def inputs_task_spec(paths: list[Path], tasks: str | None, fmt: str = "auto",
+                     default: str = "bfcl:all") -> tuple[str, str | None]:
+    """(task spec, agent named by the files) for rollout files.
+
+    τ²-bench result files say their domain and agent: their tasks are that domain's (``--tasks``, when
+    given, must name it) and the agent is ``info.agent_info.llm`` when the files agree on one.  Other
+    files take ``--tasks`` (``default`` when absent).  τ² result files are not mixed with other files in
+    one command: a scope's rollouts come from one kind of source."""
+    from ace_env.tau2.results import read_results_cached, sniff
+
+    if fmt not in ROLLOUT_FORMATS:
+        raise ConfigError(f"--format {fmt!r}: use one of {', '.join(ROLLOUT_FORMATS)}")
+    results = [p for p in paths if sniff(p)]
+    if fmt == "tau2-results" and len(results) != len(paths):
+        other = next(p for p in paths if p not in results)
+        raise ConfigError(f"--format tau2-results: {other} is not a τ²-bench result file (a JSON document with "
+                          "info, tasks and simulations)")
+    if not results:
+        return tasks or default, None
+    if len(results) != len(paths):
+        other = next(p for p in paths if p not in results)
+        raise ConfigError(f"{other} is not a τ²-bench result file while {results[0]} is; give τ² result files "
+                          "and other rollout files in separate commands")
+    read = [read_results_cached(p) for p in results]
+    domains = sorted({r.domain for r in read})
+    if tasks is not None:
+        named = parse_task_spec(tasks).tau2_domains or ()
+        missing = [d for d in domains if d not in named]
+        if missing:
+            raise ConfigError(f"--tasks {tasks} does not name τ² {', '.join(missing)}, the domain of "
+                              f"{next(r.path for r in read if r.domain in missing)}; leave --tasks out (the files "
+                              "say their domain)")
+    policies = {r.policy for r in read}
+    return tasks or "tau2:" + ",".join(domains), (policies.pop() if len(policies) == 1 else None)
+
+
 # --------------------------------------------------------------------------- output
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from ace_env.tau2 import env as tau2_env
 from ace_env.tau2.env import Tau2Call, Tau2Step
 from ace_env.tau2.tasks import Tau2Task
-from ace_env.tau2.verify import Tau2Verdict, gold, verify
+from ace_env.tau2.verify import Conversation, Tau2Verdict, gold, verify
 from ace_env.worker import Budget, WatchedWorker, messages, worker_setup
 
 
@@ -35,25 +35,27 @@ class Tau2Outcome:
         return self.verdict.reward if self.verdict is not None else 0.0
 
 
-def _run_one(tasks: dict[str, Tau2Task], task_id: Any, calls: Any) -> Tau2Outcome:
+def _run_one(tasks: dict[str, Tau2Task], task_id: Any, calls: Any, conversation: Any = None) -> Tau2Outcome:
     task = tasks.get(task_id) if isinstance(task_id, str) else None
     if task is None:
         return Tau2Outcome(str(task_id), attribution=f"unknown τ² task {task_id!r}")
     if not isinstance(calls, (list, tuple)) or not all(isinstance(c, Tau2Call) for c in calls):
         return Tau2Outcome(task_id, attribution="a rollout is a list of Tau2Call")
     gold(task)  # the oracle's calls are stamped too
+    if conversation is not None and not isinstance(conversation, Conversation):
+        return Tau2Outcome(task_id, attribution="a rollout's conversation is a Conversation")
     steps, env = tau2_env.run_calls(task.domain, task.tau2_id, calls)
-    return Tau2Outcome(task_id, steps, verify(task, steps, env))
+    return Tau2Outcome(task_id, steps, verify(task, steps, env, conversation))
 
 
 def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict[str, Tau2Task],
             memory_mb: int) -> None:
     worker_setup(parent_end, parent_pid, clock, memory_mb)
     tau2_env.set_call_clock(clock)
-    for task_id, calls in messages(conn):
+    for task_id, calls, conversation in messages(conn):
         clock[1] += 1  # the item index moves: the watchdog sees progress between rollouts
         try:
-            conn.send(_run_one(tasks, task_id, calls))
+            conn.send(_run_one(tasks, task_id, calls, conversation))
         except Exception as e:  # noqa: BLE001 - one rollout's failure is its result, not the run's end
             conn.send(Tau2Outcome(str(task_id), attribution=f"error: {type(e).__name__}: {e}"[:300]))
 
@@ -82,9 +84,10 @@ class Tau2Runner(WatchedWorker):
     def _worker_args(self) -> tuple[Any, ...]:
         return self.tasks, self.budget.memory_mb
 
-    def run(self, task_id: str, calls: list[Tau2Call]) -> Tau2Outcome:
-        """Run ``calls`` from the task's initial state and verify them; a call over budget ends only this rollout."""
-        answer, why, _ = self._send_and_wait((task_id, list(calls)))
+    def run(self, task_id: str, calls: list[Tau2Call], conversation: Conversation | None = None) -> Tau2Outcome:
+        """Run ``calls`` from the task's initial state and verify them (with what the rollout file says of the
+        conversation, if anything); a call over budget ends only this rollout."""
+        answer, why, _ = self._send_and_wait((task_id, list(calls), conversation))
         if answer is None:
             return Tau2Outcome(task_id, attribution=why)
         return answer

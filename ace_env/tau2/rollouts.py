@@ -8,13 +8,13 @@ its turns are read in order.
 **Oracle steps** are the task's gold *agent* actions (:attr:`~ace_env.tau2.tasks.Tau2Task.agent_actions`;
 a task without any has one ``abstain`` step).  :func:`step_verdict` turns the outcome of ACE's τ² verifier
 (:func:`ace_env.tau2.verify.verify`, run in the watched worker by :class:`Tau2Verifier`) into the verdict
-every ACE consumer reads (:class:`ace_env.verifier.Verdict`): gold action ``j`` passes when the rollout makes
-it (same tool and requestor, the compared arguments equal) after the call that made action ``j-1``, with no
-call erroring on the way (a call counts as erroring when the gold did not make it with the same error);
-the first gold action that does not is the failing oracle step.  A rollout that makes every gold action but
-leaves a different final state (or breaks an environment assertion) fails at its last step
-(``state_diverged``).  The reward is 1 only when no step fails *and* τ²'s own checks pass, so ACE is
-stricter than τ² here: a skipped read call fails its step even when the final database is right.
+every ACE consumer reads (:class:`ace_env.verifier.Verdict`).  By default the reward is τ²'s own (the final
+state, assertions, actions and communicated values on the task's reward basis; a premature stop scores 0)
+and the failing oracle step is where τ²'s verdict turns (a write after which the gold's final state cannot
+be reached, else the missing write, else the stop); reads in any order, extra reads and skipped reads cost
+nothing.  ACE's stricter rules (a call that errored, a skipped read, the gold's order) are listed in
+``stricter_because`` and cost the reward only with ``strict`` (``--strict``), where the failing step is the
+first gold action not made in the gold's order (:func:`align`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ace_env.errors import ConfigError, RolloutFormatError
 from ace_env.tau2.bounded import Tau2Outcome, Tau2Runner
 from ace_env.tau2.env import ASSISTANT, USER, Tau2Call, Tau2Step, run_calls
 from ace_env.tau2.tasks import GoldAction, Tau2Task
-from ace_env.tau2.verify import Tau2Verdict, call_matches, gold, verify
+from ace_env.tau2.verify import Conversation, Tau2Verdict, call_matches, gold, is_write, verify
 from ace_env.verifier import (
     ACTED_WITHOUT_NEED,
     MALFORMED_CALL,
@@ -136,30 +136,61 @@ def align(task: Tau2Task, steps: list[Tau2Step], step_ok: list[bool]) -> tuple[i
     return matched, first
 
 
-def step_verdict(task: Tau2Task, outcome: Tau2Outcome, rollout_id: str | None) -> Verdict:
-    """ACE's verdict (:class:`ace_env.verifier.Verdict`, one turn) on a τ² rollout the runner ran."""
+def _outcomes(task: Tau2Task, v: Tau2Verdict) -> tuple[str | None, ...]:
+    """Per oracle step, what the graph stores: a step the agent made (τ²'s match) passed, unless it comes
+    after the failing one (censored); the failing step failed; a gold read never made is not observed; in
+    a rewarded rollout a gold write reached by other means (the final state is the gold's) passed."""
+    n = max(task.n_steps, 1)
+    if not task.n_steps:
+        return ("success" if v.reward == 1.0 else "fail",)
+    out: list[str | None] = []
+    fail_at = v.failing[0] if v.failing is not None else None
+    for j, a in enumerate(task.agent_actions):
+        if fail_at is not None and j >= fail_at:
+            out.append("fail" if j == fail_at else None)
+        elif v.achieved[j] is not None or (fail_at is None and is_write(task.domain, a)):
+            out.append("success")
+        else:
+            out.append(None)
+    return tuple(out[:n])
+
+
+def step_verdict(task: Tau2Task, outcome: Tau2Outcome, rollout_id: str | None, strict: bool = False,
+                 reference_reward: float | None = None) -> Verdict:
+    """ACE's verdict (:class:`ace_env.verifier.Verdict`, one turn) on a τ² rollout the runner ran.
+
+    By default the reward is τ²'s and the failing step is where τ²'s verdict turns
+    (:func:`ace_env.tau2.verify.failing_step`); ACE's stricter rules broken are listed in
+    ``stricter_because``.  With ``strict`` they cost the reward too, and a rollout τ² passes but ACE's
+    rules fail is attributed by the gold's order (:func:`align`)."""
     n = max(task.n_steps, 1)
     v = outcome.verdict
     if v is None:  # over budget, or the worker died: the rollout fails at its first step
         return Verdict(rollout_id, task.id, 0.0, 0.0, 0, 1, failing_turn=0, failing_step=len(outcome.steps),
                        failing_oracle_step=0, attribution=outcome.attribution.split(":")[0] or "error",
-                       detail=outcome.attribution, matched_steps=0, oracle_steps=n)
-    matched, first = align(task, outcome.steps, v.step_ok)
-    if first is None and v.reward < 1.0:
-        first = (n - 1, len(outcome.steps), STATE_DIVERGED, "; ".join(v.detail[:2]))
-    if first is None:
-        return Verdict(rollout_id, task.id, 1.0, v.reward, 1, 1, matched_steps=matched if task.n_steps else 1,
-                       oracle_steps=n)
-    j, k, attribution, detail = first
-    return Verdict(rollout_id, task.id, 0.0, v.reward, 0, 1, failing_turn=0, failing_step=k, failing_oracle_step=j,
-                   attribution=attribution, detail=detail[:500], matched_steps=matched, oracle_steps=n)
+                       detail=outcome.attribution, matched_steps=0, oracle_steps=n,
+                       reference_reward=reference_reward, step_outcomes=("fail",) + (None,) * (n - 1))
+    matched = sum(k is not None for k in v.achieved) if task.n_steps else int(v.reward == 1.0)
+    common = {"stricter_because": v.stricter_because, "reference_reward": reference_reward,
+              "matched_steps": matched, "oracle_steps": n}
+    if strict and v.reward == 1.0 and v.stricter_because:
+        _, first = align(task, outcome.steps, v.step_ok)
+        j, k, attribution, detail = first or (n - 1, len(outcome.steps), STATE_DIVERGED, "")
+        detail = f"stricter than τ² ({', '.join(v.stricter_because)}): {detail}"
+        return Verdict(rollout_id, task.id, 0.0, v.reward, 0, 1, failing_turn=0, failing_step=k,
+                       failing_oracle_step=j, attribution=attribution, detail=detail[:500], **common)
+    if v.reward == 1.0:
+        return Verdict(rollout_id, task.id, 1.0, 1.0, 1, 1, step_outcomes=_outcomes(task, v), **common)
+    j, k, attribution, detail = v.failing or (n - 1, len(outcome.steps), STATE_DIVERGED, "; ".join(v.detail[:2]))
+    return Verdict(rollout_id, task.id, 0.0, 0.0, 0, 1, failing_turn=0, failing_step=k, failing_oracle_step=j,
+                   attribution=attribution, detail=detail[:500], step_outcomes=_outcomes(task, v), **common)
 
 
-def verify_calls(task: Tau2Task, calls: list[Tau2Call], rollout_id: str | None = None) -> Verdict:
+def verify_calls(task: Tau2Task, calls: list[Tau2Call], rollout_id: str | None = None, strict: bool = False) -> Verdict:
     """Run ``calls`` in this process (no budget: for trusted calls, e.g. the simulated agent's checks) and
     judge them as :func:`step_verdict` does."""
     steps, env = run_calls(task.domain, task.tau2_id, calls)
-    return step_verdict(task, Tau2Outcome(task.id, steps, verify(task, steps, env)), rollout_id)
+    return step_verdict(task, Tau2Outcome(task.id, steps, verify(task, steps, env)), rollout_id, strict)
 
 
 class Tau2Verifier(Tau2Runner):
@@ -167,10 +198,14 @@ class Tau2Verifier(Tau2Runner):
     (:class:`~ace_env.tau2.bounded.Tau2Runner`), every tool call under ``budget``; what
     :func:`ace_env.environments.verifier_for` hands ``ace ingest`` for τ² tasks."""
 
-    def __init__(self, tasks: dict[str, Tau2Task], budget: Budget | None = None, **_: Any):
+    def __init__(self, tasks: dict[str, Tau2Task], budget: Budget | None = None, strict: bool = False, **_: Any):
         super().__init__(tasks, budget)
+        self.strict = strict
 
-    def verify_one(self, task_id: str, turns: Any, rollout_id: str | None) -> Verdict | LineError:
+    def verify_one(self, task_id: str, turns: Any, rollout_id: str | None,
+                   meta: dict[str, Any] | None = None) -> Verdict | LineError:
+        """One rollout's verdict; ``meta`` is its file's word on the conversation (τ²'s result files: the
+        agent's texts, the termination reason, the recorded reward)."""
         task = self.tasks.get(task_id)
         if task is None:
             return LineError(f"unknown task_id {task_id!r}")
@@ -178,12 +213,19 @@ class Tau2Verifier(Tau2Runner):
             calls = calls_of(turns)
         except RolloutFormatError as e:
             return LineError(str(e))
-        return step_verdict(task, self.run(task_id, calls), rollout_id)
+        meta = meta or {}
+        texts = meta.get("texts")
+        conversation = Conversation(tuple(str(t) for t in texts) if isinstance(texts, list) else None,
+                                    meta.get("termination_reason") if isinstance(meta.get("termination_reason"), str)
+                                    else None)
+        reference = meta.get("reference_reward")
+        reference = float(reference) if isinstance(reference, (int, float)) and not isinstance(reference, bool) else None
+        return step_verdict(task, self.run(task_id, calls, conversation), rollout_id, self.strict, reference)
 
     def verify_stream(self, rollouts: Iterable[Any]) -> Iterator[tuple[Any, Verdict | LineError]]:
         """(rollout, verdict or LineError) for every rollout (``task_id``, ``turns``, ``rollout_id``), in order."""
         for r in rollouts:
-            yield r, self.verify_one(r.task_id, r.turns, r.rollout_id)
+            yield r, self.verify_one(r.task_id, r.turns, r.rollout_id, getattr(r, "meta", None))
 
 
 def refuse_ray(address: str | None) -> None:

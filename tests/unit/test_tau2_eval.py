@@ -151,12 +151,15 @@ def test_a_gold_playing_agent_passes_and_its_row_verifies_the_same(form):
     assert v.reward == 1.0 and v.matched_steps == len(task.agent_actions)
 
 
-def test_a_malformed_call_is_the_failing_step_when_ingested():
+def test_a_malformed_call_is_listed_and_fails_only_strict_verification():
     task = AIRLINE["7"]
     row, d = _dialogue(task, GoldAgent(task, "broken"))
     assert row["turns"][0][0]["name"] == MALFORMED_NAME
     assert d.steps[0].error
+    # τ² judges the end state: a malformed read the agent then does without costs nothing, and is listed
     v = verify_calls(task, calls_of(row["turns"]))
+    assert v.reward == 1.0 and v.stricter_because == ("errored_call", "skipped_read")
+    v = verify_calls(task, calls_of(row["turns"]), strict=True)  # ACE's stricter rules, asked for
     assert v.reward == 0.0 and v.failing_oracle_step == 0 and v.attribution == MALFORMED_CALL
 
 
