@@ -139,7 +139,8 @@ def align(task: Tau2Task, steps: list[Tau2Step], step_ok: list[bool]) -> tuple[i
 def _outcomes(task: Tau2Task, v: Tau2Verdict) -> tuple[str | None, ...]:
     """Per oracle step, what the graph stores: a step the agent made (τ²'s match) passed, unless it comes
     after the failing one (censored); the failing step failed; a gold read never made is not observed; in
-    a rewarded rollout a gold write reached by other means (the final state is the gold's) passed."""
+    a rewarded rollout a gold write reached by other means (the final state is the gold's) passed.  A failed
+    rollout with no failing oracle step (see :func:`~ace_env.tau2.verify.failing_step`) fails no step."""
     n = max(task.n_steps, 1)
     if not task.n_steps:
         return ("success" if v.reward == 1.0 else "fail",)
@@ -148,7 +149,7 @@ def _outcomes(task: Tau2Task, v: Tau2Verdict) -> tuple[str | None, ...]:
     for j, a in enumerate(task.agent_actions):
         if fail_at is not None and j >= fail_at:
             out.append("fail" if j == fail_at else None)
-        elif v.achieved[j] is not None or (fail_at is None and is_write(task.domain, a)):
+        elif v.achieved[j] is not None or (v.reward == 1.0 and is_write(task.domain, a)):
             out.append("success")
         else:
             out.append(None)

@@ -123,7 +123,7 @@ class Tau2Verdict:
     stricter_because: tuple[str, ...] = ()
     achieved: tuple[int | None, ...] = ()  # per gold agent action: the rollout step that made it, or None
     #: a failed rollout's failing point: (oracle step, rollout step, attribution, detail)
-    failing: tuple[int, int, str, str] | None = None
+    failing: tuple[int | None, int, str, str] | None = None
     premature: bool = False
 
 
@@ -201,16 +201,22 @@ def _reachable(task: Tau2Task, steps: list[Tau2Step], upto: int) -> bool:
 
 
 def failing_step(task: Tau2Task, steps: list[Tau2Step], achieved: tuple[int | None, ...], state_differs: bool,
-                 v: Tau2Verdict) -> tuple[int, int, str, str]:
-    """(oracle step, rollout step, attribution, detail) of a rollout τ²'s rules fail (see the module doc)."""
+                 v: Tau2Verdict) -> tuple[int | None, int, str, str]:
+    """(oracle step, rollout step, attribution, detail) of a rollout τ²'s rules fail (see the module doc).
+
+    The oracle step is None when no gold step is where it failed: a harmful write the gold never needed in
+    a task whose gold writes nothing, a value not communicated, a stop with every gold write made.  A task
+    without gold agent actions fails at its one (abstain) step."""
     actions = task.agent_actions
     last = max(len(actions) - 1, 0)
     end = len(steps)
     missing = [j for j, k in enumerate(achieved) if k is None]
     missing_writes = [j for j in missing if is_write(task.domain, actions[j])]
 
-    def charge(j: int) -> int:  # the oracle step a failure at gold agent action j is stored under
-        return min(j, last)
+    def charge(j: int | None) -> int | None:  # the oracle step a failure at gold agent action j is stored under
+        if not actions:
+            return 0  # the abstain step
+        return None if j is None else min(j, last)
 
     if state_differs:
         for k, s in enumerate(steps):
@@ -223,13 +229,13 @@ def failing_step(task: Tau2Task, steps: list[Tau2Step], achieved: tuple[int | No
             pending = [j for j, a in enumerate(actions)  # gold writes not made before this step
                        if is_write(task.domain, a) and (achieved[j] is None or achieved[j] > k)]
             same = [j for j in pending if actions[j].name == s.call.name]
-            j = same[0] if same else (pending[0] if pending else (missing[0] if missing else last))
+            j = same[0] if same else (pending[0] if pending else None)
             # the write the gold makes, with other arguments; another write in its place; a write it never needed
             kind = WRONG_ARGUMENT if same else (WRONG_TOOL if pending else ACTED_WITHOUT_NEED)
             return charge(j), k, kind, (f"step {k} {s.call.name}: the gold's final state cannot be reached "
                                          f"after this write")
     if v.premature:
-        j = missing_writes[0] if missing_writes else (missing[0] if missing else last)
+        j = missing_writes[0] if missing_writes else None
         return charge(j), end, STOPPED_EARLY, "the conversation was cut off (τ² termination_reason: " \
             f"{v.detail[0] if v.detail else '?'})"
     for group, why in ((missing_writes, "gold write"), (missing if not v.actions_ok else [], "gold action")):
@@ -242,9 +248,8 @@ def failing_step(task: Tau2Task, steps: list[Tau2Step], achieved: tuple[int | No
                 return charge(j), tried, WRONG_ARGUMENT, f"{why} {j} {a.name}: made with other arguments"
             return charge(j), end, STOPPED_EARLY, f"{why} {j} {a.name} never made"
     if not v.communicate_ok:
-        return last, end, NOT_COMMUNICATED, "; ".join(d for d in v.detail if d.startswith("not communicated"))[:300]
-    j = missing[0] if missing else last
-    return charge(j), end, STATE_DIVERGED, "; ".join(v.detail[:2])[:300]
+        return charge(None), end, NOT_COMMUNICATED, "; ".join(d for d in v.detail if d.startswith("not communicated"))[:300]
+    return charge(missing_writes[0] if missing_writes else None), end, STATE_DIVERGED, "; ".join(v.detail[:2])[:300]
 
 
 def _stricter(task: Tau2Task, steps: list[Tau2Step], step_ok: list[bool], achieved: tuple[int | None, ...]) -> tuple[str, ...]:

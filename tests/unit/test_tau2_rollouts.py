@@ -37,7 +37,8 @@ def test_by_default_the_reward_is_tau2s_and_the_failure_is_where_its_verdict_tur
     user = g[0].arguments["user_id"]
     extra = Tau2Call("send_certificate", {"user_id": user, "amount": 100})  # succeeds, and changes the database
     v = verify_calls(BOOKING, [*g, extra])  # the extra write is where the gold's state became unreachable
-    assert _at(v) == (0.0, 3, 4, "acted_without_need") and v.partial_credit == 0.0
+    assert _at(v) == (0.0, None, 4, "acted_without_need") and v.partial_credit == 0.0  # no gold step failed
+    assert v.step_outcomes == ("success",) * 4  # every gold step was made: none is charged
     first = verify_calls(BOOKING, [*g[:3], extra, g[3]])
     assert _at(first) == (0.0, 3, 3, "wrong_tool")  # a write in the gold write's place
     assert _at(verify_calls(ABSTAIN, [])) == (1.0, None, None, None)
