@@ -6,6 +6,7 @@ import altair as alt
 import streamlit as st
 
 from ace_graph.config import ace_home
+from ace_graph.errors import AceError
 from ace_graph.stats import wilson
 from app import data, ui
 
@@ -15,26 +16,37 @@ scope = ui.select_scope(ui.scopes())
 exp, pol = scope["experiment"], scope["policy"]
 
 st.subheader("Training runs")
-default_glob = str(ace_home() / data.METRICS_GLOB)
-pattern = st.text_input("Metrics files (a path or a glob)", value=ui.qp("metrics", default_glob),
-                        help="One JSON object per line and step: step, reward_mean, reward_std, groups_sampled, "
-                             "groups_kept, loss, ...")
-ui.set_qp(metrics=pattern if pattern != default_glob else None)
-files = data.metrics_files(pattern)
+# The page reads only the metrics files it lists (under the workspace's runs/, or given to `ace app --metrics`);
+# a URL's `metrics` picks one of them by its label and is never a path.
+files = data.metrics_files()
+wanted = ui.qp("metrics")
+if wanted is not None and wanted not in files:
+    st.warning("The link's `metrics` value is not one of the training metrics files listed here, so it is "
+               "ignored (the page opens no other file). Pick a run below.")
+    ui.set_qp(metrics=None)
 if not files:
     st.info(
-        f"No training metrics found at `{pattern}`.\n\n"
+        f"No training metrics found under `{ace_home() / 'runs'}`.\n\n"
         "A GRPO run writes one JSON line per step (`step`, `reward_mean`, `reward_std`, `groups_sampled`, "
         "`groups_kept`, `loss`, timings): `ace loop` under "
-        f"`{ace_home() / 'runs' / exp}/round-K/grpo-metrics.jsonl`, found here by default; "
-        "`ace train grpo ... --metrics-out FILE` wherever FILE is (default `OUT/metrics.jsonl`): "
-        "give its path above."
+        f"`{ace_home() / 'runs' / exp}/round-K/grpo-metrics.jsonl`, listed here by itself; "
+        "`ace train grpo ... --metrics-out FILE` (default `OUT/metrics.jsonl`) is listed when FILE is under "
+        f"`{ace_home() / 'runs'}` and its name matches `*metrics*.jsonl`; a file elsewhere is shown when "
+        "the dashboard is started with `ace app --metrics FILE`."
     )
 else:
-    names = [str(f) for f in files]
-    run = ui.choice("Run", "run", names, names[-1])
-    m = data.read_metrics(run)
-    if m.empty or "step" not in m.columns:
+    names = list(files)
+    run = ui.choice("Run", "metrics", names, names[-1],
+                    help="The `*metrics*.jsonl` files under the workspace's runs/ (and those given to "
+                         "`ace app --metrics`): one JSON object per line and step.")
+    try:
+        m = data.read_metrics(run)
+    except AceError as e:  # gone, or swapped for something else, since it was listed
+        st.warning(str(e))
+        m = None
+    if m is None:
+        pass
+    elif m.empty or "step" not in m.columns:
         st.warning(f"{run} has no lines with a `step` field.")
     else:
         left, right = st.columns(2)

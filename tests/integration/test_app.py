@@ -287,17 +287,27 @@ def test_synthesis(graph):
     assert 0 < len(picked) < 30 and set(picked["strategy"]) == {strategies[0]}
 
 
-def test_training_empty_state_then_metrics(graph, tmp_path):
-    # A glob that matches nothing (the default one may find other runs' files in this ACE_HOME).
-    at = ok(page("pages/6_Training.py", scope=SCOPE0, metrics=str(tmp_path / "none" / "*metrics*.jsonl")))
-    assert any("--metrics-out" in i.value for i in at.info)
-    metrics = tmp_path / "run-metrics.jsonl"
-    metrics.write_text("\n".join(json.dumps({"step": i, "reward_mean": 0.1 * i, "reward_std": 0.05, "groups_sampled": 8,
-                                             "groups_kept": 8 - i, "loss": 1.0 / (i + 1)}) for i in range(4)) + "\n")
-    at2 = ok(page("pages/6_Training.py", scope=SCOPE0, metrics=str(metrics)))
-    assert not any("--metrics-out" in i.value for i in at2.info)
-    table = next(d.value for d in at2.dataframe if "kept_group_fraction" in d.value.columns)
-    assert list(table["kept_group_fraction"]) == [1.0, 7 / 8, 6 / 8, 5 / 8]
+def test_training_takes_a_listed_file_by_its_label_and_no_path(graph, tmp_path):
+    """The page lists metrics files under runs/ and opens only those; a path in the URL is ignored
+    (tests/integration/test_app_metrics.py has the hostile values and the empty state)."""
+    rows = "\n".join(json.dumps({"step": i, "reward_mean": 0.1 * i, "reward_std": 0.05, "groups_sampled": 8,
+                                 "groups_kept": 8 - i, "loss": 1.0 / (i + 1)}) for i in range(4)) + "\n"
+    outside = tmp_path / "run-metrics.jsonl"
+    outside.write_text(rows)
+    listed = ace_home() / "runs" / "app-test-metrics" / "run-metrics.jsonl"
+    listed.parent.mkdir(parents=True, exist_ok=True)
+    listed.write_text(rows)
+    try:
+        at = ok(page("pages/6_Training.py", scope=SCOPE0, metrics="app-test-metrics/run-metrics.jsonl"))
+        assert not at.warning
+        table = next(d.value for d in at.dataframe if "kept_group_fraction" in d.value.columns)
+        assert list(table["kept_group_fraction"]) == [1.0, 7 / 8, 6 / 8, 5 / 8]
+        at2 = ok(page("pages/6_Training.py", scope=SCOPE0, metrics=str(outside)))
+        assert any("ignored" in w.value for w in at2.warning)
+        assert str(outside) not in next(s for s in at2.selectbox if s.label == "Run").options
+    finally:
+        listed.unlink()
+        listed.parent.rmdir()
 
 
 def test_training_finds_the_loops_metrics_by_default(graph):
@@ -310,8 +320,9 @@ def test_training_finds_the_loops_metrics_by_default(graph):
         at = ok(page("pages/6_Training.py", scope=SCOPE0))
         assert not any("No training metrics" in i.value for i in at.info)
         run = next(s for s in at.selectbox if s.label == "Run")
-        assert str(written) in run.options  # other runs' files in this ACE_HOME may be listed too
-        run.set_value(str(written)).run()
+        label = "app-test-loop/round-0/grpo-metrics.jsonl"  # its path under runs/
+        assert label in run.options  # other runs' files in this ACE_HOME may be listed too
+        run.set_value(label).run()
         ok(at)
         table = next(d.value for d in at.dataframe if "kept_group_fraction" in d.value.columns)
         assert list(table["kept_group_fraction"]) == [0.5, 0.5, 0.5]
