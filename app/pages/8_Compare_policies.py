@@ -32,9 +32,22 @@ if unknown:
     st.warning(f"Not a stored{where} scope, so ignored: {shown}"
                + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
                + ". `policies` takes scope keys experiment/policy/checkpoint, as listed below.")
+by_key = {r["key"]: r for r in rows}
+
+
+def shared(a: str, b: str) -> bool:
+    """Whether two scopes hold an environment in common (a scope whose environment is unknown shares any)."""
+    ea, eb = set(by_key[a]["environments"]), set(by_key[b]["environments"])
+    return not ea or not eb or bool(ea & eb)
+
+
 wanted = [k for k in dict.fromkeys(given) if k in keys][:MAX_COMPARED]
-if len(wanted) < 2 and not given:
-    wanted = keys[:2]  # no choice in the link: the two newest scopes
+if len(wanted) < 2 and not given and len(keys) >= 2:
+    # no choice in the link: the scope chosen on another page (else the newest) and the newest one beside it
+    # that holds the same environment
+    first = st.session_state.get("ace_scope") if st.session_state.get("ace_scope") in by_key else keys[0]
+    others = [k for k in keys if k != first]
+    wanted = [first, next((k for k in others if shared(first, k)), others[0])]
 picked = st.multiselect(f"Scopes to compare (2 to {MAX_COMPARED})", keys, default=wanted,
                         max_selections=MAX_COMPARED,
                         help="experiment/policy/checkpoint; the first is the reference of `change`.")
@@ -56,7 +69,12 @@ with f[3]:
                     format_func=labels.get, horizontal=True)
 ui.set_qp(show=show if show != "weak" else None)
 
-by_key = {r["key"]: r for r in rows}
+apart = [(a, b) for i, a in enumerate(picked) for b in picked[i + 1:] if not shared(a, b)]
+if apart:
+    a, b = apart[0]
+    st.warning(f"`{a}` and `{b}` hold rollouts of different environments ({', '.join(by_key[a]['environments'])}; "
+               f"{', '.join(by_key[b]['environments'])}): a composition of one is never reached in the other. "
+               "Compare scopes of one environment (the sidebar keeps one).")
 compared = ui.call("compare", tuple(picked), level, int(min_support), int(limit))
 weak_in: dict[tuple[str, str], list[str]] = {}
 for key in picked:
@@ -105,7 +123,7 @@ def chart(df: pd.DataFrame, name: str, title: str) -> alt.Chart:
         y=alt.Y(f"{name}:N", sort=order, title=None, axis=alt.Axis(labelLimit=300)),
         yOffset=alt.YOffset("scope:N", sort=picked),
         color=alt.Color("scope:N", sort=picked, title=None, scale=alt.Scale(scheme="tableau10"),
-                        legend=alt.Legend(orient="top")))
+                        legend=alt.Legend(orient="top", labelLimit=400)))
     bars = base.mark_rule(strokeWidth=2).encode(
         x=alt.X("ci_low:Q", title=title, scale=alt.Scale(domain=[0, 1])), x2="ci_high:Q")
     dots = base.mark_point(filled=True, size=45).encode(

@@ -60,6 +60,7 @@ PAGES = {  # URL path -> text the page must show
     "Synthesis": "Example tasks",
     "Training": "Evaluation per checkpoint",
     "Query_console": "Cypher",
+    "Compare_policies": "Success per",
 }
 
 
@@ -410,6 +411,19 @@ def test_the_environment_selector_keeps_one_environments_rows(two_environments):
     graph_page = ok(page("pages/2_Skill_graph.py", scope=TAU2_SCOPE, level="tool", env="tau2", connected="0"))
     shown, total = next(m for m in graph_page.metric if m.label == "Nodes shown").value.split(" / ")
     assert shown == total and 10 <= int(total) <= len(tau2)
+
+
+def test_compare_policies_keeps_to_one_environment(two_environments):
+    """Scopes of two environments are compared with a warning; the environment chosen lists its scopes only."""
+    at = ok(page("pages/8_Compare_policies.py", policies=f"{SCOPE0},{TAU2_SCOPE}", level="tool"))
+    assert any("different environments" in w.value for w in at.warning)
+    assert [m.label for m in at.metric] == [SCOPE0, TAU2_SCOPE]
+    at = ok(page("pages/8_Compare_policies.py", policies=f"{SCOPE0},{TAU2_SCOPE},{SCOPE1}", level="tool", env="bfcl"))
+    assert any(TAU2_SCOPE in w.value and "ignored" in w.value for w in at.warning)
+    assert [m.label for m in at.metric] == [SCOPE0, SCOPE1]  # before and after the curriculum's round
+    assert not any("different environments" in w.value for w in at.warning)
+    edges = {tuple(e.split(" → ")) for e in at.table[0].value.index}
+    assert set(PLANTED) <= edges and not edges & TAU2_PLANTED
 
 
 def _choose_environment(pg, label: str) -> None:
