@@ -35,7 +35,8 @@ from ace_env import bfcl
 from ace_env.environments import environment_of
 from ace_env.sim import DEMO_WEAKNESS, load_weakness
 from ace_env.tasks import Task
-from ace_env.tasksets import load_task_set
+from ace_env.tasksets import load_task_set, load_tau2_task_set
+from ace_env.tau2.results import read_results_cached
 from ace_graph.config import ace_home
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier, weak_compositions
@@ -96,7 +97,7 @@ def run_dir(experiment: str) -> Path:
 
 def simulate_and_ingest(
     store: GraphStore, tasks: list[Task], experiment: str, checkpoint: str, n: int, seed: int,
-    weakness: Path = DEMO_WEAKNESS, prefix: str = "sim", directory: Path | None = None,
+    weakness: Path = DEMO_WEAKNESS, prefix: str = "sim", directory: Path | None = None, strict: bool = False,
 ) -> dict[str, Any]:
     """Simulate ``n`` rollouts of the weak agent on ``tasks`` and ingest them into ``experiment/sim/checkpoint``.
 
@@ -110,8 +111,10 @@ def simulate_and_ingest(
     path = directory / f"rollouts-{checkpoint}-seed{seed}-n{n}-tasks{ids}.jsonl"
     spec = environment_of(tasks).load_weakness(weakness, tasks)
     sim = simulate_to_file(tasks, n, spec, seed, path, prefix=prefix, reuse=True)
-    report = ingest_file(store, path, {t.id: t for t in tasks}, experiment, "sim", checkpoint, batch_size=1000)
-    return {"file": str(path), "simulated": sim.to_dict(), "ingest": report.to_dict(), "scope": report.scope}
+    report = ingest_file(store, path, {t.id: t for t in tasks}, experiment, "sim", checkpoint, batch_size=1000,
+                         strict=strict)
+    return {"file": str(path), "simulated": sim.to_dict(), "ingest": report.to_dict(), "scope": report.scope,
+            "strict": strict}
 
 
 def planted(weakness: Path = DEMO_WEAKNESS) -> dict[str, Any]:
@@ -218,16 +221,61 @@ def tau2_scope(
     """The τ² section: ``n`` simulated rollouts on ``tasks`` ingested into ``<experiment>-tau2/sim/round-0``,
     and the weak compositions found there against the planted ones (:func:`weaknesses`).
 
-    Its own experiment keeps the BFCL experiment's rounds, history and curriculum apart.
+    Its own experiment keeps the BFCL experiment's rounds, history and curriculum apart.  The simulated
+    agent's slips are ACE's step errors, and some land on reads (a weak read tool, a read→read composition)
+    that leave τ²'s end state as the gold's: τ²'s rules pass those rollouts, so this section is ingested with
+    ACE's stricter rules (``strict``, ``ace ingest --strict``), and says so.  Real agents' files are judged by
+    τ²'s own rules (:func:`real_agents`).
     """
     start = time.perf_counter()
     seeds = list(load_task_set(tasks, tau2=True).values())
     tau2_experiment = f"{experiment}-tau2"
     result = simulate_and_ingest(store, seeds, tau2_experiment, "round-0", n, seed, weakness,
-                                 directory=directory or run_dir(tau2_experiment))
+                                 directory=directory or run_dir(tau2_experiment), strict=True)
     found = weaknesses(store, result["scope"], weakness)
     return {**result, "tasks": tasks, "task_count": len(seeds), "weaknesses": found,
             "seconds": round(time.perf_counter() - start, 2)}
+
+
+#: τ²-bench's published result files of real agents (benchmarks/data/tau2-results, MIT, source in its README).
+REAL_RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "tau2-results"
+
+
+def real_scope_of(path: Path) -> tuple[str, str, int]:
+    """(policy, checkpoint, round) of a shared result file named ``MODEL[-sft]_DOMAIN_1trial.json``: the
+    fine-tuned model is the second checkpoint of the same policy."""
+    model = path.name.split("_", 1)[0]
+    return (model[:-4], "sft", 1) if model.endswith("-sft") else (model, "base", 0)
+
+
+def real_agents(store: GraphStore, experiment: str, directory: Path = REAL_RESULTS,
+                limit: int = 3) -> dict[str, Any]:
+    """Real agents' τ²-bench result files ingested as they are (judged by τ²'s rules), one scope per model and
+    checkpoint in ``<experiment>-real``; per scope, agreement with τ²'s recorded rewards and the weakest
+    tool compositions observed at least 3 times (lowest success right after the previous gold call)."""
+    files = sorted(directory.glob("*.json")) if directory.is_dir() else []
+    if not files:
+        return {"experiment": f"{experiment}-real", "scopes": [], "missing": str(directory)}
+    real = f"{experiment}-real"
+    by_scope: dict[tuple[str, str, int], list[Path]] = {}
+    for f in files:
+        by_scope.setdefault(real_scope_of(f), []).append(f)
+    out = []
+    for (policy, checkpoint, round_), paths in sorted(by_scope.items()):
+        tasks = {}
+        for f in paths:
+            domain = read_results_cached(f).domain
+            tasks.update(load_tau2_task_set(f"tau2:{domain}"))
+        created = 0
+        for f in paths:
+            created += ingest_file(store, f, tasks, real, policy, checkpoint, round_=round_, seed_tasks=True).created
+        key = f"{real}/{policy}/{checkpoint}"
+        rows = store.run("fragile-edges", scope=key, level="tool", min_support=3, min_lift=0.05)
+        weakest = sorted((r for r in rows if r["failures"]), key=lambda r: (-r["p_fail_after"], -r["n"], r["from"], r["to"]))[:limit]
+        [agree] = store.run("scope-agreement", scope=key)
+        out.append({"scope": key, "files": [f.name for f in paths], "created": created, **agree,
+                    "weakest": [{k: r[k] for k in ("from", "to", "n", "failures", "p_fail_after")} for r in weakest]})
+    return {"experiment": real, "scopes": out}
 
 
 def curriculum(store: GraphStore, experiment: str, scope: str) -> RoundReport | None:

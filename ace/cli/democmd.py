@@ -112,7 +112,22 @@ def demo(
             say(esc(f"6. τ²-bench, the second environment: {config.tau2_n} simulated rollouts on {t['tasks']} "
                     f"({t['task_count']} tasks, {tau2_weakness.name}) → scope {d['scope']}: {d['created']} stored now, "
                     f"{d['already_stored']} already stored, {d['steps']} steps; {t['seconds']} s in all"))
+            say(esc("   (the simulated agent's slips include reads that leave τ²'s end state as the gold's, so this "
+                    "section is judged with ACE's stricter step rules, `ace ingest --strict`)"))
             _say_weak(t["weaknesses"], say)
+
+        r = results["real_agents"] = run.real_agents(store, config.experiment)
+        if not r["scopes"]:
+            say(esc(f"7. Real agents: no τ²-bench result files at {r['missing']}; section left out"))
+        else:
+            say(esc(f"7. Real agents: τ²-bench's published result files, judged by τ²'s own rules → {r['experiment']} "
+                    "(a scope per model and checkpoint; gpt-4.1-sft is gpt-4.1's second checkpoint)"))
+            say(table("Real agents: ACE's verdicts beside τ²'s recorded rewards, and each one's weakest compositions",
+                      ("scope", "conversations", "τ² passed", "ACE passed", "agree", "weakest tool compositions "
+                       "(failures / n right after the first)"),
+                      [(x["scope"], x["with_reference"], x["reference_passed"], x["ace_passed"], x["agree"],
+                        "; ".join(f"{w['from']} → {w['to']} {w['failures']}/{w['n']}" for w in x["weakest"]) or "—")
+                       for x in r["scopes"]]))
 
     with_store(work)
     if as_json:

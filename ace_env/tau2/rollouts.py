@@ -174,10 +174,11 @@ def step_verdict(task: Tau2Task, outcome: Tau2Outcome, rollout_id: str | None, s
     matched = sum(k is not None for k in v.achieved) if task.n_steps else int(v.reward == 1.0)
     common = {"stricter_because": v.stricter_because, "reference_reward": reference_reward,
               "matched_steps": matched, "oracle_steps": n}
-    if strict and v.reward == 1.0 and v.stricter_because:
+    if strict and (v.reward < 1.0 or v.stricter_because):  # ACE's ordered reading: the old verifier's
         _, first = align(task, outcome.steps, v.step_ok)
-        j, k, attribution, detail = first or (n - 1, len(outcome.steps), STATE_DIVERGED, "")
-        detail = f"stricter than τ² ({', '.join(v.stricter_because)}): {detail}"
+        j, k, attribution, detail = first or (n - 1, len(outcome.steps), STATE_DIVERGED, "; ".join(v.detail[:2]))
+        if v.reward == 1.0:
+            detail = f"stricter than τ² ({', '.join(v.stricter_because)}): {detail}"
         return Verdict(rollout_id, task.id, 0.0, v.reward, 0, 1, failing_turn=0, failing_step=k,
                        failing_oracle_step=j, attribution=attribution, detail=detail[:500], **common)
     if v.reward == 1.0:

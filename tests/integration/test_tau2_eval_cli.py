@@ -71,20 +71,25 @@ def test_tau2_eval_of_a_tiny_model_ingests_a_scope_with_its_steps(clean_db, neo4
         assert g["communicate_ok"] == r["meta"]["checks"]["communicate"]["ok"]
         assert g["tau2_reward"] == r["meta"]["checks"]["tau2_reward"]["value"] == \
             (0.0 if g["communicate_ok"] is False else r["meta"]["state_reward"])
-        # the oracle steps reached, in order: the gold agent tools (one tool-less step for a task without any)
+        # the oracle steps observed, in the gold's order (one tool-less step for a task without any): τ²'s rules
+        # judge the end state, so a gold read never made is not observed, and a failure where no gold step is at
+        # fault (a value not said, a stop) fails no step
         gold = [a.name for a in task.agent_actions] or [None]
-        tools = [s[0] for s in g["steps"]]
-        outcomes = [s[1] for s in g["steps"]]
-        assert tools == gold[:len(tools)] and tools
+        observed = [s for s in g["steps"] if s[1] is not None]
+        tools = [s[0] for s in observed]
+        outcomes = [s[1] for s in observed]
+        it = iter(gold)
+        assert all(any(t == x for x in it) for t in tools), (tools, gold)  # a subsequence of the gold
         if g["reward"] == 1.0:
-            assert outcomes == ["success"] * len(gold)
+            assert set(outcomes) <= {"success"}
             passed += 1
         else:
-            assert outcomes == ["success"] * (len(outcomes) - 1) + ["fail"] and g["attribution"]
+            assert "fail" not in outcomes[:-1] and g["attribution"]
     assert result["rewarded"] == passed and result["pass_rate"] == passed / 2
     store = GraphStore(clean_db, neo4j_database)
     tools = {r["key"] for r in store.run("capability-profile", scope=SCOPE, level="tool")}
-    assert tools and tools <= {n for t in tasks.values() for n in t.tool_names}, tools
+    # (τ²'s rules observe only the gold steps the model made: a tiny model may make none)
+    assert tools <= {n for t in tasks.values() for n in t.tool_names}, tools
     # a second checkpoint is a scope of its own; capability-history shows both
     assert main(["eval", "-p", f"hf:{tiny}", "--tasks", "tau2:airline", "--limit", "1", "-e", "tau2eval",
                  "-c", "step-1", "--name", "tiny", "--max-tokens", "8", "--max-turns", "4", "--json"]) == 0
