@@ -54,13 +54,14 @@ import ast
 import json
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from ace_env.calls import MAX_CALL_CHARS, Call, nesting_depth, respelled_name
 from ace_env.errors import JsonRefused, RolloutFormatError
 from ace_env.modelout import parse_output
+from ace_env.rollout import Rollout
+from ace_env.tau2.results import read_results_cached, sniff
 
 ACE, OPENAI, BFCL = "ace", "openai", "bfcl"
 
@@ -69,17 +70,6 @@ ACE, OPENAI, BFCL = "ace", "openai", "bfcl"
 #: pickle) walks them.
 MAX_LINE_DEPTH = 64
 FORMATS = (ACE, OPENAI, BFCL)
-
-
-@dataclass
-class Rollout:
-    """One rollout: the calls made in each user turn of a task."""
-
-    rollout_id: str
-    task_id: str
-    turns: list[list[Any]]
-    line: int = 0
-    meta: dict[str, Any] | None = None
 
 
 def parse_rollout(obj: Any, line: int) -> Rollout:
@@ -417,8 +407,6 @@ def read_any(
         raise RolloutFormatError(f"rollout file {str(path)!r} is a folder, not a file")
     if not path.exists():
         raise RolloutFormatError(f"rollout file {str(path)!r} does not exist")
-    from ace_env.tau2.results import read_results_cached, sniff  # imports this module: here, not at the top
-
     if sniff(path):  # a τ² result file: one JSON document, read and checked whole (nothing yielded if bad)
         for rollout in read_results_cached(path).rollouts:
             yield Rollout(rollout.rollout_id + id_suffix, rollout.task_id, rollout.turns, rollout.line,

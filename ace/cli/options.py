@@ -30,6 +30,7 @@ import typer
 from ace.errors import Stopped
 from ace_env.fields import bounds_text
 from ace_env.tasksets import TASK_SPEC_HELP, parse_task_spec
+from ace_env.tau2.results import read_results_cached, sniff
 from ace_env.worker import Budget
 from ace_env.workspace import check_name
 from ace_graph.errors import ConfigError
@@ -194,8 +195,6 @@ def inputs_task_spec(paths: list[Path], tasks: str | None, fmt: str = "auto",
     given, must name it) and the agent is ``info.agent_info.llm`` when the files agree on one.  Other
     files take ``--tasks`` (``default`` when absent).  τ² result files are not mixed with other files in
     one command: a scope's rollouts come from one kind of source."""
-    from ace_env.tau2.results import read_results_cached, sniff
-
     if fmt not in ROLLOUT_FORMATS:
         raise ConfigError(f"--format {fmt!r}: use one of {', '.join(ROLLOUT_FORMATS)}")
     results = [p for p in paths if sniff(p)]

@@ -24,14 +24,18 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ace_env.errors import RolloutFormatError, TaskLoadError
-from ace_env.formats import Rollout
+from ace_env.rollout import Rollout
 from ace_env.tau2 import DOMAINS
+from ace_env.tau2.env import raw_tasks
 from ace_env.tau2.rollouts import call_dict
+from ace_env.tau2.tasks import ace_id
 
 FORMAT = "tau2-results"
 #: The largest result file read (the largest published ones are a few MB; the whole file is parsed at once).
@@ -60,6 +64,8 @@ def sniff(path: str | Path) -> bool:
     Cheap: it reads the first 64 KB.  A JSONL file whose first line is a whole JSON object is JSONL, unless
     that object itself has ``simulations`` and ``tasks`` (a result file written on one line)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a pipe or a device: never opened here (it could block)
+            return False
         with open(path, "rb") as f:
             head = f.read(_SNIFF_BYTES)
     except OSError:
@@ -158,8 +164,6 @@ def _first_difference(a: Any, b: Any, where: str = "") -> str | None:
 
 def task_difference(domain: str, file_task: dict[str, Any]) -> str | None:
     """None when the file's task is the installed task of its id (the same gold); else the first difference."""
-    from ace_env.tau2.env import raw_tasks
-
     installed = raw_tasks(domain).get(str(file_task.get("id")))
     if installed is None:
         return "no installed task has this id"
@@ -199,7 +203,6 @@ def read_results(path: str | Path) -> ResultsFile:
 
     Raises :class:`RolloutFormatError` for a file that is not one (one line, naming what is wrong) and
     :class:`TaskLoadError` when a task it defines differs from the installed task of that id."""
-    from ace_env.tau2.tasks import ace_id
 
     path = Path(path)
     doc = _load(path)
