@@ -101,6 +101,18 @@ def _predecessors(tags: tuple[Any, ...]) -> list[int | None]:
     return out
 
 
+def _ordered_outcomes(tags: tuple[Any, ...], verdict: Any) -> tuple[str | None, ...]:
+    """The verifier's ordered reading: steps before the failing one passed, it failed, later ones are
+    censored (None); every step passed in a rollout with no failing turn."""
+    failing_flat: int | None = None
+    if verdict.failing_turn is not None:
+        in_turn = [t for t in tags if t.turn == verdict.failing_turn]
+        j = min(verdict.failing_oracle_step or 0, len(in_turn) - 1)
+        failing_flat = in_turn[j].flat
+    return tuple(SUCCESS if failing_flat is None or t.flat < failing_flat else FAIL if t.flat == failing_flat
+                 else None for t in tags)
+
+
 def record(
     task: Task,
     tags: tuple[Any, ...],
@@ -116,31 +128,22 @@ def record(
     ``verdict`` the verifier's (``ace_env.verifier.verify``).
     """
     preds = _predecessors(tags)
-    failing_flat: int | None = None
-    if verdict.failing_turn is not None:
-        in_turn = [t for t in tags if t.turn == verdict.failing_turn]
-        j = min(verdict.failing_oracle_step or 0, len(in_turn) - 1)
-        failing_flat = in_turn[j].flat
-    steps = []
     outcomes = getattr(verdict, "step_outcomes", None)
-    if outcomes is not None and len(outcomes) == len(tags):
-        # The verifier said what it observed of each step (τ²: a read never made is not observed); an edge
-        # counts only where the agent really made its predecessor.
-        for tag, prev in zip(tags, preds):
-            if outcomes[tag.flat] is None:
-                continue
-            made_prev = prev if prev is not None and outcomes[prev] == SUCCESS else None
-            steps.append(StepRow(tag.flat, tag.turn, tag.index, tag.tool, tuple(tag.skills), outcomes[tag.flat],
-                                 made_prev))
-        failing_flat = next((f for f, o in enumerate(outcomes) if o == FAIL), None)
-    for tag, prev in zip(tags, preds) if outcomes is None or len(outcomes) != len(tags) else ():
-        if failing_flat is not None and tag.flat > failing_flat:
-            break
-        outcome = FAIL if tag.flat == failing_flat else SUCCESS
-        steps.append(StepRow(tag.flat, tag.turn, tag.index, tag.tool, tuple(tag.skills), outcome, prev))
+    if outcomes is None or len(outcomes) != len(tags):
+        outcomes = _ordered_outcomes(tags, verdict)
+    # Each observed step; an edge counts only where the agent really made its predecessor (τ²: a gold read
+    # never made is not observed, and says nothing about the pair after it).
+    steps = []
+    for tag, prev in zip(tags, preds):
+        if outcomes[tag.flat] is None:
+            continue
+        made_prev = prev if prev is not None and outcomes[prev] == SUCCESS else None
+        steps.append(StepRow(tag.flat, tag.turn, tag.index, tag.tool, tuple(tag.skills), outcomes[tag.flat],
+                             made_prev))
+    failing_flat = next((f for f, o in enumerate(outcomes) if o == FAIL), None)
     fail_tag = tags[failing_flat] if failing_flat is not None else None
     fail_prev = preds[failing_flat] if failing_flat is not None else None
-    if fail_prev is not None and outcomes is not None and len(outcomes) == len(tags) and outcomes[fail_prev] != SUCCESS:
+    if fail_prev is not None and outcomes[fail_prev] != SUCCESS:
         fail_prev = None  # the agent never made the step before: the failure is not evidence about that pair
     prev_tag = tags[fail_prev] if fail_prev is not None else None
     try:

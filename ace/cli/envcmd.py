@@ -20,6 +20,7 @@ from ace.cli.options import (
     format_option,
     inputs_task_spec,
     json_option,
+    strict_option,
     table,
     tasks_option,
 )
@@ -128,11 +129,7 @@ def verify_cmd(
              "file (the JSON τ²'s run writes).",
     ),
     fmt: str = format_option(),
-    strict: bool = typer.Option(
-        False, "--strict", help="Also fail rollouts on ACE's rules stricter than the benchmark's own evaluator "
-                                "(τ²: a call that errored, a gold read skipped, the gold's order). Without it the "
-                                "reward is the benchmark's and the stricter rules are only listed "
-                                "(stricter_because)."),
+    strict: bool = strict_option(),
     as_json: bool = json_option("One JSON verdict per rollout on stdout."),
     skip_invalid: bool = typer.Option(
         False, "--skip-invalid", help="Report bad lines on stderr and go on instead of stopping."

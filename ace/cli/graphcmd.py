@@ -25,6 +25,7 @@ from ace.cli.options import (
     policy_option,
     resolve_scope,
     scope_option,
+    strict_option,
     table,
     tasks_option,
 )
@@ -79,11 +80,7 @@ def ingest(
     tasks: Optional[str] = tasks_option(None, note="Default bfcl:all; also tau2:DOMAIN[,DOMAIN...] (τ²-bench). "
                                                    "τ²-bench result files say their domain: leave it out."),
     fmt: str = format_option(),
-    strict: bool = typer.Option(
-        False, "--strict", help="Also count as failures ACE's rules stricter than the benchmark's own evaluator "
-                                "(τ²: a call that errored, a gold read skipped, the gold's order). Without it a "
-                                "rollout fails where the benchmark fails it; the stricter rules are only recorded "
-                                "(Rollout.stricter_because)."),
+    strict: bool = strict_option(),
     round_: Optional[int] = typer.Option(None, "--round", min=0, max=INT64_MAX,
                                          help="Round number for capability history (default: from the checkpoint)."),
     batch_size: int = typer.Option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),

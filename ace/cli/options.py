@@ -187,6 +187,14 @@ def format_option() -> Any:
                         "(τ²-bench's own result JSON; refused when a file is not one).")
 
 
+def strict_option() -> Any:
+    return typer.Option(
+        False, "--strict", help="Also count as failures ACE's rules stricter than the benchmark's own evaluator "
+                                "(τ²: a call that errored, a gold read skipped, the gold's order). Without it a "
+                                "rollout fails where the benchmark fails it, and the stricter rules it breaks are "
+                                "only listed (stricter_because).")
+
+
 def inputs_task_spec(paths: list[Path], tasks: str | None, fmt: str = "auto",
                      default: str = "bfcl:all") -> tuple[str, str | None]:
     """(task spec, agent named by the files) for rollout files.

@@ -141,7 +141,6 @@ def _outcomes(task: Tau2Task, v: Tau2Verdict) -> tuple[str | None, ...]:
     after the failing one (censored); the failing step failed; a gold read never made is not observed; in
     a rewarded rollout a gold write reached by other means (the final state is the gold's) passed.  A failed
     rollout with no failing oracle step (see :func:`~ace_env.tau2.verify.failing_step`) fails no step."""
-    n = max(task.n_steps, 1)
     if not task.n_steps:
         return ("success" if v.reward == 1.0 else "fail",)
     out: list[str | None] = []
@@ -153,7 +152,7 @@ def _outcomes(task: Tau2Task, v: Tau2Verdict) -> tuple[str | None, ...]:
             out.append("success")
         else:
             out.append(None)
-    return tuple(out[:n])
+    return tuple(out)
 
 
 def step_verdict(task: Tau2Task, outcome: Tau2Outcome, rollout_id: str | None, strict: bool = False,

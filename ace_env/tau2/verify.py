@@ -201,22 +201,19 @@ def _reachable(task: Tau2Task, steps: list[Tau2Step], upto: int) -> bool:
 
 
 def failing_step(task: Tau2Task, steps: list[Tau2Step], achieved: tuple[int | None, ...], state_differs: bool,
-                 v: Tau2Verdict) -> tuple[int | None, int, str, str]:
+                 v: Tau2Verdict, termination: str | None = None) -> tuple[int | None, int, str, str]:
     """(oracle step, rollout step, attribution, detail) of a rollout τ²'s rules fail (see the module doc).
 
     The oracle step is None when no gold step is where it failed: a harmful write the gold never needed in
     a task whose gold writes nothing, a value not communicated, a stop with every gold write made.  A task
     without gold agent actions fails at its one (abstain) step."""
     actions = task.agent_actions
-    last = max(len(actions) - 1, 0)
     end = len(steps)
     missing = [j for j, k in enumerate(achieved) if k is None]
     missing_writes = [j for j in missing if is_write(task.domain, actions[j])]
 
     def charge(j: int | None) -> int | None:  # the oracle step a failure at gold agent action j is stored under
-        if not actions:
-            return 0  # the abstain step
-        return None if j is None else min(j, last)
+        return 0 if not actions else j  # a task without gold agent actions: its abstain step
 
     if state_differs:
         for k, s in enumerate(steps):
@@ -235,18 +232,18 @@ def failing_step(task: Tau2Task, steps: list[Tau2Step], achieved: tuple[int | No
             return charge(j), k, kind, (f"step {k} {s.call.name}: the gold's final state cannot be reached "
                                          f"after this write")
     if v.premature:
-        j = missing_writes[0] if missing_writes else None
-        return charge(j), end, STOPPED_EARLY, "the conversation was cut off (τ² termination_reason: " \
-            f"{v.detail[0] if v.detail else '?'})"
-    for group, why in ((missing_writes, "gold write"), (missing if not v.actions_ok else [], "gold action")):
-        if group and (state_differs or not v.actions_ok or not v.assertions_ok):
-            j = group[0]
-            a = actions[j]
-            tried = next((k for k, s in enumerate(steps) if s.call.requestor == ASSISTANT and s.call.name == a.name),
-                         None)
-            if tried is not None:
-                return charge(j), tried, WRONG_ARGUMENT, f"{why} {j} {a.name}: made with other arguments"
-            return charge(j), end, STOPPED_EARLY, f"{why} {j} {a.name} never made"
+        return (charge(missing_writes[0] if missing_writes else None), end, STOPPED_EARLY,
+                f"the conversation was cut off (τ² termination_reason: {termination})")
+    # a gold write never made (the state or an assertion shows it), else a gold action the ACTION basis misses
+    group, why = ((missing_writes, "gold write") if missing_writes and (state_differs or not v.actions_ok or not v.assertions_ok)
+                  else (missing, "gold action") if not v.actions_ok else ([], ""))
+    if group:
+        j = group[0]
+        name = actions[j].name
+        tried = next((k for k, s in enumerate(steps) if s.call.requestor == ASSISTANT and s.call.name == name), None)
+        if tried is not None:
+            return charge(j), tried, WRONG_ARGUMENT, f"{why} {j} {name}: made with other arguments"
+        return charge(j), end, STOPPED_EARLY, f"{why} {j} {name} never made"
     if not v.communicate_ok:
         return charge(None), end, NOT_COMMUNICATED, "; ".join(d for d in v.detail if d.startswith("not communicated"))[:300]
     return charge(missing_writes[0] if missing_writes else None), end, STATE_DIVERGED, "; ".join(v.detail[:2])[:300]
@@ -320,7 +317,7 @@ def verify(task: Tau2Task, steps: list[Tau2Step], env: Any, conversation: Conver
     v = Tau2Verdict(task.id, reward, reward == 1.0 and not stricter, step_ok, state_ok, assertions_ok, actions_ok,
                     communicate_ok, detail, unchecked, stricter, achieved, None, conv.premature)
     if reward < 1.0:
-        v.failing = failing_step(task, steps, achieved, bool(diff), v)
+        v.failing = failing_step(task, steps, achieved, bool(diff), v, conv.termination)
     return v
 
 
