@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
 import tempfile
-import time
 import tomllib
-import urllib.request
 from pathlib import Path
 
 import pytest
 import streamlit as st
+from appserver import free_port, served_app, settle
 from neo4j import READ_ACCESS
 from neo4j.exceptions import ClientError
 from streamlit.testing.v1 import AppTest
@@ -444,12 +440,12 @@ def test_the_environment_selector_in_chromium(served, two_environments):
         try:
             pg = ctx.new_page()
             pg.goto(f"{served}/?scope={MIXED_SCOPE}&level=tool")
-            _settle(pg, "Five weakest compositions")
+            settle(pg, "Five weakest compositions")
             for label, env, own, planted in (("τ²-bench", "tau2", tau2, TAU2_PLANTED),
                                              ("BFCL multi-turn", "bfcl", bfcl_tools, set(PLANTED))):
                 _choose_environment(pg, label)
                 pg.wait_for_url(f"**env={env}**", timeout=60_000)
-                _settle(pg, "Five weakest compositions")
+                settle(pg, "Five weakest compositions")
                 shown = pg.get_by_test_id("stPageLink-NavLink").all_inner_texts()
                 pairs = {tuple(t.strip().split(". ", 1)[1].split(" → ")) for t in shown}
                 assert pairs == planted, (label, shown)
@@ -462,48 +458,10 @@ def test_the_environment_selector_in_chromium(served, two_environments):
 # --------------------------------------------------------------------------- a real browser
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def served(graph, two_environments):  # every scope stored before the server caches a view
-    port = _free_port()
-    log = tempfile.NamedTemporaryFile(prefix="ace-app-", suffix=".log", delete=False)
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "ace"), "app", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            out = Path(log.name).read_text(errors="replace")
-            pytest.fail(f"`ace app` did not come up on {url}: {out[-2000:]}")
-        time.sleep(0.5)
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
-def _settle(pg, text: str, timeout: float = 90_000) -> None:
-    """Wait for the script run to finish and `text` to show."""
-    pg.wait_for_selector("[data-testid='stApp']", timeout=timeout)
-    pg.get_by_text(text, exact=False).first.wait_for(timeout=timeout)
-    pg.wait_for_function(
-        "() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
-        " return app && app.getAttribute('data-test-script-state') === 'notRunning'"
-        " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }", timeout=timeout)
+    with served_app() as url:
+        yield url
 
 
 def test_every_page_in_chromium(served, graph, tmp_path):
@@ -519,7 +477,7 @@ def test_every_page_in_chromium(served, graph, tmp_path):
             pg = ctx.new_page()
             for path, text in PAGES.items():
                 pg.goto(f"{served}/{path}?scope={SCOPE0}&level=tool")
-                _settle(pg, text)
+                settle(pg, text)
                 assert pg.locator("[data-testid='stException']").count() == 0, path
                 if path == "Skill_graph":  # the pyvis canvas is drawn inside its iframe
                     frame = pg.frame_locator("iframe").first
@@ -531,7 +489,7 @@ def test_every_page_in_chromium(served, graph, tmp_path):
 
             # click an edge in the weak-compositions table and see its transcript
             pg.goto(f"{served}/Weak_compositions?scope={SCOPE0}&level=tool")
-            _settle(pg, "Near-success rollouts")
+            settle(pg, "Near-success rollouts")
             order = [f"{r['from']} → {r['to']}" for r in graph.fragile(SCOPE0, "tool", 20, 0.05) if r["significant"]]
             target = order.index("place_order → get_order_details")
             assert target != 0  # the default edge is another one
@@ -539,7 +497,7 @@ def test_every_page_in_chromium(served, graph, tmp_path):
             box = grid.bounding_box()
             pg.mouse.click(box["x"] + 18, box["y"] + 35 * (target + 1) + 17)
             pg.get_by_role("heading", name="place_order → get_order_details").wait_for(timeout=60_000)
-            _settle(pg, "First failing step")
+            settle(pg, "First failing step")
             assert "edge=place_order%3Eget_order_details" in pg.url or "edge=place_order>get_order_details" in pg.url
             assert pg.get_by_text("✗ first failing step").count() >= 1
             assert pg.locator("table.ace-tx").inner_text().count("get_order_details(") >= 2
@@ -561,7 +519,7 @@ def test_every_page_in_chromium(served, graph, tmp_path):
 
 
 def test_missing_server_says_what_to_run(graph, monkeypatch):
-    monkeypatch.setenv("NEO4J_URI", f"bolt://127.0.0.1:{_free_port()}")
+    monkeypatch.setenv("NEO4J_URI", f"bolt://127.0.0.1:{free_port()}")
     monkeypatch.setenv("NEO4J_PASSWORD", "x")
     _clear_app_caches()
     try:

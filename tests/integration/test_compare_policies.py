@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
 import tempfile
-import time
 import tomllib
-import urllib.request
 from pathlib import Path
 
 import pytest
 import streamlit as st
+from appserver import served_app, settle
 from streamlit.testing.v1 import AppTest
 
 from ace.cli import main
@@ -186,37 +182,10 @@ def test_unknown_or_too_few_scopes_get_a_message_not_a_traceback(graph):
 # --------------------------------------------------------------------------- a real browser
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def served(graph):
-    port = _free_port()
-    log = tempfile.NamedTemporaryFile(prefix="ace-app-", suffix=".log", delete=False)
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "ace"), "app", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            pytest.fail(f"`ace app` did not come up on {url}: {Path(log.name).read_text(errors='replace')[-2000:]}")
-        time.sleep(0.5)
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with served_app() as url:
+        yield url
 
 
 def test_the_page_in_chromium_by_url(served, graph, tmp_path):
@@ -232,12 +201,7 @@ def test_the_page_in_chromium_by_url(served, graph, tmp_path):
         try:
             pg = ctx.new_page()
             pg.goto(f"{served}/Compare_policies?policies={WEAK},{MILD}&level=tool")
-            pg.wait_for_selector("[data-testid='stApp']", timeout=90_000)
-            pg.get_by_text("Success per tool", exact=False).first.wait_for(timeout=90_000)
-            pg.wait_for_function(
-                "() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
-                " return app && app.getAttribute('data-test-script-state') === 'notRunning'"
-                " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }", timeout=90_000)
+            settle(pg, "Success per tool")
             assert pg.locator("[data-testid='stException']").count() == 0
             table = pg.locator("[data-testid='stTable']").first
             row = table.locator("tr").filter(has_text=" → ".join(edge)).first.inner_text()
