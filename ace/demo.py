@@ -275,7 +275,33 @@ def real_agents(store: GraphStore, experiment: str, directory: Path = REAL_RESUL
         [agree] = store.run("scope-agreement", scope=key)
         out.append({"scope": key, "files": [f.name for f in paths], "created": created, **agree,
                     "weakest": [{k: r[k] for k in ("from", "to", "n", "failures", "p_fail_after")} for r in weakest]})
-    return {"experiment": real, "scopes": out}
+    return {"experiment": real, "scopes": out, "pooled": pooled_agents(store, real, files)}
+
+
+#: The scope that holds every real agent's conversations at once (policy ``all-agents``, checkpoint ``pooled``).
+POOLED = ("all-agents", "pooled")
+
+
+def pooled_agents(store: GraphStore, experiment: str, files: list[Path], min_support: int = 3) -> dict[str, Any]:
+    """Every shared file in one scope, and its weak compositions as the estimator judges them.
+
+    One agent's file holds one trial of 20-50 tasks: too few failures at any composition for the estimator (or
+    the interval) to tell a weak composition from a weak tool, so a per-agent scope lists none. Pooled, the
+    agents' conversations answer the same question for real agents as a population (which compositions do
+    they fail at, beyond the second tool's own failures), with the rows the estimator keeps and its verdict
+    (``ambiguous`` where it cannot separate the two) as :file:`cypher/weak-compositions.cypher` returns them.
+    """
+    policy, checkpoint = POOLED
+    tasks = {}
+    for f in files:
+        tasks.update(load_tau2_task_set(f"tau2:{read_results_cached(f).domain}"))
+    created = sum(ingest_file(store, f, tasks, experiment, policy, checkpoint, seed_tasks=True).created for f in files)
+    key = f"{experiment}/{policy}/{checkpoint}"
+    rows = store.run("weak-compositions", scope=key, level="tool", min_support=min_support, min_lift=0.05, limit=10)
+    [agree] = store.run("scope-agreement", scope=key)
+    return {"scope": key, "files": len(files), "created": created, "min_support": min_support, **agree,
+            "weak": [{k: r[k] for k in ("from", "to", "n", "failures", "composition_success",
+                                         "target_success_elsewhere", "verdict", "missing")} for r in rows]}
 
 
 def curriculum(store: GraphStore, experiment: str, scope: str) -> RoundReport | None:

@@ -128,6 +128,16 @@ def demo(
                       [(x["scope"], x["with_reference"], x["reference_passed"], x["ace_passed"], x["agree"],
                         "; ".join(f"{w['from']} → {w['to']} {w['failures']}/{w['n']}" for w in x["weakest"]) or "—")
                        for x in r["scopes"]]))
+            pooled = r["pooled"]
+            say(esc(f"   All {pooled['files']} files in one scope, {pooled['scope']} ({pooled['with_reference']} "
+                    f"conversations; {pooled['agree']} verdicts agree with τ²): one agent's file is one trial of 20-50 "
+                    "tasks, too few failures for any composition to stand out from its tool; pooled, the estimator's "
+                    f"weak compositions (seen at least {pooled['min_support']} times; `ambiguous`: it cannot yet tell "
+                    "the composition from the second tool's own weakness):"))
+            say(table("Real agents pooled: weak tool compositions",
+                      ("from → to", "n", "failures", "composition success", "to elsewhere", "verdict"),
+                      [(f"{w['from']} → {w['to']}", w["n"], w["failures"], _f(w["composition_success"]),
+                        _f(w["target_success_elsewhere"]), w["verdict"]) for w in pooled["weak"]]))
 
     with_store(work)
     if as_json:

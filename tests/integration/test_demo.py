@@ -92,4 +92,14 @@ def test_demo_command_prints_from_the_functions(clean_db, capsys):
     for a, b in TAU2_PLANTED:
         assert next(line for line in section.splitlines() if f" {a} → {b} " in line).rstrip(" │").endswith("yes")
     assert f"Planted compositions recovered: {len(TAU2_PLANTED)}/{len(TAU2_PLANTED)}" in section
+    # 7: real agents, a scope per model and checkpoint beside the pooled scope and its weak compositions
+    r = d["real_agents"]
+    assert {x["scope"] for x in r["scopes"]} == {"dcli-real/claude-sonnet-4-5/base", "dcli-real/gpt-4.1/base",
+                                                 "dcli-real/gpt-4.1/sft"}
+    assert all(x["agree"] == x["with_reference"] for x in r["scopes"])
+    assert r["pooled"]["scope"] == "dcli-real/all-agents/pooled" and r["pooled"]["agree"] == 250 and r["pooled"]["weak"]
+    real = printed[printed.index("7. Real agents"):]
+    assert "Real agents pooled: weak tool compositions" in real
+    w = r["pooled"]["weak"][0]
+    assert any(f" {w['from']} → {w['to']} " in line for line in real.splitlines())
     assert main(["demo", "--tau2-n", "50"]) == 1  # refused before Neo4j is touched

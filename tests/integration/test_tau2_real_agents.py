@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ace import demo
 from ace.cli import main
-from ace_env.tau2.verify import is_write
+from ace_env.tau2.results import read_results_cached
+from ace_env.tau2.verify import is_write, tool_kinds
+from ace_graph.store import GraphStore
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "tau2-results"
 
@@ -68,3 +71,32 @@ def test_a_bad_file_stores_nothing(clean_db, neo4j_database, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "requestor 'robot'" in err
     assert _q(clean_db, neo4j_database, "MATCH (r:Rollout) RETURN count(r) AS n")[0]["n"] == 0
+
+
+def test_pooled_real_agents_list_weak_compositions_none_charged_to_what_tau2_passes(clean_db, neo4j_database):
+    """One agent's file is too small for any composition to stand out; every shared file in one scope lists
+    compositions, each at a write of its domain, and every failure behind them is a conversation τ² failed
+    (so none is charged to a harmless read, to call order, or to any other rule τ² does not check)."""
+    store = GraphStore(clean_db, neo4j_database)
+    files = sorted(RESULTS.glob("*.json"))
+    pooled = demo.pooled_agents(store, "real", files)
+    assert pooled["with_reference"] == pooled["agree"] == 250
+    assert pooled["weak"], pooled
+    for w in pooled["weak"]:
+        assert w["verdict"] in ("composition", "ambiguous") and w["n"] >= 3 and w["failures"] > 0, w
+        behind = _q(clean_db, neo4j_database,
+                    "MATCH (r:Rollout {scope: $scope})-[:HAS_STEP]->(s:Step {outcome: 'fail', tool: $to}) "
+                    "WHERE s.prev_tool = $frm RETURN r.reference_reward AS ref, r.task_id AS task",
+                    scope=pooled["scope"], to=w["to"], frm=w["from"])
+        assert len(behind) == w["failures"], (w, behind)
+        assert all(b["ref"] == 0.0 for b in behind), (w, behind)
+    # no failing step anywhere in the pooled scope belongs to a conversation τ² passed, and none is a read
+    failed = _q(clean_db, neo4j_database, "MATCH (r:Rollout {scope: $scope})-[:HAS_STEP]->(s:Step {outcome: 'fail'}) "
+                "RETURN s.tool AS tool, r.reference_reward AS ref, r.task_id AS task", scope=pooled["scope"])
+    assert failed and all(f["ref"] == 0.0 for f in failed)
+    kinds = {d: tool_kinds(d) for d in {read_results_cached(f).domain for f in files}}
+    charged = [(f["tool"], kinds[_domain(f["task"])].get(("assistant", f["tool"]))) for f in failed if f["tool"]]
+    assert charged and all(kind in ("write", "generic") for _, kind in charged), charged  # never a read
+
+def _domain(task_id: str) -> str:
+    return task_id.split(":")[1]
