@@ -97,14 +97,17 @@ def run_dir(experiment: str) -> Path:
 
 def simulate_and_ingest(
     store: GraphStore, tasks: list[Task], experiment: str, checkpoint: str, n: int, seed: int,
-    weakness: Path = DEMO_WEAKNESS, prefix: str = "sim", directory: Path | None = None, strict: bool = False,
+    weakness: Path = DEMO_WEAKNESS, prefix: str = "sim", directory: Path | None = None, strict: bool = True,
 ) -> dict[str, Any]:
     """Simulate ``n`` rollouts of the weak agent on ``tasks`` and ingest them into ``experiment/sim/checkpoint``.
 
     The file is named by the checkpoint, seed, size and task set, so a rerun
     reuses it only when it would write the same rollouts.  The weakness file is
     read by the tasks' environment (:mod:`ace_env.environments`): τ² tasks take
-    one naming τ² agent tools, checked as `ace sim rollouts` checks it.
+    one naming τ² agent tools, checked as `ace sim rollouts` checks it.  ``strict`` (default): the simulated
+    agent's slips include calls the benchmark's own checker lets pass (a call in a turn that needs none, a
+    tool not offered, a call that does not parse), so its rollouts are judged with ACE's stricter rules,
+    as ``ace ingest --strict`` judges them.
     """
     directory = directory or run_dir(experiment)
     ids = hashlib.sha256("\n".join(t.id for t in tasks).encode()).hexdigest()[:10]

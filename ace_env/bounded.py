@@ -51,7 +51,7 @@ Result = Verdict | LineError
 
 
 def verify_one(tasks: dict[str, Task], task_id: str, turns: Any, rollout_id: str | None,
-               fast_forward: bool = True, oracle: Oracle | None = None) -> Result:
+               fast_forward: bool = True, oracle: Oracle | None = None, strict: bool = True) -> Result:
     """Verify one rollout in this process; every failure is a result (no budget enforced here).
 
     ``oracle``: the task's oracle if the caller has it (else it is looked up by the task's fingerprint).
@@ -60,7 +60,7 @@ def verify_one(tasks: dict[str, Task], task_id: str, turns: Any, rollout_id: str
     if task is None:
         return LineError(f"unknown task_id {task_id!r}")
     try:
-        return verify(task, turns, rollout_id=rollout_id, oracle=oracle, fast_forward=fast_forward)
+        return verify(task, turns, rollout_id=rollout_id, oracle=oracle, fast_forward=fast_forward, strict=strict)
     except RolloutFormatError as e:
         return LineError(str(e))
     except MemoryError:
@@ -71,7 +71,7 @@ def verify_one(tasks: dict[str, Task], task_id: str, turns: Any, rollout_id: str
 
 
 def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict[str, Task], memory_mb: int,
-            fast_forward: bool, keep_steps: bool) -> None:
+            fast_forward: bool, keep_steps: bool, strict: bool = True) -> None:
     worker_setup(parent_end, parent_pid, clock, memory_mb)
     # The tasks are this process's own snapshot, taken at the fork and never edited here, so
     # each task's content fingerprint (the oracle cache's key) is computed once, not per rollout.
@@ -95,7 +95,7 @@ def _worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict
                 except Exception:  # verify() below reports it for this line
                     pass
             clock[_PHASE] = _ROLLOUT
-            result = verify_one(tasks, task_id, turns, rollout_id, fast_forward, oracle)
+            result = verify_one(tasks, task_id, turns, rollout_id, fast_forward, oracle, strict)
             if not keep_steps and isinstance(result, Verdict):
                 result.steps, result.turn_ok = [], []  # not sent back unless asked for: most of the pickle
             out.append(result)
@@ -140,9 +140,10 @@ class BoundedVerifier(WatchedWorker):
     """
 
     def __init__(self, tasks: dict[str, Task], budget: Budget | None = None, batch_size: int = 64,
-                 fast_forward: bool = True, keep_steps: bool = False):
+                 fast_forward: bool = True, keep_steps: bool = False, strict: bool = True):
         """``keep_steps``: also return each verdict's per-step results (``Verdict.steps``), which cost
-        most of the transfer; the stored record and the printed verdict do not need them."""
+        most of the transfer; the stored record and the printed verdict do not need them.  ``strict``:
+        ACE's rules stricter than BFCL's checker fail rollouts (:func:`ace_env.verifier.verify`)."""
         if batch_size < 1:
             raise ConfigError(f"batch size must be at least 1, not {batch_size}")
         super().__init__(budget)
@@ -150,6 +151,7 @@ class BoundedVerifier(WatchedWorker):
         self.batch_size = batch_size
         self.fast_forward = fast_forward
         self.keep_steps = keep_steps
+        self.strict = strict
         self._over_budget: dict[str, tuple[str, str]] = {}  # task id -> (kind, detail) of its oracle
 
     _name = "ace-verify-worker"
@@ -159,7 +161,7 @@ class BoundedVerifier(WatchedWorker):
         return _worker
 
     def _worker_args(self) -> tuple[Any, ...]:
-        return self.tasks, self.budget.memory_mb, self.fast_forward, self.keep_steps
+        return self.tasks, self.budget.memory_mb, self.fast_forward, self.keep_steps, self.strict
 
     # ------------------------------------------------------------------ verification
 

@@ -112,9 +112,10 @@ def bfcl_verifier(tasks: Mapping[str, Task], budget: Budget | None = None, addre
                   **kwargs: Any) -> Any:
     """The watched local verifier, or a Ray one when ``address`` is given (:mod:`ace_env.scaleout`).
 
-    ``strict`` is not read: on BFCL ACE's verifier applies its own rules (stricter than BFCL's checker:
-    no call in a turn whose ground truth is empty, no tool that was not offered) either way."""
-    kwargs.pop("strict", None)
+    ``strict`` (default False here, as the diagnosis judges): ACE's rules stricter than BFCL's checker (no
+    call in a turn whose ground truth is empty, no tool that was not offered, no call that does not parse)
+    fail rollouts too; without it they are only listed (``stricter_because``)."""
+    kwargs.setdefault("strict", False)
     if address is None:
         return BoundedVerifier(tasks, budget, **kwargs)
     if not address.strip():

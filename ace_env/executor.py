@@ -71,6 +71,8 @@ class StepResult:
     arguments: dict[str, Any] = field(default_factory=dict)
     output: str | None = None
     detail: str = ""
+    #: False for a call to a tool not offered in its turn that was executed anyway (BFCL's checker's rule).
+    offered: bool = True
 
     @property
     def executed(self) -> bool:
@@ -223,8 +225,11 @@ class Environment:
         """Tools offered in a turn."""
         return self.task.offered_tools(turn_index)
 
-    def call(self, raw: Any, turn_index: int) -> StepResult:
-        """Parse and, if allowed, execute one call in turn ``turn_index``."""
+    def call(self, raw: Any, turn_index: int, run_not_offered: bool = False) -> StepResult:
+        """Parse and, if allowed, execute one call in turn ``turn_index``.
+
+        ``run_not_offered``: a tool of the task's classes that is not offered in this turn is executed anyway
+        (``offered`` False), as BFCL's checker executes whatever the model calls; without it, it is refused."""
         if isinstance(raw, str) and len(raw) <= 4096:
             parsed, arguments = parse_with_arguments(raw)
         else:
@@ -233,7 +238,9 @@ class Environment:
         if isinstance(parsed, MalformedCall):
             return StepResult(raw=parsed.raw, status=MALFORMED, detail=parsed.reason)
         shown = raw if isinstance(raw, str) else parsed.render()
-        if parsed.name not in self.offered(turn_index) or parsed.name not in self._owner:
+        offered = parsed.name in self.offered(turn_index)
+        if (not offered and not (run_not_offered and parsed.name not in self.task.distractors)) \
+                or parsed.name not in self._owner:
             return StepResult(
                 raw=shown,
                 status=NOT_OFFERED,
@@ -249,7 +256,9 @@ class Environment:
                 arguments=dict(arguments or parsed.kwargs),
                 detail=f"{parsed.name!r} is a distractor: it looks right but points the wrong way",
             )
-        return self._execute(shown, parsed, arguments)
+        step = self._execute(shown, parsed, arguments)
+        step.offered = offered
+        return step
 
     def _execute(self, shown: str, call: Call, arguments: dict[str, Any] | None) -> StepResult:
         class_name = self._owner[call.name]

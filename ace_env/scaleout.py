@@ -271,15 +271,16 @@ def runner_for(address: str | None) -> LocalRunner | RayRunner:
 
 
 def verify_batch(key: str, tasks: dict[str, Task], items: list[tuple[str, Any, str | None]],
-                 budget: Budget, fast_forward: bool) -> list[Result]:
+                 budget: Budget, fast_forward: bool, strict: bool = True) -> list[Result]:
     """Verify one batch on a Ray worker, in that worker's own watched process."""
+    key = f"{key}:{'strict' if strict else 'reference'}"
     bv = _WORKER_VERIFIERS.get(key)
     if bv is None:
         for old in _WORKER_VERIFIERS.values():  # one task set at a time per worker
             old.close()
         _WORKER_VERIFIERS.clear()
         bv = _WORKER_VERIFIERS[key] = BoundedVerifier(tasks, budget, batch_size=len(items) or 1,
-                                                      fast_forward=fast_forward)
+                                                      fast_forward=fast_forward, strict=strict)
     return bv.verify_many(items)
 
 
@@ -287,7 +288,8 @@ class RayVerifier:
     """Verify rollouts on a Ray cluster; same results, in the same order, as :class:`BoundedVerifier`."""
 
     def __init__(self, tasks: dict[str, Task], budget: Budget | None = None, address: str = "auto",
-                 batch_size: int = 256, in_flight: int | None = None, fast_forward: bool = True):
+                 batch_size: int = 256, in_flight: int | None = None, fast_forward: bool = True,
+                 strict: bool = True):
         if batch_size < 1:
             raise ConfigError(f"batch size must be at least 1, not {batch_size}")
         self.tasks = tasks
@@ -296,6 +298,7 @@ class RayVerifier:
         self.batch_size = batch_size
         self.in_flight = in_flight
         self.fast_forward = fast_forward
+        self.strict = strict
         self._ray: Any = None
         self._remote: Any = None
         self._tasks_ref: Any = None
@@ -326,7 +329,8 @@ class RayVerifier:
         self.close()
 
     def _submit(self, items: list[tuple[str, Any, str | None]]) -> Any:
-        return self._remote.remote(self._tasks_ref.hex(), self._tasks_ref, items, self.budget, self.fast_forward)
+        return self._remote.remote(self._tasks_ref.hex(), self._tasks_ref, items, self.budget, self.fast_forward,
+                                   self.strict)
 
     def verify_many(self, items: Sequence[tuple[str, Any, str | None]]) -> list[Result]:
         self.start()

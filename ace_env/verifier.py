@@ -7,10 +7,15 @@ environment and compares it with the oracle turn by turn:
 * BFCL's rule: after each turn the public state of every instance equals the
   oracle's, and the oracle's outputs of the turn appear (as a multiset) among
   the rollout's outputs so far.
-* ACE's stricter rules, closing holes of BFCL's checker: turns whose ground
-  truth is empty are checked too (no call may be made, the state must match);
-  a call to a tool that is not offered fails and is never executed; a
-  malformed call fails and is never executed; rollouts never share state.
+* ACE's stricter rules, closing holes of BFCL's checker (``strict``; labelled in
+  ``stricter_because`` either way, :data:`STRICTER`): turns whose ground truth is
+  empty are checked too (no call may be made, the state must match); a call to a
+  tool that is not offered fails and is never executed; a malformed call fails
+  and is never executed.  Without ``strict`` (the diagnosis's default, as the
+  benchmark judges) a turn with an empty ground truth is not checked (its calls
+  run, so later turns see their effects), a tool of the task's classes that is
+  not offered runs as BFCL's checker runs it, and a call that does not parse is
+  left out as BFCL's decoder leaves it out.  Rollouts never share state.
 
 The verdict has a 0/1 ``reward``, ``partial_credit`` (share of turns
 satisfied), the first failing turn and step, and what went wrong there.
@@ -66,6 +71,13 @@ ATTRIBUTIONS = (
     RESOURCE_LIMIT,
     NOT_COMMUNICATED,
 )
+
+
+#: ACE's rules stricter than BFCL's checker, as ``Verdict.stricter_because`` names them.
+CALLS_IN_EMPTY_TURN = "calls_in_empty_turn"  # a call in a turn whose ground truth is empty
+NOT_OFFERED_TOOL = "not_offered_tool"  # a call to a tool not offered in its turn
+UNPARSED_CALL = "malformed_call"  # a call that does not parse
+STRICTER = (CALLS_IN_EMPTY_TURN, NOT_OFFERED_TOOL, UNPARSED_CALL)
 
 
 # --------------------------------------------------------------------------- verdict
@@ -241,8 +253,14 @@ def verify(
     rollout_id: str | None = None,
     oracle: Oracle | None = None,
     fast_forward: bool = True,
+    strict: bool = True,
 ) -> Verdict:
     """Verify one rollout: ``turns[i]`` is the list of calls made in user turn ``i``.
+
+    ``strict`` (the default here, for synthesis, training rewards and evaluation): ACE's rules stricter
+    than BFCL's checker fail the rollout; without it they do not (the diagnosis's default, ``ace verify``
+    and ``ace ingest`` without ``--strict``).  The rules the rollout breaks are listed in
+    ``stricter_because`` either way.
 
     A rollout with fewer turns than the task stopped early (missing turns are
     empty); one with more turns is malformed input.
@@ -265,6 +283,7 @@ def verify(
     seen: Counter[str] = Counter()
     verdict = Verdict(rollout_id, task.id, 0.0, 0.0, 0, len(task.turns), oracle_steps=oracle.n_steps)
     clean = True
+    stricter: set[str] = set()
     for t, oracle_turn in enumerate(oracle.turns):
         calls = turns[t] if t < len(turns) else []
         if isinstance(calls, (str, dict)):
@@ -285,24 +304,29 @@ def verify(
         steps = []
         try:
             for c in calls:
-                steps.append(env.call(c, t))
+                steps.append(env.call(c, t, run_not_offered=not strict))
         except BudgetExceeded as e:
             return over_budget(task, rollout_id, e.kind, str(e), t, len(steps), verdict)
+        broken = _stricter_rules(steps, bool(oracle_turn.steps))
+        stricter.update(broken)
+        # Without strict, the calls BFCL's checker does not fail on are left out of the judgement: one that
+        # does not parse (its decoder drops it) and one to a tool no class of the task has (it errors there).
+        kept = steps if strict else [x for x in steps if x.status not in (MALFORMED, NOT_OFFERED)]
         for s in steps:
             if s.executed:
                 seen[s.output or ""] += 1
-            else:
-                clean = False
+        if not all(s.executed for s in kept):
+            clean = False
         state_ok, state_detail = _state_matches(env, oracle_turn.state)
         missing = _multiset_missing([o.output for o in oracle_turn.steps], seen)
-        # A turn that needs calls needs at least one from the rollout (as in BFCL),
-        # and a turn that needs none must get none (ACE's stricter rule).
-        ok = (
-            state_ok
-            and not missing
-            and all(s.executed for s in steps)
-            and bool(oracle_turn.steps) == bool(steps)
-        )
+        # A turn that needs calls needs at least one from the rollout that parses (as in BFCL), and a turn
+        # that needs none must get none (ACE's stricter rule; BFCL's checker does not check such a turn).
+        if strict:
+            ok = state_ok and not missing and all(s.executed for s in steps) and bool(oracle_turn.steps) == bool(steps)
+        elif oracle_turn.steps:
+            ok = state_ok and not missing and all(s.executed for s in kept) and any(s.status != MALFORMED for s in steps)
+        else:
+            ok = True
         rollout_keys = [match_key(s.name, s.arguments) for s in steps if s.executed]
         verdict.matched_steps += len(_lcs_pairs(oracle_turn.keys, rollout_keys))
         verdict.steps.append(steps)
@@ -310,16 +334,33 @@ def verify(
         if ok:
             verdict.turns_satisfied += 1
         elif verdict.failing_turn is None:
-            kind, step, oracle_step, detail = _attribute(steps, oracle_turn, state_ok, state_detail, missing)
+            at = [k for k, x in enumerate(steps) if strict or x.status not in (MALFORMED, NOT_OFFERED)]
+            kind, step, oracle_step, detail = _attribute([steps[k] for k in at], oracle_turn, state_ok,
+                                                         state_detail, missing)
+            step = at[step] if step < len(at) else len(steps)
             verdict.failing_turn, verdict.failing_step = t, step
             verdict.failing_oracle_step = oracle_step
             verdict.attribution, verdict.detail = kind, detail
     verdict.partial_credit = verdict.turns_satisfied / max(len(task.turns), 1)
     verdict.reward = 1.0 if verdict.failing_turn is None and clean else 0.0
+    verdict.stricter_because = tuple(r for r in STRICTER if r in stricter)
     return verdict
 
 
-def verify_rollout(task: Task, rollout: Any, oracle: Oracle | None = None) -> Verdict:
+def _stricter_rules(steps: Sequence[StepResult], needs_calls: bool) -> set[str]:
+    """Which of ACE's stricter rules (:data:`STRICTER`) the calls of one turn break."""
+    out = set()
+    if not needs_calls and steps:
+        out.add(CALLS_IN_EMPTY_TURN)
+    for s in steps:
+        if s.status == MALFORMED:
+            out.add(UNPARSED_CALL)
+        elif s.status == NOT_OFFERED or not s.offered:
+            out.add(NOT_OFFERED_TOOL)
+    return out
+
+
+def verify_rollout(task: Task, rollout: Any, oracle: Oracle | None = None, strict: bool = True) -> Verdict:
     """Verify a rollout read from a file (:class:`ace_env.formats.Rollout`).
 
     As :func:`verify`, and a rollout whose generation failed (BFCL records
@@ -327,7 +368,8 @@ def verify_rollout(task: Task, rollout: Any, oracle: Oracle | None = None) -> Ve
     gets reward 0 and the attribution ``inference_error`` with the message,
     rather than looking like an agent that stopped early.
     """
-    return with_inference_error(verify(task, rollout.turns, rollout_id=rollout.rollout_id, oracle=oracle), rollout)
+    return with_inference_error(verify(task, rollout.turns, rollout_id=rollout.rollout_id, oracle=oracle,
+                                       strict=strict), rollout)
 
 
 def with_inference_error(verdict: Verdict, rollout: Any) -> Verdict:

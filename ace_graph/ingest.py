@@ -139,7 +139,7 @@ def ingest_file(
     ``auto``) verification is spread over that Ray cluster.  With ``estimate`` (the default) the
     composition estimator is refitted on the scope afterwards (both levels) and
     its verdicts stored on the scope's edges (:func:`ace_graph.estimate.estimate_scope`).  ``strict``: ACE's
-    rules stricter than the benchmark's evaluator also fail rollouts (τ²; see ``ace verify --strict``).
+    rules stricter than the benchmark's evaluator also fail rollouts (BFCL and τ²; see ``ace verify --strict``).
     """
     path = Path(path)
     errors: list[str] = []

@@ -23,6 +23,7 @@ import gc
 import os
 import statistics
 import time
+from collections import Counter
 
 from ace_env import bfcl
 from ace_env.bounded import BoundedVerifier
@@ -101,6 +102,16 @@ def main(argv: list[str] | None = None) -> None:
           f"warm {off_t / warm_t:.2f}x")
     print(f"bounded overhead over cold in-process: {bounded_t / ace_t - 1:+.1%}")
     print(f"ACE rejects what BFCL accepts: {stricter}; ACE accepts what BFCL rejects: {looser}")
+    # The diagnosis's default (`ace verify` / `ace ingest` without --strict): ACE's stricter rules only listed.
+    strict_v = [verify(t, r) for t, r in work]
+    reference = [verify(t, r, strict=False).reward == 1.0 for t, r in work]
+    ref_stricter = sum(1 for a, b in zip(reference, results["bfcl"]) if b and not a)
+    ref_looser = sum(1 for a, b in zip(reference, results["bfcl"]) if a and not b)
+    labels = Counter(", ".join(v.stricter_because) or "(none)" for v, b in zip(strict_v, results["bfcl"])
+                     if b and v.reward != 1.0)
+    print(f"without --strict (untimed): ACE rejects what BFCL accepts: {ref_stricter}; "
+          f"ACE accepts what BFCL rejects: {ref_looser}")
+    print(f"the strict verdicts' disagreements by stricter_because: {dict(labels.most_common())}")
 
 
 if __name__ == "__main__":

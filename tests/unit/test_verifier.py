@@ -14,9 +14,12 @@ from ace_env.oracle import oracle_for, replay_oracle
 from ace_env.perturb import perturbed_set
 from ace_env.verifier import (
     ACTED_WITHOUT_NEED,
+    CALLS_IN_EMPTY_TURN,
+    NOT_OFFERED_TOOL,
     STATE_DIVERGED,
     STOPPED_EARLY,
     TOOL_NOT_OFFERED,
+    UNPARSED_CALL,
     WRONG_ARGUMENT,
     WRONG_TOOL,
     argument_difference,
@@ -72,6 +75,11 @@ def test_hole_empty_turn_acting_early(tasks):
     verdict = verify(task, rollout)
     assert verdict.reward == 0.0
     assert (verdict.failing_turn, verdict.attribution) == (e, ACTED_WITHOUT_NEED)
+    assert verdict.stricter_because == (CALLS_IN_EMPTY_TURN,)
+    # the diagnosis's default judges as BFCL does, and says which stricter rule the rollout breaks
+    reference = verify(task, rollout, strict=False)
+    assert (reference.reward, reference.failing_turn) == (1.0, None)
+    assert reference.stricter_because == (CALLS_IN_EMPTY_TURN,)
 
 
 def test_hole_withheld_tool_is_not_executed(tasks):
@@ -89,6 +97,19 @@ def test_hole_withheld_tool_is_not_executed(tasks):
     assert verdict.attribution == TOOL_NOT_OFFERED
     assert verdict.failing_turn == h - 1
     assert verdict.steps[h - 1][len(task.turns[h - 1].ground_truth)].output is None  # never executed
+    assert NOT_OFFERED_TOOL in verdict.stricter_because
+    reference = verify(task, rollout, strict=False)  # as BFCL's checker: executed, and then it is judged
+    assert reference.reward == 1.0 and reference.stricter_because == verdict.stricter_because
+    early = reference.steps[h - 1][len(task.turns[h - 1].ground_truth)]
+    assert early.executed and not early.offered and early.output is not None
+    # a call that does not parse is left out as BFCL's decoder leaves it out; a turn of only such calls is empty
+    rollout = ground_truth_rollout(task)
+    rollout[h] = ["pwd(", *rollout[h]]
+    assert (verify(task, rollout).failing_turn, verify(task, rollout).attribution) == (h, "malformed_call")
+    reference = verify(task, rollout, strict=False)
+    assert reference.reward == 1.0 and reference.stricter_because == (UNPARSED_CALL,)
+    rollout[h] = ["pwd("]
+    assert verify(task, rollout, strict=False).attribution == STOPPED_EARLY
 
 
 def _tweet_task(tasks):
@@ -239,6 +260,7 @@ def test_agreement_with_official_checker_on_perturbed_rollouts(tasks):
         if (ours.reward == 1.0) == theirs["valid"]:
             continue
         if theirs["valid"] and ours.attribution in STRICTER_RULES:
+            assert ours.stricter_because, (p.task_id, ours.attribution)  # labelled
             explained[ours.attribution] += 1
             continue
         unexplained.append(
@@ -249,6 +271,11 @@ def test_agreement_with_official_checker_on_perturbed_rollouts(tasks):
     assert unexplained == [], "\n".join(unexplained)
     # The stricter rules really fire on this set (otherwise the test proves little).
     assert explained[ACTED_WITHOUT_NEED] > 0 and explained[TOOL_NOT_OFFERED] > 0
+    # without strict (the diagnosis's default) ACE agrees with BFCL's checker on every one of them
+    differ = [p.task_id for p in perturbed
+              if (verify(tasks[p.task_id], p.turns, strict=False).reward == 1.0)
+              != official_check(tasks[p.task_id], p.turns)["valid"]]
+    assert differ == []
 
 
 def test_fast_forward_gives_identical_verdicts(tasks):
