@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from ace.cli import main
 from ace_env import bfcl
 from ace_env.executor import Environment
 from ace_env.official import official_check
@@ -290,3 +291,21 @@ def test_fast_forward_gives_identical_verdicts(tasks):
         assert [[(s.status, s.name, s.output) for s in turn] for turn in fast.steps] == [
             [(s.status, s.name, s.output) for s in turn] for turn in slow.steps
         ], task.id
+
+
+def test_cli_verify_judges_as_bfcl_unless_strict(tasks, tmp_path, capsys):
+    """`ace verify` without --strict passes what BFCL's checker passes, listing the stricter rule; with it, fails."""
+    task = _gorilla_task(tasks, "miss_func", lambda t: any(tu.tools_added and tu.ground_truth for tu in t.turns[1:]))
+    h = next(i for i, tu in enumerate(task.turns) if i and tu.tools_added and tu.ground_truth)
+    rollout = ground_truth_rollout(task)
+    rollout[h - 1] = rollout[h - 1] + list(task.turns[h].ground_truth)
+    rollout[h] = ["pwd()"]
+    assert official_check(task, rollout)["valid"] is True
+    f = tmp_path / "r.jsonl"
+    f.write_text(json.dumps({"rollout_id": "early", "task_id": task.id, "turns": rollout}) + "\n")
+    out = {}
+    for flags in ((), ("--strict",)):
+        assert main(["verify", "--tasks", "bfcl:miss_func", "--rollouts", str(f), "--json", *flags]) == 0
+        [out[flags]] = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert out[()]["reward"] == 1.0 and NOT_OFFERED_TOOL in out[()]["stricter_because"]
+    assert out[("--strict",)]["reward"] == 0.0 and out[("--strict",)]["attribution"] == TOOL_NOT_OFFERED
