@@ -48,10 +48,20 @@ Four formats:
 
     plus ``dataset_info.json`` describing the columns.
 ``openai-sft``
-    ``train.jsonl`` of chat transcripts of the oracle: per turn the user's
-    message, one assistant message per oracle call (``tool_calls`` with an id,
-    the function name and JSON arguments by parameter name), the tool result
-    (the oracle's output), and a short closing assistant message.
+    ``train.jsonl`` of chat transcripts of the oracle in OpenAI's chat
+    fine-tuning format, and nothing else at the top level (``messages``,
+    ``tools``): per turn the user's message, one assistant message per oracle
+    call (``tool_calls`` with an id, the function name and JSON arguments by
+    parameter name), the tool result (the oracle's output, ``tool_call_id``),
+    and a closing assistant message written from the turn's tool results and
+    marked ``"weight": 0`` (OpenAI's per-message mask: context, never a training
+    target; see :func:`closing_text`).  A turn whose right behaviour is to make
+    no call ends with :data:`ABSTAIN_MESSAGE`, which *is* the target.
+    ``task_ids.jsonl`` beside it names the task of each line (``{"task_id"}``;
+    line n of one is line n of the other).  ``tools`` lists every tool the task
+    offers in any turn.  A task with a no-call turn that lacks a tool a later
+    turn offers (BFCL's ``miss_func``) is skipped (:func:`refuses_a_later_tool`): listing
+    that tool from the start would teach the model to refuse a tool it was offered.
 
 ``tau2``
     τ²-bench tasks (τ²'s own and ACE's synthesized ones) in τ²'s own task schema, one
@@ -106,8 +116,16 @@ SYSTEM_PROMPT = (
     "from earlier tool results. If a request lacks information or no tool can do it, say so "
     "instead of guessing."
 )
-#: Closing assistant message of a turn in which the oracle made calls.
+#: The closing message gold-prefix scoring (:mod:`train.goldprefix`) puts after a turn's calls, as context only.
+#: Exports never use it: their closing message is :func:`closing_text`, marked so trainers can mask it.
 DONE_MESSAGE = "Done."
+#: Side file of an ``openai-sft`` export: ``{"task_id"}`` of each line of ``train.jsonl``, in the same order.
+TASK_IDS_FILE = "task_ids.jsonl"
+#: Characters of one tool result kept in a closing message (:func:`closing_text`).
+CLOSING_RESULT_CHARS = 200
+#: Why an ``openai-sft`` export skips a task with a no-call turn before a turn that offers more tools.
+REFUSES_A_LATER_TOOL = ("makes no call in a turn that lacks tools a later turn offers: OpenAI's format has one tool "
+                "list per conversation, and listing those tools from the start would teach refusing an offered tool")
 #: Assistant message of a turn whose right behaviour is to make no call.
 ABSTAIN_MESSAGE = (
     "I can't do that with the information and tools I have. Could you give me the missing "
@@ -290,8 +308,33 @@ def tool_arguments(call: Call) -> dict[str, Any]:
     return json.loads(json.dumps(dict(bound.arguments)))
 
 
+def closing_text(results: list[tuple[str, str]]) -> str:
+    r"""A turn's closing assistant text, written from its ``(tool name, result)`` pairs, one line each.
+
+    Every turn ends with an assistant message that has no call (that is how a turn ends, in rollouts
+    and in chat formats), but the oracle says nothing there: any fixed sentence would be a canned
+    target a model learns to repeat.  So the text is the turn's own results, each cut at
+    :data:`CLOSING_RESULT_CHARS`, and exports mark the message ``"weight": 0`` (masked by OpenAI's
+    fine-tuning; see docs/formats.md for the other trainers).
+
+    >>> closing_text([("cd", '{"current_working_directory": "temp"}'), ("mkdir", "None")])
+    'cd: {"current_working_directory": "temp"}\nmkdir: None'
+    """
+    lines = []
+    for name, result in results:
+        text = " ".join(str(result).split())
+        if len(text) > CLOSING_RESULT_CHARS:
+            text = text[: CLOSING_RESULT_CHARS - 1] + "…"
+        lines.append(f"{name}: {text}")
+    return "\n".join(lines)
+
+
 def to_openai_sft(task: Task) -> dict[str, Any]:
-    """The oracle as an OpenAI chat transcript with tool calls and tool results."""
+    """The oracle as an OpenAI chat fine-tuning example: ``{"messages", "tools"}``, nothing else.
+
+    Each turn with calls ends with a closing message written from its results (:func:`closing_text`)
+    and marked ``"weight": 0``; a turn whose right behaviour is no call ends with :data:`ABSTAIN_MESSAGE`.
+    """
 
     oracle = oracle_for(task)
     bad = [s for t in oracle.turns for s in t.steps if s.status != OK]
@@ -301,6 +344,7 @@ def to_openai_sft(task: Task) -> dict[str, Any]:
     n = 0
     for t, (turn, oturn) in enumerate(zip(task.turns, oracle.turns)):
         messages.append(_user_message(turn))
+        results: list[tuple[str, str]] = []
         for raw, ostep in zip(turn.ground_truth, oturn.steps):
             call = parse_call(raw)
             if not isinstance(call, Call):
@@ -317,14 +361,22 @@ def to_openai_sft(task: Task) -> dict[str, Any]:
                                  "arguments": json.dumps(tool_arguments(call))},
                 }],
             })
-            messages.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": ostep.output})
-        messages.append({"role": "assistant", "content": DONE_MESSAGE if turn.ground_truth else ABSTAIN_MESSAGE})
-    return {
-        "messages": messages,
-        "tools": _schemas(task, task.tools),
-        "task_id": task.id,
-        "tools_by_turn": [_offered_in_order(task, i) for i in range(len(task.turns))],
-    }
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": ostep.output})
+            results.append((call.name, ostep.output))
+        if results:
+            messages.append({"role": "assistant", "content": closing_text(results), "weight": 0})
+        else:
+            messages.append({"role": "assistant", "content": ABSTAIN_MESSAGE})
+    every = set().union(*(task.offered_tools(i) for i in range(len(task.turns))))
+    return {"messages": messages, "tools": _schemas(task, [t for t in task.tools if t in every])}
+
+
+def refuses_a_later_tool(task: Task) -> bool:
+    """Whether a turn whose right behaviour is no call lacks a tool that a later turn offers (BFCL's
+    ``miss_func``): one tool list per conversation would then show the model refusing an offered tool.
+    Tools added later to turns that do call (ACE's distractors) are harmless listed from the start."""
+    every = set().union(*(task.offered_tools(i) for i in range(len(task.turns))))
+    return any(not turn.ground_truth and set(task.offered_tools(i)) != every for i, turn in enumerate(task.turns))
 
 
 # --------------------------------------------------------------------------- writing
@@ -438,18 +490,28 @@ def _write_twins(names: list[str], tmp: Path) -> None:
 
 def _write_jsonl(tasks: Iterable[Task], fmt: str, tmp: Path, report: ExportReport) -> None:
     convert = to_trl if fmt == "trl" else to_openai_sft
-    with open(tmp / JSONL_FILE, "w", encoding="utf-8") as f:
-        for task in tasks:
-            if not task.turns:
-                report.skip(task.id, "has no turns")
-                continue
-            try:
-                row = convert(task)
-            except ExportError as e:
-                report.skip(task.id, str(e).split(": ", 1)[-1] if str(e).startswith("task ") else str(e))
-                continue
-            f.write(json.dumps(row) + "\n")
-            report.written += 1
+    ids = open(tmp / TASK_IDS_FILE, "w", encoding="utf-8") if fmt == "openai-sft" else None
+    try:
+        with open(tmp / JSONL_FILE, "w", encoding="utf-8") as f:
+            for task in tasks:
+                if not task.turns:
+                    report.skip(task.id, "has no turns")
+                    continue
+                if ids is not None and refuses_a_later_tool(task):
+                    report.skip(task.id, REFUSES_A_LATER_TOOL)
+                    continue
+                try:
+                    row = convert(task)
+                except ExportError as e:
+                    report.skip(task.id, str(e).split(": ", 1)[-1] if str(e).startswith("task ") else str(e))
+                    continue
+                f.write(json.dumps(row) + "\n")
+                if ids is not None:
+                    ids.write(json.dumps({"task_id": task.id}) + "\n")
+                report.written += 1
+    finally:
+        if ids is not None:
+            ids.close()
     if fmt == "trl":
         info = {
             "format": "trl",

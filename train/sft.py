@@ -4,7 +4,11 @@ Each selected task's ground truth is played as a conversation
 (:func:`train.export.to_openai_sft`: the user turns, each oracle call as an
 assistant tool call, its real output as a tool message, a closing answer per
 turn), with the system prompt and the tools listed exactly as the rollout
-engine shows them.  It is rendered with the policy's template (ACE's
+engine shows them.  The closing answer is the turn's own tool results
+(:func:`train.export.closing_text`), never a fixed phrase; the export marks it
+``"weight": 0`` for OpenAI, but it is trained on here on purpose: it is how a
+small model learns to end its turn (the engine ends a turn on an answer
+without calls).  See docs/formats.md.  It is rendered with the policy's template (ACE's
 tool-aware ChatML for models without one) and tokenized here, with the
 template's ``{% generation %}`` mask, so the loss falls on assistant tokens only
 (TRL turns ``assistant_masks`` into labels).  The result is a model folder that

@@ -26,7 +26,15 @@ from synth.strategies.distractor import distractor, twin_candidates, with_distra
 from synth.taskcheck import DISTRACTOR_NOT_NEW, adjacent_positions, check_task, distractor_problems, flat_calls
 from train.engine import offered_schemas
 from train.environment import environment_class
-from train.export import TWIN_DOC_DIR, TWIN_MODULE_FILE, TWINS_WRITTEN, export, to_openai_sft, to_trl
+from train.export import (
+    TWIN_DOC_DIR,
+    TWIN_MODULE_FILE,
+    TWINS_WRITTEN,
+    export,
+    refuses_a_later_tool,
+    to_openai_sft,
+    to_trl,
+)
 
 #: The compositions of issue 26 whose ``to`` tool must have twins.
 TARGETS = [("pressBrakePedal", "startEngine"), ("touch", "echo"), ("get_zipcode_based_on_city", "estimate_distance"),
@@ -296,5 +304,5 @@ def test_trl_and_sft_exports_carry_the_twins_schema(seeds):
     assert set(task.distractors) <= set(row["turns"][at]["tools_offered"])
     assert Task.from_dict(json.loads(row["task"])).distractors == task.distractors
     sft = to_openai_sft(task)
-    assert set(task.distractors) <= {s["function"]["name"] for s in sft["tools"]}
-    assert all(set(task.distractors) <= set(names) for names in sft["tools_by_turn"][at:])
+    assert set(task.distractors) <= {s["function"]["name"] for s in sft["tools"]}  # one list, every turn's tools
+    assert set(sft) == {"messages", "tools"} and not refuses_a_later_tool(task)  # the export keeps the task
