@@ -402,9 +402,9 @@ def adhoc_checked(text: str, params: Mapping[str, Any]) -> str:
     code, parts = _scan(text)
     if not parts:
         raise ConfigError("the query is empty")
-    if len(parts) > 1:
-        raise ConfigError(f"one statement at a time: the query has {len(parts)} (separated by `;`)")
     bare = _strings_removed(code)
+    if len(parts) > 1 or ";" in bare.strip().rstrip(";"):
+        raise ConfigError("one statement at a time: the query has several (separated by `;`)")
     for m in _CALL_RE.finditer(bare):
         name = m.group(1).replace("`", "").replace(" ", "")
         if name.lower() not in {p.lower() for p in ADHOC_PROCEDURES}:
