@@ -26,8 +26,10 @@ def read_query(text: Optional[str], file: Optional[Path]) -> str:
     if text is not None and file is not None:
         raise ConfigError("give the query once: as an argument, as `-` (standard input) or with -f FILE")
     if file is not None:
+        if not check_input(file, "query file").is_file():  # a FIFO or a device would block or never end
+            raise ConfigError(f"query file {str(file)!r} is not a regular file")
         try:
-            return check_input(file, "query file").read_text(encoding="utf-8-sig")
+            return file.read_text(encoding="utf-8-sig")
         except UnicodeDecodeError as e:
             raise ConfigError(f"query file {str(file)!r} is not UTF-8 text ({e.reason})") from e
     if text is None:
