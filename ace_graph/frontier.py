@@ -9,8 +9,9 @@ to the defaults in the ``:params`` lines of ``cypher/frontier.cypher`` and
 
 from __future__ import annotations
 
+import difflib
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ace_graph import queries
@@ -75,6 +76,54 @@ def weak_compositions(
     return _run(store, "weak-compositions", scope, config or FrontierConfig(), check)
 
 
+def parse_target(text: str) -> tuple[str, str]:
+    """``"a>b"`` (tool or skill names; spaces around ``>`` allowed) as ``(a, b)``; a one-line error otherwise."""
+    parts = [p.strip() for p in str(text).split(">")]
+    if len(parts) != 2 or not all(parts):
+        raise ConfigError(f"--target {text!r} is not a composition: write FROM>TO, e.g. "
+                          "--target 'get_flight_cost>book_flight' (tools) or a pair of skill ids")
+    return parts[0], parts[1]
+
+
+def targeted(store: Any, scope: str, targets: list[str], config: FrontierConfig) -> list[dict[str, Any]]:
+    """The tool-level edges synthesis aims at for ``targets`` (``"a>b"`` each), in the frontier's row form.
+
+    A tool composition must be on the scope's tool-level frontier (``config``'s thresholds, every row,
+    not just ``config.limit``) with the verdict ``composition``; a skill composition on its skill-level
+    frontier, and is then aimed at through the tool pairs that realize it in the scope's rollouts
+    (``cypher/skill-composition-tools.cypher``, at most ``config.limit`` of them).  Anything else is
+    refused in one line naming the nearest compositions that are on the frontier.
+    """
+    every = dict(limit=INT64_MAX)
+    tool_rows = {f"{r['from']}>{r['to']}": r for r in frontier(store, scope, replace(config, level="tool", **every),
+                                                                 check=False)}
+    skill_rows = {f"{r['from']}>{r['to']}": r for r in frontier(store, scope, replace(config, level="skill", **every),
+                                                                  check=False)}
+    edges: dict[tuple[str, str], dict[str, Any]] = {}
+    for text in targets:
+        a, b = parse_target(text)
+        name = f"{a}>{b}"
+        row, level = (tool_rows.get(name), "tool") if name in tool_rows else (skill_rows.get(name), "skill")
+        if row is None:
+            valid = [k for k, r in {**tool_rows, **skill_rows}.items() if r.get("verdict") != "ambiguous"]
+            near = difflib.get_close_matches(name, valid, n=4, cutoff=0.3) or valid[:4]
+            raise ConfigError(f"--target {name} is not on the frontier of scope {scope!r} (at these thresholds); "
+                              + (f"nearest: {', '.join(near)}" if near else "the frontier is empty"))
+        if row.get("verdict", "composition") != "composition":
+            raise ConfigError(f"--target {name} is on the frontier of {scope!r} as {row['verdict']!r}: the data "
+                              "cannot tell a weak composition from a weak tool; probe it first with `ace diagnose`")
+        if level == "tool":
+            edges.setdefault((a, b), row)
+            continue
+        tools = store.run("skill-composition-tools", scope=scope, **{"from": a, "to": b}, limit=config.limit)
+        if not tools:
+            raise ConfigError(f"--target {name}: no pair of tool calls in the rollouts of {scope!r} realizes this "
+                              "skill composition with a failure; aim at a tool composition instead")
+        for t in tools:
+            edges.setdefault((t["from"], t["to"]), {**t, "skill_target": name})
+    return list(edges.values())
+
+
 def why_empty(store: Any, scope: str, level: str, min_support: int) -> str:
     """Why a composition query of ``scope`` returned no rows, in one line."""
     row = store.run("composition-support", scope=scope, level=level, min_support=min_support)[0]
@@ -88,4 +137,4 @@ def why_empty(store: Any, scope: str, level: str, min_support: int) -> str:
             "none of the rest passed the other thresholds")
 
 
-__all__ = ["LEVELS", "FrontierConfig", "frontier", "weak_compositions", "why_empty"]
+__all__ = ["LEVELS", "FrontierConfig", "frontier", "parse_target", "targeted", "weak_compositions", "why_empty"]

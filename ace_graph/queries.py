@@ -365,3 +365,93 @@ def coerce_param(value: str, kind: str) -> Any:
     except ValueError as e:
         raise ConfigError(f"{value!r} is not a valid {kind} ({e}); write e.g. 20, 0.05 or [\"a\", \"b\"].") from e
     return value
+
+
+# --------------------------------------------------------------------------- ad-hoc read queries (`ace cypher`)
+
+#: Procedures an ad-hoc query may call: the graph's own catalogue, which reads the schema and nothing else.
+#: Any other procedure may write, reach outside the database or run long, so `ace cypher` refuses it.
+ADHOC_PROCEDURES = (
+    "db.labels", "db.relationshipTypes", "db.propertyKeys", "db.schema.visualization",
+    "db.schema.nodeTypeProperties", "db.schema.relTypeProperties", "dbms.components",
+)
+#: Seconds an ad-hoc query may run before the server stops it (its transaction times out).
+ADHOC_TIMEOUT = 30.0
+_CALL_RE = re.compile(r"\bCALL\s+(?![({])(`[^`]*`(?:\s*\.\s*`[^`]*`)*|[A-Za-z_][\w.]*)", re.IGNORECASE)
+_LOAD_CSV_RE = re.compile(r"\bLOAD\s+CSV\b", re.IGNORECASE)
+_USE_RE = re.compile(r"^\s*USE\s", re.IGNORECASE)
+
+
+def parse_params_line(text: str) -> dict[str, Any]:
+    """The map of a Browser ``:params {...}`` line (``:params {scope: "a/b/c", limit: 20}``); ConfigError when
+    it is not a map of JSON values."""
+    m = _PARAMS_LINE_RE.match(text.strip())
+    if not m:
+        raise ConfigError(f"not a `:params {{...}}` line: {text.strip()[:80]!r}")
+    return _parse_params_line(Path(":params"), m.group(1))
+
+
+def adhoc_checked(text: str, params: Mapping[str, Any]) -> str:
+    """An ad-hoc query's code (comments removed), once it may run read-only here; ConfigError otherwise.
+
+    Refused: an empty query, several statements, a procedure outside :data:`ADHOC_PROCEDURES`,
+    ``LOAD CSV`` (it reads files and URLs), ``USE`` (another database), ``CALL { } IN TRANSACTIONS``,
+    a ``$parameter`` without a value and a value no ``$parameter`` takes.  A write is refused by
+    Neo4j itself: the query runs in a read transaction (:func:`run_text`).
+    """
+    code, parts = _scan(text)
+    if not parts:
+        raise ConfigError("the query is empty")
+    bare = _strings_removed(code)
+    if len(parts) > 1 or ";" in bare.strip().rstrip(";"):
+        raise ConfigError("one statement at a time: the query has several (separated by `;`)")
+    for m in _CALL_RE.finditer(bare):
+        name = m.group(1).replace("`", "").replace(" ", "")
+        if name.lower() not in {p.lower() for p in ADHOC_PROCEDURES}:
+            raise ConfigError(f"procedure {name} refused: a procedure may write, reach outside the graph or run "
+                              f"long; an ad-hoc query may call only {', '.join(ADHOC_PROCEDURES)}")
+    if _LOAD_CSV_RE.search(bare):
+        raise ConfigError("LOAD CSV refused: an ad-hoc query reads the graph only")
+    if _USE_RE.search(bare):
+        raise ConfigError("USE refused: an ad-hoc query runs on ACE's database only")
+    if _IN_TRANSACTIONS_RE.search(bare):
+        raise ConfigError("CALL { ... } IN TRANSACTIONS refused: it commits batches, and an ad-hoc query only reads")
+    used = list(dict.fromkeys(_PARAM_RE.findall(bare)))
+    missing = [p for p in used if p not in params]
+    if missing:
+        raise ConfigError(f"the query uses ${', $'.join(missing)}: pass -P {missing[0]}=VALUE"
+                          + (" (or a :params line)" if len(missing) == 1 else " for each"))
+    unused = sorted(set(params) - set(used))
+    if unused:
+        raise ConfigError(f"the query takes {', '.join('$' + p for p in used) or 'no parameters'}; "
+                          f"not used: {', '.join(unused)}")
+    return parts[0]
+
+
+def run_text(driver: Any, text: str, params: Mapping[str, Any] | None = None, *, database: str = "neo4j",
+             timeout: float = ADHOC_TIMEOUT, max_rows: int | None = None) -> tuple[list[str], list[dict[str, Any]], bool]:
+    """Run an ad-hoc query read-only: (its columns, up to ``max_rows`` rows as dicts, whether more were left).
+
+    The same path as a named ``Mode: read`` query (:func:`run`): a read-access session, a read
+    transaction, values only as parameters; a query that writes is refused by Neo4j there
+    (``Neo.ClientError.Statement.AccessMode``).  The transaction times out after ``timeout`` seconds.
+    What :func:`adhoc_checked` refuses never reaches the server.
+    """
+    from neo4j import READ_ACCESS, unit_of_work
+
+    params = dict(params or {})
+    statement = adhoc_checked(text, params)
+
+    @unit_of_work(timeout=timeout)
+    def work(tx: Any) -> tuple[list[str], list[dict[str, Any]], bool]:
+        result = tx.run(statement, params)
+        keys = list(result.keys())
+        rows: list[dict[str, Any]] = []
+        for record in result:
+            if max_rows is not None and len(rows) >= max_rows:
+                return keys, rows, True
+            rows.append(record.data())
+        return keys, rows, False
+
+    with driver.session(database=database, default_access_mode=READ_ACCESS) as session:
+        return session.execute_read(work)

@@ -1,7 +1,12 @@
 // Purpose: the synthesis plans of one experiment with their target edge,
-//   strategy and settings, status, and the round statistics (attempted,
-//   valid, validity, mean pass rate of the policy, learnable share: tasks the
-//   policy sometimes but not always passes) and tasks produced.
+//   strategy and settings, status, and their statistics over every round of
+//   the `ace synth` run that stored them: attempted (tasks tried), valid (of
+//   those, tasks that passed task verification: the tasks it produced in that
+//   run), validity (valid / attempted), pass_rate (share of the policy's
+//   rollouts on them that passed), learnable_share (share of valid tasks the
+//   policy passed sometimes but not always). tasks counts the Task nodes linked
+//   to the plan (PRODUCED), from every run of the experiment that stored a plan
+//   with this id, so it exceeds valid when a rerun made other tasks.
 // Mode: read
 // Parameters: $experiment (string)
 // Columns: plan, round, target, strategy, strength, depth, style, status,

@@ -351,7 +351,7 @@ def _synthesize(
         if not active:
             break
         for p in active:
-            p.stats = type(p.stats)()
+            p.next_round()
         asked = {p.id: quota // len(active) + (1 if i < quota % len(active) else 0) for i, p in enumerate(active)}
         budget = {p.id: max(1, asked[p.id]) * config.max_attempts_factor for p in active}
         made = {p.id: 0 for p in active}

@@ -34,6 +34,16 @@ class PlanStats:
     rejections: dict[str, int] = field(default_factory=dict)
     attributions: dict[str, int] = field(default_factory=dict)
 
+    def __add__(self, other: "PlanStats") -> "PlanStats":
+        """Two rounds' statistics as one (counts summed, rejection and attribution counts merged)."""
+        def merged(x: dict[str, int], y: dict[str, int]) -> dict[str, int]:
+            return {k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}}
+
+        return PlanStats(self.attempted + other.attempted, self.synthesized + other.synthesized,
+                         self.valid + other.valid, self.rollouts + other.rollouts, self.passed + other.passed,
+                         self.learnable + other.learnable, merged(self.rejections, other.rejections),
+                         merged(self.attributions, other.attributions))
+
     @property
     def validity(self) -> float:
         return self.valid / self.attempted if self.attempted else 0.0
@@ -60,16 +70,28 @@ class Plan:
     seeds: list[str]
     evidence: dict[str, Any] = field(default_factory=dict)
     status: str = "active"
-    stats: PlanStats = field(default_factory=PlanStats)
+    stats: PlanStats = field(default_factory=PlanStats)  # the current round's (reflection reads them)
     history: list[str] = field(default_factory=list)
+    earlier: PlanStats = field(default_factory=PlanStats)  # the plan's earlier rounds of this run, summed
+
+    def next_round(self) -> None:
+        """Start a round: this round's statistics join the earlier ones and start again from zero."""
+        self.earlier = self.earlier + self.stats
+        self.stats = PlanStats()
+
+    @property
+    def totals(self) -> PlanStats:
+        """The statistics of every round the plan ran in (what the graph stores)."""
+        return self.earlier + self.stats
 
     @property
     def key(self) -> tuple[str, str, str, str]:
         return (self.target[0], self.target[1], self.strategy, self.style)
 
     def to_row(self) -> dict[str, Any]:
-        """Properties for the Plan node in Neo4j."""
-        s = self.stats
+        """Properties for the Plan node in Neo4j: the statistics are over every round it ran in, so
+        ``valid`` counts the tasks it produced (``(:Plan)-[:PRODUCED]->(:Task)``) in this run."""
+        s = self.totals
         return {
             "id": self.id,
             "round": self.round,

@@ -31,7 +31,7 @@ app = typer.Typer(
 
 
 _GROUPS = (
-    "db", "envcmd", "democmd", "graphcmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd", "scopecmd", "rolloutcmd",
+    "db", "envcmd", "democmd", "graphcmd", "cyphercmd", "simcmd", "synthcmd", "curriculumcmd", "exportcmd", "scopecmd", "rolloutcmd",
     "modelcmd", "traincmd", "grpocmd", "servecmd", "appcmd", "diagnosecmd", "loopcmd",
 )
 

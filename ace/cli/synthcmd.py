@@ -35,7 +35,7 @@ from ace_env.tasksets import load_task_set
 from ace_env.worker import Budget
 from ace_env.workspace import check_out
 from ace_graph.errors import ConfigError
-from ace_graph.frontier import FrontierConfig, frontier, why_empty
+from ace_graph.frontier import FrontierConfig, frontier, parse_target, targeted, why_empty
 from ace_graph.scopes import list_scopes, require_scope
 from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
 from synth.rewriter import Rewriter
@@ -133,6 +133,12 @@ def synth(
         "(host:port), `auto` (the running local one) or `local` (a private one for this command). Same tasks as a "
         "local run. A model policy (hf:, openai:) is refused: it rolls a round out in one batched run here.",
     ),
+    target: list[str] = typer.Option(
+        [], "--target", metavar="FROM>TO",
+        help="Aim at this composition of the scope's frontier instead of its top --limit rows (repeatable): a tool "
+        "pair (--target 'get_flight_cost>book_flight') or a skill pair, which is aimed at through the tool pairs "
+        "that realize it in the scope's rollouts. A name not on the frontier is refused, with the nearest ones.",
+    ),
     as_json: bool = json_option("Print the summary as JSON."),
     synth_config: SynthConfig = None,  # type: ignore[assignment]
     frontier_config: FrontierConfig = None,  # type: ignore[assignment]
@@ -155,6 +161,8 @@ def synth(
         return
     if not experiment or out is None:
         raise ConfigError("`ace synth` needs --experiment and --out (or use `ace synth check FILE`).")
+    for t in target:
+        parse_target(t)  # a malformed name is refused before anything loads
     check_out(out, force)
     if policy is not None:
         check_policy_spec(policy)
@@ -163,7 +171,7 @@ def synth(
         return run_tau2_synth(experiment=experiment, scope=scope, newest_scope=_newest_scope, out=out, policy=policy,
                               weakness=weakness, strategies=strategy, seeds=seed_tasks, n=synth_config.n,
                               seed=synth_config.seed, rollouts_per_task=synth_config.rollouts_per_task,
-                              frontier_config=frontier_config, ray=ray, as_json=as_json)
+                              frontier_config=frontier_config, ray=ray, as_json=as_json, targets=target)
     unknown = [s for s in strategy if s not in STRATEGIES]
     if unknown:
         raise ConfigError(f"unknown strategy {unknown[0]!r}; known: {', '.join(sorted(STRATEGIES))}")
@@ -189,17 +197,25 @@ def synth(
         if ray is not None and callable(getattr(chosen["policy"], "rollouts", None)):
             raise ConfigError(f"--ray spreads the simulated agent's rollouts; {chosen['name']} (a model) rolls a "
                               "round out in one batched run on this machine: drop --ray")
-        edges = frontier(store, key, frontier_config, check=False)
-        # `ambiguous` edges (composition or weak tool: the data cannot tell) are probed by
-        # `ace diagnose`, not trained on
-        edges = [r for r in edges if r.get("verdict", "composition") == "composition"]
+        if target:
+            edges = targeted(store, key, target, frontier_config)
+        else:
+            edges = frontier(store, key, frontier_config, check=False)
+            # `ambiguous` edges (composition or weak tool: the data cannot tell) are probed by
+            # `ace diagnose`, not trained on
+            edges = [r for r in edges if r.get("verdict", "composition") == "composition"]
         if not edges:
             raise ConfigError(
                 f"The frontier of scope {key!r} is empty ({why_empty(store, key, frontier_config.level, frontier_config.min_support)}): "
                 "no composition is significantly weaker than its parts. Ingest more rollouts, or lower --min-support."
             )
+        by_target = seeds_by_target(edges, seed_tasks)
+        if target and not any(by_target.values()):
+            pairs = ", ".join(f"{a}>{b}" for a, b in by_target)
+            raise ConfigError(f"no seed task of --tasks {tasks} makes the two calls of {pairs} in a row, so nothing can be "
+                              "synthesized there: give the scope's tasks with --tasks")
         with Progress("synthesizing", config.n, disable=as_json) as progress, runner_for(ray) as runner:
-            result = synthesize(edges, seed_tasks, seeds_by_target(edges, seed_tasks), chosen["policy"], config,
+            result = synthesize(edges, seed_tasks, by_target, chosen["policy"], config,
                                 progress=progress.advance, runner=runner)
         write_tasks(out, result.tasks)
         store.upsert_tasks(result.tasks)

@@ -18,7 +18,7 @@ from ace.cli.graphcmd import with_store
 from ace.cli.options import Progress, console, esc
 from ace_env.tau2.sim import load_tau2_weakness, simulate_one
 from ace_graph.errors import ConfigError
-from ace_graph.frontier import frontier, why_empty
+from ace_graph.frontier import frontier, targeted, why_empty
 from ace_graph.scopes import require_scope
 from synth.pipeline import write_tasks
 from synth.tau2.pipeline import TAU2_STRATEGIES, synthesize_tau2
@@ -48,7 +48,8 @@ def _policy(spec: str | None, weakness: Path | None, seeds: dict[str, Any]) -> t
 
 def run_tau2_synth(*, experiment: str, scope: str | None, newest_scope: Any, out: Path, policy: str | None,
                    weakness: Path | None, strategies: list[str], seeds: dict[str, Any], n: int, seed: int,
-                   rollouts_per_task: int, frontier_config: Any, ray: str | None, as_json: bool) -> None:
+                   rollouts_per_task: int, frontier_config: Any, ray: str | None, as_json: bool,
+                   targets: list[str] = ()) -> None:
     """The τ² branch of ``ace synth`` (its options already checked there)."""
     if ray is not None:
         raise ConfigError("--ray: τ² synthesis runs here (its rollouts are the simulated agent's); leave --ray out")
@@ -60,8 +61,11 @@ def run_tau2_synth(*, experiment: str, scope: str | None, newest_scope: Any, out
     def work(store: Any) -> tuple[str, list[dict[str, Any]], Any]:
         key = scope or newest_scope(store, experiment)
         require_scope(store, key, experiment=experiment)
-        edges = [r for r in frontier(store, key, frontier_config, check=False)
-                 if r.get("verdict", "composition") == "composition"]
+        if targets:
+            edges = targeted(store, key, list(targets), frontier_config)
+        else:
+            edges = [r for r in frontier(store, key, frontier_config, check=False)
+                     if r.get("verdict", "composition") == "composition"]
         if not edges:
             raise ConfigError(
                 f"The frontier of scope {key!r} is empty ({why_empty(store, key, frontier_config.level, frontier_config.min_support)}): "

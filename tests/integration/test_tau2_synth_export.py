@@ -54,3 +54,13 @@ def test_a_simulated_tau2_scope_to_verified_tasks_to_tau2_files(clean_db, neo4j_
     assert sorted(t.id for t in loaded) == sorted(t.tau2_id for t in tasks.values())
     by_key = {(t.domain, t.tau2_id): t for t in tasks.values()}
     assert roundtrip(exported, by_key) == {"airline": {"tasks": 6, "passed": 6, "failed": []}}
+
+    # --target aims τ² synthesis too: at the named composition of the frontier, or refused in one line
+    synth = ["synth", "--experiment", "tau2-synth", "--scope", SCOPE, "--tasks", "tau2:airline",
+             "--policy", f"sim:{weakness}", "--n", "4", "--seed", "1", "--rollouts-per-task", "2", "--json"]
+    assert main([*synth, "--target", f"{FROM}>{TO}", "--out", str(tmp_path / "targeted.jsonl")]) == 0
+    assert json.loads(capsys.readouterr().out)["by_target"] == {f"{FROM}>{TO}": 4}
+    assert main([*synth, "--target", f"{FROM}>{FROM}x", "--out", str(tmp_path / "typo.jsonl")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not on the frontier" in err[0] and f"{FROM}>{TO}" in err[0]
+    assert not (tmp_path / "typo.jsonl").exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from ace_env import bfcl
@@ -87,6 +89,21 @@ def test_reflection_runs_every_round_and_plans_are_distinct(seeds):
     rates = [t.provenance["pass_rate"] for t in result.tasks]
     assert all(0.0 <= x <= 1.0 for x in rates)
     assert any(t.provenance["learnable"] for t in result.tasks)
+
+
+def test_a_plans_stored_statistics_cover_every_round_it_ran_in(seeds):
+    # The Plan node's `valid` (view-plans) counts the tasks the plan produced in the run, not only in its
+    # last round: the demo once showed `valid 0` beside the 16 tasks a plan made in round 0.
+    result = _run(seeds)
+    produced = Counter(row["plan"] for row in result.lineage)
+    rounds = Counter(r["plan"] for r in result.reflections)
+    assert max(rounds.values()) == 2  # some plan ran in both rounds
+    for plan in result.plans:
+        row = plan.to_row()
+        assert row["valid"] == produced[plan.id], plan.id
+        assert row["attempted"] >= row["valid"] and row["validity"] == round(row["valid"] / row["attempted"], 4)
+    two = [p for p in result.plans if rounds[p.id] == 2 and p.earlier.valid and p.stats.valid]
+    assert two and all(p.to_row()["valid"] == p.earlier.valid + p.stats.valid for p in two)
 
 
 class HalfRight:

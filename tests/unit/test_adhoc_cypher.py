@@ -1,0 +1,69 @@
+"""`ace cypher`'s checks before a query reaches Neo4j, and `ace synth --target`'s name parsing (no services)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ace.cli.cyphercmd import parse_params, split_params_lines
+from ace_graph.errors import ConfigError
+from ace_graph.frontier import parse_target
+from ace_graph.queries import adhoc_checked
+
+
+@pytest.mark.parametrize("text, params", [
+    ("MATCH (s:Scope {key: $scope}) RETURN s", {"scope": "a/b/c"}),
+    ("CALL db.labels()", {}),
+    ("CALL db.schema.visualization()", {}),
+    ("MATCH (n) CALL (n) { RETURN n.id AS id } RETURN id", {}),
+    ("MATCH (n) CALL { RETURN 1 AS one } RETURN one", {}),
+    ("RETURN 'CALL dbms.listConfig(); LOAD CSV' AS text // CALL apoc.x()\n", {}),
+    ("MATCH (t:Tool) RETURN t.name AS use;", {}),
+])
+def test_a_read_passes_with_its_parameters(text, params):
+    assert adhoc_checked(text, params)
+
+
+@pytest.mark.parametrize("text, params, says", [
+    ("", {}, "empty"),
+    ("// only a comment", {}, "empty"),
+    ("CALL dbms.listConfig()", {}, "procedure dbms.listConfig refused"),
+    ("CALL apoc.periodic.iterate('a', 'b', {})", {}, "procedure apoc.periodic.iterate refused"),
+    ("call `db`.`createLabel`('X')", {}, "procedure db.createLabel refused"),
+    ("MATCH (n) CALL db.index.fulltext.queryNodes('i', 'x') YIELD node RETURN node", {}, "refused"),
+    ("LOAD CSV FROM 'file:///etc/passwd' AS l RETURN l", {}, "LOAD CSV refused"),
+    ("USE system SHOW USERS", {}, "USE refused"),
+    ("MATCH (n) RETURN n; MATCH (n) DETACH DELETE n", {}, "one statement at a time"),
+    ("MATCH (n) RETURN n;\nMATCH (n) DETACH DELETE n", {}, "one statement at a time"),
+    ("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS", {}, "IN TRANSACTIONS refused"),
+    ("RETURN $x, $y", {"x": 1}, "pass -P y=VALUE"),
+    ("RETURN 1", {"x": 1}, "not used: x"),
+])
+def test_what_never_reaches_the_server(text, params, says):
+    with pytest.raises(ConfigError, match=says.replace("$", r"\$")):
+        adhoc_checked(text, params)
+
+
+def test_params_lines_give_defaults_and_p_values_are_json_or_text():
+    text, params = split_params_lines(':params {scope: "demo/sim/round-0", limit: 5}\nMATCH (n) RETURN n LIMIT $limit')
+    assert text.strip() == "MATCH (n) RETURN n LIMIT $limit"
+    assert params == {"scope": "demo/sim/round-0", "limit": 5}
+    assert parse_params(["limit=3", "scope=a/b/c", "names=[\"x\"]"]) == {"limit": 3, "scope": "a/b/c", "names": ["x"]}
+    for bad in ([":params {scope: nope}"], [":param x => 1"]):
+        with pytest.raises(ConfigError):
+            split_params_lines("\n".join(bad + ["RETURN 1"]))
+    with pytest.raises(ConfigError, match="key=value"):
+        parse_params(["novalue"])
+
+
+@pytest.mark.parametrize("text, pair", [
+    ("get_flight_cost>book_flight", ("get_flight_cost", "book_flight")),
+    (" query_lookup > param_from_output ", ("query_lookup", "param_from_output")),
+])
+def test_a_target_is_two_names(text, pair):
+    assert parse_target(text) == pair
+
+
+@pytest.mark.parametrize("text", ["book_flight", ">b", "a>", "a>b>c", ""])
+def test_a_malformed_target_is_refused(text):
+    with pytest.raises(ConfigError, match="FROM>TO"):
+        parse_target(text)
