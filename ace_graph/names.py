@@ -59,7 +59,9 @@ def refusal(query: str, param: str, kind: str, value: Any, valid: Iterable[str],
     """The one-line error for ``value`` given as ``$param`` of ``query``: it names no ``kind`` in ``valid``."""
     valid = sorted(set(valid))
     what = WHAT.get(kind, kind)
-    head = f"{query}: {param}={_short(value)} is not a known {what}{note}"
+    head = {"scope": f"{query}: {param}: scope {_short(value)} does not exist",
+            "experiment": f"{query}: {param}: experiment {_short(value)} has no scopes",
+            }.get(kind, f"{query}: {param}={_short(value)} is not a known {what}{note}")
     if kind in ENUMERATIONS:
         return ConfigError(f"{head}; valid {what}s: {', '.join(valid)}")
     if not valid:

@@ -37,6 +37,10 @@ def test_a_refusal_is_one_line_with_the_nearest_names():
     assert "nearest of 7: place_order" in text
     assert str(names.refusal("q", "level", "level", "tools", ["skill", "tool"])).endswith("valid levels: skill, tool")
     assert "holds no rollout" in str(names.refusal("q", "rollout", "rollout", "r-1", [], " of scope a/b/c"))
+    assert str(names.refusal("q", "scopes", "scope", "a/b/x", ["a/b/c"])) == (
+        "q: scopes: scope 'a/b/x' does not exist; nearest of 1: a/b/c")
+    assert str(names.refusal("q", "experiment", "experiment", "ux", ["cl", "other"])).startswith(
+        "q: experiment: experiment 'ux' has no scopes; nearest of 2: ")
     long = str(names.refusal("q", "scope", "scope", "x" * 500, ["a/b/c"]))
     assert len(long) < 200
 
