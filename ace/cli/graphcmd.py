@@ -290,7 +290,10 @@ def query(
     if as_json:
         print(json.dumps(rows, default=str))
         return
-    console().print(table(f"{name} ({len(rows)} rows)", q.columns, [[_fmt(row.get(c)) for c in q.columns] for row in rows]))
+    numbers = [c for c in q.columns if rows and all(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool)
+                                                    or r.get(c) is None for r in rows)]
+    console().print(table(f"{name} ({len(rows)} rows)", q.columns, [[_fmt(row.get(c)) for c in q.columns] for row in rows],
+                          right=numbers))
 
 
 def _fmt(value) -> str:

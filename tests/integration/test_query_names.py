@@ -116,3 +116,14 @@ def test_the_console_path_checks_names_too(graph):
     assert reports.run_checked("capability-profile", scope=SCOPE, level="tool")
     with pytest.raises(ConfigError, match="nearest of"):
         reports.run_checked("capability-profile", scope="nm/sim/round-9", level="tool")
+
+
+def test_a_query_table_fits_columns_and_json_keeps_every_column(graph, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["query", "weak-compositions", "--scope", SCOPE, "-P", "min_support=5"]) == 0  # level: tool
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert PAIR[0] in out and "left out to fit 80 columns" in out and "verdict" in out.split("left out")[1]
+    assert main(["query", "weak-compositions", "--scope", SCOPE, "-P", "min_support=5", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert (PAIR[0], PAIR[1]) in {(r["from"], r["to"]) for r in rows} and all("verdict" in r for r in rows)
