@@ -25,7 +25,7 @@ from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 class FrontierConfig:
     """Thresholds of the weak-composition and frontier queries; every field says what it does."""
 
-    level: str = field(default="skill", metadata={"help": "Granularity: 'skill' or 'tool'."})
+    level: str = field(default="tool", metadata={"help": "Granularity: 'skill' or 'tool' (default: tool, whose names read most easily)."})
     min_support: int = field(default=MIN_SUPPORT, metadata={"help": (
         "Minimum times b was reached right after a for the edge a→b to count.")})
     min_lift: float = field(default=MIN_LIFT, metadata={"help": (

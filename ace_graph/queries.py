@@ -8,6 +8,7 @@ starts with a ``//`` header comment::
     // Columns: skill, failures                          -- or "none"
     // Mode: read                                        -- or "write"
     // Required: task_id                                 -- read queries: no default
+    // Names: $task_id task                              -- read queries: what a parameter names
     // :params {task_id: "multi_turn_base_0", limit: 20}  -- read queries
 
 Parameters and columns may also continue on the following ``//`` lines.
@@ -15,7 +16,12 @@ Parameters and columns may also continue on the following ``//`` lines.
 query on a read path and sends a ``read`` query with read routing; a file
 without a Mode line is refused.  The ``:params`` line is ready to paste into
 Neo4j Browser; its values are the defaults of every parameter not listed
-under ``Required:`` (whose values are examples).
+under ``Required:`` (whose values are examples).  ``Names:`` says which
+parameters name something (``$param kind``, kinds in :data:`NAME_KINDS`; a
+list value names one per item): :mod:`ace_graph.names` checks them against
+the graph or the enumeration before ``ace query`` or the console runs the
+query, so a wrong name is an error listing the nearest valid ones, never an
+empty answer.
 
 :func:`run` (with :func:`run_in` inside a caller's transaction) is the one
 runner of these files: every store, view and scope function goes through it.
@@ -40,10 +46,11 @@ from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _PARAM_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _FIELD_RE = re.compile(
-    r"^(purpose|description|parameters|params|columns|returns|mode|required)\s*:\s*(.*)$", re.IGNORECASE
+    r"^(purpose|description|parameters|params|columns|returns|mode|required|names)\s*:\s*(.*)$", re.IGNORECASE
 )
 _PARAMS_LINE_RE = re.compile(r"^:params\s+(\{.*\})\s*$")
 _MAP_KEY_RE = re.compile(r"([{,]\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:")
+_NAMES_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)\s+([a-z]+)")
 _HINT_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)\s*(\(([^()]*(?:\([^()]*\)[^()]*)*)\))?")
 # `CALL { ... } IN [n] [CONCURRENT] TRANSACTIONS` runs only in an auto-commit transaction
 _IN_TRANSACTIONS_RE = re.compile(r"\bIN\s+(?:\S+\s+)?(?:CONCURRENT\s+)?TRANSACTIONS\b", re.IGNORECASE)
@@ -54,9 +61,17 @@ MODES = (READ, WRITE)
 #: The largest integer Neo4j stores (int64): counts and limits passed as parameters must fit it.
 INT64_MAX = 2**63 - 1
 
+#: What a parameter may name (a header's ``Names:`` line), checked by :mod:`ace_graph.names`: a stored
+#: scope, an experiment with scopes, a policy of $experiment, a skill id, a tool name, a skill or a tool
+#: as $level says (``node``), a rollout of $scope (its own id, or the full ``scope/id`` the frontier
+#: prints), a stored task key (``source:id``), a level, an environment.
+NAME_KINDS = ("scope", "experiment", "policy", "skill", "tool", "node", "rollout", "task", "level", "environment")
+#: Kinds that are read beside another parameter of the same query (which must be declared).
+NAME_NEEDS = {"node": "level", "rollout": "scope", "policy": "experiment"}
+
 #: Defaults the query console offers for common parameters (the rest start empty).
 PARAM_DEFAULTS: dict[str, Any] = {
-    "level": "skill",
+    "level": "tool",
     "limit": 20,
     "min_support": MIN_SUPPORT,
     "min_lift": MIN_LIFT,
@@ -78,6 +93,7 @@ class Query:
     example: dict[str, Any] = field(default_factory=dict)
     required: tuple[str, ...] = ()
     hints: dict[str, str] = field(default_factory=dict)  # parameter -> its header's "(int, ...)" text
+    names: dict[str, str] = field(default_factory=dict)  # parameter -> what it names (NAME_KINDS)
     statements: tuple[str, ...] = ()  # the text split on line-ending `;` (one item for most files)
     auto_commit: bool = False  # CALL { ... } IN TRANSACTIONS: runs only in an auto-commit transaction
 
@@ -176,6 +192,7 @@ def _parse(name: str, path: Path) -> Query:
     required: list[str] = []
     example: dict[str, Any] = {}
     param_text: list[str] = []  # the Parameters: section, for each parameter's "(type, ...)" hint
+    name_text: list[str] = []  # the Names: section
     current = "purpose"  # the field a continuation line belongs to
     for line in header:
         pm = _PARAMS_LINE_RE.match(line)
@@ -191,6 +208,9 @@ def _parse(name: str, path: Path) -> Query:
         elif key == "required":
             current = "required"
             required += [r.strip().lstrip("$") for r in value.split(",") if r.strip() and r.strip() != "none"]
+        elif key == "names":
+            current = "names"
+            name_text.append(value)
         elif key in ("parameters", "params"):
             current = "parameters"
             params = (params or []) + _PARAM_RE.findall(value)
@@ -222,6 +242,7 @@ def _parse(name: str, path: Path) -> Query:
     stray = sorted((set(example) | set(required)) - set(params_t))
     if stray:
         raise ConfigError(f"{path}: its :params/Required lines name {', '.join(stray)}, which Parameters: does not declare")
+    names = _parse_names(path, " ".join(name_text), params_t)
     hints = dict.fromkeys(params_t, "")
     for m in _HINT_RE.finditer(" ".join(param_text)):
         if m.group(1) in hints and not hints[m.group(1)]:
@@ -229,9 +250,27 @@ def _parse(name: str, path: Path) -> Query:
     text = body[:-1].rstrip() if body.endswith(";") else body
     return Query(name, text, " ".join(description).strip(), params_t, tuple(columns), path,
                  mode=mode, example=example, required=tuple(required),  # type: ignore[arg-type]  # checked above
-                 hints=hints,
+                 hints=hints, names=names,
                  statements=tuple(parts) if len(parts) > 1 else (text,),
                  auto_commit=bool(_IN_TRANSACTIONS_RE.search(_strings_removed(code))))
+
+
+def _parse_names(path: Path, text: str, params: tuple[str, ...]) -> dict[str, str]:
+    """``$after node, $scope scope`` -> ``{"after": "node", "scope": "scope"}``, each checked."""
+    names: dict[str, str] = {}
+    for m in _NAMES_RE.finditer(text):
+        param, kind = m.group(1), m.group(2)
+        if param not in params:
+            raise ConfigError(f"{path}: its Names: line names ${param}, which Parameters: does not declare")
+        if kind not in NAME_KINDS:
+            raise ConfigError(f"{path}: Names: ${param} {kind}: the kind is not one of {', '.join(NAME_KINDS)}")
+        needs = NAME_NEEDS.get(kind)
+        if needs and needs not in params:
+            raise ConfigError(f"{path}: Names: ${param} {kind} is read beside ${needs}, which the query does not take")
+        names[param] = kind
+    if text.strip() and text.strip().lower() != "none" and not names:
+        raise ConfigError(f"{path}: its Names: line is not `$param kind, ...`: {text}")
+    return names
 
 
 def _parse_params_line(path: Path, text: str) -> dict[str, Any]:

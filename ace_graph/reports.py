@@ -15,7 +15,9 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+from ace_graph import queries
 from ace_graph.errors import ConfigError
+from ace_graph.names import check, split_rollout
 from ace_graph.scopes import check_level, require_scope
 from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 from ace_graph.store import GraphReader
@@ -76,6 +78,11 @@ def side_by_side(rows: list[dict[str, Any]], scopes: Sequence[str], kind: str = 
 class GraphReports(GraphReader):
     """The dashboard's figures: read-only named queries over a given driver (it never opens its own connection)."""
 
+    def run_checked(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        """A named read query after every name its header declares is checked (:func:`ace_graph.names.check`):
+        the query console's path, where a mistyped name is an error listing the nearest valid ones."""
+        return self.run(name, **check(self, queries.load(name), params))
+
     # ---- scopes and headline figures
 
     def scopes(self) -> list[dict[str, Any]]:
@@ -121,6 +128,8 @@ class GraphReports(GraphReader):
         return self.run("view-synth-for-edge", experiment=experiment, **{"from": src, "to": dst}, limit=limit)
 
     def rollout(self, scope: str, rollout: str) -> dict[str, Any] | None:
+        """The view-rollout row of ``rollout`` in ``scope``: its own id or its full form ``scope/id``."""
+        scope, rollout = split_rollout(rollout, scope)
         rows = self.run("view-rollout", scope=scope, rollout=rollout)
         return rows[0] if rows else None
 

@@ -4,7 +4,8 @@
 // Columns: round, checkpoint, key, attempts, success_rate
 // Mode: read
 // Required: experiment, policy
-// :params {experiment: "demo", policy: "sim", level: "skill"}
+// Names: $experiment experiment, $policy policy, $level level
+// :params {experiment: "demo", policy: "sim", level: "tool"}
 MATCH (sc:Scope {experiment: $experiment, policy: $policy})-[m:MEASURED]->(k)
 WHERE NOT coalesce(sc.deleting, false) AND m.level = $level AND m.attempts > 0
 RETURN sc.round AS round, sc.checkpoint AS checkpoint, coalesce(k.id, k.name) AS key,

@@ -7,7 +7,8 @@
 // Columns: key, family, attempts, successes, success_rate, ci_low, ci_high
 // Mode: read
 // Required: scope
-// :params {scope: "demo/sim/round-0", level: "skill"}
+// Names: $scope scope, $level level
+// :params {scope: "demo/sim/round-0", level: "tool"}
 MATCH (sc:Scope {key: $scope})-[m:MEASURED]->(k)
 WHERE m.level = $level AND m.attempts > 0
 WITH coalesce(k.id, k.name) AS key, coalesce(k.family, k.class) AS family,

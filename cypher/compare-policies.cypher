@@ -16,7 +16,8 @@
 // Columns: kind, from, to, scope, n, failures, success, ci_low, ci_high
 // Mode: read
 // Required: scopes
-// :params {scopes: ["demo/sim/round-0", "demo/sim/round-1"], level: "skill", min_support: 20, limit: 20}
+// Names: $scopes scope, $level level
+// :params {scopes: ["demo/sim/round-0", "demo/sim/round-1"], level: "tool", min_support: 20, limit: 20}
 CALL () {
   UNWIND range(0, size($scopes) - 1) AS i
   MATCH (sc:Scope {key: $scopes[i]})

@@ -9,7 +9,8 @@
 // Columns: kind, from, to, n, failures, success
 // Mode: read
 // Required: scope
-// :params {scope: "demo/sim/round-0", level: "skill"}
+// Names: $scope scope, $level level
+// :params {scope: "demo/sim/round-0", level: "tool"}
 MATCH (a)-[c:COMPOSES {scope: $scope, level: $level}]->(b)
 WHERE c.n > 0
 RETURN 'composition' AS kind, coalesce(a.id, a.name) AS from, coalesce(b.id, b.name) AS to,

@@ -7,7 +7,8 @@
 // Columns: compositions, below_min_support, max_support
 // Mode: read
 // Required: scope
-// :params {scope: "demo/sim/round-0", level: "skill", min_support: 20}
+// Names: $scope scope, $level level
+// :params {scope: "demo/sim/round-0", level: "tool", min_support: 20}
 OPTIONAL MATCH ()-[c:COMPOSES {scope: $scope, level: $level}]->()
 WHERE c.n > 0
 RETURN count(c) AS compositions, sum(CASE WHEN c.n < $min_support THEN 1 ELSE 0 END) AS below_min_support,

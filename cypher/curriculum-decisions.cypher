@@ -5,6 +5,7 @@
 // Parameters: $experiment (string)
 // Columns: round, unit, kind, from, to, reason, scope
 // Required: experiment
+// Names: $experiment experiment
 // :params {experiment: "demo"}
 MATCH (d:CurriculumDecision {experiment: $experiment})
 RETURN d.round AS round, d.unit AS unit, d.kind AS kind, d.from AS from, d.to AS to,

@@ -9,6 +9,7 @@
 //   last_round, last_from, last_to, last_reason, scopes
 // Mode: read
 // Required: experiment
+// Names: $experiment experiment
 // :params {experiment: "demo"}
 MATCH (c:Curriculum {experiment: $experiment})
 OPTIONAL MATCH (c)-[:HAS_UNIT]->(u:CurriculumUnit)

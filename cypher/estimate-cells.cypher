@@ -9,6 +9,7 @@
 // Columns: task, unit, prevs, n, failures, legacy
 // Mode: read
 // Required: scopes, level
+// Names: $scopes scope, $level level
 // :params {scopes: ["demo/sim/round-0"], level: "tool"}
 MATCH (r:Rollout) WHERE r.scope IN $scopes
 MATCH (r)-[:HAS_STEP]->(st:Step)

@@ -12,7 +12,8 @@
 //   fragility_low, fragility_high, significant, cooc, p_next, pmi
 // Mode: read
 // Required: scope
-// :params {scope: "demo/sim/round-0", level: "skill", min_support: 20, min_lift: 0.05}
+// Names: $scope scope, $level level
+// :params {scope: "demo/sim/round-0", level: "tool", min_support: 20, min_lift: 0.05}
 MATCH (sc:Scope {key: $scope})
 MATCH (a)-[c:COMPOSES {scope: $scope, level: $level}]->(b)
 WHERE c.n >= $min_support

@@ -12,7 +12,8 @@
 //   , verdict, method, effect, effect_low, tool_effect, missing, view
 // Mode: read
 // Required: scope
-// :params {scope: "demo/sim/round-0", level: "skill", min_support: 20, min_lift: 0.05, min_prereq: 0.6, limit: 20}
+// Names: $scope scope, $level level
+// :params {scope: "demo/sim/round-0", level: "tool", min_support: 20, min_lift: 0.05, min_prereq: 0.6, limit: 20}
 
 // As in weak-compositions: where the composition estimator has run, its verdict
 // decides (edges called `composition` or `ambiguous`; ambiguous ones are

@@ -8,7 +8,8 @@
 //   step_match, detail
 // Mode: read
 // Required: scope, from, to
-// :params {scope: "demo/sim/round-0", level: "skill", from: "result_extraction", to: "param_from_output", limit: 20}
+// Names: $scope scope, $level level, $from node, $to node
+// :params {scope: "demo/sim/round-0", level: "tool", from: "place_order", to: "get_order_details", limit: 20}
 MATCH (r:Rollout)
 WHERE r.scope = $scope AND r.near_success = true
   AND (($level = 'tool' AND r.fail_prev_tool = $from AND r.fail_tool = $to)

@@ -8,6 +8,7 @@
 //   ace_stricter, passed_with_stricter_rules
 // Mode: read
 // Required: scope
+// Names: $scope scope
 // :params {scope: "demo-real/gpt-4.1/base"}
 MATCH (r:Rollout)
 WHERE r.scope = $scope

@@ -6,6 +6,7 @@
 // Columns: deleting
 // Mode: read
 // Required: scope
+// Names: $scope scope
 // :params {scope: "experiment/policy/checkpoint"}
 MATCH (sc:Scope {key: $scope})
 RETURN coalesce(sc.deleting, false) AS deleting

@@ -9,6 +9,7 @@
 //   near_success, steps, compositions_tool, compositions_skill, mode, deleting
 // Mode: read
 // Required: none
+// Names: $experiment experiment (null: every experiment)
 // :params {experiment: null}
 MATCH (sc:Scope)
 WHERE $experiment IS NULL OR sc.experiment = $experiment

@@ -7,6 +7,7 @@
 // Columns: task_id, rollouts, rewarded, failed, partial_credit, attributions
 // Mode: read
 // Required: scope
+// Names: $scope scope
 // :params {scope: "demo/sim/round-0", failures_only: false, limit: 100000}
 MATCH (r:Rollout)
 WHERE r.scope = $scope

@@ -7,6 +7,7 @@
 //   probe_rollouts
 // Mode: read
 // Required: scope
+// Names: $scope scope
 // :params {scope: "demo/sim/round-0"}
 MATCH (sc:Scope {key: $scope})
 OPTIONAL MATCH (sc)-[:PROBED_BY]->(p:Scope)

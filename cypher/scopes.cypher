@@ -6,6 +6,7 @@
 // Columns: key, policy, checkpoint, round, rollouts, rewarded, near_success, incomplete, mode
 // Mode: read
 // Required: experiment
+// Names: $experiment experiment
 // :params {experiment: "demo"}
 MATCH (sc:Scope {experiment: $experiment})
 RETURN sc.key AS key, sc.policy AS policy, sc.checkpoint AS checkpoint, sc.round AS round,

@@ -6,6 +6,7 @@
 //   p_fail_after, fragility
 // Mode: read
 // Required: scope
+// Names: $scope scope
 // :params {scope: "demo/sim/round-0", min_support: 20}
 MATCH (k:Skill)
 OPTIONAL MATCH (:Scope {key: $scope})-[m:MEASURED]->(k)

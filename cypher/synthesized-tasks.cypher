@@ -4,6 +4,7 @@
 // Columns: task_id, plan, strategy, target_edge, round, parents
 // Mode: read
 // Required: experiment
+// Names: $experiment experiment
 // :params {experiment: "demo", limit: 20}
 MATCH (p:Plan {experiment: $experiment})-[:PRODUCED]->(t:Task)
 OPTIONAL MATCH (t)-[:DERIVED_FROM]->(s:Task)

@@ -6,6 +6,7 @@
 // Columns: keys, fingerprints
 // Mode: read
 // Required: keys
+// Names: $keys task
 // :params {keys: ["bfcl:multi_turn_base_0"]}
 UNWIND $keys AS key
 MATCH (t:Task {key: key})

@@ -7,6 +7,7 @@
 //   "tool"), $min_support (int)
 // Columns: round, checkpoint, from, to, n, failures, success_rate
 // Required: experiment, policy
+// Names: $experiment experiment, $policy policy, $level level
 // :params {experiment: "demo", policy: "sim", level: "tool", min_support: 20}
 MATCH (sc:Scope {experiment: $experiment, policy: $policy})
 WHERE NOT coalesce(sc.deleting, false)

@@ -12,6 +12,7 @@
 // Columns: level, key, family
 // Mode: read
 // Required: environment
+// Names: $environment environment
 // :params {environment: "tau2"}
 MATCH (x:Tool)
 OPTIONAL MATCH (t:Task)-[:USES]->(x)

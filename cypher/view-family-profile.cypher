@@ -7,6 +7,7 @@
 //   $level ("skill" or "tool")
 // Columns: family, members, attempts, successes, success_rate, ci_low, ci_high
 // Required: scope
+// Names: $scope scope, $level level
 // :params {scope: "demo/sim/round-0", level: "tool"}
 MATCH (sc:Scope {key: $scope})-[m:MEASURED]->(k)
 WHERE m.level = $level AND m.attempts > 0

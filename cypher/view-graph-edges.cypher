@@ -9,6 +9,7 @@
 // Columns: from, to, edge_kind, n, failures, p_fail_after, fragility,
 //   fragility_low
 // Required: scope
+// Names: $scope scope, $level level
 // :params {scope: "demo/sim/round-0", level: "tool", min_support: 20}
 MATCH (a)-[p:PRIOR]->(b)
 WHERE ($level = 'skill' AND a:Skill AND b:Skill) OR ($level = 'tool' AND a:Tool AND b:Tool)

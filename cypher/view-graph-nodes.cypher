@@ -5,6 +5,7 @@
 // Parameters: $scope (string, "experiment/policy/checkpoint"), $level ("skill" or "tool")
 // Columns: key, family, attempts, success_rate
 // Required: scope
+// Names: $scope scope, $level level
 // :params {scope: "demo/sim/round-0", level: "tool"}
 MATCH (k)
 WHERE ($level = 'skill' AND k:Skill) OR ($level = 'tool' AND k:Tool)

@@ -12,6 +12,7 @@
 // Columns: plan, round, target, strategy, strength, depth, style, status,
 //   attempted, valid, validity, pass_rate, learnable_share, tasks
 // Required: experiment
+// Names: $experiment experiment
 // :params {experiment: "demo"}
 MATCH (p:Plan {experiment: $experiment})
 OPTIONAL MATCH (p)-[:PRODUCED]->(t:Task)

@@ -6,6 +6,7 @@
 //   attribution, failing_turn, failing_step, fail_tool, fail_prev_tool,
 //   detail, calls
 // Required: scope, rollout
+// Names: $scope scope, $rollout rollout
 // :params {scope: "demo/sim/round-0", rollout: "sim-0"}
 MATCH (r:Rollout {id: $scope + '/' + $rollout})
 RETURN r.rollout_id AS rollout, r.task_id AS task_id, r.reward AS reward, r.partial_credit AS partial_credit,

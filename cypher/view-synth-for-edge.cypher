@@ -6,6 +6,7 @@
 //   $limit (int)
 // Columns: task_id, plan, strategy, round, parents
 // Required: experiment, from, to
+// Names: $experiment experiment, $from tool, $to tool
 // :params {experiment: "demo", from: "place_order", to: "get_order_details", limit: 20}
 MATCH (p:Plan {experiment: $experiment})-[:PRODUCED]->(t:Task)
 WHERE t.target_edge = $from + '>' + $to

@@ -11,7 +11,8 @@
 //   , verdict, method, effect, effect_low, tool_effect, missing, view
 // Mode: read
 // Required: scope
-// :params {scope: "demo/sim/round-0", level: "skill", min_support: 20, min_lift: 0.05, limit: 20}
+// Names: $scope scope, $level level
+// :params {scope: "demo/sim/round-0", level: "tool", min_support: 20, min_lift: 0.05, limit: 20}
 
 // Where the composition estimator has run (ace_graph.estimate: on ingest, and by
 // `ace diagnose`), its stored verdict decides instead of the interval: rows are the

@@ -30,7 +30,7 @@ from ace.cli.options import (
     tasks_option,
 )
 from ace_env.worker import Budget
-from ace_graph import queries
+from ace_graph import names, queries
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
@@ -208,10 +208,10 @@ def _list_queries(as_json: bool) -> None:
         return
     console().print(table(
         "Named read queries (cypher/); run with `ace query NAME --scope E/P/C -P key=value`",
-        ("name", "required", "defaults", "columns", "purpose"),
-        [(r["name"], ", ".join(r["required"]) or "-",
+        ("name", "purpose", "required", "defaults", "columns"),
+        [(r["name"], r["purpose"], ", ".join(r["required"]) or "-",
           ", ".join(f"{k}={json.dumps(v)}" for k, v in r["defaults"].items()) or "-",
-          ", ".join(r["columns"]), r["purpose"]) for r in rows],
+          ", ".join(r["columns"])) for r in rows],
     ))
 
 
@@ -226,9 +226,15 @@ def query(
     """Run a named, read-only Cypher query from cypher/ against the skill graph.
 
     Each query's defaults come from the `:params` line of its file (shown by
-    `--list`). A scope that does not exist, or an unknown level, is an error
-    listing what exists.  Example:
-    `ace query weak-compositions --scope demo/sim/round-0 -P level=tool`.
+    `--list`); the level defaults to tool. Every parameter that names something
+    (a scope, experiment, policy, skill, tool, rollout, task, level; the
+    header's Names: line) is checked: an unknown name is an error listing the
+    nearest valid ones, never an empty answer. Where the level is not given,
+    tool names choose the tool level and skill ids the skill level. A rollout
+    may be given as its own id or as the frontier prints it (E/P/C/ID, which
+    also gives the scope). Tables fit the terminal (COLUMNS); --json has every
+    value. Example:
+    `ace query failed-after --scope demo/sim/round-0 -P after=place_order -P skill=get_order_details`.
     """
     if list_:
         _list_queries(as_json)
@@ -252,6 +258,8 @@ def query(
     unknown = sorted(set(params) - set(q.params))
     if unknown:
         raise ConfigError(f"{name} takes {', '.join(q.params) or 'no parameters'}; unknown: {', '.join(unknown)}")
+    given = set(params)  # what the user set; a default level may follow the names given (names.check)
+    params = names.prepare(q, params)  # a full-form rollout E/P/C/ID also gives the scope
     for p, v in q.defaults.items():
         params.setdefault(p, v)
     missing = [p for p in q.params if p not in params]
@@ -263,6 +271,7 @@ def query(
         params["scopes"] = [s.strip() for s in params["scopes"].split(",") if s.strip()]
 
     def work(store):
+        params.update(names.check(store, q, params, given))  # every name the header declares, or one error
         if "scopes" in params:
             check_scopes(store, params["scopes"], at_least=2 if name in COMPARES else 1)
         if "scope" in params:
@@ -281,7 +290,10 @@ def query(
     if as_json:
         print(json.dumps(rows, default=str))
         return
-    console().print(table(f"{name} ({len(rows)} rows)", q.columns, [[_fmt(row.get(c)) for c in q.columns] for row in rows]))
+    numbers = [c for c in q.columns if rows and all(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool)
+                                                    or r.get(c) is None for r in rows)]
+    console().print(table(f"{name} ({len(rows)} rows)", q.columns, [[_fmt(row.get(c)) for c in q.columns] for row in rows],
+                          right=numbers))
 
 
 def _fmt(value) -> str:

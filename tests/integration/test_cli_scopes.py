@@ -111,7 +111,7 @@ def test_empty_result_says_which_threshold(graph, capsys):
     assert main(["query", "weak-compositions", "--scope", SCOPE, "-P", "min_support=100000", "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out) == []
-    assert "0 rows: all" in captured.err and "skill compositions below min_support=100000" in captured.err
+    assert "0 rows: all" in captured.err and "tool compositions below min_support=100000" in captured.err  # tool: the default
 
 
 def test_curriculum_and_synth_refuse_another_experiments_scope(graph, capsys, tmp_path):

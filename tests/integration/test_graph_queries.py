@@ -81,7 +81,8 @@ def test_every_read_query_runs_and_returns_its_declared_columns(graph):
         database_=graph.database).records
     assert made, "the fixture synthesized no task"
     a, b = made[0]["edge"].split(">")
-    per_query = {"view-synth-for-edge": {"experiment": made[0]["experiment"], "from": a, "to": b}}
+    per_query = {"view-synth-for-edge": {"experiment": made[0]["experiment"], "from": a, "to": b},
+                 "failed-after": {"after": PLANTED[0][0], "skill": PLANTED[0][1]}}  # tool names, as level is
     for name in names:
         q = queries.load(name)
         values = {**params, **per_query.get(name, {})}
@@ -150,8 +151,11 @@ def test_analyst_questions_answerable_in_cypher(graph):
     expected = [t.id for t in bfcl.load_tasks("base")
                 if f"{PLANTED[1][0]}>{PLANTED[1][1]}" in _pairs(t)]
     assert sorted(r["task_id"] for r in tasks if r["source"] == "bfcl") == sorted(expected)
-    failed = graph.run("failed-after", scope=SCOPE, after="result_extraction", skill="param_from_output", limit=1000)
+    failed = graph.run("failed-after", scope=SCOPE, level="skill", after="result_extraction", skill="param_from_output",
+                       limit=1000)
     assert failed and all(r["rollout"] for r in failed)
+    by_tool = graph.run("failed-after", scope=SCOPE, level="tool", after=PLANTED[1][0], skill=PLANTED[1][1], limit=1000)
+    assert by_tool and all((r["previous_tool"], r["failing_tool"]) == PLANTED[1] for r in by_tool)
 
 
 def _pairs(task):

@@ -277,7 +277,7 @@ def test_query_list_is_json_wide_and_shows_defaults(capsys):
     assert main(["query", "--list", "--json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert "frontier" in rows and "ingest-rollouts" not in rows and "scope-delete" not in rows
-    assert rows["frontier"]["defaults"] == {"level": "skill", "min_support": 20, "min_lift": 0.05,
+    assert rows["frontier"]["defaults"] == {"level": "tool", "min_support": 20, "min_lift": 0.05,
                                             "min_prereq": 0.6, "limit": 20}
     assert rows["frontier"]["required"] == ["scope"]
     assert main(["query", "--list"]) == 0  # piped: not cut to 80 columns
