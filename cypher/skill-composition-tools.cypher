@@ -9,6 +9,7 @@
 // Columns: from, to, n, failures
 // Mode: read
 // Required: scope, from, to
+// Names: $scope scope, $from skill, $to skill
 // :params {scope: "demo/sim/round-0", from: "param_from_output", to: "state_precondition", limit: 20}
 MATCH (r:Rollout {scope: $scope})-[:HAS_STEP]->(s:Step)
 WHERE s.prev_tool IS NOT NULL AND s.tool IS NOT NULL AND $from IN s.prev_skills AND $to IN s.skills
