@@ -37,7 +37,7 @@ class RolloutWorker:
     """A Ray actor: one policy (one endpoint of an ``openai:`` spec) and its rollout engine."""
 
     def __init__(self, spec: str, config: RolloutConfig, compact_tools: bool, endpoint: int | None):
-        self.policy = load_policy(spec, compact_tools=compact_tools, endpoint=endpoint)
+        self.policy = load_policy(spec, compact_tools=compact_tools, endpoint=endpoint, request=config.request)
         self.engine = RolloutEngine(self.policy, config)
 
     def run(self, tasks: dict[str, Task], samples: list[tuple[str, int]]) -> list[dict[str, Any]]:
