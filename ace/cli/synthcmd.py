@@ -8,7 +8,6 @@ import os
 from collections import Counter
 from pathlib import Path
 from typing import Optional
-from urllib.parse import urlparse
 
 import typer
 
@@ -45,6 +44,7 @@ from synth.taskcheck import check_task
 from train.engine import RolloutConfig, TaskRollouts
 from train.models import EMBEDDED
 from train.policies import GenerationConfig, RequestConfig, load_policy
+from train.policies.openai import check_base_url
 
 synth_app = typer.Typer(
     help=(
@@ -95,11 +95,12 @@ def load_synth_policy(spec: str, weakness: Optional[Path], rollout: RolloutConfi
 
 
 def check_url(url: str) -> str:
-    """An http(s) URL with a host, or a one-line error."""
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ConfigError(f"--rewriter-url {url!r} is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)")
-    return url
+    """An http(s) base URL with a host and no credentials (:func:`train.policies.openai.check_base_url`), or a
+    one-line error that never shows a password."""
+    try:
+        return check_base_url(url.rstrip("/"))
+    except ConfigError as e:
+        raise ConfigError(f"--rewriter-url: {e}") from None
 
 
 @synth_app.callback()

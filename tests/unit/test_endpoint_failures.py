@@ -201,3 +201,12 @@ def test_redact_masks_url_passwords_and_the_environments_secrets(monkeypatch):
     text = "auth p@ss-h2-word failed for key sk-h2-secret-key at neo4j://neo4j:p%40ss-h2-word@db:7687"
     assert redact(text) == "auth *** failed for key *** at neo4j://neo4j:***@db:7687"
     assert redact("a short secret", ["a"]) == "a short secret"  # too short to mask as text
+
+
+def test_a_password_in_the_rewriter_url_is_refused_and_never_shown(tmp_path, capsys):
+    rc = main(["synth", "-e", "x", "--out", str(tmp_path / "t.jsonl"), "--rewriter-url",
+               "http://bob:Hunter3-h2@127.0.0.1:1/v1"])
+    captured = capsys.readouterr()
+    line = _one_error_line(captured.err)
+    assert rc == 1 and "--rewriter-url" in line and "carries credentials" in line, line
+    assert "Hunter3-h2" not in captured.err + captured.out and list(tmp_path.iterdir()) == []

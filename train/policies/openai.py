@@ -134,16 +134,16 @@ def check_base_url(url: str) -> str:
     (``http://[::1``, a port that is not a number) would otherwise fail inside the HTTP client.
     """
     shown = redact_url(url)
-    if not url.isascii() or any(c.isspace() or not c.isprintable() for c in url):
-        raise ConfigError(f"base URL {shown!r} holds spaces, control or non-ASCII characters; percent-encode them "
-                          "(or give the host's punycode name)")
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0-65535
     except ValueError as e:
         raise ConfigError(f"base URL {shown!r} is not a valid URL ({e}); give e.g. http://127.0.0.1:8000/v1") from None
     if parts.scheme not in ("http", "https"):
-        raise ConfigError(f"base URL {shown!r} must start with http:// or https://")
+        raise ConfigError(f"base URL {shown!r} is not an http(s) URL: it must start with http:// or https://")
+    if not url.isascii() or any(c.isspace() or not c.isprintable() for c in url):
+        raise ConfigError(f"base URL {shown!r} holds spaces, control or non-ASCII characters; percent-encode them "
+                          "(or give the host's punycode name)")
     if "@" in parts.netloc:
         raise ConfigError(f"base URL {shown!r} carries credentials (user:password@); ACE sends none from a URL: "
                           "put the API key in OPENAI_API_KEY (sent as a bearer token)")
@@ -197,8 +197,10 @@ def parse_spec(spec: str) -> EndpointConfig:
 
 
 def _snippet(raw: bytes | str, n: int = 120) -> str:
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    return redact(" ".join(text.split())[:n], [os.environ.get("OPENAI_API_KEY")])
+    """The start of an answer, on one line, with the API key and URL passwords masked (masked before it is cut,
+    so a key the endpoint repeats is never shown in part)."""
+    text = raw[:n + 4096].decode("utf-8", "replace") if isinstance(raw, bytes) else raw[:n + 4096]
+    return redact(" ".join(text.split()), [os.environ.get("OPENAI_API_KEY")])[:n]
 
 
 def _read_answer(resp: Any, timeout_s: float, where: str) -> bytes:
@@ -265,7 +267,7 @@ class OpenAIPolicy:
                 raw = _read_answer(resp, endpoint.timeout_s, url)
         except urllib.error.HTTPError as e:
             try:
-                detail = _snippet(e.read(300), 200)
+                detail = _snippet(e.read(8192), 200)
             except (OSError, http.client.HTTPException):
                 detail = ""
             if e.code in RETRYABLE or e.code >= 500:
