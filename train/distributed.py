@@ -88,6 +88,9 @@ def ray_rollouts(spec: str, tasks: list[Task], config: RolloutConfig, address: s
                 try:
                     rows = ray.get(ref)
                 except ray.exceptions.RayError as e:
+                    cause = getattr(e, "cause", None)
+                    if isinstance(cause, PolicyError):  # the worker's own one-line error (an endpoint down)
+                        raise type(cause)(str(cause)) from e
                     raise PolicyError(f"a rollout worker on Ray failed: {str(e).splitlines()[0]}") from e
                 for row in rows:
                     if on_done:
