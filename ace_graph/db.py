@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ace_env.errors import ConfigError
+from ace_env.redact import redact, redact_url
 from ace_graph import queries
 from ace_graph.config import Neo4jSettings, neo4j_settings
 from ace_graph.errors import ConnectionError_
@@ -81,13 +82,19 @@ def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) ->
     """A ``neo4j.Driver`` for the configured server; ConnectionError_ when it cannot be reached.
 
     With ``verify`` (the default) it connects and authenticates once, so a
-    wrong address or password fails here with a clear message.
+    wrong address or password fails here with a clear message.  No message
+    carries the password (:mod:`ace_env.redact`).
     """
     settings = settings or neo4j_settings()
     retry = retry_seconds()
+    where = redact_url(settings.uri)
+
+    def said(e: BaseException) -> str:
+        return redact(" ".join(str(getattr(e, "message", None) or e).split()).rstrip("."), [settings.password])
+
     if not settings.external and settings.password is None:
         raise ConnectionError_(
-            f"No password for the managed Neo4j at {settings.uri}: the server has never been started "
+            f"No password for the managed Neo4j at {where}: the server has never been started "
             f"in this workspace (ACE_HOME={os.environ.get('ACE_HOME', '~/.ace')}). " + _how_to_fix(settings)
         )
     import_driver()
@@ -101,7 +108,7 @@ def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) ->
         driver = GraphDatabase.driver(settings.uri, auth=auth, notifications_min_severity="OFF",
                                       max_transaction_retry_time=retry)
     except (ValueError, DriverError, Neo4jError) as e:
-        raise ConnectionError_(f"Invalid Neo4j address {settings.uri!r}: {e}. {_how_to_fix(settings)}") from e
+        raise ConnectionError_(f"Invalid Neo4j address {where!r}: {said(e)}. {_how_to_fix(settings)}") from e
     if not verify:
         return driver
     try:
@@ -109,13 +116,12 @@ def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) ->
     except AuthError as e:
         driver.close()
         raise ConnectionError_(
-            f"Neo4j at {settings.uri} rejected user {settings.user!r}: {str(e.message or e).rstrip('.')}. "
+            f"Neo4j at {where} rejected user {settings.user!r}: {said(e)}. "
             + _how_to_fix(settings)
         ) from e
     except (ServiceUnavailable, DriverError, OSError, Neo4jError) as e:
         driver.close()
-        reason = str(e).rstrip(".")
-        raise ConnectionError_(f"Cannot reach Neo4j at {settings.uri}: {reason}. {_how_to_fix(settings)}") from e
+        raise ConnectionError_(f"Cannot reach Neo4j at {where}: {said(e)}. {_how_to_fix(settings)}") from e
     return driver
 
 

@@ -11,6 +11,7 @@ treated as data: it only ever replaces message text.
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -55,7 +56,8 @@ class Rewriter:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 payload = json.loads(response.read().decode("utf-8"))
             content = payload["choices"][0]["message"]["content"]
-        except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as e:
+        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError, RecursionError, KeyError,
+                IndexError, TypeError) as e:
             raise RewriterError(
                 f"The rewriter at {url} failed ({type(e).__name__}: {e}). Check --rewriter-url, or drop it "
                 "to synthesize without paraphrasing."

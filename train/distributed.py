@@ -37,7 +37,7 @@ class RolloutWorker:
     """A Ray actor: one policy (one endpoint of an ``openai:`` spec) and its rollout engine."""
 
     def __init__(self, spec: str, config: RolloutConfig, compact_tools: bool, endpoint: int | None):
-        self.policy = load_policy(spec, compact_tools=compact_tools, endpoint=endpoint)
+        self.policy = load_policy(spec, compact_tools=compact_tools, endpoint=endpoint, request=config.request)
         self.engine = RolloutEngine(self.policy, config)
 
     def run(self, tasks: dict[str, Task], samples: list[tuple[str, int]]) -> list[dict[str, Any]]:
@@ -88,6 +88,9 @@ def ray_rollouts(spec: str, tasks: list[Task], config: RolloutConfig, address: s
                 try:
                     rows = ray.get(ref)
                 except ray.exceptions.RayError as e:
+                    cause = getattr(e, "cause", None)
+                    if isinstance(cause, PolicyError):  # the worker's own one-line error (an endpoint down)
+                        raise type(cause)(str(cause)) from e
                     raise PolicyError(f"a rollout worker on Ray failed: {str(e).splitlines()[0]}") from e
                 for row in rows:
                     if on_done:

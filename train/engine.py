@@ -45,6 +45,7 @@ from ace_env.tasks import Task
 from ace_env.worker import Budget
 from train.export import SYSTEM_PROMPT  # the system message of rollouts, exports and SFT alike
 from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError
+from train.policies.openai import RequestConfig
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,12 @@ class RolloutConfig:
         default_factory=Budget,
         metadata={"help": "Time and memory budget of each tool call (ace_env.worker.Budget); a call over it "
                           "ends its rollout. None runs calls in the engine's process, unbounded (benchmarks only)."},
+    )
+    request: RequestConfig | None = field(
+        default=None,
+        metadata={"help": "Timeout and retries of an openai: policy's requests (train.policies.openai.RequestConfig; "
+                          "None: ACE_REQUEST_TIMEOUT / ACE_REQUEST_RETRIES, else the defaults). Whoever loads the "
+                          "policy for this config passes it on."},
     )
 
     def __post_init__(self) -> None:

@@ -15,9 +15,20 @@ class PolicyError(AceError):
     """A policy cannot be loaded or cannot answer (bad spec, missing model, endpoint down)."""
 
 
+class EndpointError(PolicyError):
+    """An OpenAI-compatible endpoint cannot be reached or does not answer as one (no connection, a timeout,
+    HTTP 5xx after the retries, an answer that is not a chat completion): the run stops, because scoring an
+    outage as the model's failures would store a wrong measurement."""
+
+
 class RetryableRequest(Exception):
     """A request to an OpenAI-compatible endpoint that failed in a way worth retrying (connection error, 429, 5xx);
     :class:`train.policies.openai.OpenAIPolicy` retries it (internal: never leaves the policy)."""
+
+
+class RefusedRequest(Exception):
+    """An endpoint refused one request for what it holds (HTTP 400, 413, 422: e.g. longer than the model's
+    context): that conversation's reply is an error, recorded on its rollout (internal: never leaves the policy)."""
 
 
 class ExportError(AceError):

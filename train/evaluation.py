@@ -26,7 +26,7 @@ from ace_graph.store import GraphStore, scope_key
 from train.distributed import expected_ids, ray_rollouts
 from train.engine import RolloutConfig, RolloutEngine, in_order, write_rollouts
 from train.goldprefix import records, score_tasks
-from train.policies import GenerationConfig, PolicyError, load_policy
+from train.policies import GenerationConfig, PolicyError, RequestConfig, load_policy
 
 
 def rollout_to_file(
@@ -50,7 +50,7 @@ def rollout_to_file(
         policy = None
         rows = ray_rollouts(policy_spec, tasks, config, ray, compact_tools, workers=ray_workers, on_done=on_done)
     else:
-        policy = load_policy(policy_spec, compact_tools=compact_tools)
+        policy = load_policy(policy_spec, compact_tools=compact_tools, request=config.request)
         rows = RolloutEngine(policy, config).run(tasks, on_done=on_done)
     start = time.perf_counter()
     try:
@@ -80,8 +80,15 @@ def evaluate(
     compact_tools: bool = True,
     on_done: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Roll out, verify and ingest into ``experiment/name/checkpoint``; the scope's tables as data."""
+    """Roll out, verify and ingest into ``experiment/name/checkpoint``; the scope's tables as data.
+
+    An endpoint that is down stops the rollout (:class:`train.errors.EndpointError`, no file, nothing stored);
+    rollouts that every one ended by a policy error (each request refused) are not stored either: such a
+    scope would score the policy's errors as its failures."""
     totals = rollout_to_file(policy_spec, tasks, config, out, compact_tools, on_done)
+    if totals["rollouts"] and totals["errors"] == totals["rollouts"]:
+        raise PolicyError(f"every one of the {totals['rollouts']} rollouts ended by a policy error (the first: "
+                          f"{first_error(out)}); nothing is stored: check that the policy answers (rollouts in {out})")
     # Verified under the engine's own budget: a call it ended as timeout is attributed the same.
     report = ingest_file(store, out, {t.id: t for t in tasks}, experiment, name, checkpoint, budget=config.budget)
     return {**_tables(store, report.scope, experiment, report.read, min_support),
@@ -121,11 +128,12 @@ def evaluate_gold_prefix(
     min_support: int = 5,
     compact_tools: bool = True,
     on_step: Callable[[int], None] | None = None,
+    request: RequestConfig | None = None,
 ) -> dict[str, Any]:
     """Score every oracle step with the oracle's prefix (:mod:`train.goldprefix`), keep the per-step
     scores in ``out`` (JSONL, written whole or not at all) and ingest them as the gold-prefix scope
     ``experiment/name/checkpoint``; the summary and the scope's tables as data."""
-    policy = load_policy(policy_spec, compact_tools=compact_tools, tasks=tasks)
+    policy = load_policy(policy_spec, compact_tools=compact_tools, tasks=tasks, request=request)
     try:
         run = score_tasks(policy, tasks, generate, generation, budget, batch_size, on_step)
     finally:
@@ -159,6 +167,19 @@ def atomic_file(out: Path) -> Iterator[IO[str]]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def first_error(path: Path) -> str:
+    """The first policy error recorded in a rollout file (its rows' meta.errors), shortened."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                errors = (json.loads(line).get("meta") or {}).get("errors") or []
+                if errors:
+                    return str(errors[0]).splitlines()[0][:200]
+    except (OSError, ValueError, AttributeError):
+        pass
+    return "no message recorded"
 
 
 def _write_jsonl(out: Path, rows: Iterable[dict[str, Any]]) -> None:

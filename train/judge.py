@@ -9,7 +9,8 @@ The judge is any ``openai:MODEL@URL`` policy (:mod:`train.policies.openai`), ask
 with the transcript (:func:`transcript`) and the assertion, for exactly one word, YES or NO.  The answer
 is parsed strictly (:func:`parse_answer`): only ``yes`` or ``no`` (any case, optionally quoted, bolded
 or followed by a full stop) count; anything else is recorded as ``unparseable`` with the raw answer, a
-request that failed as ``error``.  Neither is ever a pass: a rollout's judged outcome
+request the endpoint refused (HTTP 400, 413, 422) as ``error``; a judge that is down stops the evaluation
+(:class:`train.errors.EndpointError`): no verdict is made up for it.  Neither is ever a pass: a rollout's judged outcome
 (:func:`judged_outcome`) is ``pass`` only when every assertion got ``yes``.
 """
 
@@ -21,7 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
 from ace_env.errors import ConfigError
-from train.policies import load_policy
+from train.policies import RequestConfig, load_policy
 from train.policies.base import Conversation, GenerationConfig, Policy
 
 #: How a verdict was reached: ACE's deterministic verifier, or the judge.
@@ -124,9 +125,11 @@ def judge_prompt(messages: list[dict[str, Any]], assertion: str) -> list[dict[st
 class Judge:
     """An ``openai:`` endpoint judging natural-language assertions (greedy, one short answer each)."""
 
-    def __init__(self, spec: str, max_tokens: int = ANSWER_TOKENS, policy: Policy | None = None) -> None:
+    def __init__(self, spec: str, max_tokens: int = ANSWER_TOKENS, policy: Policy | None = None,
+                 request: RequestConfig | None = None) -> None:
         self.spec = check_judge_spec(spec)
-        self.policy = policy if policy is not None else load_policy(spec)  # policy: one already loaded
+        # policy: one already loaded; request: the timeout and retries of the judge's requests
+        self.policy = policy if policy is not None else load_policy(spec, request=request)
         self.generation = GenerationConfig(temperature=0.0, max_tokens=max_tokens, seed=0)
 
     def check(self, messages: list[dict[str, Any]], assertions: Iterable[str]) -> list[AssertionVerdict]:

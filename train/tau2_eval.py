@@ -60,7 +60,7 @@ from ace_graph.store import GraphStore, scope_key
 from train.engine import RolloutConfig
 from train.evaluation import _tables, atomic_file
 from train.judge import EXACT, JUDGED, Judge, judged_outcome
-from train.policies import load_policy
+from train.policies import RequestConfig, load_policy
 from train.policies.base import Conversation, GenerationConfig, Policy
 from train.tau2_agent import agent_message, agent_system_prompt
 from train.users_tau2 import ScriptedTau2User, Tau2LLMUser
@@ -124,13 +124,13 @@ def check_tau2_options(policy_spec: str, user: str | None) -> None:
                           "hf:MODEL or openai:MODEL@URL")
 
 
-def user_factory(spec: str | None, agent_spec: str, agent_policy: Policy,
-                 generation: GenerationConfig) -> tuple[str, Callable[[Tau2Task, int], Any], Policy | None]:
+def user_factory(spec: str | None, agent_spec: str, agent_policy: Policy, generation: GenerationConfig,
+                 request: RequestConfig | None = None) -> tuple[str, Callable[[Tau2Task, int], Any], Policy | None]:
     """(the user's name, ``make(task, sample)`` -> a user callable, the policy it loaded to close or None)."""
     check_tau2_options(agent_spec, spec)
     if spec in (None, SCRIPTED):
         return SCRIPTED, lambda task, sample: ScriptedTau2User(task), None
-    policy = agent_policy if spec == agent_spec else load_policy(spec)
+    policy = agent_policy if spec == agent_spec else load_policy(spec, request=request)
 
     def make(task: Tau2Task, sample: int) -> Tau2LLMUser:
         return Tau2LLMUser(policy, dataclasses.replace(generation, seed=generation.seed + sample), task)
@@ -187,15 +187,15 @@ def run_tau2(policy_spec: str, tasks: list[Tau2Task], config: RolloutConfig, out
     the totals.  Dialogues run one at a time; their tool calls share one watched worker (``config.budget``;
     None runs them here, unbounded)."""
     check_tau2_options(policy_spec, user)
-    policy = load_policy(policy_spec, compact_tools=compact_tools)
-    judge_ = Judge(judge) if judge else None
+    policy = load_policy(policy_spec, compact_tools=compact_tools, request=config.request)
+    judge_ = Judge(judge, request=config.request) if judge else None
     runner = Tau2Calls({t.id: t for t in tasks}, config.budget) if config.budget is not None else None
     user_policy = None
     start = time.perf_counter()
     totals: dict[str, Any] = {"rollouts": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0,
                               "over_budget": 0, "terminations": Counter()}
     try:
-        user_name, make_user, user_policy = user_factory(user, policy_spec, policy, config.generation)
+        user_name, make_user, user_policy = user_factory(user, policy_spec, policy, config.generation, config.request)
         with atomic_file(out) as f:
             for task in tasks:
                 for sample in range(config.n_per_task):

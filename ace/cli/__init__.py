@@ -14,6 +14,7 @@ import typer
 
 from ace import __version__
 from ace.errors import Stopped
+from ace_env.redact import redact
 from ace_graph.errors import AceError
 
 app = typer.Typer(
@@ -117,11 +118,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _print_error(message: str) -> None:
-    """One error line on stderr; the message is data (task ids, paths), never Rich markup."""
+    """One error line on stderr; the message is data (task ids, paths), never Rich markup, and never carries a
+    credential (the environment's secrets and URL passwords are masked: :func:`ace_env.redact.redact`)."""
     from rich.console import Console
     from rich.markup import escape
 
-    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(redact(message))}", highlight=False)
 
 
 def entry() -> None:  # pragma: no cover - console script wrapper

@@ -9,6 +9,7 @@ import typer
 
 from ace.cli import app
 from ace.cli.options import esc
+from ace_env.redact import redact_url
 from ace_graph.config import neo4j_settings
 from ace_graph.db import apply_schema, get_driver
 from ace_graph.server import ManagedNeo4j
@@ -30,7 +31,9 @@ def _console(stderr: bool = False):
 
 
 def _external_uri() -> str | None:
-    return os.environ.get("NEO4J_URI") or None
+    """NEO4J_URI as ACE may show it: a password written into it is masked."""
+    uri = os.environ.get("NEO4J_URI")
+    return redact_url(uri) if uri else None
 
 
 @db_app.command("install")

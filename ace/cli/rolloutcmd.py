@@ -21,9 +21,9 @@ from ace_graph.errors import ConfigError
 from ace_graph.store import GraphStore
 from ace_graph.taskfiles import refuse_changes_to_stored_tasks
 from train.engine import RolloutConfig
-from train.evaluation import evaluate, evaluate_gold_prefix, rollout_to_file
+from train.evaluation import evaluate, evaluate_gold_prefix, first_error, rollout_to_file
 from train.judge import check_judge_spec
-from train.policies import DEFAULT_POLICY, GenerationConfig, policy_name
+from train.policies import DEFAULT_POLICY, GenerationConfig, RequestConfig, check_spec, policy_name
 from train.tau2_eval import DEFAULT_MAX_TURNS, SCRIPTED, check_tau2_options, evaluate_tau2
 
 POLICY_HELP = (
@@ -52,16 +52,34 @@ def run_rollouts(policy_spec: str, tasks: list[Task], config: RolloutConfig, out
                                ray=ray, ray_workers=ray_workers)
 
 
-def _config(rollout: RolloutConfig, generation: GenerationConfig, budget: Budget) -> RolloutConfig:
-    """The rollout config of the derived flags: sizes, sampling and the tool-call budget."""
-    return dataclasses.replace(rollout, generation=generation, budget=budget)
+def _config(rollout: RolloutConfig, generation: GenerationConfig, budget: Budget,
+            request: RequestConfig) -> RolloutConfig:
+    """The rollout config of the derived flags: sizes, sampling, the tool-call budget and the requests."""
+    return dataclasses.replace(rollout, generation=generation, budget=budget, request=request)
+
+
+def request_options(param: str = "request") -> Any:
+    """``--request-timeout`` and ``--request-retries``: how an ``openai:`` policy waits for its endpoint
+    (:class:`train.policies.openai.RequestConfig`, from its fields and bounds); a flag left out falls back to
+    ``ACE_REQUEST_TIMEOUT`` / ``ACE_REQUEST_RETRIES``, then the default."""
+    return config_options(RequestConfig, names={"timeout_s": "--request-timeout", "retries": "--request-retries"},
+                          param=param, env=True)
+
+
+def check_specs(*specs: Optional[str]) -> None:
+    """Each ``openai:`` spec given is usable (a valid base URL, no credentials in it), before any work."""
+    for spec in specs:
+        if spec:
+            check_spec(spec)
 
 
 def rollout_flags(fn: Any) -> Any:
-    """The flags of :class:`RolloutConfig`, :class:`GenerationConfig` and the budget, derived from the dataclasses."""
+    """The flags of :class:`RolloutConfig`, :class:`GenerationConfig`, the budget and the requests, derived
+    from the dataclasses."""
     fn = config_options(GenerationConfig, include=("temperature", "max_tokens", "seed"), param="generation")(fn)
     fn = config_options(RolloutConfig, include=("n_per_task", "step_cap", "batch_size"),
                         names={"n_per_task": ("--n-per-task", "-G")}, param="rollout")(fn)
+    fn = request_options()(fn)
     return budget_options()(fn)
 
 
@@ -86,6 +104,7 @@ def rollout_cmd(
     rollout: RolloutConfig = None,  # type: ignore[assignment]
     generation: GenerationConfig = None,  # type: ignore[assignment]
     budget: Budget = None,  # type: ignore[assignment]
+    request: RequestConfig = None,  # type: ignore[assignment]
 ) -> None:
     """Roll a policy out on tasks: per user turn the agent answers, its calls run in the
     rollout's own environment, results go back as tool messages, until it answers without
@@ -96,15 +115,20 @@ def rollout_cmd(
     row's meta.ended (timeout or resource_limit), and `ace verify` attributes it the same.
 
     Rows are written task by task, samples in order, whatever the batching.  The output is
-    accepted unchanged by `ace verify` and `ace ingest`. Examples:
+    accepted unchanged by `ace verify` and `ace ingest`.
+
+    An openai: endpoint that does not answer (after --request-retries, each request waiting at most
+    --request-timeout) or answers something that is not a chat completion stops the command with an
+    error, and --out is not written. Examples:
     `ace rollout -p hf:smollm2-135m --tasks bfcl:base --limit 5 --out runs/r.jsonl`;
     `ace rollout -p openai:smollm2@http://10.0.0.1:8000/v1,http://10.0.0.2:8000/v1 --ray 10.0.0.1:6379 ...`.
     """
     out = Path(out)
     check_policy_spec(policy)
+    check_specs(policy)
     check_out(out, force)
     task_list = _tasks(tasks, limit)
-    config = _config(rollout, generation, budget)
+    config = _config(rollout, generation, budget, request)
     if ray_workers is not None and ray is None:
         raise ConfigError("--ray-workers needs --ray")
     totals = run_rollouts(policy, task_list, config, out, compact_tools=not full_schemas, quiet=as_json,
@@ -120,20 +144,7 @@ def rollout_cmd(
         )
     if totals["rollouts"] and totals["errors"] == totals["rollouts"]:
         raise ConfigError(f"every one of the {totals['rollouts']} rollouts ended by a policy error "
-                          f"({_first_error(out)}); check that --policy {policy} answers")
-
-
-def _first_error(path: Path) -> str:
-    """The first policy error recorded in a rollout file (its rows' meta.errors), shortened."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                errors = (json.loads(line).get("meta") or {}).get("errors") or []
-                if errors:
-                    return str(errors[0]).splitlines()[0][:200]
-    except (OSError, ValueError, AttributeError):
-        pass
-    return "no message recorded"
+                          f"({first_error(out)}); check that --policy {policy} answers")
 
 
 def _table(title: str, rows: list[dict[str, Any]], cols: list[str]):
@@ -182,12 +193,16 @@ def eval_cmd(
     rollout: RolloutConfig = None,  # type: ignore[assignment]
     generation: GenerationConfig = None,  # type: ignore[assignment]
     budget: Budget = None,  # type: ignore[assignment]
+    request: RequestConfig = None,  # type: ignore[assignment]
 ) -> None:
     """Evaluate a policy: roll out, verify, ingest into the scope EXPERIMENT/NAME/CHECKPOINT,
     and print the per-skill and per-tool success table and the weakest compositions.
 
     Each checkpoint is its own scope, so `ace query capability-history -P experiment=E -P policy=NAME`
-    shows one row per checkpoint and skill. Example:
+    shows one row per checkpoint and skill.  Nothing is stored when the policy could not be measured: an
+    openai: endpoint (--policy, --user or --judge) that does not answer (after --request-retries, each
+    request waiting at most --request-timeout) or answers something that is not a chat completion stops
+    the command with an error, and so do rollouts that every one ended by a policy error. Example:
     `ace eval -p hf:runs/sft -e smoke -c sft-1 --name smollm2 --tasks bfcl:base --limit 5`.
 
     With --gold-prefix every oracle step is scored with the oracle's prefix in context (the policy's
@@ -212,6 +227,7 @@ def eval_cmd(
     """
     from rich.console import Console
 
+    check_specs(policy, user, judge)
     graph_name = name or policy_name(policy)
     for value, flag in ((experiment, "--experiment"), (graph_name, "--name"), (checkpoint, "--checkpoint")):
         check_name(value, flag)  # each names a folder under $ACE_HOME/runs/eval and a part of the scope
@@ -235,7 +251,7 @@ def eval_cmd(
     out = Path(out)
     check_out(out, force)
     task_list = _tasks(tasks, limit, tau2=tau2)
-    config = _config(rollout, generation, budget)
+    config = _config(rollout, generation, budget, request)
     settings = neo4j_settings()
     driver = get_driver(settings)
     try:
@@ -254,7 +270,7 @@ def eval_cmd(
                 result = evaluate_gold_prefix(
                     store, policy, task_list, experiment, graph_name, checkpoint, out, generate,
                     config.generation, config.budget, config.batch_size, min_support,
-                    on_step=lambda n: progress.advance(bar, n))
+                    on_step=lambda n: progress.advance(bar, n), request=config.request)
             else:
                 bar = progress.add_task(f"evaluating {policy}", total=len(task_list) * config.n_per_task)
                 result = evaluate(store, policy, task_list, experiment, graph_name, checkpoint, config, out,

@@ -8,7 +8,6 @@ import os
 from collections import Counter
 from pathlib import Path
 from typing import Optional
-from urllib.parse import urlparse
 
 import typer
 
@@ -28,6 +27,7 @@ from ace.cli.options import (
     scope_option,
     tasks_option,
 )
+from ace.cli.rolloutcmd import request_options
 from ace.cli.synthtau2 import is_tau2_set, run_tau2_synth
 from ace_env.scaleout import runner_for
 from ace_env.sim import load_weakness
@@ -43,7 +43,8 @@ from synth.strategies import STRATEGIES
 from synth.taskcheck import check_task
 from train.engine import RolloutConfig, TaskRollouts
 from train.models import EMBEDDED
-from train.policies import GenerationConfig, load_policy
+from train.policies import GenerationConfig, RequestConfig, load_policy
+from train.policies.openai import check_base_url
 
 synth_app = typer.Typer(
     help=(
@@ -90,15 +91,16 @@ def load_synth_policy(spec: str, weakness: Optional[Path], rollout: RolloutConfi
         return sim_policy(load_weakness(path), name=name), name
     if weakness is not None:
         raise ConfigError(f"--weakness is for the simulated agent, not for --policy {spec!r}")
-    return TaskRollouts(load_policy(spec), rollout), spec
+    return TaskRollouts(load_policy(spec, request=rollout.request), rollout), spec
 
 
 def check_url(url: str) -> str:
-    """An http(s) URL with a host, or a one-line error."""
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ConfigError(f"--rewriter-url {url!r} is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)")
-    return url
+    """An http(s) base URL with a host and no credentials (:func:`train.policies.openai.check_base_url`), or a
+    one-line error that never shows a password."""
+    try:
+        return check_base_url(url.rstrip("/"))
+    except ConfigError as e:
+        raise ConfigError(f"--rewriter-url: {e}") from None
 
 
 @synth_app.callback()
@@ -108,6 +110,7 @@ def check_url(url: str) -> str:
 @config_options(GenerationConfig, include=("temperature", "max_tokens"), defaults={"temperature": 1.0},
                 param="generation")  # a model's rollouts sample (above 0, so a task can pass sometimes)
 @config_options(RolloutConfig, include=("step_cap", "batch_size"), param="rollout")
+@request_options()
 @budget_options()
 def synth(
     ctx: typer.Context,
@@ -145,6 +148,7 @@ def synth(
     generation: GenerationConfig = None,  # type: ignore[assignment]
     rollout: RolloutConfig = None,  # type: ignore[assignment]
     budget: Budget = None,  # type: ignore[assignment]
+    request: RequestConfig = None,  # type: ignore[assignment]
 ) -> None:
     """Pull the frontier from Neo4j, plan, synthesize, verify, roll out, reflect; write the valid tasks.
 
@@ -181,7 +185,7 @@ def synth(
     if rewriter_url is not None:
         config.rewriter = Rewriter(check_url(rewriter_url), rewriter_model, api_key=os.environ.get("OPENAI_API_KEY"))
     config.budget = budget
-    rollout = dataclasses.replace(rollout, budget=budget, generation=generation)
+    rollout = dataclasses.replace(rollout, budget=budget, generation=generation, request=request)
     chosen: dict[str, object] = {}
     if policy is not None:  # a policy named on the command line is loaded (and checked) before any work
         chosen["policy"], chosen["name"] = load_synth_policy(policy, weakness, rollout)

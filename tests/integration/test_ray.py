@@ -201,6 +201,19 @@ def test_rollout_on_ray_equals_local(ray_address, tmp_path, capsys):
     assert cluster.read_bytes() == local.read_bytes()
 
 
+def test_rollout_on_ray_stops_at_an_endpoint_that_is_down(ray_address, tmp_path, capsys):
+    """An openai: endpoint that does not answer stops `ace rollout --ray` in one line, as it stops a local run
+    (issue 35, defect 3); the workers get the command's --request-retries (0: one attempt each)."""
+    out = tmp_path / "r.jsonl"
+    rc = main(["rollout", "-p", "openai:m@http://127.0.0.1:1/v1", "--tasks", "bfcl:base", "--limit", "2",
+               "--request-retries", "0", "--out", str(out), "--ray", ray_address])
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert rc == 1 and len(errors) == 1 and "Traceback" not in err, err
+    assert "did not answer after 1 attempt(s)" in errors[0], errors[0]
+    assert list(tmp_path.iterdir()) == []
+
+
 SYNTH_WEAKNESS = (Path(__file__).parent / "synth_weakness.toml").read_text()  # shared by the synthesis tests
 
 

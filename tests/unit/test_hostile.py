@@ -336,11 +336,13 @@ def test_empty_names_and_negative_seed_are_refused(argv, tmp_path, capsys):
 
 def test_rollout_whose_every_request_failed_exits_non_zero(tmp_path, capsys):
     # Defect 8: `rollout -p openai:m@http://127.0.0.1:1/v1` exited 0 although every request failed.
+    # Issue 35 defect 3: it now stops at the outage, and writes no file.
     out = tmp_path / "r.jsonl"
     rc = main(["rollout", "-p", "openai:m@http://127.0.0.1:1/v1", "--tasks", "bfcl:base", "--limit", "1",
-               "--out", str(out)])
+               "--out", str(out), "--request-retries", "0"])
     err = capsys.readouterr().err
-    assert rc == 1 and err.count("error:") == 1 and "every one of the 1 rollouts" in err, err
+    assert rc == 1 and err.count("error:") == 1 and "did not answer after 1 attempt" in err, err
+    assert list(tmp_path.iterdir()) == []
 
 
 # --------------------------------------------------------------------------- defect 6: plain names

@@ -179,18 +179,21 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_openai_policy_retries_then_reports_an_error_reply():
+def test_openai_policy_retries_then_stops_the_run():
+    """An endpoint that does not answer is retried, then the run stops (issue 35, defect 3): an outage is not
+    the model's failure, so no rollout is made of it (its reply is not an error the rollout would record)."""
+    from train.errors import EndpointError
+
     spec = f"openai:m@http://127.0.0.1:{_closed_port()}/v1"
     cfg = parse_spec(spec)
     assert cfg.model == "m" and cfg.base_url.endswith("/v1")
     cfg.retries, cfg.backoff_s, cfg.timeout_s = 2, 0.01, 2
     policy = OpenAIPolicy(spec, cfg)
-    replies = policy.generate([Conversation([{"role": "user", "content": "x"}], [])] * 2, GenerationConfig())
-    assert [r.finish_reason for r in replies] == ["error", "error"]
-    assert "3 attempts" in replies[0].error
-    # in the engine such a reply ends the rollout with the error recorded, not a crash
-    row = next(RolloutEngine(policy).run(load_tasks("base")[:1]))
-    assert row["meta"]["errors"] and len(row["turns"]) == 1
+    with pytest.raises(EndpointError, match="did not answer after 3 attempt"):
+        policy.generate([Conversation([{"role": "user", "content": "x"}], [])] * 2, GenerationConfig())
+    # in the engine it ends the run, not one rollout: no row comes out
+    with pytest.raises(EndpointError):
+        next(RolloutEngine(policy).run(load_tasks("base")[:1]))
     policy.close()
 
 

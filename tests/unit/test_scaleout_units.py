@@ -6,6 +6,7 @@ import random
 import socket
 
 import pytest
+from faultserver import failing_endpoint
 
 from ace_env import bfcl
 from ace_env.scaleout import SINGLE_MACHINE_ENV, LocalRunner, is_loopback, runner_for, single_machine
@@ -35,18 +36,17 @@ def test_openai_spec_takes_several_base_urls():
 
 
 def test_conversations_are_shared_by_the_endpoints_and_stay_with_theirs():
-    a, b = _closed_port(), _closed_port()
-    spec = f"openai:m@http://127.0.0.1:{a}/v1,http://127.0.0.1:{b}/v1"
-    policy = load_policy(spec)
-    for e in policy.endpoints:
-        e.retries, e.timeout_s = 0, 2
-    convs = [Conversation([{"role": "user", "content": "x"}], [], key=f"t#{i}") for i in range(12)]
-    first = policy.generate(convs, GenerationConfig())
-    again = policy.generate(convs, GenerationConfig())
-    policy.close()
-    ports = [str(a) if f":{a}/" in r.error else str(b) for r in first]
-    assert all(r.finish_reason == "error" for r in first)
-    assert set(ports) == {str(a), str(b)}  # both endpoints got conversations
+    # Two endpoints that refuse every request (HTTP 400: a refusal is the conversation's error reply, which
+    # names the endpoint that gave it); fault injection only, tests/faultserver.py.
+    with failing_endpoint(400, b"refused") as (url_a, got_a), failing_endpoint(400, b"refused") as (url_b, got_b):
+        policy = load_policy(f"openai:m@{url_a},{url_b}")
+        convs = [Conversation([{"role": "user", "content": "x"}], [], key=f"t#{i}") for i in range(12)]
+        first = policy.generate(convs, GenerationConfig())
+        again = policy.generate(convs, GenerationConfig())
+        policy.close()
+    assert all(r.finish_reason == "error" for r in first + again)
+    served = [url_a if r.error.startswith(url_a) else url_b for r in first]
+    assert set(served) == {url_a, url_b} and len(got_a) + len(got_b) == 24  # both endpoints got conversations
     assert [r.error for r in again] == [r.error for r in first]  # each conversation keeps its endpoint
 
 

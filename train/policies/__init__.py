@@ -21,7 +21,7 @@ from typing import Any
 
 from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError, Reply
 from train.policies.hf import HFPolicy  # imports torch only when a model is loaded
-from train.policies.openai import OpenAIPolicy, parse_endpoints
+from train.policies.openai import OpenAIPolicy, RequestConfig, parse_endpoints, split_spec
 from train.policies.sim import SimPolicy
 
 DEFAULT_POLICY = "hf:smollm2-135m"
@@ -33,11 +33,21 @@ def endpoint_count(spec: str) -> int:
     return len(parse_endpoints(spec)) if spec.partition(":")[0] == "openai" else 1
 
 
+def check_spec(spec: str) -> str:
+    """Refuse, before any work and without a request, an ``openai:`` spec that cannot be used (a malformed
+    base URL, credentials in it); other kinds are checked when loaded."""
+    if spec.partition(":")[0] == "openai":
+        parse_endpoints(spec)
+    return spec
+
+
 def load_policy(spec: str, compact_tools: bool = True, endpoint: int | None = None,
-                tasks: Sequence[Any] | None = None) -> Policy:
+                tasks: Sequence[Any] | None = None, request: RequestConfig | None = None) -> Policy:
     """The policy a spec names (loading a model can take seconds).
 
     ``endpoint`` (``openai:`` only) keeps one of its base URLs; the policy's spec stays the whole one.
+    ``request`` (``openai:`` only): each request's timeout and retries (default: ``ACE_REQUEST_TIMEOUT`` /
+    ``ACE_REQUEST_RETRIES``, else :class:`RequestConfig`'s).
     ``tasks`` (``sim:`` only): the tasks it will play, whose environment checks the weakness file's tool
     names (BFCL's functions when not given).
     """
@@ -51,7 +61,7 @@ def load_policy(spec: str, compact_tools: bool = True, endpoint: int | None = No
             raise PolicyError("hf: needs a model folder or name, e.g. hf:smollm2-135m")
         return HFPolicy(spec, rest, compact_tools=compact_tools)
     if kind == "openai":
-        return OpenAIPolicy.from_spec(spec, endpoint)
+        return OpenAIPolicy.from_spec(spec, endpoint, request or RequestConfig.from_env())
     return SimPolicy.from_spec(spec, tasks)
 
 
@@ -59,7 +69,7 @@ def policy_name(spec: str) -> str:
     """A short name of a policy for graph scopes (no '/'): ``hf:/runs/sft`` -> ``hf-sft``."""
     kind, _, rest = spec.partition(":")
     if kind == "openai":
-        rest = rest.rpartition("@")[0] or rest
+        rest = split_spec(spec)[0] or rest
     elif rest:
         rest = Path(rest.rstrip("/")).name
         if kind == "sim":
@@ -75,6 +85,8 @@ __all__ = [
     "Policy",
     "PolicyError",
     "Reply",
+    "RequestConfig",
+    "check_spec",
     "endpoint_count",
     "load_policy",
     "policy_name",
