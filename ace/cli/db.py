@@ -8,7 +8,7 @@ import os
 import typer
 
 from ace.cli import app
-from ace.cli.options import esc
+from ace.cli.options import esc, number_option
 from ace_graph.config import neo4j_settings
 from ace_graph.db import apply_schema, get_driver
 from ace_graph.server import ManagedNeo4j
@@ -45,7 +45,8 @@ def install(
 
 @db_app.command("start")
 def start(
-    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for the server to answer on Bolt."),
+    timeout: float = number_option(120.0, "--timeout", min=1.0, max=3600.0,
+                                   help="Seconds to wait for the server to answer on Bolt."),
 ) -> None:
     """Start the managed Neo4j server (installing it first if needed) and wait until it accepts connections."""
     console = _console()
@@ -74,8 +75,8 @@ def start(
 
 @db_app.command("stop")
 def stop(
-    timeout: float = typer.Option(
-        60.0, "--timeout", help="Seconds to wait for a clean shutdown before the server is killed."
+    timeout: float = number_option(
+        60.0, "--timeout", min=0.0, max=3600.0, help="Seconds to wait for a clean shutdown before the server is killed."
     ),
 ) -> None:
     """Stop the managed Neo4j server cleanly (SIGTERM; SIGKILL only after --timeout)."""
@@ -113,7 +114,7 @@ def status(
 
 @db_app.command("logs")
 def logs(
-    n: int = typer.Option(50, "-n", "--lines", min=1, help="How many lines to show."),
+    n: int = number_option(50, "-n", "--lines", min=1, max=100_000, help="How many lines to show."),
     which: str = typer.Option(
         "neo4j", "--file", help="Which log: neo4j (server log), console (JVM output) or debug."
     ),

@@ -12,6 +12,7 @@ import typer
 from ace.cli import app
 from ace.cli.envcmd import check_show, load_rollout_tasks, show_option
 from ace.cli.options import (
+    MAX_ROUND,
     Progress,
     budget_options,
     checkpoint_option,
@@ -22,6 +23,7 @@ from ace.cli.options import (
     format_option,
     inputs_task_spec,
     json_option,
+    number_option,
     policy_option,
     resolve_scope,
     scope_option,
@@ -81,12 +83,12 @@ def ingest(
                                                    "τ²-bench result files say their domain: leave it out."),
     fmt: str = format_option(),
     strict: bool = strict_option(),
-    round_: Optional[int] = typer.Option(None, "--round", min=0, max=INT64_MAX,
+    round_: Optional[int] = number_option(None, "--round", min=0, max=MAX_ROUND,
                                          help="Round number for capability history (default: from the checkpoint)."),
-    batch_size: int = typer.Option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),
-    workers: int = typer.Option(2, "--workers", min=1, max=64, help="Transactions writing batches concurrently."),
+    batch_size: int = number_option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),
+    workers: int = number_option(2, "--workers", min=1, max=64, help="Transactions writing batches concurrently."),
     id_suffix: str = typer.Option("", "--id-suffix", help="Appended to every rollout id (keeps two files with the same ids apart)."),
-    near_success: float = typer.Option(0.7, "--near-success", min=0.0, max=1.0,
+    near_success: float = number_option(0.7, "--near-success", min=0.0, max=1.0,
                                        help="Share of oracle steps matched for a failed rollout to count as near-success."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report bad lines and go on instead of stopping."),
     show: str = show_option(),

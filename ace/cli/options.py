@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable
 import typer
 
 from ace.errors import Stopped
-from ace_env.fields import bounds_text
+from ace_env.fields import bound_error, bounds_text
 from ace_env.tasksets import TASK_SPEC_HELP, parse_task_spec
 from ace_env.tau2.results import read_results_cached, sniff
 from ace_env.worker import Budget
@@ -37,6 +37,10 @@ from ace_graph.errors import ConfigError
 from ace_graph.queries import INT64_MAX
 
 SCOPE_HELP = "Scope experiment/policy/checkpoint (see `ace scopes`)."
+
+#: Maxima of the number flags that are not config fields (docs/cli.md lists them): tasks a --limit or --skip
+#: counts, a capability-history round.
+MAX_TASKS, MAX_ROUND = 1_000_000, 1_000_000_000
 
 
 def check_task_spec(value: Any) -> Any:
@@ -322,6 +326,33 @@ def check_int64(value: Any) -> Any:
     return value
 
 
+def bounded(metadata: dict[str, Any]) -> Callable[..., Any]:
+    """A typer callback that holds a number flag to ``metadata``'s ``min``/``max`` (and to a finite value),
+    at parse time, before any work: one line naming the flag, e.g. ``--rounds must be at most 100 (...), not
+    1000000000; give a value from 1 to 100`` (:func:`ace_env.fields.bound_error`)."""
+
+    def check(param: typer.CallbackParam, value: Any) -> Any:
+        if value is None:  # left out (a flag read from the environment, or optional)
+            return value
+        error = bound_error("/".join(param.opts), value, metadata)
+        if error:
+            raise ConfigError(error)
+        return value
+
+    return check
+
+
+def number_option(default: Any, *flags: str, min: int | float, max: int | float, help: str, **kwargs: Any) -> Any:
+    """A count, budget, round, size or seed flag typed in a command (not derived from a config field): its
+    bounds are shown in the help (``(1 to 100)``) and enforced at parse time by :func:`bounded`.  Every number
+    flag of ``ace`` has a maximum (tests/unit/test_cli_bounds.py walks them all)."""
+    metadata = {"min": min, "max": max}
+    info = typer.Option(default, *flags, help=f"{help} ({bounds_text(metadata)})", callback=bounded(metadata),
+                        **kwargs)
+    info.ace_bounds = metadata  # type: ignore[attr-defined]  # tests/unit/test_cli_bounds.py finds it
+    return info
+
+
 @functools.lru_cache(maxsize=None)
 def _attribute_docs(cls: type) -> dict[str, str]:
     """Docstrings written under dataclass fields (``x: int = 1`` then ``\"\"\"help\"\"\"``)."""
@@ -392,8 +423,8 @@ def config_options(
             if kind is bool and len(flags) == 1 and "/" not in flags[0]:
                 flags = (f"{flags[0]}/--no-{flags[0][2:]}",)  # a switch that can be turned either way
             extra: dict[str, Any] = {}
-            if kind is int:
-                extra["callback"] = check_int64
+            if kind in (int, float):  # its bounds, at parse time (and int64 where a field has no maximum)
+                extra["callback"] = bounded(f.metadata) if bounds_text(f.metadata) else check_int64
             if f.name == "tasks":
                 extra["callback"] = check_task_spec
             text = helps.get(f.name) or f.name

@@ -177,11 +177,11 @@ def test_check_out_leaves_nothing(tmp_path):
 def test_numbers_urls_and_levels_are_checked_at_the_edge(tmp_path, capsys):
     out = str(tmp_path / "t.jsonl")
     cases = [
-        (["synth", "-e", "x", "--out", out, "--min-support", "-5"], "min_support"),
-        (["synth", "-e", "x", "--out", out, "--min-support", "99999999999999999999"], "64-bit"),
+        (["synth", "-e", "x", "--out", out, "--min-support", "-5"], "--min-support must be at least 1"),
+        (["synth", "-e", "x", "--out", out, "--min-support", "99999999999999999999"], "--min-support must be at most 1000000"),
         (["synth", "-e", "x", "--out", out, "--rewriter-url", "not a url"], "not an http"),
         (["synth", "-e", "x", "--out", out, "--n", "0"], "at least 1"),
-        (["ingest", out, "-e", "e", "-p", "p", "-c", "c", "--round", "-5"], "greater than or equal to 0"),
+        (["ingest", out, "-e", "e", "-p", "p", "-c", "c", "--round", "-5"], "--round must be at least 0"),
         (["query", "frontier", "--scope", "a/b/c", "-P", "limit=99999999999999999999"], "64-bit"),
         (["query", "frontier", "--scope", "a/b/c", "-P", "min_support=-5"], ">= 0"),
         (["query", "frontier", "--scope", "a/b/c", "-P", "level=bogus"], "valid levels: skill, tool"),
