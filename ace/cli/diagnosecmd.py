@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 
 from ace.cli import app
-from ace.cli.options import number_option, tasks_option
+from ace.cli.options import number_option, scope_option, tasks_option
 from ace_env.environments import environment_of
 from ace_env.fields import SEED_MAX
 from ace_env.tasksets import load_task_set
@@ -40,7 +40,7 @@ def _policy(spec: Optional[str], scope_policy: str | None, tasks: list[Any], see
 
 @app.command("diagnose")
 def diagnose_cmd(
-    scope: str = typer.Option(..., "--scope", "-s", help="Scope key (experiment/policy/checkpoint) to diagnose."),
+    scope: str = scope_option(..., "Scope key (experiment/policy/checkpoint) to diagnose."),
     probe_budget: int = number_option(200, "--probe-budget", "-n", min=0, max=100_000,
                                      help="Probe rollouts to spend at most, over the ambiguous edges (and "
                                           "compositions short of min_support)."),

@@ -74,7 +74,7 @@ def _count_lines(path: Path) -> int | None:
 def ingest(
     files: list[Path] = typer.Argument(..., help="Rollout files or folders (their *.jsonl files): ACE JSONL, "
                                                    "OpenAI-style messages JSONL, BFCL result files, or τ²-bench "
-                                                   "result files (the JSON τ²'s run writes)."),
+                                                   "result files (the JSON τ²'s run writes); - reads standard input."),
     experiment: Optional[str] = experiment_option(None),
     policy: Optional[str] = policy_option(None),
     checkpoint: Optional[str] = checkpoint_option(None),
@@ -106,7 +106,7 @@ def ingest(
     the scope holds (--show).
     """
     check_show(show)
-    paths = expand_inputs(files)
+    paths = expand_inputs(files, stdin=True)
     tasks, file_policy = inputs_task_spec(paths, tasks, fmt)
     if scope is None and policy is None and file_policy is not None:
         policy = file_policy  # τ² result files name their agent (info.agent_info.llm)
@@ -163,14 +163,18 @@ def ingest(
                   "if this is a different run, ingest it with --id-suffix or another --checkpoint")
 
 
-def parse_value(text: str) -> Any:
-    """A --param value: JSON when it parses (numbers, lists, true/null), else the text itself."""
+def parse_value(text: str, key: str = "") -> Any:
+    """A --param value: JSON when it parses (numbers, lists, true/null), else the text itself; a number too
+    long for Python to read (over 4,300 digits) is a one-line error."""
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
         return json.loads(text)
     except (json.JSONDecodeError, RecursionError):
         return text
+    except ValueError:  # Python's int-str conversion limit: no parameter takes such a number
+        raise ConfigError(f"--param {key}=: a number of {len(text):,} characters; no parameter takes more than "
+                          "a 64-bit integer") from None
 
 
 def check_params(name: str, q: queries.Query, params: dict[str, Any]) -> None:
@@ -179,7 +183,7 @@ def check_params(name: str, q: queries.Query, params: dict[str, Any]) -> None:
         if isinstance(value, bool):
             continue
         if isinstance(value, int) and not -INT64_MAX - 1 <= value <= INT64_MAX:
-            raise ConfigError(f"{name}: {key}={value} does not fit a 64-bit integer")
+            raise ConfigError(f"{name}: {key} ({len(str(abs(value)))} digits) does not fit a 64-bit integer")
         if isinstance(value, float) and value != value:
             raise ConfigError(f"{name}: {key} is NaN")
     for key in COUNT_PARAMS:
@@ -246,7 +250,7 @@ def query(
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"--param expects key=value, got {item!r}")
-        params[key.strip()] = parse_value(value)
+        params[key.strip()] = parse_value(value, key.strip())
     if scope is not None:
         if "scope" in params and params["scope"] != scope:
             raise ConfigError(f"--scope {scope} and -P scope={params['scope']} disagree; pass one")

@@ -5,9 +5,9 @@ Each test fails on the CLI before issue 7 (the behaviour it pins was missing or 
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import threading
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -123,19 +123,20 @@ def test_utf8_bom_is_accepted(tmp_path, base, capsys):
     assert list(load_tasks(str(t))) == [base[0].id]
 
 
-def test_a_folder_or_a_pipe_is_not_reported_missing(tmp_path, base, capsys):
+def test_a_folder_or_a_pipe_is_not_reported_missing(tmp_path, base, capsys, monkeypatch):
     assert main(["synth", "check", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "is a folder" in err and "does not exist" not in err
     assert main(["export", "--tasks", str(tmp_path), "--format", "bfcl", "--out", str(tmp_path / "o")]) == 1
     assert "is a folder" in capsys.readouterr().err
+    # a pipe is read as standard input (-), never opened by name: a FIFO is refused without blocking (issue 35)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
+    assert main(["verify", "--tasks", "bfcl:base", "--rollouts", str(fifo), "--json"]) == 1
+    assert "is a FIFO (named pipe)" in capsys.readouterr().err
     line = json.dumps(_good(base[0])) + "\n"
-    writer = threading.Thread(target=lambda: fifo.write_text(line))
-    writer.start()
-    assert main(["verify", "--tasks", "bfcl:base", "--rollouts", str(fifo), "--json"]) == 0
-    writer.join(5)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(line.encode())))
+    assert main(["verify", "--tasks", "bfcl:base", "--rollouts", "-", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["reward"] == 1.0
 
 
