@@ -28,15 +28,36 @@ from ace_env.errors import ConfigError
 SEED_MAX = 2**32 - 1
 
 
+def offset_seed(seed: int, k: int) -> int:
+    """The ``k``-th seed of a run seeded ``seed``: ``seed + k``, wrapped into 0..:data:`SEED_MAX` so it stays a
+    seed every config takes (``GenerationConfig`` refuses a larger one).
+
+    >>> offset_seed(7, 3), offset_seed(SEED_MAX, 1)
+    (10, 0)
+    """
+    return (seed + k) % (SEED_MAX + 1)
+
+
+def _number(value: Any) -> str:
+    """``10000`` -> ``"10,000"``, ``86400.0`` -> ``"86,400"``, ``0.5`` -> ``"0.5"``."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
 def bounds_text(metadata: Any) -> str:
-    """``"1 to 9"``, ``"at least 1"``, ``"at most 9"`` or ``""`` from a field's ``min``/``max`` metadata."""
+    """``"1 to 9"``, ``"at least 1"``, ``"at most 9"`` or ``""`` from a field's ``min``/``max`` metadata.
+
+    >>> bounds_text({"min": 0.0, "max": 86_400}), bounds_text({"min": 1, "max": 100_000})
+    ('0 to 86,400', '1 to 100,000')
+    """
     lo, hi = metadata.get("min"), metadata.get("max")
     if lo is not None and hi is not None:
-        return f"{lo:,} to {hi:,}" if isinstance(lo, int) and isinstance(hi, int) else f"{lo} to {hi}"
+        return f"{_number(lo)} to {_number(hi)}"
     if lo is not None:
-        return f"at least {lo}"
+        return f"at least {_number(lo)}"
     if hi is not None:
-        return f"at most {hi:,}" if isinstance(hi, int) else f"at most {hi}"
+        return f"at most {_number(hi)}"
     return ""
 
 

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ace_env.errors import ConfigError
-from ace_env.fields import SEED_MAX
+from ace_env.fields import SEED_MAX, offset_seed
 from ace_env.tasks import Task
 from ace_env.verifier import over_budget, verify
 from ace_env.worker import MAX_CALL_SECONDS, Budget
@@ -270,7 +270,7 @@ class ACERollout:
 
             def sample_steps(keys: list[str]) -> list[Group]:
                 generation = GenerationConfig(temperature=self.config.temperature, max_tokens=self.config.max_tokens,
-                                              seed=self.config.seed + self._calls)
+                                              seed=offset_seed(self.config.seed, self._calls))
                 self._calls += 1
                 return transitions.sample(policy, keys, G, generation, Budget(call_seconds=self.config.call_timeout),
                                           timing)
@@ -288,7 +288,7 @@ class ACERollout:
                     generation=GenerationConfig(
                         temperature=self.config.temperature,
                         max_tokens=self.config.max_tokens,
-                        seed=self.config.seed + self._calls,
+                        seed=offset_seed(self.config.seed, self._calls),
                     ),
                 ),
             )
