@@ -95,6 +95,8 @@ def test_check_readable_accepts_regular_files_and_refuses_the_rest(tmp_path, spe
     ["sim", "rollouts", "--tasks", "SPECIAL", "--n", "1", "--out", "OUT"],
     ["sim", "rollouts", "--tasks", "bfcl:base", "--n", "1", "--weakness", "SPECIAL", "--out", "OUT"],
     ["rollout", "-p", "sim:SPECIAL", "--tasks", "bfcl:base", "--limit", "1", "--out", "OUT"],
+    ["demo", "--weakness", "SPECIAL", "--tau2-n", "0"],
+    ["demo", "--tau2-weakness", "SPECIAL"],
 ])
 def test_every_reader_refuses_a_special_file_in_one_line(argv, specials, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("NEO4J_URI", "bolt://127.0.0.1:1")  # refused before the database is needed
