@@ -33,10 +33,12 @@ from ace.stages import RoundReport, curriculum_round, simulate_to_file
 from ace.stages import replay as replay_tasks
 from ace_env import bfcl
 from ace_env.environments import environment_of
+from ace_env.fields import SEED_MAX
 from ace_env.sim import DEMO_WEAKNESS, load_weakness
 from ace_env.tasks import Task
 from ace_env.tasksets import load_task_set, load_tau2_task_set
 from ace_env.tau2.results import read_results_cached
+from ace_env.workspace import check_name
 from ace_graph.config import ace_home
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier, weak_compositions
@@ -60,13 +62,16 @@ TAU2_TASKS = "tau2:airline"
 class DemoConfig:
     """The demo's knobs; the CLI's flags are derived from these fields."""
 
-    n: int = field(default=4000, metadata={"help": "Simulated rollouts per round for the skill graph."})
-    seed: int = field(default=1, metadata={"help": "Seed of the simulated agent and of synthesis."})
+    n: int = field(default=4000, metadata={"help": "Simulated rollouts per round for the skill graph.", "min": 100,
+                                                   "max": 1_000_000})
+    seed: int = field(default=1, metadata={"help": "Seed of the simulated agent and of synthesis.", "min": 0,
+                                                   "max": SEED_MAX})
     experiment: str = field(default="demo", metadata={"help": "Experiment name in the graph."})
-    synth: int = field(default=120, metadata={"help": "Adversarial tasks to synthesize from the frontier."})
+    synth: int = field(default=120, metadata={"help": "Adversarial tasks to synthesize from the frontier.", "min": 1,
+                                                       "max": 10_000})
     categories: str = field(default=",".join(CATEGORIES), metadata={"help": "Comma-separated BFCL categories to replay."})
     tau2_n: int = field(default=1500, metadata={
-        "help": "Simulated τ²-bench airline rollouts for the τ² section (0: no τ² section)."})
+        "help": "Simulated τ²-bench airline rollouts for the τ² section (0: no τ² section).", "min": 0, "max": 1_000_000})
 
     def __post_init__(self) -> None:
         if self.n < 100:
@@ -75,8 +80,7 @@ class DemoConfig:
             raise ConfigError(f"--tau2-n {self.tau2_n}: the τ² section needs at least 100 rollouts (0 leaves it out)")
         if self.synth < 1:
             raise ConfigError(f"--synth {self.synth}: synthesize at least 1 task")
-        if not self.experiment or "/" in self.experiment:
-            raise ConfigError(f"--experiment {self.experiment!r} must be a non-empty name without '/'")
+        check_name(self.experiment, "--experiment")
 
 
 def replay(categories: list[str] | tuple[str, ...] = CATEGORIES) -> list[dict[str, Any]]:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ace.stages import curriculum_round
+from ace_env.fields import SEED_MAX
 from ace_env.tasksets import load_task_set
 from ace_env.workspace import ace_home
 from ace_graph.errors import ConfigError
@@ -47,11 +48,12 @@ from synth.pipeline import SynthConfig, seeds_by_target, synthesize, write_tasks
 from train.curriculum.core import CurriculumConfig
 from train.curriculum.mix import mix
 from train.curriculum.store import load_state, scopes_read
-from train.engine import RolloutConfig, TaskRollouts
+from train.engine import MAX_STEP_CAP, RolloutConfig, TaskRollouts
 from train.evaluation import evaluate, evaluate_gold_prefix
 from train.grpo import GRPORunConfig, train_grpo
 from train.models import resolve_model
 from train.policies import GenerationConfig, load_policy, policy_name
+from train.policies.base import MAX_NEW_TOKENS
 from train.sft import SFTRunConfig, train_sft
 
 log = logging.getLogger(__name__)
@@ -63,27 +65,33 @@ STAGES = ("eval", "frontier", "synth", "curriculum", "train")
 class LoopConfig:
     """One closed-loop run; ``ace loop``'s flags are these fields."""
 
-    rounds: int = field(default=1, metadata={"help": "Rounds of eval → frontier → synth → curriculum → train."})
+    rounds: int = field(default=1, metadata={"help": "Rounds of eval → frontier → synth → curriculum → train.", "min": 1,
+                                                 "max": 100})
     tasks: str = field(default="bfcl:base", metadata={"help": "Seed tasks."})
-    seeds: int = field(default=20, metadata={"help": "Seed tasks used for synthesis and the replay buffer."})
-    eval_limit: int = field(default=5, metadata={"help": "Tasks of each evaluation (taken after the seed tasks)."})
+    seeds: int = field(default=20, metadata={"help": "Seed tasks used for synthesis and the replay buffer.", "min": 1, "max": 10_000})
+    eval_limit: int = field(default=5, metadata={"help": "Tasks of each evaluation (taken after the seed tasks).", "min": 1,
+                                                  "max": 10_000})
     gold_prefix: bool = field(default=True, metadata={"help": (
         "Evaluate each checkpoint through the gold prefix (every oracle step scored with the oracle's prefix in "
         "context: exact match and NLL); off: free-running rollouts.")})
-    synth: int = field(default=8, metadata={"help": "Tasks to synthesize per round."})
-    train_tasks: int = field(default=8, metadata={"help": "Size of each round's training mix."})
+    synth: int = field(default=8, metadata={"help": "Tasks to synthesize per round.", "min": 1, "max": 10_000})
+    train_tasks: int = field(default=8, metadata={"help": "Size of each round's training mix.", "min": 1, "max": 10_000})
     sft_warm_start: bool = field(default=False, metadata={"help": "Round 0 starts with SFT on the seed tasks' oracle transcripts."})
-    sft_epochs: float = field(default=1.0, metadata={"help": "Epochs of the warm start."})
-    grpo_steps: int = field(default=1, metadata={"help": "GRPO steps per round."})
-    prompts_per_step: int = field(default=2, metadata={"help": "GRPO groups per step."})
-    generations: int = field(default=2, metadata={"help": "GRPO rollouts per prompt."})
+    sft_epochs: float = field(default=1.0, metadata={"help": "Epochs of the warm start.", "min": 0.0, "max": 100.0})
+    grpo_steps: int = field(default=1, metadata={"help": "GRPO steps per round.", "min": 1, "max": 100_000})
+    prompts_per_step: int = field(default=2, metadata={"help": "GRPO groups per step.", "min": 1, "max": 1024})
+    generations: int = field(default=2, metadata={"help": "GRPO rollouts per prompt.", "min": 2, "max": 256})
     max_groups_sampled: int = field(default=0, metadata={
-        "help": "Cap on GRPO groups sampled per step while filtering (0: 4 x prompts-per-step)."})
-    max_tokens: int = field(default=64, metadata={"help": "Longest assistant answer, in tokens (eval and training)."})
-    step_cap: int = field(default=2, metadata={"help": "Most assistant answers per user turn."})
-    synth_rollouts: int = field(default=2, metadata={"help": "The policy's rollouts per synthesized task (learnability)."})
-    min_support: int = field(default=1, metadata={"help": "Least attempts for a frontier edge (small evaluations need 1)."})
-    seed: int = field(default=0, metadata={"help": "Seed of synthesis, the mix and training."})
+        "help": "Cap on GRPO groups sampled per step while filtering (0: 4 x prompts-per-step).",
+        "min": 0, "max": 100_000})
+    max_tokens: int = field(default=64, metadata={"help": "Longest assistant answer, in tokens (eval and training).",
+                                                 "min": 1, "max": MAX_NEW_TOKENS})
+    step_cap: int = field(default=2, metadata={"help": "Most assistant answers per user turn.", "min": 1, "max": MAX_STEP_CAP})
+    synth_rollouts: int = field(default=2, metadata={"help": "The policy's rollouts per synthesized task (learnability).",
+                                                     "min": 1, "max": 64})
+    min_support: int = field(default=1, metadata={"help": "Least attempts for a frontier edge (small evaluations need 1).",
+                                                  "min": 1, "max": 1_000_000})
+    seed: int = field(default=0, metadata={"help": "Seed of synthesis, the mix and training.", "min": 0, "max": SEED_MAX})
 
     def __post_init__(self) -> None:
         if self.max_groups_sampled < 0:

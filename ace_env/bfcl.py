@@ -22,6 +22,7 @@ from ace_env.cache import cached_pickle
 from ace_env.calls import Call, parse_call
 from ace_env.errors import TaskLoadError
 from ace_env.tasks import Task, Turn
+from ace_env.workspace import check_readable
 
 BFCL_VERSION = "2026.3.23"
 
@@ -351,6 +352,7 @@ def load_folder(folder: str | Path) -> list[Task]:
     tasks: list[Task] = []
     seen: set[str] = set()
     for file_category, qpath, apath in files:
+        check_readable(qpath, "BFCL question file")  # a FIFO named like one would block the read
         if not apath.is_file():
             raise TaskLoadError(f"{qpath} has no possible-answer file {apath}")
         try:

@@ -18,36 +18,71 @@ ace_env.errors.ConfigError: C.n must be at most 9 (Things.), not 10; give a valu
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields
 from typing import Any
 
 from ace_env.errors import ConfigError
 
+#: The largest seed any ACE command takes: numpy, torch and vLLM all take a seed below 2**32.
+SEED_MAX = 2**32 - 1
+
+
+def offset_seed(seed: int, k: int) -> int:
+    """The ``k``-th seed of a run seeded ``seed``: ``seed + k``, wrapped into 0..:data:`SEED_MAX` so it stays a
+    seed every config takes (``GenerationConfig`` refuses a larger one).
+
+    >>> offset_seed(7, 3), offset_seed(SEED_MAX, 1)
+    (10, 0)
+    """
+    return (seed + k) % (SEED_MAX + 1)
+
+
+def _number(value: Any) -> str:
+    """``10000`` -> ``"10,000"``, ``86400.0`` -> ``"86,400"``, ``0.5`` -> ``"0.5"``."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
 
 def bounds_text(metadata: Any) -> str:
-    """``"1 to 9"``, ``"at least 1"``, ``"at most 9"`` or ``""`` from a field's ``min``/``max`` metadata."""
+    """``"1 to 9"``, ``"at least 1"``, ``"at most 9"`` or ``""`` from a field's ``min``/``max`` metadata.
+
+    >>> bounds_text({"min": 0.0, "max": 86_400}), bounds_text({"min": 1, "max": 100_000})
+    ('0 to 86,400', '1 to 100,000')
+    """
     lo, hi = metadata.get("min"), metadata.get("max")
     if lo is not None and hi is not None:
-        return f"{lo:,} to {hi:,}" if isinstance(lo, int) and isinstance(hi, int) else f"{lo} to {hi}"
+        return f"{_number(lo)} to {_number(hi)}"
     if lo is not None:
-        return f"at least {lo}"
+        return f"at least {_number(lo)}"
     if hi is not None:
-        return f"at most {hi:,}" if isinstance(hi, int) else f"at most {hi}"
+        return f"at most {_number(hi)}"
     return ""
+
+
+def bound_error(name: str, value: Any, metadata: Any) -> str | None:
+    """Why ``value`` breaks the ``min``/``max`` of a field's ``metadata`` (a number that is not finite
+    breaks every bound), as one line that names ``name`` and says how to fix it; ``None`` when it fits."""
+    lo, hi = metadata.get("min"), metadata.get("max")
+    if lo is None and hi is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{name} must be a number, not {value!r}"
+    why = f" ({metadata['help']})" if metadata.get("help") else ""
+    fix = f"give a value {'from' if lo is not None and hi is not None else 'of'} {bounds_text(metadata)}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{name} must be a finite number{why}, not {value}; {fix}"
+    if lo is not None and value < lo:
+        return f"{name} must be at least {lo}{why}, not {value}; {fix}"
+    if hi is not None and value > hi:
+        return f"{name} must be at most {hi}{why}, not {value}; {fix}"
+    return None
 
 
 def check_bounds(config: Any) -> None:
     """Raise :class:`ConfigError` (what, why, how to fix) for the first field outside its ``min``/``max`` metadata."""
     for f in fields(config):
-        lo, hi = f.metadata.get("min"), f.metadata.get("max")
-        if lo is None and hi is None:
-            continue
-        value = getattr(config, f.name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{type(config).__name__}.{f.name} must be a number, not {value!r}")
-        why = f" ({f.metadata['help']})" if f.metadata.get("help") else ""
-        fix = f"give a value {'from' if lo is not None and hi is not None else 'of'} {bounds_text(f.metadata)}"
-        if lo is not None and value < lo:
-            raise ConfigError(f"{type(config).__name__}.{f.name} must be at least {lo}{why}, not {value}; {fix}")
-        if hi is not None and value > hi:
-            raise ConfigError(f"{type(config).__name__}.{f.name} must be at most {hi}{why}, not {value}; {fix}")
+        error = bound_error(f"{type(config).__name__}.{f.name}", getattr(config, f.name), f.metadata)
+        if error:
+            raise ConfigError(error)

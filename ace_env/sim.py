@@ -43,6 +43,7 @@ from ace_env.errors import ConfigError
 from ace_env.perturb import alter_call
 from ace_env.tasks import Task
 from ace_env.verifier import verify
+from ace_env.workspace import check_readable
 
 DEMO_WEAKNESS = Path(__file__).resolve().parent / "demo_weakness.toml"  # the planted weaknesses of `ace demo`
 
@@ -167,9 +168,7 @@ def load_weakness(path: str | Path | None, known: Any = None, what: str = "a BFC
     :func:`parse_weakness`."""
     if path is None:
         return WeaknessSpec()
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"weakness file {str(path)!r} does not exist")
+    path = check_readable(path, "weakness file")  # a regular file: a FIFO would block, a device read as empty
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
@@ -177,6 +176,16 @@ def load_weakness(path: str | Path | None, known: Any = None, what: str = "a BFC
         raise ConfigError(f"{path}: not valid TOML ({e})") from e
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text ({e})") from e
+    except ValueError as e:  # a number past Python's int-str conversion limit (4,300 digits)
+        raise ConfigError(f"{path}: a value cannot be read ({str(e).split(':')[0]}); errors are numbers in "
+                          "[0, 1]") from None
+    except RecursionError:  # arrays or inline tables nested thousands deep
+        raise ConfigError(f"{path}: TOML nested too deeply to read; a weakness file is a few flat tables "
+                          "([defaults], [[tool]], [[composition]])") from None
+    if not data:
+        raise ConfigError(f"{path}: holds no weaknesses (it is empty or only comments); give [defaults], "
+                          "[[tool]] or [[composition]] entries, or no file (every call then slips with "
+                          "probability 0.02)")
     return parse_weakness(data, str(path), known, what)
 
 

@@ -32,6 +32,7 @@ from ace_env.tau2.tasks import load_tasks as load_tau2_tasks
 from ace_env.tau2.tasks import tau2_tool_info as tau2_tool_info
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
 from ace_env.worker import Budget
+from ace_env.workspace import check_readable
 
 #: The task-spec grammar, as every command's ``--tasks/-t`` help states it.
 TASK_SPEC_HELP = ("Tasks: bfcl:CATEGORY[,CATEGORY...] (base, long_context, miss_func, miss_param, all; bfcl alone: "
@@ -86,9 +87,14 @@ def parse_task_spec(spec: str) -> TaskSpec:
             domains = list(TAU2_DOMAINS)
         return TaskSpec(tau2_domains=tuple(dict.fromkeys(domains)))
     path = Path(spec)
-    if not path.exists():
-        raise TaskLoadError(f"task set {spec!r} is neither bfcl:CATEGORY[,CATEGORY...] ({', '.join(bfcl.CATEGORIES)}, "
-                            "all) nor an existing task file or folder")
+    try:
+        exists = path.exists()
+    except (OSError, ValueError):  # a name too long for the file system
+        exists = False
+    if not exists:
+        raise TaskLoadError(f"task set {spec[:200]!r} is neither bfcl:CATEGORY[,CATEGORY...] "
+                            f"({', '.join(bfcl.CATEGORIES)}, all) nor an existing task file or folder")
+    check_readable(path, "task set", folder=True)  # a FIFO, socket or device is refused before it is opened
     return TaskSpec(path=path)
 
 

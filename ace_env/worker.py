@@ -55,6 +55,9 @@ from ace_env.verifier import TIMEOUT
 #: none), [INDEX] index in the batch of the item being worked on.
 CALL, INDEX = 0, 1
 
+#: The most one tool call may be given: a day of wall-clock time, 16 TiB of memory growth.
+MAX_CALL_SECONDS, MAX_MEMORY_MB = 86_400, 1 << 24
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -63,19 +66,19 @@ class Budget:
     call_seconds: float = field(
         default=10.0,
         metadata={"help": "Wall-clock seconds one tool call may run (BFCL's take microseconds). "
-                          "Env: ACE_CALL_TIMEOUT."},
+                          "Env: ACE_CALL_TIMEOUT.", "min": 0.0, "max": MAX_CALL_SECONDS},
     )
     memory_mb: int = field(
         default=2048,
         metadata={"help": "Memory (MiB) the verifying worker may grow by (BFCL's calls need a few). "
-                          "Env: ACE_MEMORY_LIMIT_MB."},
+                          "Env: ACE_MEMORY_LIMIT_MB.", "min": 16, "max": MAX_MEMORY_MB},
     )
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.call_seconds, (int, float)) and 0 < self.call_seconds <= 86_400):
-            raise ConfigError(f"call timeout must be between 0 and 86400 seconds, not {self.call_seconds!r}")
-        if not (isinstance(self.memory_mb, int) and 16 <= self.memory_mb <= 1 << 24):
-            raise ConfigError(f"memory limit must be between 16 and {1 << 24} MiB, not {self.memory_mb!r}")
+        if not (isinstance(self.call_seconds, (int, float)) and 0 < self.call_seconds <= MAX_CALL_SECONDS):
+            raise ConfigError(f"call timeout must be between 0 and {MAX_CALL_SECONDS} seconds, not {self.call_seconds!r}")
+        if not (isinstance(self.memory_mb, int) and 16 <= self.memory_mb <= MAX_MEMORY_MB):
+            raise ConfigError(f"memory limit must be between 16 and {MAX_MEMORY_MB} MiB, not {self.memory_mb!r}")
 
     @classmethod
     def from_env(cls, call_seconds: float | None = None, memory_mb: int | None = None) -> "Budget":

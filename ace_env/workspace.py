@@ -43,23 +43,71 @@ def check_writable_kind(path: str | Path, what: str = "--out") -> Path:
         raise ConfigError(f"cannot write {what} {str(path)!r}: {e.strerror or e}") from e
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return path
-    kind = ("a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
+    link = " (through a symlink)" if path.is_symlink() else ""
+    raise ConfigError(f"{what} {str(path)!r} is {special_kind(mode)}{link}; ACE writes only regular files and "
+                      "folders, never replaces a special file: give another path")
+
+
+def special_kind(mode: int) -> str:
+    """What a file that is neither a regular file nor a folder is, in words (from its ``st_mode``)."""
+    return ("a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
             else "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
             else "not a regular file")
-    link = " (through a symlink)" if path.is_symlink() else ""
-    raise ConfigError(f"{what} {str(path)!r} is {kind}{link}; ACE writes only regular files and folders, "
-                      "never replaces a special file: give another path")
+
+
+def check_readable(path: str | Path, what: str = "file", folder: bool = False) -> Path:
+    """The one rule for every input file (rollouts, task files, weakness files), before it is opened.
+
+    Accepted: a regular file that can be read (a symlink is judged by what it points to), and, with
+    ``folder``, a folder.  Refused in one line: a path that does not exist, a folder (unless ``folder``), a
+    FIFO (opening one blocks until a writer comes), a socket, a character or block device (``/dev/null``
+    read as an empty file said "0 rollouts verified"), and a path that cannot be read.  The path is only
+    ``stat``-ed here, never opened.  Standard input (``-``) is the caller's to allow
+    (``ace.cli.options.expand_inputs``).
+    """
+    path = Path(path)
+    if str(path) == "-":
+        raise ConfigError(f"{what} '-': this command does not read standard input; save the data to a file and "
+                          "name the file")
+    try:
+        mode = os.stat(path).st_mode  # never open(): a FIFO would block right here
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {str(path)!r} does not exist") from None
+    except (OSError, ValueError) as e:  # a name too long, a file where a folder should be, a NUL
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise ConfigError(f"{what} {str(path)[:200]!r} cannot be read ({why})") from None
+    if stat.S_ISDIR(mode):
+        if folder:
+            return path
+        raise ConfigError(f"{what} {str(path)!r} is a folder, not a file")
+    if not stat.S_ISREG(mode):
+        link = " (through a symlink)" if path.is_symlink() else ""
+        raise ConfigError(f"{what} {str(path)!r} is {special_kind(mode)}{link}, not a regular file; ACE reads "
+                          "only regular files (save the data to a file first)")
+    if not os.access(path, os.R_OK):
+        raise ConfigError(f"{what} {str(path)!r} cannot be read (permission denied)")
+    return path
+
+
+#: The longest name (experiment, policy, checkpoint): it becomes a folder name, and files are named after it.
+MAX_NAME = 100
 
 
 def check_name(value: str, what: str = "name") -> str:
-    """A name that becomes a path component (a scope part, a folder under ``$ACE_HOME/runs``) must be plain.
+    """A name that becomes a path component (a scope part, a folder under ``$ACE_HOME/runs``) must be plain:
+    one line of at most :data:`MAX_NAME` printable characters.
 
     Refused: empty, ``.`` and ``..`` (a folder above, so ``-e .. --name ..`` wrote outside
-    ``runs/``), and any name holding ``/``, ``\\`` or a NUL.
+    ``runs/``), any name holding ``/`` or ``\\``, a newline, a tab or any other character that is not
+    printable (a NUL, an escape, a line or paragraph separator), and a name longer than :data:`MAX_NAME`
+    (``ace loop status -e <300 characters>`` failed opening a file whose name was too long).
     """
-    if not isinstance(value, str) or not value.strip() or value in (".", "..") or any(c in value for c in "/\\\0"):
-        raise ConfigError(f"{what} {value!r} is not a plain name (it names a folder and a scope): not empty, not "
-                          "'.' or '..', no '/' or '\\'; use letters, digits, '-', '_' and '.'")
+    if (not isinstance(value, str) or not value.strip() or value in (".", "..") or any(c in value for c in "/\\")
+            or not value.isprintable() or len(value) > MAX_NAME):
+        shown = value if not isinstance(value, str) or len(value) <= 60 else value[:60] + "..."
+        raise ConfigError(f"{what} {shown!r} is not a plain name (it names a folder and a scope): one line of at "
+                          f"most {MAX_NAME} printable characters, not empty, not '.' or '..', no '/' or '\\'; "
+                          "use letters, digits, '-', '_' and '.'")
     return value
 
 

@@ -27,12 +27,13 @@ class FrontierConfig:
 
     level: str = field(default="tool", metadata={"help": "Granularity: 'skill' or 'tool' (default: tool, whose names read most easily)."})
     min_support: int = field(default=MIN_SUPPORT, metadata={"help": (
-        "Minimum times b was reached right after a for the edge a→b to count.")})
+        "Minimum times b was reached right after a for the edge a→b to count."), "min": 1, "max": 1_000_000})
     min_lift: float = field(default=MIN_LIFT, metadata={"help": (
-        "How far above 0 the fragility's 95% lower bound must be (guards against testing many edges at once).")})
+        "How far above 0 the fragility's 95% lower bound must be (guards against testing many edges at once)."),
+        "min": -1.0, "max": 1.0})
     min_prereq: float = field(default=0.6, metadata={"help": (
-        "Frontier only: success of a, and of b away from a, must each reach this.")})
-    limit: int = field(default=20, metadata={"help": "Most rows returned."})
+        "Frontier only: success of a, and of b away from a, must each reach this."), "min": 0.0, "max": 1.0})
+    limit: int = field(default=20, metadata={"help": "Most rows returned.", "min": 1, "max": 100_000})
 
     def __post_init__(self) -> None:
         check_level(self.level)

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from ace_env.bounded import BoundedVerifier, LineError
+from ace_env.fields import SEED_MAX
 from ace_env.scaleout import LocalRunner, RayRunner
 from ace_env.sim import simulate_one
 from ace_env.tasks import Task
@@ -120,17 +121,17 @@ def _rollouts(policy: Policy | BatchPolicy, tasks: list[Task], n: int, seed: int
 
 @dataclass
 class SynthConfig:
-    n: int = 100
+    n: int = field(default=100, metadata={"min": 1, "max": 100_000})
     """Valid tasks to emit in total."""
-    rounds: int = 2
+    rounds: int = field(default=2, metadata={"min": 1, "max": 100})
     """Rounds of synthesis and reflection (K)."""
-    plans: int = 8
+    plans: int = field(default=8, metadata={"min": 1, "max": 1000})
     """Plans per round (N); each is a distinct (target, strategy, style)."""
-    rollouts_per_task: int = 4
+    rollouts_per_task: int = field(default=4, metadata={"min": 1, "max": 64})
     """Trajectory rollouts per valid task, to place it in or out of the learnable zone."""
     strategies: tuple[str, ...] = field(default_factory=targeted)
     """Strategies the planner may use (default: the registry's targeted ones)."""
-    seed: int = 0
+    seed: int = field(default=0, metadata={"min": 0, "max": SEED_MAX})
     """Seed of everything random."""
     max_attempts_factor: int = 4
     """A plan gets at most this many attempts per task it is asked for in a round."""

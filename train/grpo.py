@@ -44,13 +44,14 @@ from pathlib import Path
 from typing import Any
 
 from ace_env.errors import ConfigError
+from ace_env.fields import SEED_MAX, offset_seed
 from ace_env.tasks import Task
 from ace_env.verifier import over_budget, verify
-from ace_env.worker import Budget
-from train.engine import RolloutConfig, RolloutEngine, offered_schemas
+from ace_env.worker import MAX_CALL_SECONDS, Budget
+from train.engine import MAX_STEP_CAP, RolloutConfig, RolloutEngine, offered_schemas
 from train.filtering import FillStats, Group, fill_batch
 from train.logprobs import install_bounded_lm_head
-from train.policies.base import GenerationConfig, Policy
+from train.policies.base import MAX_NEW_TOKENS, MAX_SEQUENCE_TOKENS, GenerationConfig, Policy
 from train.policies.hf import HFPolicy, set_torch_threads
 from train.policies.template import ACE_CHAT_TEMPLATE, has_tool_support
 from train.policies.trainer_vllm import TrainerVLLMPolicy
@@ -66,26 +67,33 @@ VLLM_MODES = ("off", "colocate", "server")
 class GRPORunConfig:
     """One GRPO run; the CLI's flags are these fields."""
 
-    steps: int = field(default=2, metadata={"help": "Optimizer steps (each on prompts-per-step × generations rollouts)."})
-    prompts_per_step: int = field(default=2, metadata={"help": "Groups (prompts) per step, after filtering."})
-    generations: int = field(default=4, metadata={"help": "Rollouts per prompt (the group size G)."})
-    learning_rate: float = field(default=1e-6, metadata={"help": "AdamW learning rate."})
-    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of the rollouts."})
-    max_tokens: int = field(default=96, metadata={"help": "Longest assistant answer, in tokens."})
-    step_cap: int = field(default=4, metadata={"help": "Most assistant answers in one user turn."})
+    steps: int = field(default=2, metadata={"help": "Optimizer steps (each on prompts-per-step × generations rollouts).",
+                                                "min": 1, "max": 100_000})
+    prompts_per_step: int = field(default=2, metadata={"help": "Groups (prompts) per step, after filtering.", "min": 1,
+                                                           "max": 1024})
+    generations: int = field(default=4, metadata={"help": "Rollouts per prompt (the group size G).", "min": 2, "max": 256})
+    learning_rate: float = field(default=1e-6, metadata={"help": "AdamW learning rate.", "min": 0.0, "max": 1.0})
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of the rollouts.", "min": 0.0, "max": 2.0})
+    max_tokens: int = field(default=96, metadata={"help": "Longest assistant answer, in tokens.", "min": 1,
+                                                     "max": MAX_NEW_TOKENS})
+    step_cap: int = field(default=4, metadata={"help": "Most assistant answers in one user turn.", "min": 1, "max": MAX_STEP_CAP})
     partial_credit: float = field(
-        default=0.0, metadata={"help": "Weight W of partial credit in the reward: 1 for a pass, else W × share of turns."}
+        default=0.0, metadata={"help": "Weight W of partial credit in the reward: 1 for a pass, else W × share of turns.",
+                                 "min": 0.0, "max": 1.0}
     )
     dynamic_filtering: bool = field(default=True, metadata={"help": "Drop zero-variance groups and refill the batch."})
     max_groups_sampled: int = field(
-        default=0, metadata={"help": "Cap on groups sampled per step when filtering (0: 4 × prompts-per-step)."}
+        default=0, metadata={"help": "Cap on groups sampled per step when filtering (0: 4 × prompts-per-step).", "min": 0,
+                               "max": 100_000}
     )
-    beta: float = field(default=0.0, metadata={"help": "KL coefficient against the reference model (0: none)."})
-    seed: int = field(default=0, metadata={"help": "Seed of prompt order and sampling."})
+    beta: float = field(default=0.0, metadata={"help": "KL coefficient against the reference model (0: none).", "min": 0.0,
+                                                       "max": 100.0})
+    seed: int = field(default=0, metadata={"help": "Seed of prompt order and sampling.", "min": 0, "max": SEED_MAX})
     compact_tools: bool = field(default=True, metadata={"help": "List tools as compact signatures."})
     call_timeout: float = field(
         default=Budget.call_seconds,
-        metadata={"help": "Wall-clock budget of one tool call in a rollout, seconds; a call over it ends its rollout (reward 0)."},
+        metadata={"help": "Wall-clock budget of one tool call in a rollout, seconds; a call over it ends its rollout (reward 0).",
+                  "min": 0.0, "max": MAX_CALL_SECONDS},
     )
     vllm: str = field(
         default="off",
@@ -96,12 +104,13 @@ class GRPORunConfig:
     micro_batch: int = field(
         default=1,
         metadata={"help": "Episodes per forward/backward pass; a step accumulates prompts-per-step × generations / "
-                          "micro-batch passes (training memory grows with it, not with the batch)."},
+                          "micro-batch passes (training memory grows with it, not with the batch).", "min": 1, "max": 1024},
     )
     max_sequence_tokens: int = field(
         default=8192,
         metadata={"help": "Longest episode (prompt + whole conversation, tokens) trained on; a longer one stops the "
-                          "run with a one-line error before its forward pass (capped at the model's context)."},
+                          "run with a one-line error before its forward pass (capped at the model's context).", "min": 17,
+                  "max": MAX_SEQUENCE_TOKENS},
     )
     transitions: bool = field(
         default=False,
@@ -261,7 +270,7 @@ class ACERollout:
 
             def sample_steps(keys: list[str]) -> list[Group]:
                 generation = GenerationConfig(temperature=self.config.temperature, max_tokens=self.config.max_tokens,
-                                              seed=self.config.seed + self._calls)
+                                              seed=offset_seed(self.config.seed, self._calls))
                 self._calls += 1
                 return transitions.sample(policy, keys, G, generation, Budget(call_seconds=self.config.call_timeout),
                                           timing)
@@ -279,7 +288,7 @@ class ACERollout:
                     generation=GenerationConfig(
                         temperature=self.config.temperature,
                         max_tokens=self.config.max_tokens,
-                        seed=self.config.seed + self._calls,
+                        seed=offset_seed(self.config.seed, self._calls),
                     ),
                 ),
             )

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ace_env.fields import check_bounds
 from train.models import resolve_model
-from train.policies.base import PolicyError
+from train.policies.base import MAX_SEQUENCE_TOKENS, PolicyError
 from train.policies.template import write_template
 
 log = logging.getLogger(__name__)
@@ -49,8 +49,10 @@ class ServeConfig:
     name: str = field(default="smollm2", metadata={"help": "Served model name (openai:NAME@...)."})
     host: str = field(default="127.0.0.1", metadata={"help": "Address to listen on."})
     port: int = field(default=8000, metadata={"help": "Port to listen on.", "min": 1, "max": 65_535})
-    kv_cache_gib: int = field(default=1, metadata={"help": "VLLM_CPU_KVCACHE_SPACE, in GiB (CPU builds).", "min": 1})
-    max_model_len: int = field(default=8192, metadata={"help": "Longest prompt plus answer, in tokens.", "min": 256})
+    kv_cache_gib: int = field(default=1, metadata={"help": "VLLM_CPU_KVCACHE_SPACE, in GiB (CPU builds).", "min": 1,
+                                                 "max": 1024})
+    max_model_len: int = field(default=8192, metadata={"help": "Longest prompt plus answer, in tokens.", "min": 256,
+                                                     "max": MAX_SEQUENCE_TOKENS})
     eager: bool = field(default=False, metadata={
         "help": "--enforce-eager: no torch.compile.  vLLM's CPU build otherwise compiles the model with "
                 "inductor at start (minutes on 2 cores); eager skips that (its decoding speed is not measured here)."})

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ace_env.errors import ConfigError
-from ace_env.fields import check_bounds
+from ace_env.fields import SEED_MAX, check_bounds
 from ace_env.tasks import Task
 from train.engine import offered_schemas
 from train.errors import ExportError
 from train.export import to_openai_sft
 from train.logprobs import install_bounded_lm_head
-from train.policies.base import PolicyError
+from train.policies.base import MAX_SEQUENCE_TOKENS, PolicyError
 from train.policies.hf import load_model
 
 log = logging.getLogger(__name__)
@@ -44,15 +44,18 @@ class SFTRunConfig:
 
     model: str = field(default="smollm2-135m", metadata={"help": "Model folder or embedded name to start from."})
     out: str = field(default="runs/sft", metadata={"help": "Folder of the trained model (loadable as hf:OUT)."})
-    epochs: float = field(default=1.0, metadata={"help": "Passes over the transcripts."})
-    learning_rate: float = field(default=5e-5, metadata={"help": "AdamW learning rate."})
-    batch_size: int = field(default=1, metadata={"help": "Transcripts per optimizer step (per device).", "min": 1})
-    max_length: int = field(default=1024, metadata={"help": "Tokens kept per transcript (the start is kept).", "min": 16})
-    seed: int = field(default=0, metadata={"help": "Seed of initialisation order and shuffling."})
+    epochs: float = field(default=1.0, metadata={"help": "Passes over the transcripts.", "min": 0.0, "max": 1000.0})
+    learning_rate: float = field(default=5e-5, metadata={"help": "AdamW learning rate.", "min": 0.0, "max": 1.0})
+    batch_size: int = field(default=1, metadata={"help": "Transcripts per optimizer step (per device).", "min": 1,
+                                                "max": 4096})
+    max_length: int = field(default=1024, metadata={"help": "Tokens kept per transcript (the start is kept).", "min": 16,
+                                                  "max": MAX_SEQUENCE_TOKENS})
+    seed: int = field(default=0, metadata={"help": "Seed of initialisation order and shuffling.", "min": 0, "max": SEED_MAX})
     compact_tools: bool = field(default=True, metadata={"help": "List tools compactly, as rollouts do."})
     micro_batch: int = field(
         default=1, metadata={"help": "Transcripts per forward/backward pass; a step accumulates batch-size / "
-                                     "micro-batch passes (memory grows with it, not with the batch).", "min": 1})
+                                     "micro-batch passes (memory grows with it, not with the batch).", "min": 1,
+                      "max": 4096})
 
     def __post_init__(self) -> None:
         check_bounds(self)

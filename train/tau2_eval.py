@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ace_env.errors import ConfigError
+from ace_env.fields import offset_seed
 from ace_env.tau2.calls import Tau2Calls
 from ace_env.tau2.orchestrate import Dialogue, run_dialogue
 from ace_env.tau2.package import tau2_modules
@@ -133,7 +134,7 @@ def user_factory(spec: str | None, agent_spec: str, agent_policy: Policy, genera
     policy = agent_policy if spec == agent_spec else load_policy(spec, request=request)
 
     def make(task: Tau2Task, sample: int) -> Tau2LLMUser:
-        return Tau2LLMUser(policy, dataclasses.replace(generation, seed=generation.seed + sample), task)
+        return Tau2LLMUser(policy, dataclasses.replace(generation, seed=offset_seed(generation.seed, sample)), task)
 
     return spec, make, (None if policy is agent_policy else policy)
 
@@ -200,7 +201,7 @@ def run_tau2(policy_spec: str, tasks: list[Tau2Task], config: RolloutConfig, out
             for task in tasks:
                 for sample in range(config.n_per_task):
                     rid = f"{task.id}#{sample}"
-                    generation = dataclasses.replace(config.generation, seed=config.generation.seed + sample)
+                    generation = dataclasses.replace(config.generation, seed=offset_seed(config.generation.seed, sample))
                     agent = PolicyAgent(policy, generation, task, rid)
                     d = run_dialogue(task, agent, make_user(task, sample), max_turns=max_turns,
                                      budget=config.budget, calls=runner)

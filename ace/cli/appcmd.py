@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from ace.cli import app
+from ace.cli.options import number_option
 from ace_graph.errors import ConfigError
 from app import ENTRY
 
@@ -44,8 +45,8 @@ def metrics_inputs(files: list[Path]) -> list[str]:
 @app.command("app")
 def app_cmd(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default; 0.0.0.0 exposes it)."),
-    port: int = typer.Option(8501, "--port", min=1, max=65535, help="Port to serve the dashboard on."),
-    ttl: int = typer.Option(30, "--ttl", min=0, help="Seconds a query result is cached before it is read again."),
+    port: int = number_option(8501, "--port", min=1, max=65_535, help="Port to serve the dashboard on."),
+    ttl: int = number_option(30, "--ttl", min=0, max=86_400, help="Seconds a query result is cached before it is read again."),
     metrics: Optional[list[Path]] = typer.Option(
         None, "--metrics", help="A training metrics file (JSONL) outside the workspace's runs/ for the Training page "
                                 "to list as well; repeatable. The page lists only these and runs/**/*metrics*.jsonl."),

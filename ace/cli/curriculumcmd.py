@@ -8,7 +8,7 @@ import typer
 
 from ace.cli import app
 from ace.cli.graphcmd import with_store
-from ace.cli.options import config_options, console, esc, experiment_option, json_option, table
+from ace.cli.options import config_options, console, esc, experiment_option, json_option, scope_option, table
 from ace.stages import curriculum_round
 from train.curriculum.core import CurriculumConfig
 
@@ -63,8 +63,7 @@ def status(
 @config_options(CurriculumConfig, exclude=("depth_strata", "replay_share", "max_drift"))
 def step_cmd(
     experiment: str = experiment_option(),
-    scope: str = typer.Option(..., "--scope", "-s",
-                              help="Scope E/P/C of this experiment whose measurements feed this round."),
+    scope: str = scope_option(..., "Scope E/P/C of this experiment whose measurements feed this round."),
     allow_repeat: bool = typer.Option(False, "--allow-repeat", help="Allow feeding a scope that an earlier round already read."),
     details: bool = typer.Option(False, "--details", help="Print every decision, not just the changes."),
     as_json: bool = json_option("Print the round with every decision as JSON."),

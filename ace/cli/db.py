@@ -8,7 +8,7 @@ import os
 import typer
 
 from ace.cli import app
-from ace.cli.options import esc
+from ace.cli.options import esc, number_option
 from ace_env.redact import redact_url
 from ace_graph.config import neo4j_settings
 from ace_graph.db import apply_schema, get_driver
@@ -48,7 +48,8 @@ def install(
 
 @db_app.command("start")
 def start(
-    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for the server to answer on Bolt."),
+    timeout: float = number_option(120.0, "--timeout", min=1.0, max=3600.0,
+                                   help="Seconds to wait for the server to answer on Bolt."),
 ) -> None:
     """Start the managed Neo4j server (installing it first if needed) and wait until it accepts connections."""
     console = _console()
@@ -77,8 +78,8 @@ def start(
 
 @db_app.command("stop")
 def stop(
-    timeout: float = typer.Option(
-        60.0, "--timeout", help="Seconds to wait for a clean shutdown before the server is killed."
+    timeout: float = number_option(
+        60.0, "--timeout", min=0.0, max=3600.0, help="Seconds to wait for a clean shutdown before the server is killed."
     ),
 ) -> None:
     """Stop the managed Neo4j server cleanly (SIGTERM; SIGKILL only after --timeout)."""
@@ -116,7 +117,7 @@ def status(
 
 @db_app.command("logs")
 def logs(
-    n: int = typer.Option(50, "-n", "--lines", min=1, help="How many lines to show."),
+    n: int = number_option(50, "-n", "--lines", min=1, max=100_000, help="How many lines to show."),
     which: str = typer.Option(
         "neo4j", "--file", help="Which log: neo4j (server log), console (JVM output) or debug."
     ),

@@ -16,7 +16,7 @@ from ace.cli import app
 from ace.cli.graphcmd import with_store
 from ace.cli.options import config_options, console, esc, json_option, table
 from ace_env import bfcl
-from ace_env.sim import DEMO_WEAKNESS
+from ace_env.sim import DEMO_WEAKNESS, load_weakness
 from ace_graph.config import neo4j_settings
 from ace_graph.db import apply_schema
 
@@ -44,6 +44,7 @@ def demo(
     c = console()
     say = (lambda *a: None) if as_json else c.print
     categories = [x.strip() for x in config.categories.split(",") if x.strip()]
+    load_weakness(weakness)  # a bad file is refused now, not after the schema and the replay
     if config.tau2_n:
         run.check_tau2_weakness(tau2_weakness)  # a bad file is refused now, not after the BFCL part
     settings = neo4j_settings()

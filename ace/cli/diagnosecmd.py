@@ -9,8 +9,9 @@ from typing import Any, Optional
 import typer
 
 from ace.cli import app
-from ace.cli.options import tasks_option
+from ace.cli.options import number_option, scope_option, tasks_option
 from ace_env.environments import environment_of
+from ace_env.fields import SEED_MAX
 from ace_env.tasksets import load_task_set
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
@@ -39,11 +40,11 @@ def _policy(spec: Optional[str], scope_policy: str | None, tasks: list[Any], see
 
 @app.command("diagnose")
 def diagnose_cmd(
-    scope: str = typer.Option(..., "--scope", "-s", help="Scope key (experiment/policy/checkpoint) to diagnose."),
-    probe_budget: int = typer.Option(200, "--probe-budget", "-n", min=0,
+    scope: str = scope_option(..., "Scope key (experiment/policy/checkpoint) to diagnose."),
+    probe_budget: int = number_option(200, "--probe-budget", "-n", min=0, max=100_000,
                                      help="Probe rollouts to spend at most, over the ambiguous edges (and "
                                           "compositions short of min_support)."),
-    rounds: int = typer.Option(2, "--rounds", min=1,
+    rounds: int = number_option(2, "--rounds", min=1, max=100,
                                help="Probe rounds: each spends its share of what is left on the edges still "
                                     "ambiguous (those cheapest to decide first) and re-estimates; stops early "
                                     "when nothing is ambiguous."),
@@ -53,7 +54,8 @@ def diagnose_cmd(
              "Default: the scope's own policy, when it is the simulated agent."),
     tasks: str = tasks_option("bfcl:all", note="Seed tasks for the probes; tau2:airline or tau2:retail for a τ² "
                                               "scope (no probes are built for τ² edges yet)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of probe synthesis and of the simulated rollouts."),
+    seed: int = number_option(0, "--seed", min=0, max=SEED_MAX,
+                              help="Seed of probe synthesis and of the simulated rollouts."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Estimate which weak edges of a scope are weak compositions and which are weak tools; probe the rest.

@@ -119,7 +119,7 @@ def replay(
 @app.command("verify")
 @budget_options()
 def verify_cmd(
-    files: list[Path] = typer.Argument(None, help="Rollout files or folders (their *.jsonl files)."),
+    files: list[Path] = typer.Argument(None, help="Rollout files or folders (their *.jsonl files); - reads standard input."),
     tasks: Optional[str] = tasks_option(None, note="Also tau2:DOMAIN (τ² rollouts). Not needed for τ²-bench "
                                                    "result files, which say their domain; required otherwise."),
     rollouts: list[Path] = typer.Option(
@@ -155,7 +155,7 @@ def verify_cmd(
     and an agreement count at the end.
     """
     check_show(show)
-    paths = expand_inputs(list(files or []) + list(rollouts))
+    paths = expand_inputs(list(files or []) + list(rollouts), stdin=True)
     spec, _ = inputs_task_spec(paths, tasks, fmt, default="")
     if not spec:
         raise ConfigError("give --tasks SPEC (the rollouts' task set: bfcl:CATEGORY, tau2:DOMAIN or a task file); "

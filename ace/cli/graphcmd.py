@@ -12,6 +12,7 @@ import typer
 from ace.cli import app
 from ace.cli.envcmd import check_show, load_rollout_tasks, show_option
 from ace.cli.options import (
+    MAX_ROUND,
     Progress,
     budget_options,
     checkpoint_option,
@@ -22,6 +23,7 @@ from ace.cli.options import (
     format_option,
     inputs_task_spec,
     json_option,
+    number_option,
     policy_option,
     resolve_scope,
     scope_option,
@@ -72,7 +74,7 @@ def _count_lines(path: Path) -> int | None:
 def ingest(
     files: list[Path] = typer.Argument(..., help="Rollout files or folders (their *.jsonl files): ACE JSONL, "
                                                    "OpenAI-style messages JSONL, BFCL result files, or τ²-bench "
-                                                   "result files (the JSON τ²'s run writes)."),
+                                                   "result files (the JSON τ²'s run writes); - reads standard input."),
     experiment: Optional[str] = experiment_option(None),
     policy: Optional[str] = policy_option(None),
     checkpoint: Optional[str] = checkpoint_option(None),
@@ -81,12 +83,12 @@ def ingest(
                                                    "τ²-bench result files say their domain: leave it out."),
     fmt: str = format_option(),
     strict: bool = strict_option(),
-    round_: Optional[int] = typer.Option(None, "--round", min=0, max=INT64_MAX,
+    round_: Optional[int] = number_option(None, "--round", min=0, max=MAX_ROUND,
                                          help="Round number for capability history (default: from the checkpoint)."),
-    batch_size: int = typer.Option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),
-    workers: int = typer.Option(2, "--workers", min=1, max=64, help="Transactions writing batches concurrently."),
+    batch_size: int = number_option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),
+    workers: int = number_option(2, "--workers", min=1, max=64, help="Transactions writing batches concurrently."),
     id_suffix: str = typer.Option("", "--id-suffix", help="Appended to every rollout id (keeps two files with the same ids apart)."),
-    near_success: float = typer.Option(0.7, "--near-success", min=0.0, max=1.0,
+    near_success: float = number_option(0.7, "--near-success", min=0.0, max=1.0,
                                        help="Share of oracle steps matched for a failed rollout to count as near-success."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report bad lines and go on instead of stopping."),
     show: str = show_option(),
@@ -104,7 +106,7 @@ def ingest(
     the scope holds (--show).
     """
     check_show(show)
-    paths = expand_inputs(files)
+    paths = expand_inputs(files, stdin=True)
     tasks, file_policy = inputs_task_spec(paths, tasks, fmt)
     if scope is None and policy is None and file_policy is not None:
         policy = file_policy  # τ² result files name their agent (info.agent_info.llm)
@@ -161,14 +163,18 @@ def ingest(
                   "if this is a different run, ingest it with --id-suffix or another --checkpoint")
 
 
-def parse_value(text: str) -> Any:
-    """A --param value: JSON when it parses (numbers, lists, true/null), else the text itself."""
+def parse_value(text: str, key: str = "") -> Any:
+    """A --param value: JSON when it parses (numbers, lists, true/null), else the text itself; a number too
+    long for Python to read (over 4,300 digits) is a one-line error."""
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
         return json.loads(text)
     except (json.JSONDecodeError, RecursionError):
         return text
+    except ValueError:  # Python's int-str conversion limit: no parameter takes such a number
+        raise ConfigError(f"--param {key}=: a number of {len(text):,} characters; no parameter takes more than "
+                          "a 64-bit integer") from None
 
 
 def check_params(name: str, q: queries.Query, params: dict[str, Any]) -> None:
@@ -177,7 +183,7 @@ def check_params(name: str, q: queries.Query, params: dict[str, Any]) -> None:
         if isinstance(value, bool):
             continue
         if isinstance(value, int) and not -INT64_MAX - 1 <= value <= INT64_MAX:
-            raise ConfigError(f"{name}: {key}={value} does not fit a 64-bit integer")
+            raise ConfigError(f"{name}: {key} ({len(str(abs(value)))} digits) does not fit a 64-bit integer")
         if isinstance(value, float) and value != value:
             raise ConfigError(f"{name}: {key} is NaN")
     for key in COUNT_PARAMS:
@@ -250,7 +256,7 @@ def query(
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"--param expects key=value, got {item!r}")
-        params[key.strip()] = parse_value(value)
+        params[key.strip()] = parse_value(value, key.strip())
     if scope is not None:
         if "scope" in params and params["scope"] != scope:
             raise ConfigError(f"--scope {scope} and -P scope={params['scope']} disagree; pass one")

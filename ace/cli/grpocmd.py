@@ -11,7 +11,7 @@ from typing import Any, Optional
 import typer
 
 from ace.cli.graphcmd import with_store
-from ace.cli.options import config_options, console, esc, json_option, table, tasks_option
+from ace.cli.options import MAX_TASKS, config_options, console, esc, json_option, number_option, table, tasks_option
 from ace.cli.traincmd import LR_FLAGS, train_app
 from ace_env.tasksets import load_task_set, load_tau2_task_set, parse_task_spec
 from ace_env.workspace import ace_home, check_name, check_out
@@ -54,15 +54,15 @@ def grpo_cmd(
     config: GRPORunConfig,
     policy: str = typer.Option("hf:smollm2-135m", "--policy", "-p", help="hf:<model folder or name> to train."),
     tasks: str = tasks_option(note="Prompts (e.g. a task file from ace synth)."),
-    skip: int = typer.Option(0, "--skip", min=0, help="Leave out the first N tasks (e.g. the ones evaluated)."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Train on at most N tasks (after --skip)."),
+    skip: int = number_option(0, "--skip", min=0, max=MAX_TASKS, help="Leave out the first N tasks (e.g. the ones evaluated)."),
+    limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="Train on at most N tasks (after --skip)."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder of the trained model; load it with --policy hf:OUT."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
     metrics_out: Optional[Path] = typer.Option(
         None, "--metrics-out", help="Per-step metrics JSONL (default: OUT/metrics.jsonl)."),
-    eval_every: int = typer.Option(0, "--eval-every", min=0, help="Evaluate every N steps and at the end (0: never)."),
+    eval_every: int = number_option(0, "--eval-every", min=0, max=100_000, help="Evaluate every N steps and at the end (0: never)."),
     eval_tasks: Optional[str] = tasks_option(None, "--eval-tasks", note="Tasks of the evaluation (default: --tasks)."),
-    eval_limit: int = typer.Option(5, "--eval-limit", min=1, help="Evaluate on the first N of --eval-tasks."),
+    eval_limit: int = number_option(5, "--eval-limit", min=1, max=10_000, help="Evaluate on the first N of --eval-tasks."),
     experiment: str = typer.Option("grpo", "--experiment", "-e", help="Experiment the evaluations are written to."),
     name: Optional[str] = typer.Option(None, "--name", help="The policy's name in the graph (default: from --policy)."),
     report_to: str = typer.Option("none", "--report-to", help="Also log to: none, tensorboard or wandb (TRL's report_to)."),
@@ -136,8 +136,8 @@ def grpo_cmd(
 def user_sim_cmd(
     policy: str = typer.Option("hf:smollm2-135m", "--policy", "-p", help="hf:<model> to turn into a user simulator."),
     tasks: str = tasks_option(note="Tasks whose dialogs it learns from."),
-    skip: int = typer.Option(0, "--skip", min=0, help="Leave out the first N tasks (held out for fidelity)."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most N tasks (after --skip)."),
+    skip: int = number_option(0, "--skip", min=0, max=MAX_TASKS, help="Leave out the first N tasks (held out for fidelity)."),
+    limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="At most N tasks (after --skip)."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder of the user simulator; use it as an `llm` user."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
     as_json: bool = json_option("Print the report as JSON."),

@@ -8,7 +8,7 @@ import typer
 
 from ace.cli import app
 from ace.cli.graphcmd import with_store
-from ace.cli.options import config_options, console, esc, json_option, table
+from ace.cli.options import config_options, console, esc, experiment_option, json_option, table
 from ace.loop import STAGES, Loop, LoopConfig, loop_status
 from ace_env.workspace import check_name
 from ace_graph.errors import ConfigError
@@ -25,7 +25,7 @@ app.add_typer(loop_app, name="loop")
 def loop_cmd(
     ctx: typer.Context,
     config: LoopConfig,
-    experiment: str = typer.Option(None, "--experiment", "-e", help="Experiment name (its runs: $ACE_HOME/runs/E)."),
+    experiment: str = experiment_option(None, "Experiment name (its runs: $ACE_HOME/runs/E)."),
     policy: str = typer.Option("hf:smollm2-135m", "--policy", "-p", help="hf:<model> to start from (checkpoint 0)."),
     as_json: bool = json_option("Print the round summaries as JSON."),
 ) -> None:
@@ -72,7 +72,7 @@ def _print_rounds(rounds) -> None:
 
 @loop_app.command("status")
 def status_cmd(
-    experiment: str = typer.Option(..., "--experiment", "-e", help="Experiment name."),
+    experiment: str = experiment_option(..., "Experiment name."),
     as_json: bool = json_option("Print the status as JSON."),
 ) -> None:
     """The loop's rounds (stages done, scope, pass rate, frontier) and per-skill success per checkpoint."""

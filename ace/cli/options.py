@@ -12,13 +12,16 @@ dataclass, and checked by its ``__post_init__``.
 from __future__ import annotations
 
 import ast
+import atexit
 import contextlib
 import functools
 import inspect
 import os
 import re
+import shutil
 import signal
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -29,15 +32,19 @@ from typing import Any, Callable, Iterable
 import typer
 
 from ace.errors import Stopped
-from ace_env.fields import bounds_text
+from ace_env.fields import bound_error, bounds_text
 from ace_env.tasksets import TASK_SPEC_HELP, parse_task_spec
 from ace_env.tau2.results import read_results_cached, sniff
 from ace_env.worker import Budget
-from ace_env.workspace import check_name
+from ace_env.workspace import check_name, check_readable
 from ace_graph.errors import ConfigError
 from ace_graph.queries import INT64_MAX
 
 SCOPE_HELP = "Scope experiment/policy/checkpoint (see `ace scopes`)."
+
+#: Maxima of the number flags that are not config fields (docs/cli.md lists them): tasks a --limit or --skip
+#: counts, a capability-history round.
+MAX_TASKS, MAX_ROUND = 1_000_000, 1_000_000_000
 
 
 def check_task_spec(value: Any) -> Any:
@@ -59,20 +66,44 @@ def tasks_option(default: Any = ..., *flags: str, note: str = "") -> Any:
     return info
 
 
+def check_name_option(param: typer.CallbackParam, value: Any) -> Any:
+    """A typer callback: a name flag (``-e``, ``-p`` as a name, ``-c``, ``--name``) goes through
+    :func:`ace_env.workspace.check_name` at parse time (one printable line, not ``.``/``..``, no ``/``)."""
+    if value is not None:
+        check_name(value, "/".join(param.opts))
+    return value
+
+
+def check_scope_option(value: Any) -> Any:
+    """A typer callback: ``--scope E/P/C`` is three names (:func:`parse_scope`), checked at parse time."""
+    if value is not None:
+        parse_scope(value)
+    return value
+
+
+def name_option(default: Any, *flags: str, help: str) -> Any:
+    """A flag whose value is a name (a folder under ``$ACE_HOME/runs`` and a part of a scope key)."""
+    info = typer.Option(default, *flags, help=help, callback=check_name_option)
+    info.ace_name = True  # type: ignore[attr-defined]  # tests/unit/test_cli_bounds.py finds it
+    return info
+
+
 def experiment_option(default: Any = ..., help: str = "Experiment name.") -> Any:
-    return typer.Option(default, "--experiment", "-e", help=help)
+    return name_option(default, "--experiment", "-e", help=help)
 
 
 def policy_option(default: Any = ..., help: str = "Policy (agent) name.") -> Any:
-    return typer.Option(default, "--policy", "-p", help=help)
+    return name_option(default, "--policy", "-p", help=help)
 
 
 def checkpoint_option(default: Any = ..., help: str = "Checkpoint name; its last number is the round.") -> Any:
-    return typer.Option(default, "--checkpoint", "-c", help=help)
+    return name_option(default, "--checkpoint", "-c", help=help)
 
 
 def scope_option(default: Any = None, help: str = SCOPE_HELP) -> Any:
-    return typer.Option(default, "--scope", "-s", help=help)
+    info = typer.Option(default, "--scope", "-s", help=help, callback=check_scope_option)
+    info.ace_name = True  # type: ignore[attr-defined]
+    return info
 
 
 def json_option(help: str = "Print the result as JSON on stdout.") -> Any:
@@ -151,23 +182,42 @@ def signals_interrupt(signals: Iterable[int] = (signal.SIGTERM, signal.SIGHUP)):
 
 
 def check_input(path: Path, what: str = "file") -> Path:
-    """An input path that exists and can be read; a folder is not a file (and is said so)."""
-    path = Path(path)
-    if path.is_dir():
-        raise ConfigError(f"{what} {str(path)!r} is a folder, not a file")
-    if not path.exists():
-        raise ConfigError(f"{what} {str(path)!r} does not exist")
-    if not os.access(path, os.R_OK):
-        raise ConfigError(f"{what} {str(path)!r} cannot be read (permission denied)")
+    """An input file: a regular file that can be read (:func:`ace_env.workspace.check_readable`, the one rule,
+    which task, weakness and rollout readers below the CLI apply too); a folder, a FIFO, a socket or a device
+    is refused in one line, before anything is opened."""
+    return check_readable(path, what)
+
+
+STDIN = "-"
+
+
+def _spool_stdin() -> Path:
+    """Standard input copied to a private temporary file (removed when the process exits), so a reader that
+    looks at a file twice (format detection, then the read) sees all of it; named ``stdin``."""
+    folder = Path(tempfile.mkdtemp(prefix="ace-stdin-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    path = folder / "stdin"
+    with open(path, "wb") as f:
+        shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
     return path
 
 
-def expand_inputs(paths: Iterable[Path], pattern: str = "*.jsonl", what: str = "rollout file") -> list[Path]:
-    """Files named, plus the ``pattern`` files inside folders named (sorted); at least one."""
+def expand_inputs(paths: Iterable[Path], pattern: str = "*.jsonl", what: str = "rollout file",
+                  stdin: bool = False) -> list[Path]:
+    """Files named (each checked by :func:`check_input`), plus the regular ``pattern`` files inside folders
+    named (sorted); at least one.  With ``stdin``, ``-`` (once) reads standard input (a pipe), which is
+    copied to a temporary file first."""
     out: list[Path] = []
+    read_stdin = False
     for p in paths:
+        if stdin and str(p) == STDIN:
+            if read_stdin:
+                raise ConfigError("standard input (-) is named twice; name it once")
+            read_stdin = True
+            out.append(_spool_stdin())
+            continue
         p = Path(p)
-        if p.is_dir():
+        if check_readable(p, what, folder=True).is_dir():
             found = sorted(x for x in p.glob(pattern) if x.is_file())
             if not found:
                 raise ConfigError(f"folder {str(p)!r} holds no {pattern} files")
@@ -469,6 +519,33 @@ def check_int64(value: Any) -> Any:
     return value
 
 
+def bounded(metadata: dict[str, Any]) -> Callable[..., Any]:
+    """A typer callback that holds a number flag to ``metadata``'s ``min``/``max`` (and to a finite value),
+    at parse time, before any work: one line naming the flag, e.g. ``--rounds must be at most 100 (...), not
+    1000000000; give a value from 1 to 100`` (:func:`ace_env.fields.bound_error`)."""
+
+    def check(param: typer.CallbackParam, value: Any) -> Any:
+        if value is None:  # left out (a flag read from the environment, or optional)
+            return value
+        error = bound_error("/".join(param.opts), value, metadata)
+        if error:
+            raise ConfigError(error)
+        return value
+
+    return check
+
+
+def number_option(default: Any, *flags: str, min: int | float, max: int | float, help: str, **kwargs: Any) -> Any:
+    """A count, budget, round, size or seed flag typed in a command (not derived from a config field): its
+    bounds are shown in the help (``(1 to 100)``) and enforced at parse time by :func:`bounded`.  Every number
+    flag of ``ace`` has a maximum (tests/unit/test_cli_bounds.py walks them all)."""
+    metadata = {"min": min, "max": max}
+    info = typer.Option(default, *flags, help=f"{help} ({bounds_text(metadata)})", callback=bounded(metadata),
+                        **kwargs)
+    info.ace_bounds = metadata  # type: ignore[attr-defined]  # tests/unit/test_cli_bounds.py finds it
+    return info
+
+
 @functools.lru_cache(maxsize=None)
 def _attribute_docs(cls: type) -> dict[str, str]:
     """Docstrings written under dataclass fields (``x: int = 1`` then ``\"\"\"help\"\"\"``)."""
@@ -539,8 +616,8 @@ def config_options(
             if kind is bool and len(flags) == 1 and "/" not in flags[0]:
                 flags = (f"{flags[0]}/--no-{flags[0][2:]}",)  # a switch that can be turned either way
             extra: dict[str, Any] = {}
-            if kind is int:
-                extra["callback"] = check_int64
+            if kind in (int, float):  # its bounds, at parse time (and int64 where a field has no maximum)
+                extra["callback"] = bounded(f.metadata) if bounds_text(f.metadata) else check_int64
             if f.name == "tasks":
                 extra["callback"] = check_task_spec
             text = helps.get(f.name) or f.name

@@ -10,7 +10,7 @@ from typing import Any, Optional
 import typer
 
 from ace.cli import app, progress_bar
-from ace.cli.options import budget_options, check_policy_spec, config_options, tasks_option
+from ace.cli.options import MAX_TASKS, budget_options, check_policy_spec, config_options, number_option, tasks_option
 from ace_env.tasks import Task
 from ace_env.tasksets import load_task_set, parse_task_spec
 from ace_env.worker import Budget
@@ -90,7 +90,7 @@ def rollout_cmd(
     tasks: str = tasks_option(),
     out: Path = typer.Option(..., "--out", "-o", help="Rollout JSONL to write (ACE rollouts with full messages)."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N tasks of --tasks."),
+    limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="Only the first N tasks of --tasks."),
     full_schemas: bool = typer.Option(False, "--full-schemas", help="List tools as full JSON schemas (default: compact signatures)."),
     ray: Optional[str] = typer.Option(
         None, "--ray", metavar="ADDRESS",
@@ -98,8 +98,8 @@ def rollout_cmd(
         "or `local` (a private one for this command). openai: one Ray actor per base URL; other policies: "
         "--ray-workers actors. The file is the one a local run writes.",
     ),
-    ray_workers: Optional[int] = typer.Option(
-        None, "--ray-workers", min=1, help="With --ray and a non-openai policy: actors, one CPU each (default: the cluster's CPUs)."),
+    ray_workers: Optional[int] = number_option(
+        None, "--ray-workers", min=1, max=1024, help="With --ray and a non-openai policy: actors, one CPU each (default: the cluster's CPUs)."),
     as_json: bool = typer.Option(False, "--json", help="Print the totals as JSON."),
     rollout: RolloutConfig = None,  # type: ignore[assignment]
     generation: GenerationConfig = None,  # type: ignore[assignment]
@@ -168,10 +168,10 @@ def eval_cmd(
     name: Optional[str] = typer.Option(
         None, "--name", help="The policy's name in the graph (default: from --policy, e.g. hf-smollm2-135m). "
         "Give two checkpoints of one model the same name to see them in capability-history."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N tasks of --tasks."),
+    limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="Only the first N tasks of --tasks."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep the rollouts here (default: under $ACE_HOME/runs/eval)."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
-    min_support: int = typer.Option(5, "--min-support", min=1, help="Least attempts for a weak composition."),
+    min_support: int = number_option(5, "--min-support", min=1, max=1_000_000, help="Least attempts for a weak composition."),
     gold_prefix: bool = typer.Option(
         False, "--gold-prefix", help="Score every oracle step with the oracle's own calls and outputs before it "
         "in context, instead of rolling out freely (hf: policies: NLL and teacher-forced exact match from one "
@@ -187,8 +187,8 @@ def eval_cmd(
         None, "--judge", help="τ² tasks: judge the tasks' natural-language assertions through an OpenAI-compatible "
         "endpoint, openai:MODEL@URL (off by default). Judged verdicts are reported and stored apart from the "
         "exact ones and never count in an exact pass rate."),
-    max_turns: Optional[int] = typer.Option(
-        None, "--max-turns", min=2, help=f"τ² tasks: most messages in a dialogue, both sides (default {DEFAULT_MAX_TURNS})."),
+    max_turns: Optional[int] = number_option(
+        None, "--max-turns", min=2, max=1000, help=f"τ² tasks: most messages in a dialogue, both sides (default {DEFAULT_MAX_TURNS})."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     rollout: RolloutConfig = None,  # type: ignore[assignment]
     generation: GenerationConfig = None,  # type: ignore[assignment]

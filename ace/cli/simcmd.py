@@ -9,12 +9,20 @@ from typing import Optional
 import typer
 
 from ace.cli import app
-from ace.cli.options import Progress, force_option, json_option, out_option, signals_interrupt, tasks_option
+from ace.cli.options import (
+    Progress,
+    force_option,
+    json_option,
+    number_option,
+    out_option,
+    signals_interrupt,
+    tasks_option,
+)
 from ace.stages import MAX_SIM_ROLLOUTS, simulate_to_file
 from ace_env.environments import environment_of
+from ace_env.fields import SEED_MAX
 from ace_env.tasksets import load_task_set
 from ace_env.workspace import check_out
-from ace_graph.queries import INT64_MAX
 
 sim_app = typer.Typer(
     help=(
@@ -44,14 +52,14 @@ app.add_typer(sim_app, name="sim")
 @sim_app.command("rollouts")
 def rollouts_cmd(
     tasks: str = tasks_option(note="Also tau2:airline, tau2:retail or tau2:airline,retail (τ²-bench)."),
-    n: int = typer.Option(..., "--n", min=0, max=MAX_SIM_ROLLOUTS,
-                          help=f"Number of rollouts to write (at most {MAX_SIM_ROLLOUTS:,}: about 5 GB)."),
+    n: int = number_option(..., "--n", min=0, max=MAX_SIM_ROLLOUTS,
+                           help="Number of rollouts to write (the most is about 5 GB)."),
     out: Path = out_option(..., "Rollout JSONL to write (atomically: a temp file, then a rename)."),
     force: bool = force_option(),
     weakness: Optional[Path] = typer.Option(
         None, "--weakness", help="Weakness file (TOML). Without one: every call slips with probability 0.02."
     ),
-    seed: int = typer.Option(0, "--seed", min=0, max=INT64_MAX, help="Same seed, same file (byte for byte)."),
+    seed: int = number_option(0, "--seed", min=0, max=SEED_MAX, help="Same seed, same file (byte for byte)."),
     as_json: bool = json_option("Print the summary as JSON."),
 ) -> None:
     """Write N simulated rollouts {rollout_id, task_id, turns, meta} to --out.

@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from ace.cli import app
-from ace.cli.options import config_options, tasks_option
+from ace.cli.options import MAX_TASKS, config_options, number_option, tasks_option
 from ace_env.tasksets import load_task_set
 from ace_env.workspace import check_out
 from ace_graph.errors import ConfigError
@@ -34,8 +34,8 @@ def sft_cmd(
     tasks: str = tasks_option(note="Tasks whose oracle transcripts it learns from (e.g. a file from ace synth)."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder of the trained model; load it with --policy hf:OUT."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
-    skip: int = typer.Option(0, "--skip", min=0, help="Leave out the first N tasks (e.g. the ones `ace eval --limit N` uses)."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Train on at most N tasks (after --skip)."),
+    skip: int = number_option(0, "--skip", min=0, max=MAX_TASKS, help="Leave out the first N tasks (e.g. the ones `ace eval --limit N` uses)."),
+    limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="Train on at most N tasks (after --skip)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     config: SFTRunConfig = None,  # type: ignore[assignment]
 ) -> None:

@@ -106,7 +106,7 @@ def test_command_case(command, seeded, tmp_path, tmp_path_factory, capsys):
     rollouts = tmp_path_factory.mktemp("input") / "r.jsonl"
     rollouts.write_text(json.dumps({"rollout_id": "g", "task_id": task.id, "turns": ground_truth_rollout(task)}) + "\n")
     fill = {"{tmp}": case, "{fifo}": case / "fifo", "{link}": case / "link", "{rollouts}": rollouts,
-            "{weakness}": WEAKNESS}
+            "{weakness}": WEAKNESS, "{corpus}": CORPUS}
     argv = []
     for word in shlex.split(command):
         for key, value in fill.items():

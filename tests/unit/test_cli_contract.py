@@ -5,9 +5,9 @@ Each test fails on the CLI before issue 7 (the behaviour it pins was missing or 
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import threading
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -123,19 +123,20 @@ def test_utf8_bom_is_accepted(tmp_path, base, capsys):
     assert list(load_tasks(str(t))) == [base[0].id]
 
 
-def test_a_folder_or_a_pipe_is_not_reported_missing(tmp_path, base, capsys):
+def test_a_folder_or_a_pipe_is_not_reported_missing(tmp_path, base, capsys, monkeypatch):
     assert main(["synth", "check", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "is a folder" in err and "does not exist" not in err
     assert main(["export", "--tasks", str(tmp_path), "--format", "bfcl", "--out", str(tmp_path / "o")]) == 1
     assert "is a folder" in capsys.readouterr().err
+    # a pipe is read as standard input (-), never opened by name: a FIFO is refused without blocking (issue 35)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
+    assert main(["verify", "--tasks", "bfcl:base", "--rollouts", str(fifo), "--json"]) == 1
+    assert "is a FIFO (named pipe)" in capsys.readouterr().err
     line = json.dumps(_good(base[0])) + "\n"
-    writer = threading.Thread(target=lambda: fifo.write_text(line))
-    writer.start()
-    assert main(["verify", "--tasks", "bfcl:base", "--rollouts", str(fifo), "--json"]) == 0
-    writer.join(5)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(line.encode())))
+    assert main(["verify", "--tasks", "bfcl:base", "--rollouts", "-", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["reward"] == 1.0
 
 
@@ -177,11 +178,11 @@ def test_check_out_leaves_nothing(tmp_path):
 def test_numbers_urls_and_levels_are_checked_at_the_edge(tmp_path, capsys):
     out = str(tmp_path / "t.jsonl")
     cases = [
-        (["synth", "-e", "x", "--out", out, "--min-support", "-5"], "min_support"),
-        (["synth", "-e", "x", "--out", out, "--min-support", "99999999999999999999"], "64-bit"),
+        (["synth", "-e", "x", "--out", out, "--min-support", "-5"], "--min-support must be at least 1"),
+        (["synth", "-e", "x", "--out", out, "--min-support", "99999999999999999999"], "--min-support must be at most 1000000"),
         (["synth", "-e", "x", "--out", out, "--rewriter-url", "not a url"], "not an http"),
         (["synth", "-e", "x", "--out", out, "--n", "0"], "at least 1"),
-        (["ingest", out, "-e", "e", "-p", "p", "-c", "c", "--round", "-5"], "greater than or equal to 0"),
+        (["ingest", out, "-e", "e", "-p", "p", "-c", "c", "--round", "-5"], "--round must be at least 0"),
         (["query", "frontier", "--scope", "a/b/c", "-P", "limit=99999999999999999999"], "64-bit"),
         (["query", "frontier", "--scope", "a/b/c", "-P", "min_support=-5"], ">= 0"),
         (["query", "frontier", "--scope", "a/b/c", "-P", "level=bogus"], "valid levels: skill, tool"),

@@ -71,16 +71,16 @@ class CurriculumConfig:
 
     theta: float = field(default=0.7, metadata={"help": (
         "Unlock/mastery threshold: a unit's prerequisites must all reach this smoothed success "
-        "for it to unlock, and an active unit that reaches it is mastered.")})
+        "for it to unlock, and an active unit that reaches it is mastered."), "min": 0.0, "max": 1.0})
     phi: float = field(default=0.4, metadata={"help": (
         "Fallback threshold: an active composition whose smoothed success drops below it sends "
-        "training back to its prerequisite skills; a mastered unit below it is active again.")})
+        "training back to its prerequisite skills; a mastered unit below it is active again."), "min": 0.0, "max": 1.0})
     momentum: float = field(default=0.5, metadata={"help": (
-        "Weight of the new observation in the exponential moving average (1.0 = no smoothing).")})
+        "Weight of the new observation in the exponential moving average (1.0 = no smoothing)."), "min": 0.0, "max": 1.0})
     min_rounds: int = field(default=2, metadata={"help": (
-        "Rounds a unit must spend in a state before it may leave it (damps flapping).")})
+        "Rounds a unit must spend in a state before it may leave it (damps flapping)."), "min": 1, "max": 1000})
     min_attempts: int = field(default=1, metadata={"help": (
-        "Observations with fewer attempts than this are ignored (too little evidence).")})
+        "Observations with fewer attempts than this are ignored (too little evidence)."), "min": 1, "max": 1_000_000})
     replay_share: float = field(default=0.2, metadata={"help": (
         "Share of each round's mix drawn from the replay buffer, stratified by depth.")})
     depth_strata: tuple[int, ...] = field(default=(2, 4), metadata={"help": (

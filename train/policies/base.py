@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ace_env.errors import ConfigError
-from ace_env.fields import check_bounds
+from ace_env.fields import SEED_MAX, check_bounds
 from ace_env.tasks import Task
 from train.errors import PolicyError
 
@@ -22,15 +22,18 @@ __all__ = ["Conversation", "GenerationConfig", "Policy", "PolicyError", "Reply"]
 
 #: The longest answer a policy may be asked for, in tokens.
 MAX_NEW_TOKENS = 32_768
+#: The longest sequence (prompt plus answer, tokens) a training or serving flag may ask for.
+MAX_SEQUENCE_TOKENS = 1 << 20
 
 
 @dataclass
 class GenerationConfig:
     """How a policy samples its answers."""
 
-    temperature: float = field(default=0.0, metadata={"help": "Sampling temperature; 0 is greedy decoding.", "min": 0.0})
+    temperature: float = field(default=0.0, metadata={"help": "Sampling temperature; 0 is greedy decoding.", "min": 0.0, "max": 2.0})
     max_tokens: int = field(default=256, metadata={"help": "Longest answer, in tokens.", "min": 1, "max": MAX_NEW_TOKENS})
-    seed: int = field(default=0, metadata={"help": "Seed of the sampling (same seed, same answers).", "min": 0})
+    seed: int = field(default=0, metadata={"help": "Seed of the sampling (same seed, same answers).", "min": 0,
+                                                "max": SEED_MAX})
     top_p: float = field(default=1.0, metadata={"help": "Nucleus sampling threshold (with temperature > 0)."})
 
     def __post_init__(self) -> None:
