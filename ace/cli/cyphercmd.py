@@ -11,7 +11,7 @@ import typer
 
 from ace.cli import app
 from ace.cli.graphcmd import parse_value
-from ace.cli.options import check_input, console, esc, json_option, table
+from ace.cli.options import check_input, console, esc, json_option, number_option, table
 from ace_graph import queries
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
@@ -94,10 +94,10 @@ def cypher(
     file: Optional[Path] = typer.Option(None, "--file", "-f", help="Read the query from this file."),
     param: list[str] = typer.Option([], "--param", "-P",
                                     help="A parameter as key=value (JSON values allowed, as in `ace query`); repeatable."),
-    timeout: float = typer.Option(queries.ADHOC_TIMEOUT, "--timeout", min=0.1, max=3600.0,
-                                  help="Seconds the query may run before Neo4j stops it."),
-    max_rows: int = typer.Option(1000, "--max-rows", min=1, max=10_000_000,
-                                 help="Most rows printed; a note says when more were left."),
+    timeout: float = number_option(queries.ADHOC_TIMEOUT, "--timeout", min=0.1, max=3600.0,
+                                   help="Seconds the query may run before Neo4j stops it."),
+    max_rows: int = number_option(1000, "--max-rows", min=1, max=10_000_000,
+                                  help="Most rows printed; a note says when more were left."),
     as_json: bool = json_option("Print the rows as a JSON list of objects."),
 ) -> None:
     """Run an ad-hoc, read-only Cypher query against the skill graph.
