@@ -21,6 +21,7 @@ from typing import Any
 from ace_env.cache import cached_pickle
 from ace_env.calls import Call, parse_call
 from ace_env.errors import TaskLoadError
+from ace_env.taskfile import check_task_file_size, task_file_lines
 from ace_env.tasks import Task, Turn
 from ace_env.workspace import check_readable
 
@@ -160,8 +161,8 @@ def _fix_types(schema: Any) -> None:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """A BFCL file's entries, one JSON object a line, under the task-file size caps (:mod:`ace_env.taskfile`)."""
+    return [json.loads(line) for _, line in task_file_lines(path)]
 
 
 _PICKLED: dict[str, bytes] = {}
@@ -348,6 +349,8 @@ def load_folder(folder: str | Path) -> list[Task]:
     files = _question_files(folder)
     if not files:
         raise TaskLoadError(f"{folder} holds no BFCL question files (BFCL_v4_multi_turn_*.json)")
+    # the folder as a whole is one task file for the size cap (each file's lines are capped as they are read)
+    check_task_file_size(folder, sum(p.stat().st_size for _, q, a in files for p in (q, a) if p.is_file()))
     own = {t.id: t for t in load_tasks("all")}
     tasks: list[Task] = []
     seen: set[str] = set()
@@ -357,7 +360,7 @@ def load_folder(folder: str | Path) -> list[Task]:
             raise TaskLoadError(f"{qpath} has no possible-answer file {apath}")
         try:
             questions, answers = _read_jsonl(qpath), {a["id"]: a["ground_truth"] for a in _read_jsonl(apath)}
-        except (ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
             raise TaskLoadError(f"{qpath} or its answers are not BFCL JSONL ({type(e).__name__}: {e})") from e
         for n, q in enumerate(questions, 1):
             where = f"{qpath.name}:{n}"

@@ -22,11 +22,12 @@ from ace_env import bfcl, twins
 from ace_env.bounded import BoundedVerifier
 from ace_env.errors import TaskLoadError
 from ace_env.executor import Environment
+from ace_env.taskfile import task_file_lines
 from ace_env.tasks import Task
 from ace_env.tau2 import DOMAINS as TAU2_DOMAINS
 from ace_env.tau2.rollouts import agent_steps_without as agent_steps_without
 from ace_env.tau2.rollouts import gold_agent_steps as gold_agent_steps
-from ace_env.tau2.synthtasks import is_tau2_task_file, load_tau2_task_file
+from ace_env.tau2.taskfile import is_tau2_task_file, load_tau2_task_file
 from ace_env.tau2.tasks import Tau2Task
 from ace_env.tau2.tasks import load_tasks as load_tau2_tasks
 from ace_env.tau2.tasks import tau2_tool_info as tau2_tool_info
@@ -130,13 +131,18 @@ TAU2_TELECOM_NOTE = ("telecom's gold includes the user's own actions on their ph
                      "and its rollouts do not model yet")
 
 
-def load_task_set(spec: str, tau2: bool = False) -> dict[str, Task]:
+def load_task_set(spec: str, tau2: bool = False, budget: Budget | None = None) -> dict[str, Task]:
     """Tasks by id from a task spec (:func:`parse_task_spec`): BFCL categories, a task JSONL file, or a folder
     of BFCL files (:func:`bfcl.load_folder`).  Every command that takes tasks reads them through here.
 
     ``tau2``: the command also takes τ² tasks (``tau2:airline``, ``tau2:retail``): they come back as
     :class:`~ace_env.tau2.tasks.Tau2Task` by ACE id (``tau2:airline:1``); telecom is refused in one line.
-    Without it a τ² spec is refused in one line."""
+    Without it a τ² spec is refused in one line.
+
+    A task file's (or folder's) gold is run once here, every call under ``budget`` (the command's
+    ``--call-timeout`` / ``--memory-limit``; None: :meth:`Budget.from_env`), in the watched worker: a gold
+    call over it refuses the file in one line.  A task file over the size caps of :mod:`ace_env.taskfile` is
+    refused before it is parsed."""
     parsed = parse_task_spec(spec)
     if parsed.tau2_domains:
         if not tau2:
@@ -160,6 +166,7 @@ def load_task_set(spec: str, tau2: bool = False) -> dict[str, Task]:
         loaded = bfcl.load_folder(path)
         if not loaded:
             raise TaskLoadError(f"{path} holds no tasks")
+        mine = {}
         for task in loaded:
             if task.source == "bfcl":
                 continue  # one of BFCL's own tasks, unchanged (load_folder checked)
@@ -167,54 +174,52 @@ def load_task_set(spec: str, tau2: bool = False) -> dict[str, Task]:
                 check_against_bfcl(task)
             except TaskLoadError as e:
                 raise TaskLoadError(f"{path}: task {task.id}: {e}") from e
+            mine[task.id] = task
+        if mine:  # BFCL's own replay within budget; another entry's ground truth is run once, bounded
+            _check_oracles_in_budget(mine, {tid: f"{path}: task {tid}" for tid in mine}, budget)
         return {t.id: t for t in loaded}
-    if is_tau2_task_file(path):  # tasks `ace synth` made from τ² seeds (ace_env.tau2.synthtasks)
+    if is_tau2_task_file(path):  # tasks `ace synth` made from τ² seeds (ace_env.tau2.taskfile)
         if not tau2:
             raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): {TAU2_COMMANDS} take "
                                 "them")
-        return load_tau2_task_file(path)  # type: ignore[return-value]
+        return load_tau2_task_file(path, budget)  # type: ignore[return-value]
     tasks = {}
     first_line: dict[str, int] = {}
-    try:
-        with open(path, encoding="utf-8-sig") as f:  # a leading BOM is not part of the JSON
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    task = Task.from_dict(json.loads(line))
-                    check_against_bfcl(task)
-                except TaskLoadError as e:
-                    raise TaskLoadError(f"{path}:{n}: {e}") from e
-                except (json.JSONDecodeError, RecursionError) as e:
-                    raise TaskLoadError(f"{path}:{n}: not valid JSON ({type(e).__name__})") from e
-                except (KeyError, TypeError, ValueError, AttributeError) as e:
-                    raise TaskLoadError(f"{path}:{n}: not an ACE task ({type(e).__name__}: {e})") from e
-                if task.id in tasks:
-                    raise TaskLoadError(
-                        f"{path}:{n}: task id {task.id!r} repeats line {first_line[task.id]}; task ids must be unique"
-                    )
-                tasks[task.id] = task
-                first_line[task.id] = n
-    except UnicodeDecodeError as e:
-        raise TaskLoadError(f"{path} is not a UTF-8 text file of ACE tasks (JSONL): {e}") from e
+    for n, line in task_file_lines(path):  # size caps, UTF-8 (ace_env.taskfile)
+        try:
+            task = Task.from_dict(json.loads(line))
+            check_against_bfcl(task)
+        except TaskLoadError as e:
+            raise TaskLoadError(f"{path}:{n}: {e}") from e
+        except (json.JSONDecodeError, RecursionError) as e:
+            raise TaskLoadError(f"{path}:{n}: not valid JSON ({type(e).__name__})") from e
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise TaskLoadError(f"{path}:{n}: not an ACE task ({type(e).__name__}: {e})") from e
+        if task.id in tasks:
+            raise TaskLoadError(
+                f"{path}:{n}: task id {task.id!r} repeats line {first_line[task.id]}; task ids must be unique"
+            )
+        tasks[task.id] = task
+        first_line[task.id] = n
     if not tasks:
         raise TaskLoadError(f"{path} holds no tasks")
-    _check_oracles_in_budget(tasks, path, first_line)
+    _check_oracles_in_budget(tasks, {tid: f"{path}:{n}" for tid, n in first_line.items()}, budget)
     return tasks
 
 
-def _check_oracles_in_budget(tasks: dict[str, Task], path: Path, first_line: dict[str, int]) -> None:
-    """Refuse a task file whose ground truth runs a tool call over budget (see ace_env.worker).
+def _check_oracles_in_budget(tasks: dict[str, Task], where: dict[str, str], budget: Budget | None = None) -> None:
+    """Refuse a task file whose ground truth runs a tool call over budget (see ace_env.worker); ``where``
+    names each task's place in its file (``FILE:LINE``).
 
     Every command that reads a task file (verify, ingest, synth check, sim,
     export) replays its ground truth somewhere; replaying it here once, in
     the watched worker, means none of them can hang on it.
     """
-    with BoundedVerifier(tasks, Budget.from_env(), batch_size=256) as bv:
+    with BoundedVerifier(tasks, budget or Budget.from_env(), batch_size=256) as bv:
         results = bv.verify_many([(tid, [], None) for tid in tasks])
     for tid, result in zip(tasks, results):
         if getattr(result, "attribution", None) in (TIMEOUT, RESOURCE_LIMIT) and "oracle" in result.detail:
-            raise TaskLoadError(f"{path}:{first_line[tid]}: field 'turns': the ground truth of {tid!r} "
+            raise TaskLoadError(f"{where[tid]}: field 'turns': the ground truth of {tid!r} "
                                 f"ran over budget ({result.attribution}: {result.detail})")
 
 

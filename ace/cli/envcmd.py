@@ -37,10 +37,10 @@ app.add_typer(env_app, name="env")
 
 SHOW = ("none", "failures", "all")
 
-def load_rollout_tasks(spec: str) -> dict[str, Any]:
+def load_rollout_tasks(spec: str, budget: Budget | None = None) -> dict[str, Any]:
     """The tasks rollouts are judged against: a τ² spec takes every domain (telecom's user-side calls are
-    the user's), anything else goes through :func:`load_task_set`."""
-    return load_tau2_task_set(spec) if parse_task_spec(spec).tau2_domains else load_task_set(spec)
+    the user's), anything else goes through :func:`load_task_set` (τ² task files `ace synth` wrote too)."""
+    return load_tau2_task_set(spec) if parse_task_spec(spec).tau2_domains else load_task_set(spec, tau2=True, budget=budget)
 
 
 def show_option() -> Any:
@@ -160,7 +160,7 @@ def verify_cmd(
     if not spec:
         raise ConfigError("give --tasks SPEC (the rollouts' task set: bfcl:CATEGORY, tau2:DOMAIN or a task file); "
                           "only τ²-bench result files say their own")
-    task_set = load_rollout_tasks(spec)
+    task_set = load_rollout_tasks(spec, budget)
     bad: list[str] = []
     n = rewarded = 0
     kinds: Counter[str] = Counter()

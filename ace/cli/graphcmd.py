@@ -111,7 +111,7 @@ def ingest(
     if scope is None and policy is None and file_policy is not None:
         policy = file_policy  # τ² result files name their agent (info.agent_info.llm)
     e, p, c = resolve_scope(scope, experiment, policy, checkpoint)
-    task_set = load_rollout_tasks(tasks)
+    task_set = load_rollout_tasks(tasks, budget)
 
     def work(store):
         key = f"{e}/{p}/{c}"

@@ -33,8 +33,8 @@ POLICY_HELP = (
 )
 
 
-def _tasks(spec: str, limit: int | None, tau2: bool = False) -> list[Task]:
-    tasks = list(load_task_set(spec, tau2=tau2).values())
+def _tasks(spec: str, limit: int | None, budget: Budget, tau2: bool = False) -> list[Task]:
+    tasks = list(load_task_set(spec, tau2=tau2, budget=budget).values())
     if limit is not None:
         tasks = tasks[:limit]
     if not tasks:
@@ -127,7 +127,7 @@ def rollout_cmd(
     check_policy_spec(policy)
     check_specs(policy)
     check_out(out, force)
-    task_list = _tasks(tasks, limit)
+    task_list = _tasks(tasks, limit, budget)
     config = _config(rollout, generation, budget, request)
     if ray_workers is not None and ray is None:
         raise ConfigError("--ray-workers needs --ray")
@@ -250,7 +250,7 @@ def eval_cmd(
         force = True
     out = Path(out)
     check_out(out, force)
-    task_list = _tasks(tasks, limit, tau2=tau2)
+    task_list = _tasks(tasks, limit, budget, tau2=tau2)
     config = _config(rollout, generation, budget, request)
     settings = neo4j_settings()
     driver = get_driver(settings)

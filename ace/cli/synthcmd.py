@@ -170,7 +170,7 @@ def synth(
     check_out(out, force)
     if policy is not None:
         check_policy_spec(policy)
-    seed_tasks = load_task_set(tasks, tau2=True)
+    seed_tasks = load_task_set(tasks, tau2=True, budget=budget)
     if is_tau2_set(seed_tasks):  # τ² seeds: the τ² strategies and task form (ace.cli.synthtau2)
         return run_tau2_synth(experiment=experiment, scope=scope, newest_scope=_newest_scope, out=out, policy=policy,
                               weakness=weakness, strategies=strategy, seeds=seed_tasks, n=synth_config.n,

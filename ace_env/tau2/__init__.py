@@ -7,8 +7,9 @@ imports ``litellm`` is ever imported (see :mod:`ace_env.tau2.package`).
 Modules: :mod:`~ace_env.tau2.package` (the guarded import), :mod:`~ace_env.tau2.tasks` (tasks in a form
 ACE carries), :mod:`~ace_env.tau2.cow` (copy-on-write views of a pristine database),
 :mod:`~ace_env.tau2.env` (environments over those views, tool calls), :mod:`~ace_env.tau2.verify`
-(gold replay and the verifier), :mod:`~ace_env.tau2.bounded` (rollouts under ACE's call budget),
-:mod:`~ace_env.tau2.replay` (every task's gold through the bounded runner, counted per domain: ``ace env
+(gold replay and the verifier), :mod:`~ace_env.tau2.bounded` (rollouts, and a task file's gold check,
+under ACE's call budget), :mod:`~ace_env.tau2.synthtasks` (tasks ACE synthesizes and their checks),
+:mod:`~ace_env.tau2.taskfile` (τ² task files read back), :mod:`~ace_env.tau2.replay` (every task's gold through the bounded runner, counted per domain: ``ace env
 replay tau2``), :mod:`~ace_env.tau2.user` (the user simulator's prompt and stop signals, a deterministic
 fidelity check of a dialogue's user), :mod:`~ace_env.tau2.orchestrate` (agent-user dialogues in τ²'s turn
 order, verified as rollouts), :mod:`~ace_env.tau2.calls` (a dialogue's tool calls one at a time in the

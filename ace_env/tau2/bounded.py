@@ -7,6 +7,10 @@ is a :class:`~ace_env.worker.WatchedWorker` whose worker, forked after the prist
 states are loaded (so it inherits them), stamps every tool call into the shared clock
 (:func:`ace_env.tau2.env.set_call_clock`).  A call over ``budget.call_seconds`` gets its worker killed
 and the rollout the verdict ``timeout`` (reward 0); a fresh worker takes the next rollout.
+
+:class:`GoldCheck` runs the load-time check of a τ² task file's gold
+(:func:`ace_env.tau2.synthtasks.check_gold`: the gold replayed, ACE's verifier, τ²'s evaluator) in such a
+worker, so a gold call over budget refuses the file instead of hanging the command that loads it.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from typing import Any
 
 from ace_env.tau2 import env as tau2_env
 from ace_env.tau2.env import Tau2Call, Tau2Step
+from ace_env.tau2.synthtasks import check_gold
 from ace_env.tau2.tasks import Tau2Task
 from ace_env.tau2.verify import Conversation, Tau2Verdict, gold, verify
+from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
 from ace_env.worker import Budget, WatchedWorker, messages, worker_setup
 
 
@@ -91,3 +97,51 @@ class Tau2Runner(WatchedWorker):
         if answer is None:
             return Tau2Outcome(task_id, attribution=why)
         return answer
+
+
+def _check_worker(conn: Any, parent_end: Any, parent_pid: int, clock: Any, tasks: dict[str, Tau2Task],
+                  memory_mb: int) -> None:
+    worker_setup(parent_end, parent_pid, clock, memory_mb)
+    tau2_env.set_call_clock(clock)
+    for task_id in messages(conn):
+        clock[1] += 1  # the item index moves: the watchdog sees progress between tasks
+        try:
+            conn.send(check_gold(tasks[task_id]))
+        except Exception as e:  # noqa: BLE001 - a check that breaks is that task's reason, not the run's end
+            conn.send([f"its check failed ({type(e).__name__}: {e})"[:300]])
+
+
+class GoldCheck(WatchedWorker):
+    """:func:`~ace_env.tau2.synthtasks.check_gold` of tasks, in a watched worker, every gold call under ``budget``.
+
+    The tasks must be known to the environment before the worker starts (synthesized ones registered by
+    :func:`~ace_env.tau2.synthtasks.build_task`): it is forked, and inherits them.
+
+    >>> with GoldCheck(tasks) as check:                      # doctest: +SKIP
+    ...     check.reasons("tau2:airline:synth-0123")          # [] when the gold is a valid oracle
+    """
+
+    _name = "ace-tau2-gold-check"
+
+    def __init__(self, tasks: dict[str, Tau2Task], budget: Budget | None = None):
+        super().__init__(budget)
+        self.tasks = tasks
+        for domain in {t.domain for t in tasks.values()}:
+            tau2_env.pristine(domain)  # loaded once here, inherited by every worker
+
+    def _target(self) -> Any:
+        return _check_worker
+
+    def _worker_args(self) -> tuple[Any, ...]:
+        return self.tasks, self.budget.memory_mb
+
+    def reasons(self, task_id: str) -> list[str]:
+        """Why the task's gold is not a valid oracle (empty: it is); a gold call over budget is a reason
+        (``timeout: ...`` or ``resource_limit: ...``), and a fresh worker checks the next task."""
+        answer, why, _ = self._send_and_wait(task_id)
+        if answer is not None:
+            return list(answer)
+        if why == TIMEOUT:
+            return [f"{TIMEOUT}: " + (f"its check made no progress for {self.stall_seconds:g} s" if self.stalled
+                                      else f"a gold call ran over the {self.budget.call_seconds:g} s budget")]
+        return [f"{RESOURCE_LIMIT}: the worker died ({why}) over the {self.budget.memory_mb} MiB budget"]

@@ -16,6 +16,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from hostiletasks import bfcl_folder_runaway_gold, over_the_file_cap, tau2_many_flights, tau2_runaway_gold
 
 from ace.cli import main
 from ace_env import bfcl
@@ -78,6 +79,29 @@ def _small_budget(monkeypatch):
     assert not PWNED.exists(), "a call in the corpus was executed as code"
 
 
+#: Hostile task files a command line names by placeholder (tests/hostiletasks.py), each written once, on first
+#: use, into a folder of its own (never the case's folder, which must stay empty).
+GENERATED = {
+    "{tau2_runaway}": ("runaway.jsonl", tau2_runaway_gold),
+    "{tau2_flights}": ("flights.jsonl", tau2_many_flights),
+    "{bfcl_runaway}": ("bfcl-runaway", bfcl_folder_runaway_gold),
+    "{huge}": ("huge.jsonl", over_the_file_cap),
+}
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    made: dict[str, Path] = {}
+
+    def get(key: str) -> Path:
+        if key not in made:
+            name, write = GENERATED[key]
+            made[key] = write(tmp_path_factory.mktemp("generated") / name)
+        return made[key]
+
+    return get
+
+
 @pytest.fixture(scope="module")
 def seeded(neo4j_driver, neo4j_database, tmp_path_factory):
     """A wiped graph with the taxonomy and BFCL's tasks seeded (by one good ingest), so failed runs must add nothing."""
@@ -95,7 +119,7 @@ def test_corpus_is_there():
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_command_case(command, seeded, tmp_path, tmp_path_factory, capsys):
+def test_command_case(command, seeded, generated, tmp_path, tmp_path_factory, capsys):
     """A hostile command line (tests/corpus/commands): refused in one line, nothing written, nothing stored."""
     driver, database = seeded
     case = tmp_path / "case"
@@ -107,6 +131,7 @@ def test_command_case(command, seeded, tmp_path, tmp_path_factory, capsys):
     rollouts.write_text(json.dumps({"rollout_id": "g", "task_id": task.id, "turns": ground_truth_rollout(task)}) + "\n")
     fill = {"{tmp}": case, "{fifo}": case / "fifo", "{link}": case / "link", "{rollouts}": rollouts,
             "{weakness}": WEAKNESS, "{corpus}": CORPUS}
+    fill.update((key, generated(key)) for key in GENERATED if key in command)
     argv = []
     for word in shlex.split(command):
         for key, value in fill.items():

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
+from docblocks import bash_commands
 
 from ace.cli import main
 from ace_env.tau2.package import tau2_modules
@@ -18,6 +21,7 @@ from train import export_tau2
 from train.export import export
 from train.export_tau2 import NOT_THE_ORACLE, ROUND_TRIP_NOTE, TASKS_FILE, roundtrip
 
+ROOT = Path(__file__).resolve().parents[2]
 EDGES = [{"from": "get_reservation_details", "to": "update_reservation_flights"},
          {"from": "get_user_details", "to": "get_reservation_details"},
          {"from": "search_direct_flight", "to": "update_reservation_flights"},
@@ -104,3 +108,22 @@ def test_export_cli_writes_a_task_file_and_refuses_bfcl(synthesized, tmp_path, c
     assert all(isinstance(t, SynthTau2Task) for t in synthesized)
     assert main(["export", "--tasks", "bfcl:base", "--format", "tau2", "--out", str(tmp_path / "b")]) == 1
     assert "not a τ² task" in capsys.readouterr().err
+
+
+def test_telecom_exports_with_the_users_own_actions_as_docs_cli_says(tmp_path, capsys):
+    # issue 35, defect 13: the command wrote telecom while docs/cli.md said it refused it; the export is right
+    # (each exported gold, the user's phone actions included, passes τ²'s evaluator and ACE's verifier)
+    assert main(["export", "--tasks", "tau2:telecom", "--format", "tau2", "--out", str(tmp_path / "o"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["written"] == 114 and d["skipped"] == 0 and d["files"] == ["telecom/tasks.json"]
+    rows = json.loads((tmp_path / "o" / "telecom" / TASKS_FILE).read_text())
+    telecom = load_tasks("telecom")
+    assert rows == [tau2_json(t) for t in telecom]
+    assert sum(a["requestor"] == "user" for r in rows for a in r["evaluation_criteria"]["actions"] or []) == 393
+    assert roundtrip(tmp_path / "o", {("telecom", t.tau2_id): t for t in telecom}) == \
+        {"telecom": {"tasks": 114, "passed": 114, "failed": []}}
+    text = " ".join((ROOT / "docs" / "cli.md").read_text().split())
+    refusing = re.findall(r"([^.;:]*) refuse telecom", text)  # the commands the docs say refuse it
+    assert refusing and not any("ace export" in r for r in refusing), refusing
+    assert "`ace export --format tau2` writes telecom's tasks" in text
+    assert "ace export --tasks tau2:telecom --format tau2 --out export-tau2" in bash_commands(ROOT / "docs" / "cli.md")
