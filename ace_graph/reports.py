@@ -79,7 +79,13 @@ class GraphReports(GraphReader):
     # ---- scopes and headline figures
 
     def scopes(self) -> list[dict[str, Any]]:
-        return self.run("view-scopes")
+        """The scopes that are data, newest first: neither being deleted nor marked incomplete
+        (:func:`incomplete_scopes` lists those, which no page reads)."""
+        return [r for r in self.run("view-scopes") if not r["incomplete"]]
+
+    def incomplete_scopes(self) -> list[str]:
+        """The keys of the scopes marked incomplete (an ingest into them is running or stopped part-way)."""
+        return sorted(r["key"] for r in self.run("view-scopes") if r["incomplete"])
 
     def counts(self) -> dict[str, Any]:
         rows = self.run("view-graph-counts")
