@@ -87,6 +87,15 @@ class GraphReports(GraphReader):
         """The keys of the scopes marked incomplete (an ingest into them is running or stopped part-way)."""
         return sorted(r["key"] for r in self.run("view-scopes") if r["incomplete"])
 
+    def console(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        """A named read query run with the parameters typed in the query console, its scopes checked first as
+        ``ace query`` checks them: one that is unknown, being deleted or incomplete is a one-line error."""
+        if "scopes" in params:
+            check_scopes(self, params["scopes"], at_least=2 if name == "compare-policies" else 1)
+        if "scope" in params:
+            require_scope(self, params["scope"])
+        return self.run(name, **params)
+
     def counts(self) -> dict[str, Any]:
         rows = self.run("view-graph-counts")
         return rows[0] if rows else {}

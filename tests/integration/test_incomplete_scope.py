@@ -52,9 +52,11 @@ def _refused(argv: list[str], capsys) -> str:
     return err
 
 
-def _page(name: str) -> AppTest:
+def _page(name: str, **params: str) -> AppTest:
     st.cache_data.clear()
     at = AppTest.from_file(str(APP / name), default_timeout=120)
+    for k, v in params.items():
+        at.query_params[k] = v
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -110,6 +112,10 @@ def test_every_reader_refuses_a_half_fitted_scope_until_the_ingest_is_rerun(clea
     assert any(f"scope {KILLED!r} is incomplete" in w.value and "rerun the ingest" in w.value
                for w in at.sidebar.warning), [w.value for w in at.warning]
     assert at.query_params["scope"] == CLEAN
+    # the query console takes a typed scope: checked as `ace query` checks it
+    at = _page("pages/7_Query_console.py", q="weak-compositions", p_scope=KILLED)
+    assert any(f"scope {KILLED!r} is incomplete" in e.value and "rerun the ingest" in e.value for e in at.error)
+    assert not at.dataframe
 
     # the rerun refits and completes: it reads as the clean ingest
     capsys.readouterr()
