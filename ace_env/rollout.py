@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,3 +17,16 @@ class Rollout:
     turns: list[list[Any]]
     line: int = 0
     meta: dict[str, Any] | None = None
+
+    def digest(self) -> str:
+        """What the file said of this rollout (its task, turns and meta; not its id or line) as a 128-bit hash.
+
+        One id names one rollout: the same id again is the same rollout (a rerun, a file given twice) only
+        when the digests agree (:func:`ace_env.formats.read_any` within a file, ``ace ingest`` within a scope).
+        """
+        try:
+            text = json.dumps([self.task_id, self.turns, self.meta], sort_keys=True, separators=(",", ":"),
+                              ensure_ascii=False, default=repr)
+        except (TypeError, ValueError, RecursionError):  # keys of mixed types; what strict reading would refuse
+            text = repr((self.task_id, self.turns, self.meta))
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()

@@ -6,8 +6,8 @@ they are re-exported here so graph code has one place to import from.
 
 from ace_env.errors import AceError, ConfigError, RolloutFormatError, TaskLoadError
 
-__all__ = ["AceError", "ConfigError", "ConnectionError_", "RolloutFormatError", "IngestIncomplete", "QueryModeError", "ScopeError",
-           "ServerError", "TaskLoadError"]
+__all__ = ["AceError", "ConfigError", "ConnectionError_", "RolloutFormatError", "IngestIncomplete", "QueryModeError",
+           "RolloutIdConflict", "ScopeError", "ServerError", "TaskLoadError"]
 
 
 class ServerError(AceError):
@@ -28,3 +28,7 @@ class QueryModeError(ConfigError):
 
 class ScopeError(ConfigError):
     """A scope that does not exist or does not belong where it was used."""
+
+
+class RolloutIdConflict(RolloutFormatError):
+    """One rollout id names two different rollouts of a scope (in the files given, or in a file and the graph)."""

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 import queue
+import stat
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ace_env.bounded import LineError, verify_one
 from ace_env.environments import verifier_for
@@ -24,7 +25,7 @@ from ace_env.tasks import Task
 from ace_env.verifier import with_inference_error
 from ace_env.worker import Budget
 from ace_graph.db import ensure_schema
-from ace_graph.errors import ConfigError, IngestIncomplete, RolloutFormatError
+from ace_graph.errors import ConfigError, IngestIncomplete, RolloutFormatError, RolloutIdConflict
 from ace_graph.estimate import Cell, cells_from_records, estimate_scope
 from ace_graph.outcomes import RolloutRecord, record
 from ace_graph.store import GraphStore, scope_key
@@ -67,9 +68,14 @@ class IngestReport:
         }
 
 
-def _rollouts(path: Path, skip_invalid: bool, errors: list[str], id_suffix: str = "") -> Iterator[Any]:
-
-    yield from read_any(path, skip_invalid=skip_invalid, errors=errors, id_suffix=id_suffix)
+def _rollouts(path: Path, skip_invalid: bool, errors: list[str], id_suffix: str = "",
+              skip_lines: dict[int, str] | None = None) -> Iterator[Any]:
+    """The file's rollouts, less the lines ``skip_lines`` names (their messages go to ``errors``)."""
+    for r in read_any(path, skip_invalid=skip_invalid, errors=errors, id_suffix=id_suffix):
+        if skip_lines and r.line in skip_lines:
+            errors.append(skip_lines[r.line])
+            continue
+        yield r
 
 
 def prepare(
@@ -105,7 +111,79 @@ def prepare(
             tags_of[r.task_id] = tag_task(task)
         tags = tags_of[r.task_id]
         verdict = with_inference_error(verdict, r)
-        yield record(task, tags, verdict, scope, r.rollout_id, r.turns, near_success), tags
+        rec = record(task, tags, verdict, scope, r.rollout_id, r.turns, near_success)
+        rec.digest = r.digest()
+        yield rec, tags
+
+
+#: Rollout ids whose stored digests :func:`check_rollout_ids` looks up per query.
+ID_LOOKUP_BATCH = 5000
+
+
+def check_rollout_ids(store: GraphStore, paths: Sequence[str | Path], key: str, id_suffix: str = "",
+                      skip_invalid: bool = False) -> dict[int, dict[int, str]]:
+    """Refuse, before anything is stored, a rollout id that would name two different rollouts of scope ``key``.
+
+    Reads ``paths`` ahead (ids and digests only, in order: :meth:`ace_env.rollout.Rollout.digest`): an id that
+    comes again with other content (in another file, or a BFCL result file's entry twice) or that the scope
+    already stores with other content (an earlier ingest) is a :class:`RolloutIdConflict`, one line naming
+    both places.  The same id with the same content (a rerun, a file given twice) is fine: the ingest skips
+    it.  With ``skip_invalid`` such a rollout is a bad line instead: the result says, per index in ``paths``,
+    which lines to skip and why (``{file: {line: message}}``, empty without conflicts).  Other bad lines are
+    left to the ingest, which reports them as it always does; a file that is not a regular file (a pipe) is
+    not read ahead (each batch's own check, in ``ingest-rollouts``, still refuses a stored conflict).
+    """
+    seen: dict[str, tuple[str, int, int]] = {}  # id -> (digest, file index, line) of its first rollout
+    again: dict[str, list[tuple[int, int]]] = {}  # id -> the places it came again with the same content
+    stored: set[str] = set()  # ids the scope holds with other content than their first rollout here
+    pending: list[str] = []
+    skip: dict[int, dict[int, str]] = {}
+
+    def where(i: int, line: int) -> str:
+        return f"{paths[i]}: line {line}" if line else str(paths[i])
+
+    def conflict(i: int, line: int, message: str) -> None:
+        if not skip_invalid:
+            raise RolloutIdConflict(f"{message}, so nothing was stored: give the rollouts distinct ids (ingest a "
+                                    "file with --id-suffix) or ingest them into another scope")
+        skip.setdefault(i, {})[line] = f"{where(i, line)}: {message}"
+
+    def lookup() -> None:
+        for row in store.run("rollout-digests", scope=key, ids=pending):
+            digest, i, line = seen[row["rollout"]]
+            if row["digest"] != digest:
+                if not skip_invalid:
+                    conflict(i, line, f"rollout id {row['rollout'][:80]!r} ({where(i, line)}) is already stored in "
+                                      f"scope {key} with other content; rollout ids must be unique within a scope "
+                                      "(the same rollout again is skipped)")
+                stored.add(row["rollout"])
+        pending.clear()
+
+    for i, path in enumerate(paths):
+        path = Path(path)
+        if not path.is_file() or not stat.S_ISREG(path.stat().st_mode):
+            continue
+        for r in read_any(path, skip_invalid=True, id_suffix=id_suffix):
+            digest = r.digest()
+            first = seen.get(r.rollout_id)
+            if first is None:
+                seen[r.rollout_id] = (digest, i, r.line)
+                pending.append(r.rollout_id)
+                if len(pending) >= ID_LOOKUP_BATCH:
+                    lookup()
+            elif first[0] == digest:
+                again.setdefault(r.rollout_id, []).append((i, r.line))
+            else:
+                conflict(i, r.line, f"rollout id {r.rollout_id[:80]!r} names two different rollouts: "
+                                    f"{where(i, r.line)} and {where(first[1], first[2])}; rollout ids must be "
+                                    "unique within a scope (the same rollout again is skipped)")
+    if pending:
+        lookup()
+    for rid in stored:  # only with skip_invalid: every rollout here with that id is skipped
+        for i, line in [seen[rid][1:], *again.get(rid, [])]:
+            conflict(i, line, f"rollout id {rid[:80]!r} is already stored in scope {key} with other content; "
+                              "rollout ids must be unique within a scope (the same rollout again is skipped)")
+    return skip
 
 
 def ingest_file(
@@ -128,6 +206,8 @@ def ingest_file(
     ray: str | None = None,
     estimate: bool = True,
     strict: bool = False,
+    check_ids: bool = True,
+    skip_lines: dict[int, str] | None = None,
 ) -> IngestReport:
     """Ingest one rollout file into the scope (experiment, policy, checkpoint).
 
@@ -140,15 +220,21 @@ def ingest_file(
     composition estimator is refitted on the scope afterwards (both levels) and
     its verdicts stored on the scope's edges (:func:`ace_graph.estimate.estimate_scope`).  ``strict``: ACE's
     rules stricter than the benchmark's evaluator also fail rollouts (BFCL and τ²; see ``ace verify --strict``).
+    With ``check_ids`` (the default) the file's rollout ids are checked first (:func:`check_rollout_ids`): one
+    that names two different rollouts of the scope is refused before anything is stored (with
+    ``skip_invalid``, skipped and reported); a caller that checked every file of an ingest at once passes
+    False, and the lines that check said to skip as ``skip_lines`` ({line: message}).
     """
     path = Path(path)
     errors: list[str] = []
     key = scope_key(experiment, policy, checkpoint)
+    if check_ids:
+        skip_lines = check_rollout_ids(store, [path], key, id_suffix, skip_invalid).get(0)
     # The verifying worker is forked before the writer threads start.
     verifier = verifier_for(tasks, budget, ray, strict=strict).start()
     try:
-        items = prepare(tasks, _rollouts(path, skip_invalid, errors, id_suffix), key, near_success,
-                        skip_invalid, errors, str(path), verifier)
+        items = prepare(tasks, _rollouts(path, skip_invalid, errors, id_suffix, skip_lines or {}), key,
+                        near_success, skip_invalid, errors, str(path), verifier)
         report = ingest_records(store, items, tasks, experiment, policy, checkpoint, round_, batch_size,
                                 seed_tasks, on_progress, workers, on_read, estimate)
     finally:
@@ -279,6 +365,12 @@ def ingest_records(
         stopped = e
     if failures and stopped is None:
         stopped = failures[0]
+    if isinstance(stopped, RolloutIdConflict):
+        raise IngestIncomplete(
+            f"{str(stopped).rstrip('.')}. The ingest stopped: {report.created} rollout(s) were committed to scope "
+            f"{key}, which is marked incomplete; rerun it once the ids are distinct (rollouts already stored are "
+            "skipped)"
+        ) from stopped
     if stopped is not None:
         raise IngestIncomplete(
             f"{str(stopped).rstrip('.')}. The ingest stopped: {report.created} rollout(s) were committed to "

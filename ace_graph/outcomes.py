@@ -64,6 +64,7 @@ class RolloutRecord:
     task_key: str = ""  # the Task node's key, "source:id"
     reference_reward: float | None = None  # the benchmark's own recorded reward (τ²'s result files)
     stricter_because: tuple[str, ...] = ()  # ACE's rules stricter than the benchmark's that the rollout breaks
+    digest: str | None = None  # what the rollout file said (ace_env.rollout.Rollout.digest): one id, one content
 
     def props(self) -> dict[str, Any]:
         """Node properties of the Rollout."""
@@ -87,6 +88,7 @@ class RolloutRecord:
             "calls": self.calls,
             "reference_reward": self.reference_reward,
             "stricter_because": list(self.stricter_because),
+            "digest": self.digest,
         }
 
 

@@ -86,7 +86,23 @@ class GraphReports(GraphReader):
     # ---- scopes and headline figures
 
     def scopes(self) -> list[dict[str, Any]]:
-        return self.run("view-scopes")
+        """The scopes that are data, newest first: neither being deleted nor marked incomplete
+        (:func:`incomplete_scopes` lists those, which no page reads)."""
+        return [r for r in self.run("view-scopes") if not r["incomplete"]]
+
+    def incomplete_scopes(self) -> list[str]:
+        """The keys of the scopes marked incomplete (an ingest into them is running or stopped part-way)."""
+        return sorted(r["key"] for r in self.run("view-scopes") if r["incomplete"])
+
+    def console(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        """A named read query run with the parameters typed in the query console, its scopes checked first as
+        ``ace query`` checks them: one that is unknown, being deleted or incomplete is a one-line error; then
+        every other name it declares (:meth:`run_checked`)."""
+        if "scopes" in params:
+            check_scopes(self, params["scopes"], at_least=2 if name == "compare-policies" else 1)
+        if "scope" in params:
+            require_scope(self, params["scope"])
+        return self.run_checked(name, **params)
 
     def counts(self) -> dict[str, Any]:
         rows = self.run("view-graph-counts")

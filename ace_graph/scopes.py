@@ -40,15 +40,26 @@ def _known(store: Any, experiment: str | None = None) -> str:
     return f"scopes{f' of {experiment}' if experiment else ''}: {shown}"
 
 
+def incomplete_message(key: str) -> str:
+    """The one-line refusal of a scope marked incomplete, with its fix (every reader says the same)."""
+    return (f"scope {key!r} is incomplete: an ingest into it stopped part-way (or is still running), so its "
+            f"counts and estimates may be half-fitted and are not data; rerun the ingest: "
+            f"`ace ingest FILE... --scope {key}` with the same files (rollouts already stored are skipped)")
+
+
 def require_scope(store: Any, key: Any, experiment: str | None = None,
-                  allow_deleting: bool = False) -> dict[str, Any]:
+                  allow_deleting: bool = False, allow_incomplete: bool = False) -> dict[str, Any]:
     """The stored scope ``key``; an error listing the scopes when it is unknown.
 
     With ``experiment``, a scope of another experiment is an error too (one
     experiment's curriculum or synthesis must not read another's evidence).
     A scope being deleted (a delete that stopped part-way) is an error too, so
     its remains are never read as data; only :func:`delete_scope` passes
-    ``allow_deleting`` to finish it.
+    ``allow_deleting`` to finish it.  So is a scope marked incomplete (an
+    ingest into it is running, or stopped before its estimate was written:
+    ``cypher/ingest-scope-totals.cypher`` marks it, ``ingest-scope-complete``
+    clears it), whose counts and estimates may be half-fitted; a rerun of the
+    ingest completes it.  Deleting one passes ``allow_incomplete``.
     """
     if not isinstance(key, str):
         raise ScopeError(f"scope must be a string experiment/policy/checkpoint, got {type(key).__name__} "
@@ -62,9 +73,11 @@ def require_scope(store: Any, key: Any, experiment: str | None = None,
         )
     for row in list_scopes(store, parts[0]):
         if row["key"] == key:
-            if not allow_deleting and is_deleting(store, key):
+            if not allow_deleting and row["deleting"]:
                 raise ScopeError(f"scope {key!r} is being deleted (a delete stopped part-way), so what is left of "
                                  f"it is not data; finish the delete with `ace scope delete {key} --yes`")
+            if not allow_incomplete and row["incomplete"] and not row["deleting"]:
+                raise ScopeError(incomplete_message(key))
             return row
     raise ScopeError(f"scope {key!r} does not exist; {_known(store)}")
 
@@ -101,7 +114,7 @@ def delete_scope(store: Any, key: str, batch: int = DELETE_BATCH) -> dict[str, i
     """
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ConfigError(f"delete batch must be a whole number >= 1, got {batch!r}")
-    require_scope(store, key, allow_deleting=True)
+    require_scope(store, key, allow_deleting=True, allow_incomplete=True)
     store.write("scope-delete-mark", scope=key)
     # both run CALL { ... } IN TRANSACTIONS, which the runner sends in an auto-commit transaction
     compositions = store.write("scope-delete-compositions", scope=key, batch=batch)["compositions"]

@@ -26,6 +26,7 @@ from ace_env.tasks import Task
 from ace_env.workspace import check_name
 from ace_graph import queries
 from ace_graph.compositions import LEVELS, SKILL, TOOL, adjacent_pairs, task_dependencies
+from ace_graph.errors import RolloutIdConflict
 from ace_graph.outcomes import RolloutRecord, aggregate
 from ace_graph.tagger import TAGS, tag_task
 from ace_graph.taxonomy import load_taxonomy, tool_skills
@@ -68,6 +69,13 @@ def rollout_row(rec: RolloutRecord, tags: tuple[Any, ...]) -> dict[str, Any]:
             for s in rec.steps
         ],
     }
+
+
+def _conflict(rec: RolloutRecord, scope: str, where: str, n: int = 1) -> str:
+    others = f" (and {n - 1} more)" if n > 1 else ""
+    return (f"rollout id {rec.rollout_id[:80]!r}{others} of scope {scope} is {where} with other content; rollout ids "
+            "must be unique within a scope (the same rollout again is skipped): give these rollouts other ids "
+            "(--id-suffix) or another scope")
 
 
 class GraphReader:
@@ -179,17 +187,27 @@ class GraphStore(GraphReader):
         scope: dict[str, Any],
         records: Sequence[tuple[RolloutRecord, tuple[Any, ...]]],
     ) -> BatchResult:
-        """Write one batch of rollout records (with their oracle tags) in one transaction."""
+        """Write one batch of rollout records (with their oracle tags) in one transaction.
+
+        A record whose id is already stored (or earlier in the batch) with the same content digest is
+        skipped; with another digest it is a :class:`RolloutIdConflict` and the batch is rolled back.
+        """
         unique: dict[str, tuple[RolloutRecord, tuple[Any, ...]]] = {}
         for rec, tags in records:
-            unique.setdefault(rec.id, (rec, tags))
+            first = unique.setdefault(rec.id, (rec, tags))[0]
+            if None not in (first.digest, rec.digest) and first.digest != rec.digest:
+                raise RolloutIdConflict(_conflict(rec, scope["key"], "twice in one batch"))
         rollout_rows = [rollout_row(rec, tags) for rec, tags in unique.values()]
 
         def work(tx: Any) -> BatchResult:
             batch = uuid.uuid4().hex
             queries.run_in(tx, "ingest-scope", {"scope": scope}, write=True)
-            created = {r["id"] for r in queries.run_in(tx, "ingest-rollouts", {"batch": batch, "rows": rollout_rows},
-                                                       write=True)}
+            rows = queries.run_in(tx, "ingest-rollouts", {"batch": batch, "rows": rollout_rows}, write=True)
+            conflicts = [r["id"] for r in rows if r["conflict"]]
+            if conflicts:  # raised inside the transaction function: the driver rolls the batch back
+                raise RolloutIdConflict(_conflict(unique[conflicts[0]][0], scope["key"], "already stored there",
+                                                  len(conflicts)))
+            created = {r["id"] for r in rows}
             fresh = [unique[rid] for rid in unique if rid in created]
             if not fresh:
                 return BatchResult(len(records), 0, 0)

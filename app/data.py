@@ -79,8 +79,9 @@ def cached(method: str, *args: Any, **kwargs: Any) -> Any:
 
 @st.cache_data(ttl=TTL, show_spinner=False)
 def run_named(name: str, params_json: str) -> list[dict[str, Any]]:
-    """A read-mode named query with JSON-encoded parameters (the query console); its names checked first."""
-    return _call("run_checked", name, **json.loads(params_json))
+    """A read-mode named query with JSON-encoded parameters (the query console): its scopes and every name it
+    declares checked first."""
+    return _call("console", name, **json.loads(params_json))
 
 
 # --------------------------------------------------------------------------- files

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import streamlit as st
 
 from ace_graph.errors import AceError
+from ace_graph.scopes import incomplete_message
 from app import data
 from app.errors import Unavailable
 
@@ -56,8 +57,14 @@ def call(method: str, *args: Any, **kwargs: Any) -> Any:
 
 def scopes() -> list[dict[str, Any]]:
     """The scopes of the environment chosen in the sidebar (all of them by default), newest first, each with
-    its ``environments``; an empty graph, or an environment without a scope, gets a page that says what to run."""
+    its ``environments``; an empty graph, or an environment without a scope, gets a page that says what to run.
+    A scope marked incomplete (an ingest stopped part-way) is not listed: the sidebar names it with the fix."""
     rows = call("scopes")
+    incomplete = call("incomplete_scopes")
+    for key in incomplete:  # an ingest stopped part-way: not data, so no page shows it; say how to fix it
+        (st.error if not rows else st.sidebar.warning)(incomplete_message(key))
+    if not rows and incomplete:
+        st.stop()
     if not rows:
         st.info(
             "The graph is reachable but holds no rollouts yet: there is no scope to show. "

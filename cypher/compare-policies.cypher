@@ -21,7 +21,7 @@
 CALL () {
   UNWIND range(0, size($scopes) - 1) AS i
   MATCH (sc:Scope {key: $scopes[i]})
-  WHERE NOT coalesce(sc.deleting, false)
+  WHERE NOT coalesce(sc.deleting, false) AND NOT coalesce(sc.incomplete, false)
   MATCH (a)-[c:COMPOSES {scope: sc.key, level: $level}]->(b)
   WHERE c.n > 0
   WITH coalesce(a.id, a.name) AS from, coalesce(b.id, b.name) AS to,
@@ -40,7 +40,7 @@ CALL () {
   UNION ALL
   UNWIND range(0, size($scopes) - 1) AS i
   MATCH (sc:Scope {key: $scopes[i]})-[m:MEASURED]->(k)
-  WHERE NOT coalesce(sc.deleting, false) AND m.level = $level AND m.attempts > 0
+  WHERE NOT coalesce(sc.deleting, false) AND NOT coalesce(sc.incomplete, false) AND m.level = $level AND m.attempts > 0
   WITH coalesce(k.id, k.name) AS key,
        collect({i: i, n: m.attempts, failures: m.failures}) AS seen, max(m.attempts) AS most,
        min(CASE WHEN m.attempts >= $min_support THEN 1.0 - toFloat(m.failures) / m.attempts END) AS weakest

@@ -1,7 +1,8 @@
 // Purpose: how the success of each observed composition a→b (b reached right
 //   after a) moved across the checkpoints of one experiment and policy, at
 //   skill or tool level, for compositions with at least $min_support reached
-//   steps in some checkpoint.
+//   steps in some checkpoint. Scopes being deleted or marked
+//   incomplete (an ingest stopped part-way) are left out.
 // Mode: read
 // Parameters: $experiment (string), $policy (string), $level ("skill" or
 //   "tool"), $min_support (int)
@@ -10,7 +11,7 @@
 // Names: $experiment experiment, $policy policy, $level level
 // :params {experiment: "demo", policy: "sim", level: "tool", min_support: 20}
 MATCH (sc:Scope {experiment: $experiment, policy: $policy})
-WHERE NOT coalesce(sc.deleting, false)
+WHERE NOT coalesce(sc.deleting, false) AND NOT coalesce(sc.incomplete, false)
 MATCH (a)-[c:COMPOSES {scope: sc.key, level: $level}]->(b)
 WHERE c.n > 0
 WITH sc, a, b, c

@@ -20,7 +20,7 @@ WITH x, collect(DISTINCT t.source) AS used,
 WITH x, [e IN ['bfcl', 'tau2'] WHERE e IN used OR e = by_class] AS envs
 WHERE size(envs) > 0
 MATCH (sc:Scope)-[m:MEASURED]->(x)
-WHERE m.level = 'tool' AND m.attempts > 0 AND NOT coalesce(sc.deleting, false)
+WHERE m.level = 'tool' AND m.attempts > 0 AND NOT coalesce(sc.deleting, false) AND NOT coalesce(sc.incomplete, false)
 WITH sc, collect(envs) AS per_tool
 WITH sc, [e IN ['bfcl', 'tau2'] WHERE [e] IN per_tool] AS alone,
      [e IN ['bfcl', 'tau2'] WHERE any(v IN per_tool WHERE e IN v)] AS shared

@@ -37,6 +37,7 @@ from ace_graph.compositions import adjacent_pairs
 from ace_graph.errors import ConfigError
 from ace_graph.estimate import AMBIGUOUS, COMPOSITION, EdgeEstimate, EstimatorConfig, ScopeEstimate, estimate_scope
 from ace_graph.ingest import prepare
+from ace_graph.scopes import require_scope
 from ace_graph.stats import MIN_SUPPORT, Z95, clopper_pearson
 from ace_graph.store import GraphStore
 from ace_graph.tagger import tag_task
@@ -299,9 +300,8 @@ def diagnose(
     each of ``rounds`` rounds (:func:`run_probes`)."""
     if budget < 0:
         raise ConfigError(f"the probe budget must be >= 0 rollouts, not {budget}")
+    require_scope(store, scope)  # unknown, being deleted, or incomplete (half-fitted): a one-line error
     view = store.run("scope-view", scope=scope)
-    if not view:
-        raise ConfigError(f"scope {scope!r} is not in the graph; ingest rollouts into it first")
     sc = view[0]
     before = estimate_scope(store, scope, "tool", config)
     to_probe = [e for e in before.estimates if needs_probes(e, min_support)]
@@ -333,6 +333,7 @@ def diagnose(
         for i in range(0, len(records), batch_size):
             store.ingest_batch(scope_row, records[i: i + batch_size])
         store.write("link-probe-scope", scope=scope, probe=probe_key)
+        store.complete_scope(probe_key)  # its batches marked it incomplete (see ace_graph.ingest)
         made += len(raw)
         report.after = estimate_scope(store, scope, "tool", config)
         return report.after.estimates, len(records)

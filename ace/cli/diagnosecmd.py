@@ -16,6 +16,7 @@ from ace_env.tasksets import load_task_set
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
+from ace_graph.scopes import require_scope
 from ace_graph.store import GraphStore
 from synth.diagnose import diagnose, sim_policy
 
@@ -76,9 +77,8 @@ def diagnose_cmd(
     driver = get_driver(settings)
     try:
         store = GraphStore(driver, settings.database)
+        require_scope(store, scope)  # unknown, being deleted or incomplete: refused before any work
         view = store.run("scope-view", scope=scope)
-        if not view:
-            raise ConfigError(f"scope {scope!r} is not in the graph; ingest rollouts into it first (`ace ingest`)")
         done = sum(int(r["probe_rollouts"] or 0) for r in view)  # a rerun draws new rollouts, not the same ones
         task_set = load_task_set(tasks, tau2=True)
         run, described = _policy(policy, view[0]["policy"], list(task_set.values()), seed, done)

@@ -37,7 +37,7 @@ from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import why_empty
-from ace_graph.ingest import ingest_file
+from ace_graph.ingest import check_rollout_ids, ingest_file
 from ace_graph.queries import INT64_MAX
 from ace_graph.reports import check_scopes
 from ace_graph.scopes import check_level, is_deleting, require_experiment, require_scope
@@ -101,7 +101,9 @@ def ingest(
 
     Give the scope as `--scope E/P/C` or as `-e E -p P -c C`.  Several files
     and folders go into the one scope, in order.  Idempotent: a rollout already
-    stored in the scope is skipped. Each batch is one transaction, so an
+    stored in the scope with the same content is skipped; a rollout id that
+    names two different rollouts (in two files, or in a file and the scope) is
+    refused before anything is stored. Each batch is one transaction, so an
     interrupted ingest can simply be run again.  Then a per-task table of what
     the scope holds (--show).
     """
@@ -118,6 +120,8 @@ def ingest(
         if is_deleting(store, key):
             raise ConfigError(f"scope {key!r} is being deleted (a delete stopped part-way); finish it with "
                               f"`ace scope delete {key} --yes` before ingesting into it")
+        # one id, one rollout per scope: across the files and against what the scope holds, before anything is stored
+        skip = check_rollout_ids(store, paths, key, id_suffix, skip_invalid)
         if not tasks.startswith("bfcl"):
             refuse_changes_to_stored_tasks(store, task_set, tasks)
         reports, rows = [], []
@@ -127,7 +131,7 @@ def ingest(
                     store, path, task_set, e, p, c, round_=round_, batch_size=batch_size,
                     near_success=near_success, skip_invalid=skip_invalid, workers=workers, id_suffix=id_suffix,
                     on_read=progress.advance, seed_tasks=i == 0,
-                    budget=budget, ray=ray, strict=strict,
+                    budget=budget, ray=ray, strict=strict, check_ids=False, skip_lines=skip.get(i),
                 ))
         if show != "none" and not as_json:
             rows = store.run("scope-tasks", scope=reports[0].scope, failures_only=show == "failures", limit=INT64_MAX)
@@ -159,8 +163,7 @@ def ingest(
         f"{total['steps']} steps in {total['seconds']} s"
     )
     if total["already_stored"]:
-        out.print("  rollouts already stored in this scope (same rollout ids) were skipped; "
-                  "if this is a different run, ingest it with --id-suffix or another --checkpoint")
+        out.print("  rollouts already stored in this scope (same ids, same content) were skipped")
 
 
 def parse_value(text: str, key: str = "") -> Any:

@@ -36,10 +36,18 @@ def scopes(
     experiments = sorted({r["experiment"] for r in rows})
     console().print(table(
         f"{len(rows)} scopes in {len(experiments)} experiment{'s' * (len(experiments) != 1)}",
-        COLUMNS, [[f"{r[c]} (being deleted: rerun `ace scope delete`)" if c == "key" and r.get("deleting") else r[c]
-                  for c in COLUMNS] for r in rows],
+        COLUMNS, [[_key_note(r) if c == "key" else r[c] for c in COLUMNS] for r in rows],
         right=COLUMNS[3:],
     ))
+
+
+def _key_note(row: dict) -> str:
+    """A scope's key, with what to rerun when it is not data (a delete or an ingest stopped part-way)."""
+    if row.get("deleting"):
+        return f"{row['key']} (being deleted: rerun `ace scope delete`)"
+    if row.get("incomplete"):
+        return f"{row['key']} (incomplete: rerun the ingest)"
+    return row["key"]
 
 
 @scope_app.command("delete")
@@ -58,7 +66,8 @@ def delete(
     parse_scope(scope)
 
     def work(store):
-        row = require_scope(store, scope, allow_deleting=True)  # a delete that stopped part-way is finished
+        # a delete that stopped part-way is finished; an incomplete scope may be deleted
+        row = require_scope(store, scope, allow_deleting=True, allow_incomplete=True)
         if not yes and not typer.confirm(
                 f"Delete scope {scope} ({row['rollouts']} rollouts, {row['steps']} steps)?", default=False):
             return None

@@ -129,8 +129,10 @@ def test_command_case(command, seeded, generated, tmp_path, tmp_path_factory, ca
     task = next(t for t in bfcl.load_tasks("base") if t.id == "multi_turn_base_15")
     rollouts = tmp_path_factory.mktemp("input") / "r.jsonl"
     rollouts.write_text(json.dumps({"rollout_id": "g", "task_id": task.id, "turns": ground_truth_rollout(task)}) + "\n")
+    conflict = rollouts.parent / "conflict.jsonl"  # rollout g again, with other content
+    conflict.write_text(json.dumps({"rollout_id": "g", "task_id": task.id, "turns": [[]] * task.n_turns}) + "\n")
     fill = {"{tmp}": case, "{fifo}": case / "fifo", "{link}": case / "link", "{rollouts}": rollouts,
-            "{weakness}": WEAKNESS, "{corpus}": CORPUS}
+            "{conflict}": conflict, "{weakness}": WEAKNESS, "{corpus}": CORPUS}
     fill.update((key, generated(key)) for key in GENERATED if key in command)
     argv = []
     for word in shlex.split(command):

@@ -97,6 +97,6 @@ def test_diagnose_refuses_bad_input(scope, capsys):
     from ace.cli import main
 
     assert main(["diagnose", "--scope", "no/such/scope", "--probe-budget", "10", "--policy", "sim"]) == 1
-    assert "not in the graph" in capsys.readouterr().err
+    assert "scope 'no/such/scope' does not exist; scopes: " in capsys.readouterr().err  # require_scope lists them
     assert main(["diagnose", "--scope", SCOPE, "--policy", "gpt:foo"]) == 1
     assert "unknown policy" in capsys.readouterr().err

@@ -82,7 +82,8 @@ def test_every_read_query_runs_and_returns_its_declared_columns(graph):
     assert made, "the fixture synthesized no task"
     a, b = made[0]["edge"].split(">")
     per_query = {"view-synth-for-edge": {"experiment": made[0]["experiment"], "from": a, "to": b},
-                 "failed-after": {"after": PLANTED[0][0], "skill": PLANTED[0][1]}}  # tool names, as level is
+                 "failed-after": {"after": PLANTED[0][0], "skill": PLANTED[0][1]},  # tool names, as level is
+                 "rollout-digests": {"ids": [near[0]["rollout"], "no-such-rollout"]}}
     for name in names:
         q = queries.load(name)
         values = {**params, **per_query.get(name, {})}

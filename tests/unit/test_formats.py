@@ -251,3 +251,14 @@ def test_bad_lines_are_reported_with_line_numbers(tmp_path, task):
 def test_missing_file(tmp_path):
     with pytest.raises(RolloutFormatError, match="does not exist"):
         list(read_any(tmp_path / "nope.jsonl"))
+
+
+def test_the_digest_is_what_the_file_said_of_a_rollout():
+    from ace_env.rollout import Rollout
+
+    a = Rollout("x", "t", [["f(a=1)"], []], 1, {"k": 1, "j": [1, 2]})
+    assert a.digest() == Rollout("y", "t", [["f(a=1)"], []], 9, {"j": [1, 2], "k": 1}).digest()  # not id, line
+    for other in (Rollout("x", "u", a.turns, 1, a.meta), Rollout("x", "t", [["f(a=2)"], []], 1, a.meta),
+                  Rollout("x", "t", [["f(a=1)"]], 1, a.meta), Rollout("x", "t", a.turns, 1, None)):
+        assert other.digest() != a.digest()
+
