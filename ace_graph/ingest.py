@@ -389,12 +389,21 @@ def ingest_records(
     return report
 
 
+#: The largest round a checkpoint name may carry (a round is stored as a 64-bit integer).
+MAX_ROUND = 10**15
+
+
 def _round_from(checkpoint: str) -> int:
-    """A round number from a checkpoint name: the last run of digits, else 0 (``step-200`` → 200)."""
+    """A round number from a checkpoint name: the last run of the digits 0-9, else 0 (``step-200`` → 200).
+    Other characters Unicode calls digits (``²``) are not digits here; a round past :data:`MAX_ROUND` is
+    refused (before anything is written) with the way out: name the round with ``--round``."""
     digits = ""
     for ch in reversed(checkpoint):
-        if ch.isdigit():
+        if "0" <= ch <= "9":
             digits = ch + digits
         elif digits:
             break
+    if len(digits) > 16 or (digits and int(digits) > MAX_ROUND):
+        raise ConfigError(f"checkpoint {checkpoint[:80]!r}: its number is past the largest round ({MAX_ROUND:,}); "
+                          "give the round with --round")
     return int(digits) if digits else 0

@@ -26,6 +26,7 @@ from ace_env.errors import ConfigError
 from ace_env.sim import load_weakness
 from ace_env.verifier import ground_truth_rollout
 from ace_env.workspace import MAX_NAME, check_name, check_readable
+from ace_graph.ingest import MAX_ROUND, _round_from
 
 CASE_SECONDS = 60  # a FIFO opened for reading blocks forever: the alarm turns that into a failure
 
@@ -216,3 +217,11 @@ def test_an_empty_or_comment_only_weakness_file_is_refused(text, tmp_path, capsy
                  ["sim", "rollouts", "--tasks", "tau2:airline", "--n", "1", "--weakness", str(f), "--out", str(out)]):
         err = _one_error(main(argv), capsys.readouterr().err)
         assert "holds no weaknesses" in err and not out.exists(), err
+
+
+def test_a_checkpoints_round_is_its_last_ascii_digits_and_bounded():
+    assert (_round_from("step-200"), _round_from("c2b7"), _round_from("base"), _round_from("c²")) == (200, 7, 0, 0)
+    assert _round_from(f"r{MAX_ROUND}") == MAX_ROUND
+    for name in (f"r{MAX_ROUND + 1}", "c99999999999999999999"):
+        with pytest.raises(ConfigError, match="--round"):
+            _round_from(name)
