@@ -66,6 +66,10 @@ killed run resumes where it stopped.  Needs Neo4j (the managed server, or NEO4J_
     OMP_NUM_THREADS=1 ACE_TORCH_THREADS=1 python benchmarks/evidence_bench.py          # runs / resumes
     python benchmarks/evidence_bench.py --report                                      # the table only
     python benchmarks/evidence_bench.py --quick --state /tmp/ev.json --work /tmp/ev    # smoke (tiny model)
+
+A cell's training stops at each transcript's last supervised token and its held-out scoring computes the prefixes
+tasks share once (issue 32, item 3; the same results up to float rounding); ``--legacy-cell`` runs the old path,
+and ``benchmarks/evidence_cell_cost.py`` measures one cell both ways.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ same code on the same data sizes.
 
     OMP_NUM_THREADS=1 ACE_TORCH_THREADS=1 ACE_MODELS=$HOME/.ace/models \\
         .venv/bin/python benchmarks/evidence_cell_cost.py --samples 16 --work /tmp/cell
+    .venv/bin/python benchmarks/evidence_cell_cost.py --quick --work /tmp/cell-quick     # smoke (tiny model)
 """
 
 from __future__ import annotations
@@ -162,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arm-max-length", type=int, default=2048)
     ap.add_argument("--work", type=Path, default=Path("/tmp/evidence-cell"))
     ap.add_argument("--sequential", action="store_true", help="Run legacy then fast instead of both at once.")
+    ap.add_argument("--quick", action="store_true",
+                    help="A smoke run: a tiny model built offline under --work, 2 samples, a 4,096-token window.")
     ap.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -170,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("ACE_TORCH_THREADS", "1") != "1" or os.environ.get("OMP_NUM_THREADS") != "1":
         raise SystemExit("run with OMP_NUM_THREADS=1 ACE_TORCH_THREADS=1: the figures are for one torch thread")
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.quick:
+        from train.tiny import build_tiny_model
+
+        args.model = str(build_tiny_model(args.work / "tiny", seed=0))
+        args.samples, args.arm_max_length = 2, 4096
     print(machine_facts())
     load0 = os.getloadavg()
     print(f"start {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, load average {load0[0]:.2f} "

@@ -81,3 +81,22 @@ def test_a_few_steps_end_at_the_same_weights(bench, tiny, examples):
         assert torch.allclose(w_f[name], w_l[name], rtol=1e-5, atol=1e-6), name
         moved += not torch.equal(w_l[name], start[name])
     assert moved > 0
+
+
+def test_the_cell_cost_script_runs_both_paths_and_finds_the_same_measurement(tmp_path):
+    """benchmarks/evidence_cell_cost.py --quick (a tiny model): both cells run, the table has the cell's ratio, and
+    every held-out step's exact match is the same on both paths."""
+    import os
+    import re
+    import subprocess
+
+    script = BENCH.parent / "evidence_cell_cost.py"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ACE_TORCH_THREADS": "1"}
+    proc = subprocess.run([sys.executable, str(script), "--quick", "--sequential", "--work", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(r"(?m)^cell \(train \+ score \+ save\) +\d+\.\d +\d+\.\d +\d+\.\d\dx", proc.stdout), proc.stdout
+    same = re.search(r"same exact match (\d+)/(\d+)", proc.stdout)
+    assert same and same.group(1) == same.group(2) == "238", proc.stdout
+    fewer = re.search(r"scoring ([\d,]+) vs ([\d,]+)", proc.stdout)
+    assert int(fewer.group(2).replace(",", "")) < int(fewer.group(1).replace(",", ""))
