@@ -38,6 +38,7 @@ first token starts the text rather than a call.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import time
@@ -260,20 +261,23 @@ def _groups(tr: Transcript) -> list[tuple[list[dict[str, Any]], list[GoldStep]]]
     return out
 
 
-def teacher_forced(policy: Any, tr: Transcript, context: int | None = None) -> tuple[dict[int, StepScore], int, list[str]]:
-    """NLL, exact match and tool-name match of every step of a transcript under an ``hf:`` policy.
+@dataclass
+class _Forced:
+    """One teacher-forced pass to make: a transcript's run of turns with the same tools, tokenized."""
 
-    One forward pass per run of turns with the same tools (one for most tasks), logits kept only at the
-    positions that predict a gold answer's tokens.  Returns (scores by flat index, tokens through the
-    model, reasons of steps left out because the transcript is longer than the model's context).
-    """
-    import torch
+    tr: Transcript
+    steps: list[GoldStep]
+    ids: list[int]  # the tokens through the model (up to the end of the last scored answer)
+    span_of: dict[int, tuple[int, int]]  # message index -> (start, end) of its assistant tokens
+    positions: list[int]  # the positions whose logits predict a gold answer's tokens, in step order
 
-    tokenizer, model = policy.tokenizer, policy.model
-    context = context if context is not None else policy.context
-    scores: dict[int, StepScore] = {}
+
+def _forced_inputs(policy: Any, tr: Transcript, context: int | None) -> tuple[list[_Forced], list[str]]:
+    """The teacher-forced passes of a transcript (one per run of turns with the same tools), and the reasons of
+    steps left out because the transcript is longer than the model's context."""
+    tokenizer = policy.tokenizer
+    passes: list[_Forced] = []
     skipped: list[str] = []
-    forward = 0
     for tools, steps in _groups(tr):
         last = steps[-1].message
         messages = tr.messages[: last + 1]
@@ -302,23 +306,129 @@ def teacher_forced(policy: Any, tr: Transcript, context: int | None = None) -> t
             a, b = span_of[s.message]
             positions.extend(range(a - 1, b - 1))
         end = max(span_of[s.message][1] for s in steps)
+        passes.append(_Forced(tr, steps, ids[:end], span_of, positions))
+    return passes, skipped
+
+
+def _forced_scores(tokenizer: Any, p: _Forced, logits: Any) -> dict[int, StepScore]:
+    """The scores of a pass's steps from the logits at its positions (one row per position, in order)."""
+    import torch
+
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    gold = torch.tensor([p.ids[q + 1] for q in p.positions], device=logp.device)
+    token_nll = (-logp.gather(1, gold[:, None])[:, 0]).tolist()
+    hits = (logp.argmax(dim=-1) == gold).tolist()
+    scores: dict[int, StepScore] = {}
+    at = 0
+    for s in p.steps:
+        a, b = p.span_of[s.message]
+        n = b - a
+        nll, hit = token_nll[at:at + n], hits[at:at + n]
+        at += n
+        named = _name_tokens(tokenizer, p.ids[a:b], s.tool) if s.tool else 1
+        scores[s.flat] = StepScore(p.tr.task.id, s.flat, s.turn, s.index, s.tool, None, tokens=n,
+                                   nll=sum(nll) / n, exact=all(hit), tool_right=all(hit[:named]))
+    return scores
+
+
+def teacher_forced(policy: Any, tr: Transcript, context: int | None = None) -> tuple[dict[int, StepScore], int, list[str]]:
+    """NLL, exact match and tool-name match of every step of a transcript under an ``hf:`` policy.
+
+    One forward pass per run of turns with the same tools (one for most tasks), logits kept only at the
+    positions that predict a gold answer's tokens.  Returns (scores by flat index, tokens through the
+    model, reasons of steps left out because the transcript is longer than the model's context).
+    """
+    import torch
+
+    model = policy.model
+    passes, skipped = _forced_inputs(policy, tr, context if context is not None else policy.context)
+    scores: dict[int, StepScore] = {}
+    forward = 0
+    for p in passes:
         with torch.inference_mode():
-            out = model(input_ids=torch.tensor([ids[:end]], device=model.device),
-                        logits_to_keep=torch.tensor(positions, device=model.device))
-            logp = torch.log_softmax(out.logits[0].float(), dim=-1)
-        forward += end
-        gold = torch.tensor([ids[p + 1] for p in positions], device=logp.device)
-        token_nll = (-logp.gather(1, gold[:, None])[:, 0]).tolist()
-        hits = (logp.argmax(dim=-1) == gold).tolist()
-        at = 0
-        for s in steps:
-            a, b = span_of[s.message]
-            n = b - a
-            nll, hit = token_nll[at:at + n], hits[at:at + n]
-            at += n
-            named = _name_tokens(tokenizer, ids[a:b], s.tool) if s.tool else 1
-            scores[s.flat] = StepScore(tr.task.id, s.flat, s.turn, s.index, s.tool, None, tokens=n,
-                                       nll=sum(nll) / n, exact=all(hit), tool_right=all(hit[:named]))
+            out = model(input_ids=torch.tensor([p.ids], device=model.device),
+                        logits_to_keep=torch.tensor(p.positions, device=model.device))
+            scores.update(_forced_scores(policy.tokenizer, p, out.logits[0]))
+        forward += len(p.ids)
+    return scores, forward, skipped
+
+
+def _cut(cache: Any, length: int) -> None:
+    """Cut a key/value cache back to its first ``length`` tokens (``crop`` of a negative count: the one form
+    every transformers version reads the same way)."""
+    extra = cache.get_seq_length() - length
+    if extra > 0:
+        cache.crop(-extra)
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    """Length of the longest common prefix of two token lists."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def teacher_forced_shared(policy: Any, transcripts: list[Transcript],
+                          context: int | None = None) -> tuple[dict[tuple[str, int], StepScore], int, list[str]]:
+    """What :func:`teacher_forced` gives for each transcript, computing each token prefix that several passes
+    share (the system prompt and tool listing of tasks offered the same tools, at least) once.
+
+    The passes are sorted by their tokens, so passes that share a prefix are neighbours; the shared prefixes
+    form a tree, walked depth first: a node's key/value states are computed on top of its parent's, each pass's
+    own tokens on top of its deepest node, and the cache is cut back after each child.  A prefix never reaches
+    a pass's first scored position, so every logit comes from the pass's own forward, at the same positions,
+    over the same keys and values as in one whole pass: the scores equal :func:`teacher_forced`'s up to float
+    rounding.  Returns (scores by (task id, flat index), tokens through the model, reasons of steps left out).
+    """
+    import torch
+    from transformers import DynamicCache
+
+    model, tokenizer = policy.model, policy.tokenizer
+    context = context if context is not None else policy.context
+    passes: list[_Forced] = []
+    skipped: list[str] = []
+    for tr in transcripts:
+        got, why = _forced_inputs(policy, tr, context)
+        passes += got
+        skipped += why
+    passes.sort(key=lambda p: p.ids)
+    cap = [p.positions[0] for p in passes]  # a shared prefix ends before the pass's first scored position
+    near = [min(_common(passes[i].ids, passes[i + 1].ids), cap[i], cap[i + 1]) for i in range(len(passes) - 1)]
+    cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    scores: dict[tuple[str, int], StepScore] = {}
+    forward = 0
+
+    def extend(cache: Any, ids: list[int], logits_to_keep: Any) -> Any:
+        nonlocal forward
+        forward += len(ids)
+        return model(input_ids=torch.tensor([ids], device=model.device), use_cache=True,
+                     logits_to_keep=logits_to_keep, **{cache_arg: cache})
+
+    def walk(lo: int, hi: int, cache: Any, done: int) -> None:
+        """Score passes[lo:hi], which share their first ``done`` tokens (in ``cache``)."""
+        if hi - lo == 1:
+            p = passes[lo]
+            rest = torch.tensor([q - done for q in p.positions], device=model.device)
+            out = extend(cache, p.ids[done:], rest)
+            for flat, score in _forced_scores(tokenizer, p, out.logits[0]).items():
+                scores[(p.tr.task.id, flat)] = score
+            _cut(cache, done)
+            return
+        shared = min(near[lo:hi - 1])
+        if shared > done:
+            extend(cache, passes[lo].ids[done:shared], 1)
+        start = lo
+        for i in range(lo, hi):
+            if i == hi - 1 or near[i] == shared:  # the children: runs whose neighbours share more than this node
+                walk(start, i + 1, cache, shared)
+                start = i + 1
+        _cut(cache, done)
+
+    if passes:
+        with torch.inference_mode():
+            walk(0, len(passes), DynamicCache(config=model.config), 0)
     return scores, forward, skipped
 
 
@@ -569,12 +679,14 @@ def generated_tau2(policy: Policy, transcripts: list[Transcript], config: Genera
 
 def score_tasks(policy: Policy, tasks: Iterable[Task], generate: bool = False,
                 config: GenerationConfig | None = None, budget: Budget | None = None, batch_size: int = 8,
-                on_step: Callable[[int], None] | None = None) -> Scoring:
+                on_step: Callable[[int], None] | None = None, share_prefix: bool = False) -> Scoring:
     """Gold-prefix scores of every oracle step of ``tasks``.
 
     Teacher forcing needs an ``hf:`` policy (one with ``model`` and ``tokenizer``); other policies need
     ``generate=True``.  With an ``hf:`` policy and ``generate`` both are recorded.  ``on_step(n)`` is
-    called as steps are scored (``n`` of them).
+    called as steps are scored (``n`` of them).  ``share_prefix``: teacher-force every task together,
+    computing the token prefixes tasks share once (:func:`teacher_forced_shared`: the same scores, fewer
+    tokens through the model); otherwise one task at a time (:func:`teacher_forced`).
     """
     start = time.perf_counter()
     run = Scoring()
@@ -590,7 +702,12 @@ def score_tasks(policy: Policy, tasks: Iterable[Task], generate: bool = False,
         except (ExportError, PolicyError) as e:
             run.skipped.append(str(e))
     forced: dict[tuple[str, int], StepScore] = {}
-    if forcing:
+    if forcing and share_prefix:
+        forced, run.forward_tokens, skipped = teacher_forced_shared(policy, transcripts)
+        run.skipped += skipped
+        if on_step and not generate:
+            on_step(sum(len(tr.steps) for tr in transcripts))
+    elif forcing:
         for tr in transcripts:
             by_flat, n, skipped = teacher_forced(policy, tr)
             run.forward_tokens += n

@@ -130,3 +130,56 @@ def test_the_sim_policy_recovers_its_planted_composition_through_the_gold_prefix
     again = score_tasks(load_policy(f"sim:{spec_file}"), list(base.values()), generate=True,
                         config=GenerationConfig(seed=9))
     assert [s.passed for s in again.scores] != [s.passed for s in run.scores]
+
+
+def test_shared_prefix_scoring_gives_every_steps_scores_of_one_pass_per_task(tiny, base):
+    """teacher_forced_shared (the evidence benchmark's cheaper cell) computes the prefixes tasks share once and
+    returns, for every step, the tokens, exact match, tool match and NLL that one whole pass per task gives."""
+    from ace_env.tasksets import load_task_set
+    from train.goldprefix import teacher_forced_shared
+
+    miss = load_task_set("bfcl:miss_func")  # turns offered other tools: several passes in one task
+    tasks = [base[f"multi_turn_base_{i}"] for i in range(8)] + [next(iter(miss.values()))]
+    transcripts = [transcript(t) for t in tasks]
+    shared, forward, skipped = teacher_forced_shared(tiny, transcripts)
+    assert not skipped
+    whole = 0
+    for tr in transcripts:
+        one, n, _ = teacher_forced(tiny, tr)
+        whole += n
+        for flat, want in one.items():
+            got = shared[(tr.task.id, flat)]
+            assert (got.tokens, got.exact, got.tool_right) == (want.tokens, want.exact, want.tool_right)
+            assert got.nll == pytest.approx(want.nll, rel=1e-5, abs=1e-6)
+    assert len(shared) == sum(len(tr.steps) for tr in transcripts)
+    assert forward < 0.8 * whole  # the eight base tasks share their system prompt and tools: computed less often
+    run = score_tasks(tiny, tasks, share_prefix=True)
+    assert run.forward_tokens == forward and len(run.scores) == len(shared)
+    assert [(s.task_id, s.flat, s.prev_tool) for s in run.scores] == \
+        [(s.task_id, s.flat, s.prev_tool) for s in score_tasks(tiny, tasks).scores]
+
+
+def test_shared_prefix_scoring_sees_the_same_logits_as_one_pass_per_task(tiny, base, monkeypatch):
+    """Below the scores: at every scored position the shared-prefix path's logits equal one whole pass's, and so
+    does the model's top token (what exact match reads), whether or not it is the gold one."""
+    import train.goldprefix as gp
+
+    seen: dict[str, list] = {}
+    real = gp._forced_scores
+
+    def spy(tokenizer, p, logits):
+        seen.setdefault(p.tr.task.id, []).append(logits.detach().clone())
+        return real(tokenizer, p, logits)
+
+    monkeypatch.setattr(gp, "_forced_scores", spy)
+    trs = [transcript(base[f"multi_turn_base_{i}"]) for i in range(4)]
+    gp.teacher_forced_shared(tiny, trs)
+    shared, seen = seen, {}
+    for tr in trs:
+        gp.teacher_forced(tiny, tr)
+    assert shared.keys() == seen.keys()
+    for task_id, (got,) in shared.items():
+        (want,) = seen[task_id]
+        assert got.shape == want.shape and got.shape[0] > 10
+        assert torch.allclose(got, want, atol=1e-4, rtol=1e-4)
+        assert torch.equal(got.argmax(-1), want.argmax(-1))
