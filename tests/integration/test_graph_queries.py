@@ -81,7 +81,13 @@ def test_every_read_query_runs_and_returns_its_declared_columns(graph):
         database_=graph.database).records
     assert made, "the fixture synthesized no task"
     a, b = made[0]["edge"].split(">")
-    per_query = {"view-synth-for-edge": {"experiment": made[0]["experiment"], "from": a, "to": b},
+    # skill-composition-tools needs a skill pair that failed at a tool pair: take one from a failed step
+    [pair] = graph.driver.execute_query(
+        "MATCH (:Rollout {scope: $scope})-[:HAS_STEP]->(s:Step {outcome: 'fail'}) WHERE s.prev_tool IS NOT NULL "
+        "AND size(s.prev_skills) > 0 AND size(s.skills) > 0 RETURN s.prev_skills[0] AS a, s.skills[0] AS b LIMIT 1",
+        scope=SCOPE, database_=graph.database).records
+    per_query = {"skill-composition-tools": {"from": pair["a"], "to": pair["b"]},
+                 "view-synth-for-edge": {"experiment": made[0]["experiment"], "from": a, "to": b},
                  "failed-after": {"after": PLANTED[0][0], "skill": PLANTED[0][1]},  # tool names, as level is
                  "rollout-digests": {"ids": [near[0]["rollout"], "no-such-rollout"]}}
     for name in names:
