@@ -22,6 +22,7 @@ Every stage is idempotent: a second run finds the rollouts already stored.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import time
 import tomllib
@@ -188,7 +189,23 @@ def round_one(
     store: GraphStore, seeds: list[Task], synthesized: list[Task], experiment: str, n: int, seed: int,
     weakness: Path = DEMO_WEAKNESS, directory: Path | None = None,
 ) -> dict[str, Any]:
-    """Roll the simulated policy out on the curriculum's mix and ingest it as ``experiment/sim/round-1``."""
+    """Roll the simulated policy out on the curriculum's mix and ingest it as ``experiment/sim/round-1``.
+
+    Once per experiment: the curriculum advances past round 1 right after it, so a rerun would mix other tasks
+    under the same rollout ids (refused by the ingest).  A rerun whose round-1 scope is stored reports the
+    first run's round (kept beside its rollouts) as already stored instead of rolling out again.
+    """
+    directory = directory or run_dir(experiment)
+    saved = directory / "round-1.json"
+    scope = f"{experiment}/sim/round-1"
+    stored = {r["key"]: r for r in store.run("scopes", experiment=experiment)}.get(scope)
+    if saved.is_file() and stored is not None and not stored["incomplete"]:
+        first = json.loads(saved.read_text())
+        done = first["ingest"]["created"] + first["ingest"]["already_stored"]
+        return {**first, "ingest": {**first["ingest"], "created": 0, "already_stored": done}, "reused": True}
+    if stored is not None and stored["rollouts"] and not saved.is_file():
+        raise ConfigError(f"scope {scope} holds a round 1 of an earlier demo run that did not record its mix; "
+                          f"delete it (ace scope delete {scope}) or run the demo with another experiment (-e)")
     state = load_state(store, experiment)
     pool = list(synthesized) + list(seeds)
     chosen = mix(state, pool, len(synthesized) * 2, random.Random(seed))
@@ -199,6 +216,9 @@ def round_one(
                                  prefix="sim-r1", directory=directory)
     result.update({"mix": len(tasks), "focus": len(chosen.focus), "replay": len(chosen.replay),
                    "drift": report.tvd, "max_drift": report.max_drift})
+    tmp = saved.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, default=str))
+    tmp.replace(saved)
     return result
 
 
