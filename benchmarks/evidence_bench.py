@@ -67,6 +67,16 @@ killed run resumes where it stopped.  Needs Neo4j (the managed server, or NEO4J_
     python benchmarks/evidence_bench.py --report                                      # the table only
     python benchmarks/evidence_bench.py --quick --state /tmp/ev.json --work /tmp/ev    # smoke (tiny model)
 
+The preregistered replication of issue 32 (``benchmarks/evidence_plan.json``: six seeds, each its own split, warm
+start and synthesis draw; arms ace / random / more-real / curriculum-mixed; budgets of 3,000-24,000 supervised
+tokens; the synthesizer pinned to the plan's commit) is another mode, in ``evidence_replication.py``, with its own
+state file (``benchmarks/results/evidence_replication.json``); this mode and its state are untouched by it.  It needs
+Neo4j too and, by an estimate derived from the measured cell below (not a measurement), about 19-20 CPU hours
+(3.2 a seed) before synthesis and free-running; see that module's docstring and RESULTS.md.  To run and report it:
+
+    OMP_NUM_THREADS=1 ACE_TORCH_THREADS=1 python benchmarks/evidence_bench.py --plan benchmarks/evidence_plan.json
+    python benchmarks/evidence_bench.py --plan benchmarks/evidence_plan.json --report
+
 A cell's training stops at each transcript's last supervised token and its held-out scoring computes the prefixes
 tasks share once (issue 32, item 3; the same results up to float rounding); ``--legacy-cell`` runs the old path,
 and ``benchmarks/evidence_cell_cost.py`` measures one cell both ways.

@@ -48,17 +48,17 @@ at most 3 epochs until 10% held-out exact, its 1,024-token window; the synthesis
   minimum detectable effect at the planned seeds; the other steps against the warm start; the excluded
   constant-call steps; and the decision rule's verdict line: established / refuted / not decidable.
 
-Cost (an ESTIMATE, derived, not measured as a whole): from RESULTS' "Cheaper cell" (one cell on this machine,
-one torch thread: training 254.9 CPU s for 22,340 transcript tokens, i.e. 0.0114 CPU s a token; held-out scoring
-159.8 CPU s) and the token-to-supervised-token ratios of the seeds 0-2 records at 64 samples (ace 4.8, random
-5.5, more-real 6.2; curriculum-mixed taken as ace's), 24,000 supervised tokens cost about 116k / 132k / 150k /
-116k transcript tokens: 5,900 CPU s of training per seed; 16 held-out scorings 2,560 s; the warm start (2
-epochs of 46,080 tokens as seeds 0-2's, plus 3 scorings) about 1,530 s; the pool diagnosis and the curriculum's
-three pool scorings (60 tasks, scaled from 40) about 960 s; the cut samples scored twice about 300 s: about
-11,200 CPU s, 3.1 CPU hours a seed, about 19 CPU hours for 6 seeds, before synthesis and free-running (not
-measured) -- about 10 hours of wall time on the two cores if nothing else runs, one process per core (two
-processes may share a state file; give each its own --seeds).  The command (do not run it on a shared machine
-without a plan for the cores):
+Cost, an ESTIMATE derived from measured figures, not a measurement of the run (RESULTS.md, "Replication plan
+(issue 32)", shows the arithmetic): about 3.2 CPU hours a seed, 19-20 CPU hours for the six seeds, one torch thread
+a process, before synthesis and free-running (neither measured).  From: the "Cheaper cell" (this machine, one
+thread: training 254.9 CPU s for 22,340 transcript tokens, 0.0114 CPU s a token; one held-out scoring 159.8 CPU
+s); the transcript tokens per supervised token of the seeds 0-2 records (ace 4.94, random 5.78, more-real 6.91;
+curriculum-mixed taken as ace's), so 24,000 supervised tokens are 542k transcript tokens over the four arms (6,180
+s); 17 held-out scorings (2,717 s); the warm start's 2 epochs of 46,080 tokens as on seeds 0-2, with a scoring
+each (1,371 s; a third epoch adds 686 s); the pool diagnosis and the curriculum's three pool scorings (60 tasks,
+scaled from 40: 959 s); the 12 cut samples trained again (249 s) and the saves (about 80 s).  Wall time is more:
+the measured cell took 4x its CPU time in wall time on this shared machine; two processes (one a core, disjoint
+``--seeds``, one state file) halve it on an idle one.  The command (it is not started by anything here):
 
     OMP_NUM_THREADS=1 ACE_TORCH_THREADS=1 python benchmarks/evidence_bench.py --plan benchmarks/evidence_plan.json
     python benchmarks/evidence_bench.py --plan benchmarks/evidence_plan.json --report
@@ -74,6 +74,7 @@ import math
 import os
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -319,7 +320,12 @@ def pinned_checkout(work: Path, commit: str) -> Path:
     tar_path.unlink()
     if not (tmp / "tree" / "synth" / "pipeline.py").exists():
         raise SystemExit(f"error: the archive of {commit} holds no synth/pipeline.py")
-    (tmp / "tree").rename(out)
+    try:
+        (tmp / "tree").rename(out)
+    except OSError:  # another process of the replication made it meanwhile
+        if not (out / "synth" / "pipeline.py").exists():
+            raise
+        shutil.rmtree(tmp / "tree")
     tmp.rmdir()
     return out
 
@@ -843,11 +849,34 @@ def arm_table(state: dict[str, Any], plan: Plan, metric: str, which: str, budget
     return out
 
 
+def not_after_plan(state: dict[str, Any], governing: str | None) -> list[str]:
+    """The code commits of records that do not descend from the commit that last changed the plan (a record the plan
+    does not precede); unknown commits count as not descending."""
+    if not governing:
+        return []
+    out = []
+    for c in sorted({str(r.get("commit", "?")).split("+")[0] for r in state["records"]}):
+        try:
+            ok = subprocess.run(["git", "merge-base", "--is-ancestor", governing, c], cwd=ROOT,
+                                capture_output=True).returncode == 0
+        except OSError:
+            ok = False
+        if not ok:
+            out.append(c)
+    return out
+
+
 def print_report(state: dict[str, Any], plan: Plan, quick: bool = False) -> None:
     budgets = list(state.get("settings", {}).get("budgets") or plan.budgets)
     settings = state.get("settings", {})
-    print(f"plan {plan.path} (sha256 {plan.sha256[:16]}, last changed in commit {(settings.get('plan_commit') or '?')[:12]}); "
+    governing = settings.get("plan_commit") or plan_commit(Path(plan.path))
+    print(f"plan {plan.path} (sha256 {plan.sha256[:16]}, last changed in commit {(governing or '?')[:12]}); "
           f"synthesizer {plan.commit[:12]}; budgets {budgets} supervised tokens; planned seeds {list(plan.seeds)}")
+    if settings.get("plan_sha256") not in (None, plan.sha256):
+        print(f"warning: the state was made under another plan (sha256 {settings['plan_sha256'][:16]})")
+    late = not_after_plan(state, governing)
+    if late:
+        print(f"warning: records made by code the plan's commit does not precede: {', '.join(late)}")
     left_out = [r for r in state["records"] if r not in _valid(state, plan)]
     if left_out:
         print(f"left out of the analysis: {len(left_out)} record(s) whose data was built at another commit")
