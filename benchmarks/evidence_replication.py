@@ -618,14 +618,18 @@ def run_seed(args: argparse.Namespace, plan: Plan, state: dict[str, Any], store:
     targets = {tuple(t) for t in diag["targets"]}
     ev.say(f"seed {seed}: targets {', '.join(f'{a}>{b}' for a, b in targets) or 'none'}; random draw "
            f"{sum(len(b) for b in diag['random_draw'])} compositions")
-    if not any(r["arm"] == "warm" and r["seed"] == seed for r in state["records"]):
+    need_record = not any(r["arm"] == "warm" and r["seed"] == seed for r in state["records"])
+    need_free = args.free_tasks and not any(r["arm"] == "warm" and r["seed"] == seed
+                                            for r in state.get("free_running", []))
+    if need_record or need_free:
         tokenizer, model, template = load_model(str(warm))
         policy = HFPolicy.from_model("hf:warm", tokenizer, model, template, cache_tokens=0)
-        result = ev.evaluate(policy, held, steps, targets)
-        state["records"].append({"arm": "warm", "seed": seed, "budget": 0, "samples": 0, **result,
-                                 "commit": ev.commit(), "plan_sha256": plan.sha256})
-        ev.save_state(args.state, state)
-        if args.free_tasks:
+        if need_record:
+            result = ev.evaluate(policy, held, steps, targets)
+            state["records"].append({"arm": "warm", "seed": seed, "budget": 0, "samples": 0, **result,
+                                     "commit": ev.commit(), "plan_sha256": plan.sha256})
+            ev.save_state(args.state, state)
+        if need_free:
             free_running(args, state, "warm", seed, 0, policy, held)
     for arm in args.arms:
         tasks = arm_data(args, plan, state, seed, arm, splits, diag)

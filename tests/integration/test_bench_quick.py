@@ -164,6 +164,9 @@ def test_evidence_replication_quick_runs_resumes_and_reports(clean_db, tmp_path)
         rounds = sst["curriculum"]["rounds"]
         assert len(rounds) == len(budgets) and rounds[0]["scope"].endswith(f"warm-{seed}/pool")
     assert data["seeds"]["0"]["splits"] != data["seeds"]["1"]["splits"]  # a seed is also a split
+    free = {(r["arm"], r["seed"]): r for r in data["free_running"]}  # secondary: the warm start and each final
+    assert set(free) == {(a, s) for a in ("warm", *arms) for s in (0, 1)}
+    assert all(r["tasks"] == 1 and r["budget"] == (0 if a == "warm" else budgets[-1]) for (a, _), r in free.items())
     before = state.read_text()
     again = _run("evidence_bench.py", *argv)
     assert "warm start epoch" not in again and "supervised tokens (" not in again and ": round " not in again
