@@ -67,6 +67,16 @@ killed run resumes where it stopped.  Needs Neo4j (the managed server, or NEO4J_
     python benchmarks/evidence_bench.py --report                                      # the table only
     python benchmarks/evidence_bench.py --quick --state /tmp/ev.json --work /tmp/ev    # smoke (tiny model)
 
+The preregistered replication of issue 32 (``benchmarks/evidence_plan.json``: six seeds, each its own split, warm
+start and synthesis draw; arms ace / random / more-real / curriculum-mixed; budgets of 3,000-24,000 supervised
+tokens; the synthesizer pinned to the plan's commit) is another mode, in ``evidence_replication.py``, with its own
+state file (``benchmarks/results/evidence_replication.json``); this mode and its state are untouched by it.  It needs
+Neo4j too and, by an estimate derived from the measured cell below (not a measurement), about 19-20 CPU hours
+(3.2 a seed) before synthesis and free-running; see that module's docstring and RESULTS.md.  To run and report it:
+
+    OMP_NUM_THREADS=1 ACE_TORCH_THREADS=1 python benchmarks/evidence_bench.py --plan benchmarks/evidence_plan.json
+    python benchmarks/evidence_bench.py --plan benchmarks/evidence_plan.json --report
+
 A cell's training stops at each transcript's last supervised token and its held-out scoring computes the prefixes
 tasks share once (issue 32, item 3; the same results up to float rounding); ``--legacy-cell`` runs the old path,
 and ``benchmarks/evidence_cell_cost.py`` measures one cell both ways.
@@ -155,8 +165,8 @@ _BASE: dict[tuple[Path, int], Any] = {}
 def _item_key(key: str, item: Any) -> str:
     """What identifies an item of a list in the state: a record its (arm, seed, samples), anything else its
     content."""
-    if key == "records":
-        return f"{item['arm']}|{item['seed']}|{item['samples']}"
+    if key == "records":  # the replication's records (evidence_replication.py) are per token budget
+        return f"{item['arm']}|{item['seed']}|{item.get('budget', item['samples'])}"
     return json.dumps(item, sort_keys=True)
 
 
@@ -776,7 +786,7 @@ def _target_cells(state: dict[str, Any], metric: str,
     return on, by_task, cell
 
 
-def bootstrap_draws(seeds: list[Any], tasks: list[str], n_boot: int, hierarchical: bool = True,
+def bootstrap_draws(seeds: list[Any], tasks: list[str] | dict[Any, list[str]], n_boot: int, hierarchical: bool = True,
                     rng_seed: int = 0) -> Iterator[list[tuple[Any, list[str]]]]:
     """Resamples of the design for a bootstrap interval, each a list of (seed, held-out tasks) that every arm is
     measured on (paired).  Hierarchical (the default, what every interval of the report uses): the seeds drawn with
@@ -784,12 +794,18 @@ def bootstrap_draws(seeds: list[Any], tasks: list[str], n_boot: int, hierarchica
     drawn seeds; with few seeds that disagree, the interval is as wide as their disagreement.
     ``hierarchical=False`` holds the seeds fixed and draws one sample of tasks for all of them (the interval
     published before issue 32: it hides the seeds' disagreement).  Seeds and tasks come from two random streams,
-    so with one seed the two are the same per-task bootstrap, draw for draw."""
+    so with one seed the two are the same per-task bootstrap, draw for draw.  ``tasks`` may map each seed to its
+    own held-out tasks (the replication, where a seed is also a split): each drawn seed's tasks are drawn from its
+    own (hierarchical only)."""
     seed_rng, task_rng = random.Random(f"seeds/{rng_seed}"), random.Random(f"tasks/{rng_seed}")
+    own = tasks if isinstance(tasks, dict) else None
+    if own is not None and not hierarchical:
+        raise ValueError("per-seed tasks need the hierarchical bootstrap")
     for _ in range(n_boot):
         if hierarchical:
             drawn = [seed_rng.choice(seeds) for _ in seeds]
-            yield [(s, [task_rng.choice(tasks) for _ in tasks]) for s in drawn]
+            yield [(s, [task_rng.choice(ts) for _ in ts]) for s in drawn
+                   for ts in [own[s] if own is not None else tasks]]
         else:
             sample = [task_rng.choice(tasks) for _ in tasks]
             yield [(s, sample) for s in seeds]
@@ -1117,6 +1133,11 @@ def _print_data(state: dict[str, Any], rep: dict[str, Any], budgets: list[int]) 
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a == "--plan" or a.startswith("--plan=") for a in argv):  # the preregistered replication (issue 32)
+        import evidence_replication
+
+        return evidence_replication.main(argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--state", type=Path, default=STATE)
     ap.add_argument("--work", type=Path, default=ROOT / "out" / "evidence")
@@ -1151,6 +1172,8 @@ def main(argv: list[str] | None = None) -> int:
                          "float rounding; benchmarks/evidence_cell_cost.py measures both).")
     ap.add_argument("--quick", action="store_true", help="A smoke run on a tiny model built offline.")
     ap.add_argument("--report", action="store_true", help="Print the table from the state file and stop.")
+    ap.add_argument("--plan", type=Path, help="Run (or with --report, analyse) the preregistered replication of this "
+                    "plan file instead (benchmarks/evidence_plan.json; evidence_replication.py, its own --state).")
     args = ap.parse_args(argv)
     global LEGACY
     LEGACY = args.legacy_cell

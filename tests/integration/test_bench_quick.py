@@ -8,6 +8,7 @@ runs once, as a subprocess with a timeout; those that read or write the graph ge
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -123,3 +124,53 @@ def test_evidence_bench_quick_runs_and_resumes(clean_db, tmp_path):
     again = _run("evidence_bench.py", "--quick", "--state", str(state), "--work", str(tmp_path / "work"))
     assert "warm start epoch" not in again and json.loads(state.read_text())["records"] == json.loads(before)["records"]
     assert json.loads(state.read_text())["free_running"] == json.loads(before)["free_running"]
+
+
+def test_evidence_replication_quick_runs_resumes_and_reports(clean_db, tmp_path):
+    """The preregistered replication (``evidence_bench.py --plan``) in its quick form: 2 seeds x 4 arms x 2 token
+    budgets on the tiny model, each record with every field the plan's "records" names, the budgets matched, the
+    synthetic data built by the plan's commit and hashed, the random arm never aimed at a target; a second run
+    redoes nothing, and --report prints the decision rule's verdict."""
+    plan_path = ROOT / "benchmarks" / "evidence_plan.json"
+    plan = json.loads(plan_path.read_text())
+    state, work = tmp_path / "state.json", tmp_path / "work"
+    argv = ("--plan", str(plan_path), "--quick", "--state", str(state), "--work", str(work))
+    _run("evidence_bench.py", *argv)
+    data = json.loads(state.read_text())
+    assert data["settings"]["synthesizer_commit"] == plan["synthesizer"]["commit"]
+    budgets = data["settings"]["budgets"]
+    records = {(r["arm"], r["seed"], r["budget"]): r for r in data["records"]}
+    arms = ("ace", "random", "more-real", "curriculum-mixed")
+    assert set(records) == {(a, s, b) for a in arms for s in (0, 1) for b in budgets} | {("warm", 0, 0), ("warm", 1, 0)}
+    for (arm, seed, budget), r in records.items():
+        sst = data["seeds"][str(seed)]
+        assert len(r["step_exact"]) == len(r["step_nll"]) == len(sst["held_out_steps"]) > 0
+        if arm == "warm":
+            continue
+        assert abs(r["loss_tokens"] - budget) <= 0.05 * budget and r["tokens"] > r["loss_tokens"] and r["samples"] >= 1
+        name = "ace" if arm == "curriculum-mixed" else arm
+        file = work / "data" / f"{name}-{seed}.jsonl"
+        assert r["data_sha256"] == sst["data"][name]["sha256"] == hashlib.sha256(file.read_bytes()).hexdigest()
+        assert r["synthesizer_commit"] == (None if arm == "more-real" else plan["synthesizer"]["commit"])
+    for seed in ("0", "1"):
+        sst = data["seeds"][seed]
+        targets = {tuple(t) for t in sst["diagnosis"]["targets"]}
+        drawn = {tuple(c) for batch in sst["diagnosis"]["random_draw"] for c in batch}
+        aimed = {tuple(c.split(">", 1)) for c in sst["data"]["random"]["synthesis"]["aimed_at"]}
+        assert targets and drawn and aimed <= drawn and not (drawn | aimed) & targets
+        assert "/synth-7f28e42d07eb/" in sst["data"]["ace"]["synthesis"]["synth_module"]  # the pinned checkout's
+        held = set(sst["splits"]["held_out"])
+        assert not held & set(sst["splits"]["pool"]) and not held & set(sst["splits"]["train"])
+        rounds = sst["curriculum"]["rounds"]
+        assert len(rounds) == len(budgets) and rounds[0]["scope"].endswith(f"warm-{seed}/pool")
+    assert data["seeds"]["0"]["splits"] != data["seeds"]["1"]["splits"]  # a seed is also a split
+    free = {(r["arm"], r["seed"]): r for r in data["free_running"]}  # secondary: the warm start and each final
+    assert set(free) == {(a, s) for a in ("warm", *arms) for s in (0, 1)}
+    assert all(r["tasks"] == 1 and r["budget"] == (0 if a == "warm" else budgets[-1]) for (a, _), r in free.items())
+    before = state.read_text()
+    again = _run("evidence_bench.py", *argv)
+    assert "warm start epoch" not in again and "supervised tokens (" not in again and ": round " not in again
+    assert json.loads(state.read_text())["records"] == json.loads(before)["records"]
+    report = _run("evidence_bench.py", "--plan", str(plan_path), "--quick", "--state", str(state), "--report")
+    assert re.search(r"(?m)^verdict: (established|refuted|not decidable) -- ", report), report[-2000:]
+    assert re.search(r"(?m)^ace - random, primary exact: .* @500, .* @1500 \(seeds \[0, 1\]\)$", report)
