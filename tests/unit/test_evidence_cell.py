@@ -43,8 +43,17 @@ def _tail(example: dict) -> int:
 def examples(bench, tiny):
     base = load_task_set("bfcl:base")
     trainer = bench.Trainer(tiny, 1e-3, 0)
-    # a window that cuts most transcripts inside a tool output or user turn, as 2,048 tokens cut BFCL's long ones
-    out = trainer.examples([base[f"multi_turn_base_{i}"] for i in range(6)], 2000)
+    tasks = [base[f"multi_turn_base_{i}"] for i in range(6)]
+    # a window that cuts a transcript inside a tool output or user turn, as 2,048 tokens cut BFCL's long ones:
+    # 40 tokens into the longest unsupervised stretch that follows a supervised token
+    whole = trainer.examples(tasks, 100_000)
+    cut = 0
+    for ex in whole:
+        mask = ex["assistant_masks"]
+        for i in range(1, len(mask) - 40):
+            if mask[i - 1] and not any(mask[i:i + 40]):
+                cut = max(cut, i + 40)
+    out = trainer.examples(tasks, cut)
     return sorted(out, key=_tail, reverse=True)
 
 
