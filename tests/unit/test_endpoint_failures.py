@@ -147,8 +147,8 @@ def test_a_malformed_base_url_is_one_line_before_any_work(url, tmp_path, capsys)
 @pytest.mark.parametrize("flags, says", [
     (["--request-timeout", "0"], "--request-timeout must be at least 0.1"),
     (["--request-timeout", "3601"], "--request-timeout must be at most 3600"),
-    (["--request-timeout", "nan"], "--request-timeout must be a number"),
-    (["--request-timeout", "inf"], "--request-timeout must be at most 3600"),
+    (["--request-timeout", "nan"], "--request-timeout must be a finite number"),
+    (["--request-timeout", "inf"], "--request-timeout must be a finite number"),
     (["--request-retries", "-1"], "--request-retries must be at least 0"),
     (["--request-retries", "11"], "--request-retries must be at most 10"),
 ])

@@ -113,4 +113,4 @@ def test_rollout_cli_takes_the_verifier_budget_flags(tmp_path, zero_weakness, ca
     assert totals["rollouts"] == 2 and totals["over_budget"] == 0
     assert main(["rollout", "-p", f"sim:{zero_weakness}", "--tasks", "bfcl:base", "--out", str(out), "--force",
                  "--call-timeout", "-1"]) == 1
-    assert "call timeout must be between" in capsys.readouterr().err
+    assert "--call-timeout must be at least 0" in capsys.readouterr().err
