@@ -250,6 +250,11 @@ def query(
         return
     if not name:
         raise ConfigError("Name a query (see `ace query --list`).")
+    readable = queries.read_queries()
+    if name not in readable and name not in queries.list_queries():
+        # Only the read queries are candidates: `ace query` refuses the write ones anyway.
+        raise ConfigError(f"no named read query {name!r}; nearest: {', '.join(names.nearest(name, readable))} "
+                          f"(`ace query --list` lists all {len(readable)})")
     q = queries.load(name)
     if q.writes:
         raise ConfigError(f"{name!r} writes to the graph (its header says Mode: {q.mode}); "
