@@ -148,6 +148,24 @@ def test_ace_cypher_reads_with_parameters_from_p_and_a_params_line(demo_graph, t
     assert "pass -P missing=VALUE" in capsys.readouterr().err
 
 
+def test_ace_cypher_warns_on_stderr_of_a_name_the_graph_never_held(neo4j_driver, capsys):
+    # Found by the second walkthrough of issue 36: a misspelled label, relationship type or property
+    # answered 0 with nothing said, though Neo4j says why (the driver had its notifications off).
+    # Reads only, so it needs no wiped graph.
+    capsys.readouterr()
+    query = ("MATCH (r:AceWalkNoSuchLabel)-[:ACE_WALK_NO_SUCH_REL]->(s) "
+             "WHERE s.ace_walk_no_such_property = 'fail' RETURN count(s) AS n")
+    assert main(["cypher", query, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == [{"n": 0}]  # the answer itself is unchanged
+    warnings = [line for line in captured.err.splitlines() if line.startswith("warning: Neo4j: ")]
+    for name in ("AceWalkNoSuchLabel", "ACE_WALK_NO_SUCH_REL", "ace_walk_no_such_property"):
+        assert sum(name in line for line in warnings) == 1, captured.err
+    # A query whose names all exist says nothing more than its rows.
+    assert main(["cypher", "MATCH (n) RETURN count(n) > -1 AS ok"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
 def _synth(tmp_path, capsys, name, *targets):
     out = tmp_path / f"{name}.jsonl"
     args = ["synth", "--experiment", "demo", "--scope", SCOPES[0], "--n", "8", "--seed", "1", "--plans", "2",
