@@ -33,7 +33,9 @@ class FrontierConfig:
         "min": -1.0, "max": 1.0})
     min_prereq: float = field(default=0.6, metadata={"help": (
         "Frontier only: success of a, and of b away from a, must each reach this."), "min": 0.0, "max": 1.0})
-    limit: int = field(default=20, metadata={"help": "Most rows returned.", "min": 1, "max": 100_000})
+    limit: int = field(default=20, metadata={"help": (
+        "Most frontier rows used, strongest evidence first (ace synth aims at these; with a skill-pair "
+        "--target, most tool pairs it is aimed through)."), "min": 1, "max": 100_000})
 
     def __post_init__(self) -> None:
         check_level(self.level)
