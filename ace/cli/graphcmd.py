@@ -301,6 +301,10 @@ def query(
     rows, note = with_store(work)
     if note:
         console(stderr=True).print(esc(note))
+    if rows and name not in COMPARES and params.get("limit") == len(rows):  # compare-policies' limit counts pairs
+        # A full page looks like the whole answer; say that it is the limit's.
+        console(stderr=True).print(esc(f"note: {len(rows)} rows is the query's limit (-P limit={params['limit']}); "
+                                       "there may be more: raise it with -P limit=N"))
     if as_json:
         print(json.dumps(rows, default=str))
         return

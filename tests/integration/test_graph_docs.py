@@ -166,6 +166,21 @@ def test_ace_cypher_warns_on_stderr_of_a_name_the_graph_never_held(neo4j_driver,
     assert "warning" not in capsys.readouterr().err
 
 
+def test_ace_query_says_when_its_rows_are_the_limit(demo_graph, capsys):
+    # Found by the second walkthrough of issue 36: `failed-after` printed "(20 rows)", its default
+    # limit, with nothing to say that more rollouts failed there.
+    args = ["query", "failed-after", "--scope", SCOPES[0], "-P", "after=get_stock_info", "-P", "skill=place_order"]
+    capsys.readouterr()
+    assert main([*args, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert len(json.loads(captured.out)) == 20
+    assert "note: 20 rows is the query's limit (-P limit=20); there may be more" in captured.err
+    assert main([*args, "-P", "limit=100000", "--json"]) == 0
+    captured = capsys.readouterr()
+    everything = len(json.loads(captured.out))
+    assert 20 < everything < 100000 and "note:" not in captured.err  # the whole answer, and no note
+
+
 def _synth(tmp_path, capsys, name, *targets, extra=()):
     out = tmp_path / f"{name}.jsonl"
     args = ["synth", "--experiment", "demo", "--scope", SCOPES[0], "--n", "8", "--seed", "1", "--plans", "2",
