@@ -194,6 +194,10 @@ def _note(known: _Known, query: queries.Query, param: str, kind: str, value: str
             hint = f": pass -P level={other}" if "level" in query.params else ""
             return f" ({value!r} is a {other}{hint})"
     if kind == "rollout":
+        parts = value.split("/", 3)
+        named = "/".join(parts[:3])
+        if len(parts) == 4 and all(parts) and named != params.get("scope"):  # a full form of another scope
+            return f" of scope {params.get('scope')} (its full form names scope {named}: give that --scope, or none)"
         return f" of scope {params.get('scope')}"
     if kind == "policy":
         return f" of experiment {params.get('experiment')}"

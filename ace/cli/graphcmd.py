@@ -279,7 +279,9 @@ def query(
     missing = [p for p in q.params if p not in params]
     if missing:
         flag = "--scope E/P/C" if missing[0] == "scope" else f"--param {missing[0]}=..."
-        raise ConfigError(f"{name} needs parameter(s) {', '.join(missing)} (pass {flag})")
+        odd = [f"; {p}={params[p]!r} is not a full rollout key E/P/C/ID" for p, k in q.names.items()
+               if k == "rollout" and "scope" in missing and "/" in str(params.get(p, ""))]
+        raise ConfigError(f"{name} needs parameter(s) {', '.join(missing)} (pass {flag}){''.join(odd[:1])}")
     check_params(name, q, params)
     if isinstance(params.get("scopes"), str):  # -P scopes=E/P/C,E/P/C
         params["scopes"] = [s.strip() for s in params["scopes"].split(",") if s.strip()]

@@ -113,7 +113,14 @@ def test_a_rollout_is_taken_in_its_short_and_its_full_form(graph, capsys):
         assert main(["query", "view-rollout", *argv, "--json"]) == 0, argv  # the full form gives the scope too
         assert json.loads(capsys.readouterr().out) == short
     assert main(["query", "view-rollout", "--scope", LATER, "-P", f"rollout={SCOPE}/{rid}"]) == 1
-    assert "of scope nm/sim/round-1" in capsys.readouterr().err
+    assert "of scope nm/sim/round-1" in (err := capsys.readouterr().err)
+    # Found by the second walkthrough of issue 36: say that the full form names another scope, and that a
+    # value with slashes that is no full key (no id, no checkpoint) is not one.
+    assert f"(its full form names scope {SCOPE}: give that --scope, or none)" in err and err.count("\n") == 1
+    for broken in (f"{SCOPE}/", f"nm/sim/{rid}"):
+        assert main(["query", "view-rollout", "-P", f"rollout={broken}"]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"rollout={broken!r} is not a full rollout key E/P/C/ID" in err, err
     assert GraphReports(graph.driver, graph.database).rollout(SCOPE, f"{SCOPE}/{rid}")["rollout"] == rid
 
 
