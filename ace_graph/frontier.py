@@ -33,7 +33,9 @@ class FrontierConfig:
         "min": -1.0, "max": 1.0})
     min_prereq: float = field(default=0.6, metadata={"help": (
         "Frontier only: success of a, and of b away from a, must each reach this."), "min": 0.0, "max": 1.0})
-    limit: int = field(default=20, metadata={"help": "Most rows returned.", "min": 1, "max": 100_000})
+    limit: int = field(default=20, metadata={"help": (
+        "Most frontier rows used, strongest evidence first (ace synth aims at these; with a skill-pair "
+        "--target, most tool pairs it is aimed through)."), "min": 1, "max": 100_000})
 
     def __post_init__(self) -> None:
         check_level(self.level)
@@ -106,6 +108,7 @@ def targeted(store: Any, scope: str, targets: list[str], config: FrontierConfig)
         name = f"{a}>{b}"
         row, level = (tool_rows.get(name), "tool") if name in tool_rows else (skill_rows.get(name), "skill")
         if row is None:
+            _refuse_weak_prerequisite(store, scope, name, config)
             valid = [k for k, r in {**tool_rows, **skill_rows}.items() if r.get("verdict") != "ambiguous"]
             near = difflib.get_close_matches(name, valid, n=4, cutoff=0.3) or valid[:4]
             raise ConfigError(f"--target {name} is not on the frontier of scope {scope!r} (at these thresholds); "
@@ -123,6 +126,27 @@ def targeted(store: Any, scope: str, targets: list[str], config: FrontierConfig)
         for t in tools:
             edges.setdefault((t["from"], t["to"]), {**t, "skill_target": name})
     return list(edges.values())
+
+
+def _refuse_weak_prerequisite(store: Any, scope: str, name: str, config: FrontierConfig) -> None:
+    """Refuse ``name``, a weak composition kept off the frontier only by ``min_prereq``, saying so.
+
+    The frontier keeps the weak compositions whose two ends are strong on their own; a user who found
+    ``a>b`` in ``weak-compositions`` and aims at it learns which end is weak and what would let it in.
+    Nothing happens when ``name`` is not such a composition (the caller's "not on the frontier" follows).
+    """
+    every = dict(limit=INT64_MAX, min_prereq=0.0)
+    for level in LEVELS:
+        for row in frontier(store, scope, replace(config, level=level, **every), check=False):
+            if f"{row['from']}>{row['to']}" != name:
+                continue
+            weak = [f"{row['from']} succeeds {row['from_success']:.3f}"] if row["from_success"] < config.min_prereq else []
+            if row["target_success_elsewhere"] < config.min_prereq:
+                weak.append(f"{row['to']} succeeds {row['target_success_elsewhere']:.3f} away from {row['from']}")
+            lower = math.floor(min(row["from_success"], row["target_success_elsewhere"]) * 100) / 100
+            raise ConfigError(f"--target {name} is a weak {level} composition of {scope!r} but not on its frontier, "
+                              f"which keeps those whose ends are strong on their own: {' and '.join(weak)}, below "
+                              f"--min-prereq {config.min_prereq:g}; pass --min-prereq {lower:g} to aim at it")
 
 
 def why_empty(store: Any, scope: str, level: str, min_support: int) -> str:

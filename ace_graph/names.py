@@ -185,9 +185,19 @@ def _note(known: _Known, query: queries.Query, param: str, kind: str, value: str
     if kind in ("skill", "tool"):
         other = "tool" if kind == "skill" else "skill"
         if value in known.names(other, params):
+            # Beside a name of this level, the other level cannot be the fix: say that they are mixed.
+            mixed = [p for p, k in query.names.items() if k == "node" and p != param and isinstance(params.get(p), str)
+                     and params[p] in known.names(kind, params) and params[p] not in known.names(other, params)]
+            if mixed:
+                return (f" ({value!r} is a {other} and {mixed[0]}={params[mixed[0]]!r} a {kind}: "
+                        f"give both as {kind}s or both as {other}s)")
             hint = f": pass -P level={other}" if "level" in query.params else ""
             return f" ({value!r} is a {other}{hint})"
     if kind == "rollout":
+        parts = value.split("/", 3)
+        named = "/".join(parts[:3])
+        if len(parts) == 4 and all(parts) and named != params.get("scope"):  # a full form of another scope
+            return f" of scope {params.get('scope')} (its full form names scope {named}: give that --scope, or none)"
         return f" of scope {params.get('scope')}"
     if kind == "policy":
         return f" of experiment {params.get('experiment')}"

@@ -468,13 +468,18 @@ def adhoc_checked(text: str, params: Mapping[str, Any]) -> str:
 
 
 def run_text(driver: Any, text: str, params: Mapping[str, Any] | None = None, *, database: str = "neo4j",
-             timeout: float = ADHOC_TIMEOUT, max_rows: int | None = None) -> tuple[list[str], list[dict[str, Any]], bool]:
+             timeout: float = ADHOC_TIMEOUT, max_rows: int | None = None,
+             warnings: list[str] | None = None) -> tuple[list[str], list[dict[str, Any]], bool]:
     """Run an ad-hoc query read-only: (its columns, up to ``max_rows`` rows as dicts, whether more were left).
 
     The same path as a named ``Mode: read`` query (:func:`run`): a read-access session, a read
     transaction, values only as parameters; a query that writes is refused by Neo4j there
     (``Neo.ClientError.Statement.AccessMode``).  The transaction times out after ``timeout`` seconds.
-    What :func:`adhoc_checked` refuses never reaches the server.
+    What :func:`adhoc_checked` refuses never reaches the server.  ``warnings``, when given, receives
+    the server's warnings about the query (a label, relationship type or property the database has
+    never held, a deprecated form): a misspelled name in hand-written Cypher answers an empty result,
+    and this is the only sign of it.  The driver turns notifications off (the named queries know
+    their names); this session turns them back on at ``WARNING``.
     """
     from neo4j import READ_ACCESS, unit_of_work
 
@@ -486,11 +491,27 @@ def run_text(driver: Any, text: str, params: Mapping[str, Any] | None = None, *,
         result = tx.run(statement, params)
         keys = list(result.keys())
         rows: list[dict[str, Any]] = []
+        more = False
         for record in result:
             if max_rows is not None and len(rows) >= max_rows:
-                return keys, rows, True
+                more = True
+                break
             rows.append(record.data())
-        return keys, rows, False
+        summary = result.consume()
+        if warnings is not None:
+            warnings[:] = server_warnings(summary)  # a retried transaction reports once
+        return keys, rows, more
 
-    with driver.session(database=database, default_access_mode=READ_ACCESS) as session:
+    with driver.session(database=database, default_access_mode=READ_ACCESS,
+                        notifications_min_severity="WARNING") as session:
         return session.execute_read(work)
+
+
+def server_warnings(summary: Any) -> list[str]:
+    """The ``WARNING`` notifications of a result summary, one line each, without GQL's ``warn:`` prefix."""
+    out = []
+    for status in getattr(summary, "gql_status_objects", None) or ():
+        if getattr(status, "is_notification", False) and getattr(status, "raw_severity", None) == "WARNING":
+            text = " ".join(str(status.status_description).split())
+            out.append(text[len("warn: "):] if text.startswith("warn: ") else text)
+    return out

@@ -106,9 +106,10 @@ def cypher(
     writes is refused by Neo4j and nothing is written), values only as
     parameters (`$name`, given with -P name=value or a `:params {...}` line in
     the text), under a time limit.  Procedures other than the schema's catalogue
-    (db.labels, db.relationshipTypes, db.propertyKeys, db.schema.*), LOAD CSV and
-    USE are refused.  docs/graph.md describes every label, relationship and
-    property.  Example:
+    (db.labels, db.relationshipTypes, db.propertyKeys, db.schema.*,
+    dbms.components), LOAD CSV and USE are refused.  Neo4j's warnings (a label,
+    relationship type or property the graph has never held) go to stderr.
+    docs/graph.md describes every label, relationship and property.  Example:
     `ace cypher 'MATCH (s:Scope) RETURN s.key AS scope, s.rollouts AS rollouts'`.
     """
     text, params = split_params_lines(read_query(query, file))
@@ -116,15 +117,18 @@ def cypher(
     queries.adhoc_checked(text, params)  # refused before any connection
     settings = neo4j_settings()
     driver = get_driver(settings)
+    warnings: list[str] = []
     try:
         columns, rows, more = queries.run_text(driver, text, params, database=settings.database,
-                                               timeout=timeout, max_rows=max_rows)
+                                               timeout=timeout, max_rows=max_rows, warnings=warnings)
     except Exception as e:
         if type(e).__module__.split(".")[0] != "neo4j":
             raise
         raise ConfigError(_neo4j_message(e)) from e
     finally:
         driver.close()
+    for warning in warnings:  # e.g. a misspelled label: the rows are empty and this says why
+        console(stderr=True).print(esc(f"warning: Neo4j: {warning}"))
     if more:
         console(stderr=True).print(esc(f"note: only the first {max_rows} rows are shown (--max-rows); more were left"))
     if as_json:

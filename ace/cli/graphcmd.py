@@ -250,6 +250,11 @@ def query(
         return
     if not name:
         raise ConfigError("Name a query (see `ace query --list`).")
+    readable = queries.read_queries()
+    if name not in readable and name not in queries.list_queries():
+        # Only the read queries are candidates: `ace query` refuses the write ones anyway.
+        raise ConfigError(f"no named read query {name!r}; nearest: {', '.join(names.nearest(name, readable))} "
+                          f"(`ace query --list` lists all {len(readable)})")
     q = queries.load(name)
     if q.writes:
         raise ConfigError(f"{name!r} writes to the graph (its header says Mode: {q.mode}); "
@@ -274,7 +279,9 @@ def query(
     missing = [p for p in q.params if p not in params]
     if missing:
         flag = "--scope E/P/C" if missing[0] == "scope" else f"--param {missing[0]}=..."
-        raise ConfigError(f"{name} needs parameter(s) {', '.join(missing)} (pass {flag})")
+        odd = [f"; {p}={params[p]!r} is not a full rollout key E/P/C/ID" for p, k in q.names.items()
+               if k == "rollout" and "scope" in missing and "/" in str(params.get(p, ""))]
+        raise ConfigError(f"{name} needs parameter(s) {', '.join(missing)} (pass {flag}){''.join(odd[:1])}")
     check_params(name, q, params)
     if isinstance(params.get("scopes"), str):  # -P scopes=E/P/C,E/P/C
         params["scopes"] = [s.strip() for s in params["scopes"].split(",") if s.strip()]
@@ -296,6 +303,10 @@ def query(
     rows, note = with_store(work)
     if note:
         console(stderr=True).print(esc(note))
+    if rows and name not in COMPARES and params.get("limit") == len(rows):  # compare-policies' limit counts pairs
+        # A full page looks like the whole answer; say that it is the limit's.
+        console(stderr=True).print(esc(f"note: {len(rows)} rows is the query's limit (-P limit={params['limit']}); "
+                                       "there may be more: raise it with -P limit=N"))
     if as_json:
         print(json.dumps(rows, default=str))
         return

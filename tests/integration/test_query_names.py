@@ -96,6 +96,12 @@ def test_failed_after_takes_tool_names_and_says_so_for_a_skill_level(graph, caps
     assert f"'{PAIR[0]}' is a tool: pass -P level=tool" in err and err.count("\n") == 1
     assert main(["query", "failed-after", "--scope", SCOPE, "-P", "after=plac_order", "-P", f"skill={PAIR[1]}"]) == 1
     assert "nearest of" in (err := capsys.readouterr().err) and "place_order" in err
+    # A tool beside a skill (found by the second walkthrough of issue 36): "pass -P level=skill" would
+    # only move the error to the tool; the line says the two are mixed.
+    assert main(["query", "failed-after", "--scope", SCOPE, "-P", f"after={PAIR[0]}", "-P", "skill=result_extraction"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pass -P level" not in err
+    assert f"'result_extraction' is a skill and after='{PAIR[0]}' a tool: give both as tools or both as skills" in err
 
 
 def test_a_rollout_is_taken_in_its_short_and_its_full_form(graph, capsys):
@@ -107,7 +113,14 @@ def test_a_rollout_is_taken_in_its_short_and_its_full_form(graph, capsys):
         assert main(["query", "view-rollout", *argv, "--json"]) == 0, argv  # the full form gives the scope too
         assert json.loads(capsys.readouterr().out) == short
     assert main(["query", "view-rollout", "--scope", LATER, "-P", f"rollout={SCOPE}/{rid}"]) == 1
-    assert "of scope nm/sim/round-1" in capsys.readouterr().err
+    assert "of scope nm/sim/round-1" in (err := capsys.readouterr().err)
+    # Found by the second walkthrough of issue 36: say that the full form names another scope, and that a
+    # value with slashes that is no full key (no id, no checkpoint) is not one.
+    assert f"(its full form names scope {SCOPE}: give that --scope, or none)" in err and err.count("\n") == 1
+    for broken in (f"{SCOPE}/", f"nm/sim/{rid}"):
+        assert main(["query", "view-rollout", "-P", f"rollout={broken}"]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"rollout={broken!r} is not a full rollout key E/P/C/ID" in err, err
     assert GraphReports(graph.driver, graph.database).rollout(SCOPE, f"{SCOPE}/{rid}")["rollout"] == rid
 
 

@@ -292,6 +292,16 @@ def test_query_refuses_a_write_query_by_its_mode(capsys):
     assert "Mode: write" in capsys.readouterr().err
 
 
+def test_query_misspelled_name_is_one_line_with_the_nearest_read_queries(capsys):
+    # Found by the second walkthrough of issue 36: the error listed every cypher/ file, write ones
+    # included (ingest-rollouts, scope-delete, schema...), and no nearest name.
+    assert main(["query", "weak-compositons", "--scope", "a/b/c"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: no named read query 'weak-compositons'")
+    assert "nearest: weak-compositions" in err
+    assert "ingest-rollouts" not in err and "scope-delete" not in err and "schema" not in err
+
+
 def test_progress_without_a_tty_prints_lines(capsys):
     with Progress("ingesting x", 10, every=0.0) as p:
         for _ in range(3):
