@@ -183,6 +183,8 @@ def test_plain_names_still_pass():
     ["loop", "-e", "a\nb"],
     ["eval", "-p", "sim:", "-t", "bfcl:base", "-e", "a\nb", "--name", "a\nb", "-c", "c"],
     ["eval", "-p", "sim:", "-t", "bfcl:base", "-e", "e", "--name", "a\x1bb", "-c", "c"],
+    ["eval", "-p", "sim:", "-t", "bfcl:base", "-e", "e", "--name", "", "-c", "c"],  # was the default name (h9)
+    ["train", "grpo", "-p", "hf:nothing-here", "--tasks", "bfcl:base", "--name", "", "--out", "OUT"],
     ["ingest", "ROLLOUTS", "-e", "e", "-p", "p", "-c", "a\nb"],
     ["ingest", "ROLLOUTS", "--scope", "e/p\tq/c"],
     ["diagnose", "--scope", "e/p/.."],
