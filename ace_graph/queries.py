@@ -399,7 +399,10 @@ def coerce_param(value: str, kind: str) -> Any:
     text = value.strip()
     try:
         if kind == "int":
-            return int(text)
+            number = int(text)
+            if not -INT64_MAX - 1 <= number <= INT64_MAX:  # the driver cannot send it: an OverflowError traceback
+                raise ValueError("outside the 64-bit integers Neo4j stores")
+            return number
         if kind == "float":
             return float(text)
         if kind == "list":
@@ -407,8 +410,11 @@ def coerce_param(value: str, kind: str) -> Any:
             if not isinstance(parsed, list):
                 raise ValueError("not a JSON list")
             return parsed
+    except RecursionError as e:  # a list nested thousands deep, typed into the console or its URL
+        raise ConfigError(f"{value[:40]!r}... is not a valid {kind} (nested too deeply)") from e
     except ValueError as e:
-        raise ConfigError(f"{value!r} is not a valid {kind} ({e}); write e.g. 20, 0.05 or [\"a\", \"b\"].") from e
+        raise ConfigError(f"{value[:200]!r} is not a valid {kind} ({str(e)[:100]}); write e.g. 20, 0.05 or "
+                          "[\"a\", \"b\"].") from e
     return value
 
 

@@ -10,7 +10,7 @@ import pytest
 from ace.cli.cyphercmd import MAX_QUERY_BYTES, parse_params, read_query, split_params_lines
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import parse_target
-from ace_graph.queries import adhoc_checked
+from ace_graph.queries import adhoc_checked, coerce_param
 
 
 @pytest.mark.parametrize("text, params", [
@@ -101,3 +101,16 @@ def test_a_query_text_has_a_size_cap(tmp_path, monkeypatch):
     assert stdin.tell() <= 2 * MAX_QUERY_BYTES  # not read to its end
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"RETURN 1\n")))
     assert read_query("-", None) == "RETURN 1\n"
+
+
+@pytest.mark.parametrize("text, kind, says", [
+    ("99999999999999999999", "int", "outside the 64-bit integers"),
+    ("-9223372036854775809", "int", "outside the 64-bit integers"),
+    ("[" * 5000 + "]" * 5000, "list", "nested too deeply"),
+])
+def test_a_console_value_the_driver_cannot_send_is_one_error(text, kind, says):
+    """The dashboard's query console (a visitor's URL: ?q=weak-compositions&p_limit=99999999999999999999, or
+    p_scopes=[[[[...) showed an OverflowError or RecursionError traceback (h9's hostile run)."""
+    with pytest.raises(ConfigError, match=says):
+        coerce_param(text, kind)
+    assert coerce_param("9223372036854775807", "int") == 2**63 - 1
