@@ -223,3 +223,17 @@ def test_a_password_in_the_rewriter_url_is_refused_and_never_shown(tmp_path, cap
     line = _one_error_line(captured.err)
     assert rc == 1 and "--rewriter-url" in line and "carries credentials" in line, line
     assert "Hunter3-h2" not in captured.err + captured.out and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("uri", ["http://neo4j:Hunter5-h9@127.0.0.1:7474", "https://127.0.0.1:7473", "127.0.0.1:7687",
+                                 "ftp://127.0.0.1:7687"])
+def test_a_neo4j_uri_that_is_not_bolt_is_one_line(uri, monkeypatch, capsys):
+    """NEO4J_URI=http://... reached the driver's HTTP support, which needs aiohttp: a ModuleNotFoundError traceback
+    from every command (h9's hostile run)."""
+    monkeypatch.setenv("NEO4J_URI", uri)
+    monkeypatch.delenv("NEO4J_PASSWORD", raising=False)
+    monkeypatch.delenv("NEO4J_USER", raising=False)
+    assert main(["scopes"]) == 1
+    captured = capsys.readouterr()
+    line = _one_error_line(captured.err)
+    assert "is not a Bolt address" in line and "Hunter5-h9" not in captured.err + captured.out, line
