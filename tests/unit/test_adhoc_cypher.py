@@ -114,3 +114,15 @@ def test_a_console_value_the_driver_cannot_send_is_one_error(text, kind, says):
     with pytest.raises(ConfigError, match=says):
         coerce_param(text, kind)
     assert coerce_param("9223372036854775807", "int") == 2**63 - 1
+
+
+@pytest.mark.parametrize("item, says", [
+    ("x=a\udcff", "not UTF-8 text"),  # the byte 0xff in argv, as Python decodes it
+    ("x=99999999999999999999", "does not fit a 64-bit integer"),
+    ("x=[1, [2, -9223372036854775809]]", "does not fit a 64-bit integer"),
+])
+def test_a_param_value_the_driver_cannot_send_is_one_error(item, says):
+    """`ace cypher 'RETURN $x' -P x=$'a\\xff'` was a UnicodeEncodeError traceback from the driver, and an int past 64
+    bits an OverflowError one (h9's hostile run)."""
+    with pytest.raises(ConfigError, match=says):
+        parse_params([item])
