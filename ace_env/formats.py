@@ -368,16 +368,29 @@ def _finite_float(text: str) -> float:
     return value
 
 
+#: A ``\\uD800``-``\\uDFFF`` escape: JSON allows a lone one, which Python decodes to a string no UTF-8 holds (the
+#: graph's driver then failed with a traceback).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def strict_json(line: str, n: int) -> Any:
-    """One JSON line, decoded strictly: no duplicate keys, no NaN or Infinity, no float that overflows.
+    """One JSON line, decoded strictly: no duplicate keys, no NaN or Infinity, no float that overflows, no
+    lone surrogate in a string.
 
     Python's decoder accepts all three (the last key wins; NaN, Infinity and
     1e400 become floats no JSON can hold); a rollout line with them is refused
     with :class:`RolloutFormatError` naming the line.
     """
     try:
-        return json.loads(line, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant,
-                          parse_float=_finite_float)
+        obj = json.loads(line, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant,
+                         parse_float=_finite_float)
+        if _SURROGATE_ESCAPE.search(line):  # only then can a string hold a lone surrogate
+            try:
+                json.dumps(obj, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                raise JsonRefused("a string holds a lone UTF-16 surrogate (\\ud800-\\udfff), which is no "
+                                  "character and cannot be stored") from None
+        return obj
     except JsonRefused as e:
         raise RolloutFormatError(f"line {n}: not valid JSON for ACE ({e})") from e
     except (ValueError, RecursionError) as e:  # ValueError: also an int over 4,300 digits

@@ -29,9 +29,20 @@ SECRET_VARIABLES = ("NEO4J_PASSWORD", "OPENAI_API_KEY")
 MIN_SECRET_CHARS = 4
 
 
+#: A URL query parameter whose name says it carries a credential (``?key=``, ``&api_key=``, ``?access_token=``):
+#: its value is masked (a base URL with a query is refused, and the refusal repeated it).
+_QUERY_SECRET = re.compile(r"(?P<head>://[^\s?#]*\?(?:[^\s#]*?[&;])?[\w.-]*(?:key|token|secret|passw(?:or)?d|pass|auth|sig"
+                           r"|signature|credential)[\w.-]*=)(?P<value>(?!\*\*\*)[^&;#\s'\"]+)", re.IGNORECASE)
+
+
 def redact_url(url: str) -> str:
-    """``url`` with the password of its user information masked (the user name is kept)."""
-    return _USERINFO.sub(lambda m: f"{m.group('head')}:{MASK}@", url)
+    """``url`` with the password of its user information masked (the user name is kept), and the value of any
+    query parameter named as a credential (``?key=``, ``?api_key=``, ``?token=``)."""
+    url = _USERINFO.sub(lambda m: f"{m.group('head')}:{MASK}@", url)
+    previous = None
+    while previous != url:  # one parameter per pass: a URL may carry several
+        previous, url = url, _QUERY_SECRET.sub(lambda m: f"{m.group('head')}{MASK}", url)
+    return url
 
 
 def url_password(url: str | None) -> str | None:

@@ -17,7 +17,12 @@ from ace_env.errors import ConfigError
 def ace_home() -> Path:
     """The workspace folder (created on first use, owner-only)."""
     home = Path(os.environ.get("ACE_HOME", Path.home() / ".ace")).expanduser()
-    home.mkdir(parents=True, exist_ok=True)
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # a file, a device or a FIFO there, a name too long, no permission: one line
+        why = "it is not a folder" if isinstance(e, FileExistsError) else (e.strerror or str(e))
+        raise ConfigError(f"ACE_HOME {str(home)[:200]!r} cannot be the workspace folder ({why}); set ACE_HOME to a "
+                          "folder, or unset it for ~/.ace") from None
     try:
         home.chmod(0o700)
     except OSError:  # a shared or read-only mount: leave its mode alone

@@ -78,6 +78,10 @@ def retry_seconds() -> float:
     return value
 
 
+#: The URI schemes of Neo4j's Bolt protocol, the one ACE speaks.
+BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+
+
 def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) -> "neo4j.Driver":
     """A ``neo4j.Driver`` for the configured server; ConnectionError_ when it cannot be reached.
 
@@ -97,6 +101,10 @@ def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) ->
             f"No password for the managed Neo4j at {where}: the server has never been started "
             f"in this workspace (ACE_HOME={os.environ.get('ACE_HOME', '~/.ace')}). " + _how_to_fix(settings)
         )
+    scheme = settings.uri.partition("://")[0].lower() if "://" in settings.uri else ""
+    if scheme not in BOLT_SCHEMES:  # the driver's own http:// support needs aiohttp: a traceback from every command
+        raise ConnectionError_(f"Invalid Neo4j address {where[:200]!r}: it is not a Bolt address; give bolt://HOST:7687 "
+                               f"or neo4j://HOST:7687 (or +s, +ssc for TLS). {_how_to_fix(settings)}")
     import_driver()
     from neo4j import GraphDatabase
     from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable

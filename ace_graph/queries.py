@@ -169,8 +169,14 @@ def _scan(text: str) -> tuple[str, list[str]]:
     return code.replace("\0", ";"), [s for s in statements if s]
 
 
+#: A backtick-quoted name or a string literal, whichever starts first: a quote inside a name (`` (n:`'`) ``)
+#: starts no string, so it cannot hide the code after it from the checks (it hid `LOAD CSV` and procedures).
+_NAME_OR_STRING_RE = re.compile(r"(`[^`]*`)|'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
+
+
 def _strings_removed(code: str) -> str:
-    return re.sub(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"", "''", code)
+    """``code`` with every string literal emptied; backtick-quoted names are kept as they are."""
+    return _NAME_OR_STRING_RE.sub(lambda m: m.group(1) or "''", code)
 
 
 def _parse(name: str, path: Path) -> Query:
@@ -393,7 +399,10 @@ def coerce_param(value: str, kind: str) -> Any:
     text = value.strip()
     try:
         if kind == "int":
-            return int(text)
+            number = int(text)
+            if not -INT64_MAX - 1 <= number <= INT64_MAX:  # the driver cannot send it: an OverflowError traceback
+                raise ValueError("outside the 64-bit integers Neo4j stores")
+            return number
         if kind == "float":
             return float(text)
         if kind == "list":
@@ -401,8 +410,11 @@ def coerce_param(value: str, kind: str) -> Any:
             if not isinstance(parsed, list):
                 raise ValueError("not a JSON list")
             return parsed
+    except RecursionError as e:  # a list nested thousands deep, typed into the console or its URL
+        raise ConfigError(f"{value[:40]!r}... is not a valid {kind} (nested too deeply)") from e
     except ValueError as e:
-        raise ConfigError(f"{value!r} is not a valid {kind} ({e}); write e.g. 20, 0.05 or [\"a\", \"b\"].") from e
+        raise ConfigError(f"{value[:200]!r} is not a valid {kind} ({str(e)[:100]}); write e.g. 20, 0.05 or "
+                          "[\"a\", \"b\"].") from e
     return value
 
 
@@ -419,6 +431,12 @@ ADHOC_TIMEOUT = 30.0
 _CALL_RE = re.compile(r"\bCALL\s+(?![({])(`[^`]*`(?:\s*\.\s*`[^`]*`)*|[A-Za-z_][\w.]*)", re.IGNORECASE)
 _LOAD_CSV_RE = re.compile(r"\bLOAD\s+CSV\b", re.IGNORECASE)
 _USE_RE = re.compile(r"^\s*USE\s", re.IGNORECASE)
+#: Administration commands: ``TERMINATE TRANSACTIONS`` stops other sessions' work (an ingest), and ``SHOW``
+#: lists the server's users, settings, procedures and transactions; only the schema's own ``SHOW INDEXES`` and
+#: ``SHOW CONSTRAINTS`` read the graph's catalogue, as db.labels() does.
+_TERMINATE_RE = re.compile(r"\bTERMINATE\s+TRANSACTIONS?\b", re.IGNORECASE)
+_SHOW_RE = re.compile(r"^\s*SHOW\b(?P<what>.*?)(?:\bYIELD\b|\bWHERE\b|\bRETURN\b|$)", re.IGNORECASE | re.DOTALL)
+_SCHEMA_SHOW_RE = re.compile(r"\b(?:INDEX|INDEXES|CONSTRAINT|CONSTRAINTS)\b", re.IGNORECASE)
 
 
 def parse_params_line(text: str) -> dict[str, Any]:
@@ -435,6 +453,7 @@ def adhoc_checked(text: str, params: Mapping[str, Any]) -> str:
 
     Refused: an empty query, several statements, a procedure outside :data:`ADHOC_PROCEDURES`,
     ``LOAD CSV`` (it reads files and URLs), ``USE`` (another database), ``CALL { } IN TRANSACTIONS``,
+    administration commands (``TERMINATE TRANSACTIONS``; ``SHOW`` but for indexes and constraints),
     a ``$parameter`` without a value and a value no ``$parameter`` takes.  A write is refused by
     Neo4j itself: the query runs in a read transaction (:func:`run_text`).
     """
@@ -455,6 +474,10 @@ def adhoc_checked(text: str, params: Mapping[str, Any]) -> str:
         raise ConfigError("USE refused: an ad-hoc query runs on ACE's database only")
     if _IN_TRANSACTIONS_RE.search(bare):
         raise ConfigError("CALL { ... } IN TRANSACTIONS refused: it commits batches, and an ad-hoc query only reads")
+    show = _SHOW_RE.match(bare)
+    if _TERMINATE_RE.search(bare) or (show and not _SCHEMA_SHOW_RE.search(show.group("what"))):
+        raise ConfigError("administration commands refused: an ad-hoc query reads the graph only (of the SHOW "
+                          "commands, SHOW INDEXES and SHOW CONSTRAINTS)")
     used = list(dict.fromkeys(_PARAM_RE.findall(bare)))
     missing = [p for p in used if p not in params]
     if missing:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ace_env.errors import AceError, TaskLoadError
+from ace_env.errors import AceError
 from ace_env.oracle import oracle_for
 from ace_env.tasks import Task
 from ace_env.tasksets import load_task_set
@@ -27,8 +27,8 @@ log = logging.getLogger(__name__)
 class TaskLibrary:
     """Tasks by id: BFCL's, plus those of synthesized task files, each read by :func:`ace_env.tasksets.load_task_set`.
 
-    A file that does not load (one ``ace synth`` is still writing, or one an
-    older ACE wrote) is skipped with a warning naming it and why: the
+    A file that does not load (one ``ace synth`` is still writing, one an
+    older ACE wrote, or a path that is no longer a regular file) is skipped with a warning naming it and why: the
     dashboard shows the transcripts it can, and says of the others that
     their task is unknown.  A task id in two files keeps the first.
     """
@@ -43,7 +43,7 @@ class TaskLibrary:
             for path in self.files:
                 try:
                     loaded = load_task_set(str(path))
-                except TaskLoadError as e:
+                except AceError as e:  # not a task file, or no longer a regular file (a FIFO would block)
                     log.warning("skipping task file %s: %s", path, e)
                     continue
                 for task_id, task in loaded.items():

@@ -88,9 +88,11 @@ def run_named(name: str, params_json: str) -> list[dict[str, Any]]:
 
 
 def synth_task_files() -> list[Path]:
-    """Synthesized task files ``ace demo`` / ``ace synth`` wrote under ACE_HOME/runs/."""
+    """Synthesized task files ``ace demo`` / ``ace synth`` wrote under ACE_HOME/runs/: regular files only, as
+    the metrics files (a symbolic link is not followed, so nothing outside runs/ is opened; a FIFO, socket or
+    device is not listed, so no page waits on it or fails reading it)."""
     pattern = str(ace_home() / "runs" / "*" / "synth-*.jsonl")
-    return [Path(p) for p in sorted(glob.glob(pattern))]
+    return [Path(p) for p in sorted(glob.glob(pattern)) if _regular(Path(p))]
 
 
 @st.cache_resource(show_spinner=False)

@@ -102,10 +102,14 @@ def main(argv: list[str] | None = None) -> int:
         _print_error(str(e))
         return 1
     except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
             raise
         where = f" writing {e.filename}" if e.filename else ""
-        _print_error(f"no space left on the device{where}: free some disk space and run the command again")
+        if e.errno == errno.EFBIG:  # past the largest file this system or its limits (ulimit -f) allow
+            _print_error(f"a file grew past the largest size allowed here{where} (`ulimit -f`, or the file "
+                         "system's own limit): give less input, or raise the limit")
+        else:
+            _print_error(f"no space left on the device{where}: free some disk space and run the command again")
         return 1
     except Exception as e:
         # The database's own errors (a wrong parameter type, a server that went

@@ -172,12 +172,35 @@ def parse_value(text: str, key: str = "") -> Any:
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
-        return json.loads(text)
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a byte the terminal's encoding could not decode (argv's surrogate escapes)
+        raise ConfigError(f"--param {key}=: the value is not UTF-8 text; Neo4j stores only text") from None
+    try:
+        value = json.loads(text)
     except (json.JSONDecodeError, RecursionError):
         return text
     except ValueError:  # Python's int-str conversion limit: no parameter takes such a number
         raise ConfigError(f"--param {key}=: a number of {len(text):,} characters; no parameter takes more than "
                           "a 64-bit integer") from None
+    if not _fits_int64(value):  # the driver cannot send it (an OverflowError traceback from `ace cypher`)
+        raise ConfigError(f"--param {key}=: a number that does not fit a 64-bit integer, the largest Neo4j stores")
+    return value
+
+
+def _fits_int64(value: Any) -> bool:
+    """Whether every int in a parsed JSON value fits Neo4j's 64-bit integers."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int) and not -INT64_MAX - 1 <= v <= INT64_MAX:
+            return False
+        if isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+    return True
 
 
 def check_params(name: str, q: queries.Query, params: dict[str, Any]) -> None:

@@ -93,7 +93,7 @@ def grpo_cmd(
     reporters = [] if report_to == "none" else [report_to]
     if report_to not in ("none", "tensorboard", "wandb"):
         raise ConfigError(f"--report-to {report_to!r}: choose none, tensorboard or wandb")
-    graph_name = name or policy_name(policy)
+    graph_name = name if name is not None else policy_name(policy)  # an empty --name is refused, not the default
     eval_list = _select(eval_tasks or tasks, 0, eval_limit) if eval_every else []
     if eval_list:  # the evaluations store these tasks: a task file may not change a stored one
         with_store(lambda store: refuse_changes_to_stored_tasks(store, {t.id: t for t in eval_list},

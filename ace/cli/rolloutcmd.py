@@ -228,7 +228,7 @@ def eval_cmd(
     from rich.console import Console
 
     check_specs(policy, user, judge)
-    graph_name = name or policy_name(policy)
+    graph_name = name if name is not None else policy_name(policy)  # an empty --name is refused, not the default
     for value, flag in ((experiment, "--experiment"), (graph_name, "--name"), (checkpoint, "--checkpoint")):
         check_name(value, flag)  # each names a folder under $ACE_HOME/runs/eval and a part of the scope
     if generate and not gold_prefix:

@@ -78,7 +78,8 @@ def sniff(path: str | Path) -> bool:
         return '"simulations"' in text or '"info"' in text or '"tasks"' in text
     try:
         obj = json.loads(first)
-    except ValueError:  # one long line past the sniffed part (or broken): τ²'s keys come first in its files
+    except (ValueError, RecursionError):  # one long line past the sniffed part (or broken, or nested too deeply
+        # for the decoder: the JSONL reader says so for its line): τ²'s keys come first in its files
         return first.replace(" ", "").startswith(('{"timestamp":', '{"info":'))
     return isinstance(obj, dict) and "simulations" in obj and "tasks" in obj
 

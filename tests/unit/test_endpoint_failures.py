@@ -198,9 +198,22 @@ def test_redact_masks_url_passwords_and_the_environments_secrets(monkeypatch):
     assert url_password("neo4j://neo4j:p%40ss-h2-word@db:7687") == "p@ss-h2-word"
     assert redact_url("bolt://u:p@ss@h:1/x and http://a:b@c") == "bolt://u:***@h:1/x and http://a:***@c"
     assert redact_url("http://user@host/v1") == "http://user@host/v1"  # a user name alone is not a secret
+    # a credential in a query (h9's hostile run: the refusal of such a base URL repeated it)
+    assert redact_url("http://h/v1?key=s3cret&x=1") == "http://h/v1?key=***&x=1"
+    assert redact_url("'http://h/v1?a=1&api_key=s3cret&access_token=t0k'") == "'http://h/v1?a=1&api_key=***&access_token=***'"
+    assert redact_url("http://h/v1?q=key") == "http://h/v1?q=key"
     text = "auth p@ss-h2-word failed for key sk-h2-secret-key at neo4j://neo4j:p%40ss-h2-word@db:7687"
     assert redact(text) == "auth *** failed for key *** at neo4j://neo4j:***@db:7687"
     assert redact("a short secret", ["a"]) == "a short secret"  # too short to mask as text
+
+
+def test_a_key_in_a_base_urls_query_is_refused_and_never_shown(tmp_path, capsys):
+    rc = main(["rollout", "-p", "openai:m@http://127.0.0.1:1/v1?api_key=Hunter4-h9", "--tasks", "bfcl:base", "--limit",
+               "1", "--out", str(tmp_path / "r.jsonl")])
+    captured = capsys.readouterr()
+    line = _one_error_line(captured.err)
+    assert rc == 1 and "query or fragment" in line, line
+    assert "Hunter4-h9" not in captured.err + captured.out and list(tmp_path.iterdir()) == []
 
 
 def test_a_password_in_the_rewriter_url_is_refused_and_never_shown(tmp_path, capsys):
@@ -210,3 +223,17 @@ def test_a_password_in_the_rewriter_url_is_refused_and_never_shown(tmp_path, cap
     line = _one_error_line(captured.err)
     assert rc == 1 and "--rewriter-url" in line and "carries credentials" in line, line
     assert "Hunter3-h2" not in captured.err + captured.out and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("uri", ["http://neo4j:Hunter5-h9@127.0.0.1:7474", "https://127.0.0.1:7473", "127.0.0.1:7687",
+                                 "ftp://127.0.0.1:7687"])
+def test_a_neo4j_uri_that_is_not_bolt_is_one_line(uri, monkeypatch, capsys):
+    """NEO4J_URI=http://... reached the driver's HTTP support, which needs aiohttp: a ModuleNotFoundError traceback
+    from every command (h9's hostile run)."""
+    monkeypatch.setenv("NEO4J_URI", uri)
+    monkeypatch.delenv("NEO4J_PASSWORD", raising=False)
+    monkeypatch.delenv("NEO4J_USER", raising=False)
+    assert main(["scopes"]) == 1
+    captured = capsys.readouterr()
+    line = _one_error_line(captured.err)
+    assert "is not a Bolt address" in line and "Hunter5-h9" not in captured.err + captured.out, line

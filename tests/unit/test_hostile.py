@@ -211,6 +211,21 @@ def test_a_full_disk_is_one_error_line(tmp_path, capsys, monkeypatch):
     assert rc == 1 and err.count("error:") == 1 and "no space left" in err and "Traceback" not in err, err
 
 
+def test_standard_input_past_the_file_size_limit_is_one_error_line(capsys, monkeypatch):
+    """`ace verify -` copies standard input to a file; an endless stream (`< /dev/zero`) under `ulimit -f` ended in
+    an EFBIG traceback (h9's hostile run); it is one line, like a full disk."""
+    import io
+
+    def too_large(*_args, **_kwargs):
+        raise OSError(errno.EFBIG, "File too large")
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"{}\n")))
+    monkeypatch.setattr("shutil.copyfileobj", too_large)
+    rc = main(["verify", "--tasks", "bfcl:base", "-"])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.count("error:") == 1 and "largest size allowed" in err and "Traceback" not in err, err
+
+
 # --------------------------------------------------------------------------- defect 5: names as written
 
 
@@ -280,6 +295,9 @@ BAD_LINES = {
     "infinity-argument": b'{"rollout_id": "a", "task_id": "multi_turn_base_0", "turns": [[{"name": "cd", "arguments": {"folder": -Infinity}}]]}\n',
     "overflowing-float": b'{"rollout_id": "a", "task_id": "multi_turn_base_0", "turns": [[{"name": "cd", "arguments": {"folder": 1e400}}]]}\n',
     "5mb-rollout-id": (_line("x" * 5_000_000) + "\n").encode(),
+    # a lone surrogate decodes in Python but is no character: the graph's driver failed on it with a traceback (h9)
+    "lone-surrogate-in-rollout-id": (_line("a\ud800") + "\n").encode(),
+    "lone-surrogate-in-an-argument": b'{"rollout_id": "a", "task_id": "multi_turn_base_0", "turns": [[{"name": "cd", "arguments": {"folder": "\\udfff"}}]]}\n',
 }
 
 

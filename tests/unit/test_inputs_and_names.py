@@ -183,6 +183,8 @@ def test_plain_names_still_pass():
     ["loop", "-e", "a\nb"],
     ["eval", "-p", "sim:", "-t", "bfcl:base", "-e", "a\nb", "--name", "a\nb", "-c", "c"],
     ["eval", "-p", "sim:", "-t", "bfcl:base", "-e", "e", "--name", "a\x1bb", "-c", "c"],
+    ["eval", "-p", "sim:", "-t", "bfcl:base", "-e", "e", "--name", "", "-c", "c"],  # was the default name (h9)
+    ["train", "grpo", "-p", "hf:nothing-here", "--tasks", "bfcl:base", "--name", "", "--out", "OUT"],
     ["ingest", "ROLLOUTS", "-e", "e", "-p", "p", "-c", "a\nb"],
     ["ingest", "ROLLOUTS", "--scope", "e/p\tq/c"],
     ["diagnose", "--scope", "e/p/.."],
@@ -225,3 +227,14 @@ def test_a_checkpoints_round_is_its_last_ascii_digits_and_bounded():
     for name in (f"r{MAX_ROUND + 1}", "c99999999999999999999"):
         with pytest.raises(ConfigError, match="--round"):
             _round_from(name)
+
+
+@pytest.mark.parametrize("home", ["FILE", "/dev/null", "9" * 5000])
+def test_an_ace_home_that_cannot_be_a_folder_is_one_line(home, tmp_path, monkeypatch, capsys):
+    """ACE_HOME naming a file, a device or a name too long was a FileExistsError/OSError traceback from every
+    command (h9's hostile run)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "FILE").write_text("")
+    monkeypatch.setenv("ACE_HOME", home)
+    err = _one_error(main(["scopes"]), capsys.readouterr().err)
+    assert "cannot be the workspace folder" in err and "set ACE_HOME" in err, err

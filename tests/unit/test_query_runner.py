@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 
 import pytest
 from neo4j import READ_ACCESS, WRITE_ACCESS
@@ -181,3 +183,14 @@ def test_task_library_skips_a_task_file_that_does_not_load(tmp_path, caplog):
         assert library.get("multi_turn_base_0") is not None  # BFCL's tasks load whatever the files hold
     assert "synth-broken.jsonl" in caplog.text
     assert library.get("half-writ") is None
+
+
+def test_task_library_skips_a_path_that_is_no_longer_a_regular_file(tmp_path, caplog):
+    """A synth file swapped for a FIFO (or a socket, a device) after the dashboard listed it is skipped with a
+    warning; it raised ConfigError, which failed every page that shows a transcript or a task's text (h9)."""
+    fifo = tmp_path / "synth-fifo.jsonl"
+    os.mkfifo(fifo)
+    library = TaskLibrary([fifo, Path("/dev/null")])
+    with caplog.at_level(logging.WARNING, logger="ace_graph.transcripts"):
+        assert library.get("multi_turn_base_0") is not None
+    assert "synth-fifo.jsonl" in caplog.text and "/dev/null" in caplog.text

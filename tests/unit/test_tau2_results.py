@@ -164,3 +164,11 @@ def test_strict_verification_fails_what_tau2_passes_on_aces_rules():
     assert listed  # real agents take other valid paths: skipped reads, other orders, retried errors
     assert all(b[k].reward == 0.0 and "stricter than τ²" in b[k].detail for k in listed)
     assert all(b[k].reward == a[k].reward for k in a if not a[k].stricter_because)
+
+
+def test_a_line_nested_too_deeply_is_not_taken_for_a_result_file(tmp_path):
+    """sniff() let the decoder's RecursionError escape: `ace verify` on a JSONL line of 5,000 nested objects was
+    a traceback, even with --skip-invalid (h9); the JSONL reader refuses that line itself."""
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"a":' * 5000 + "1" + "}" * 5000 + "\n")
+    assert not sniff(deep)
