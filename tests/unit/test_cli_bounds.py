@@ -15,21 +15,11 @@ from typing import get_args
 
 import pytest
 import typer
+from clitree import option_info, walk
 
 from ace.cli import _register, app, main
 from ace_env.errors import ConfigError
 from ace_env.fields import bounds_text
-
-
-def _walk(cmd, path: tuple[str, ...] = ()):
-    if path:
-        yield " ".join(path), cmd
-    for name, sub in sorted(getattr(cmd, "commands", {}).items()):
-        yield from _walk(sub, path + (name,))
-
-
-def _info(param):
-    return getattr(getattr(param, "type_descriptor", None), "parameter_info", None)
 
 
 def _kind(param) -> type | None:
@@ -43,7 +33,7 @@ def _kind(param) -> type | None:
 
 def _bounds(param) -> dict:
     """The bounds a number option declares: ``number_option``'s, or its config field's metadata."""
-    info = _info(param)
+    info = option_info(param)
     if hasattr(info, "ace_bounds"):
         return info.ace_bounds
     if hasattr(info, "ace_field"):
@@ -55,7 +45,7 @@ def _bounds(param) -> dict:
 def _number_options():
     _register()
     out = []
-    for name, cmd in _walk(typer.main.get_command(app)):
+    for name, cmd in walk(typer.main.get_command(app)):
         for p in cmd.params:
             if p.param_type_name == "option" and not getattr(p, "is_flag", False) and _kind(p) is not None:
                 out.append((name, cmd, p))

@@ -14,6 +14,7 @@ from typing import get_args
 
 import pytest
 import typer
+from clitree import option_info, walk
 
 from ace.cli import _register, app, main
 from ace.cli.options import budget_options, field_help
@@ -34,23 +35,10 @@ CONFIG_FLAGS = {"--call-timeout", "--memory-limit", "--temperature", "--max-toke
 OVERRIDES = {("synth", "temperature"): 1.0, ("synth", "level"): "tool", ("synth", "limit"): 50}
 
 
-def _walk(cmd, path: tuple[str, ...] = ()):
-    if path:
-        yield " ".join(path), cmd
-    for name, sub in sorted(getattr(cmd, "commands", {}).items()):
-        yield from _walk(sub, path + (name,))
-
-
-def _info(param):
-    """The typer OptionInfo a parameter was declared with (None for arguments and plain options)."""
-    descriptor = getattr(param, "type_descriptor", None)
-    return getattr(descriptor, "parameter_info", None)
-
-
 def _commands():
     """(name, command) for every command and group of ``ace`` (a group's own options included)."""
     _register()
-    return list(_walk(typer.main.get_command(app)))
+    return list(walk(typer.main.get_command(app)))
 
 
 COMMANDS = _commands()
@@ -72,7 +60,7 @@ def test_every_command_that_takes_tasks_takes_dash_t_through_the_shared_option()
     for name, cmd in COMMANDS:
         params = _task_params(cmd)
         for p in params:  # every task-set option is the shared one (grammar, help, parse-time check)
-            assert getattr(_info(p), "ace_tasks", False), f"`ace {name}` {p.opts}: use options.tasks_option"
+            assert getattr(option_info(p), "ace_tasks", False), f"`ace {name}` {p.opts}: use options.tasks_option"
         main_param = next((p for p in params if "--tasks" in p.opts), None)
         if main_param is None:
             assert not params, f"`ace {name}` takes tasks as {params[0].opts}, not --tasks/-t"
@@ -114,8 +102,8 @@ def test_the_spec_grammar_lives_in_ace_env(tmp_path):
 def _derived():
     for name, cmd in COMMANDS:
         for p in cmd.params:
-            if hasattr(_info(p), "ace_field"):
-                yield name, p, _info(p)
+            if hasattr(option_info(p), "ace_field"):
+                yield name, p, option_info(p)
 
 
 def test_every_derived_flag_has_its_fields_default_and_help():
@@ -139,7 +127,7 @@ def test_config_flags_are_never_typed_by_hand():
     for name, cmd in COMMANDS:
         for p in cmd.params:
             if set(p.opts) & CONFIG_FLAGS:
-                assert hasattr(_info(p), "ace_field"), f"`ace {name}` {p.opts} is typed by hand"
+                assert hasattr(option_info(p), "ace_field"), f"`ace {name}` {p.opts} is typed by hand"
 
 
 def test_budget_flags_fall_back_to_the_environment(monkeypatch):
