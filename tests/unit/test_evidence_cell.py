@@ -4,12 +4,12 @@ loop) up to float rounding.  The scoring half is checked in test_goldprefix (tea
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 import torch  # the train extra is part of setup: without it these tests fail, never skip
+from benchmod import load_benchmark
 
 from ace_env.tasksets import load_task_set
 
@@ -18,11 +18,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "evidence_bench.py"
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("evidence_bench_cell_under_test", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("evidence_bench.py", "evidence_bench_cell_under_test")
 
 
 @pytest.fixture(scope="module")

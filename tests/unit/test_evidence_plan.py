@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import torch  # the train extra is part of setup: without it these tests fail, never skip
+from benchmod import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = ROOT / "benchmarks" / "evidence_plan.json"
@@ -22,13 +21,7 @@ PLAN = ROOT / "benchmarks" / "evidence_plan.json"
 
 @pytest.fixture(scope="module")
 def rep():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("evidence_replication_under_test",
-                                                  ROOT / "benchmarks" / "evidence_replication.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("evidence_replication.py", "evidence_replication_under_test")
 
 
 @pytest.fixture(scope="module")
