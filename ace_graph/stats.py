@@ -64,6 +64,9 @@ def clopper_pearson(successes: int, n: int, z: float = Z95) -> tuple[float, floa
 MIN_SUPPORT = 20
 #: How far above 0 the fragility's 95% lower bound must be (guards against testing many edges at once).
 MIN_LIFT = 0.05
+#: Share of the oracle's steps a failed rollout must match to count as a near-success (ingest, the gold-prefix
+#: evaluation, the estimator's probes and the dashboard's "≥ 70%").
+NEAR_SUCCESS = 0.7
 
 
 @dataclass(frozen=True)

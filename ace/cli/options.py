@@ -25,6 +25,7 @@ import tempfile
 import textwrap
 import threading
 import time
+import typing
 from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -47,6 +48,13 @@ SCOPE_HELP = "Scope experiment/policy/checkpoint (see `ace scopes`)."
 MAX_TASKS, MAX_ROUND = 1_000_000, 1_000_000_000
 
 
+def shared(info: Any, what: str) -> Any:
+    """Mark a typer option as one of this module's shared flags (``--json``, ``--out``, ``--tasks``, ...): its
+    default and help are written here once; tests/unit/test_cli_config.py counts it as not typed by hand."""
+    info.ace_shared = what
+    return info
+
+
 def check_task_spec(value: Any) -> Any:
     """A typer callback: ``--tasks`` must follow the task-spec grammar (checked before any work)."""
     if isinstance(value, str):
@@ -63,7 +71,7 @@ def tasks_option(default: Any = ..., *flags: str, note: str = "") -> Any:
     info = typer.Option(default, *(flags or ("--tasks", "-t")), help=f"{note} {TASK_SPEC_HELP}".strip(),
                         callback=check_task_spec)
     info.ace_tasks = True  # type: ignore[attr-defined]  # tests/unit/test_cli_vocabulary.py finds it
-    return info
+    return shared(info, "tasks")
 
 
 def check_name_option(param: typer.CallbackParam, value: Any) -> Any:
@@ -85,7 +93,7 @@ def name_option(default: Any, *flags: str, help: str) -> Any:
     """A flag whose value is a name (a folder under ``$ACE_HOME/runs`` and a part of a scope key)."""
     info = typer.Option(default, *flags, help=help, callback=check_name_option)
     info.ace_name = True  # type: ignore[attr-defined]  # tests/unit/test_cli_bounds.py finds it
-    return info
+    return shared(info, "name")
 
 
 def experiment_option(default: Any = ..., help: str = "Experiment name.") -> Any:
@@ -103,19 +111,19 @@ def checkpoint_option(default: Any = ..., help: str = "Checkpoint name; its last
 def scope_option(default: Any = None, help: str = SCOPE_HELP) -> Any:
     info = typer.Option(default, "--scope", "-s", help=help, callback=check_scope_option)
     info.ace_name = True  # type: ignore[attr-defined]
-    return info
+    return shared(info, "scope")
 
 
 def json_option(help: str = "Print the result as JSON on stdout.") -> Any:
-    return typer.Option(False, "--json", help=help)
+    return shared(typer.Option(False, "--json", help=help), "json")
 
 
 def out_option(default: Any = ..., help: str = "File to write.") -> Any:
-    return typer.Option(default, "--out", "-o", help=f"{help} Refused if it exists, unless --force.")
+    return shared(typer.Option(default, "--out", "-o", help=f"{help} Refused if it exists, unless --force."), "out")
 
 
 def force_option(help: str = "Replace --out if it exists.") -> Any:
-    return typer.Option(False, "--force", help=help)
+    return shared(typer.Option(False, "--force", help=help), "force")
 
 
 def check_policy_spec(spec: str, flag: str = "--policy") -> str:
@@ -233,17 +241,17 @@ ROLLOUT_FORMATS = ("auto", "tau2-results")
 
 
 def format_option() -> Any:
-    return typer.Option("auto", "--format", help="The rollout files' format: auto (detected by content: ACE "
-                        "JSONL, OpenAI messages, BFCL result files, τ²-bench result files) or tau2-results "
-                        "(τ²-bench's own result JSON; refused when a file is not one).")
+    return shared(typer.Option(ROLLOUT_FORMATS[0], "--format", help="The rollout files' format: auto (detected by "
+                               "content: ACE JSONL, OpenAI messages, BFCL result files, τ²-bench result files) or "
+                               "tau2-results (τ²-bench's own result JSON; refused when a file is not one)."), "format")
 
 
 def strict_option() -> Any:
-    return typer.Option(
+    return shared(typer.Option(
         False, "--strict", help="Also count as failures ACE's rules stricter than the benchmark's own evaluator "
                                 "(τ²: a call that errored, a gold read skipped, the gold's order). Without it a "
                                 "rollout fails where the benchmark fails it, and the stricter rules it breaks are "
-                                "only listed (stricter_because).")
+                                "only listed (stricter_because)."), "strict")
 
 
 def inputs_task_spec(paths: list[Path], tasks: str | None, fmt: str = "auto",
@@ -576,6 +584,7 @@ def config_options(
     names: dict[str, Any] | None = None,
     param: str = "config",
     env: bool = False,
+    in_place: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Add one ``--field-name`` option per field of the dataclass ``cls`` to a command.
 
@@ -590,6 +599,12 @@ def config_options(
     dataclass's own ``__post_init__`` checks the rest, and its errors are
     one-line :class:`ConfigError` messages.  Each option carries ``ace_field``
     ``(cls, field, default)`` so a test can hold every flag to its field.
+
+    The flags come after the command's own parameters; with ``in_place`` they stand where
+    the command declares ``<param>``, so a command orders its help as it orders its parameters.  A ``bool`` field is a
+    ``--x/--no-x`` switch unless its metadata says ``"negatable": False`` (then ``--x``
+    alone turns it on); a field that is not an int/float/str/bool (``Optional[list[Path]]``,
+    say) takes its type from the dataclass's annotation and its default must be ``None``.
     """
     wanted = None if include is None else list(include)
     skip = set(exclude)
@@ -598,9 +613,13 @@ def config_options(
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         helps = field_help(cls)
+        hints = typing.get_type_hints(cls)
         chosen = [f for f in fields(cls) if f.name not in skip and (wanted is None or f.name in wanted)]
         sig = inspect.signature(fn, eval_str=True)
+        own = sig.parameters.get(param)
         params = [p for p in sig.parameters.values() if p.name != param]
+        at = list(sig.parameters).index(param) if in_place and own is not None else len(params)
+        kind_of_added = own.kind if in_place and own is not None else inspect.Parameter.KEYWORD_ONLY
         taken = {p.name for p in params}
         added, keys = [], []
         shown: dict[str, str] = {}  # field -> its flags as the user types them, for error messages
@@ -608,12 +627,16 @@ def config_options(
         for f in chosen:
             default = overrides.get(f.name, f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]
             kind = type(default)
+            annotation: Any = kind
             if kind not in (int, float, str, bool):
-                raise TypeError(f"{cls.__name__}.{f.name}: only int/float/str/bool fields become flags")
+                if default is not None:
+                    raise TypeError(f"{cls.__name__}.{f.name}: only int/float/str/bool fields, or fields whose "
+                                    "default is None, become flags")
+                annotation = hints[f.name]
             default_flags = ("--tasks", "-t") if f.name == "tasks" else "--" + f.name.replace("_", "-")
             flag = renames.get(f.name, default_flags)
             flags = (flag,) if isinstance(flag, str) else tuple(flag)
-            if kind is bool and len(flags) == 1 and "/" not in flags[0]:
+            if kind is bool and len(flags) == 1 and "/" not in flags[0] and f.metadata.get("negatable", True):
                 flags = (f"{flags[0]}/--no-{flags[0][2:]}",)  # a switch that can be turned either way
             extra: dict[str, Any] = {}
             if kind in (int, float):  # its bounds, at parse time (and int64 where a field has no maximum)
@@ -634,7 +657,7 @@ def config_options(
             info.ace_field = (cls, f.name, default)  # type: ignore[attr-defined]
             if f.name == "tasks":
                 info.ace_tasks = True  # type: ignore[attr-defined]
-            added.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=info))
+            added.append(inspect.Parameter(pname, kind_of_added, annotation=annotation, default=info))
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -652,7 +675,7 @@ def config_options(
                 raise ConfigError(f"{cls.__name__}: {e}") from e
             return fn(*args, **{param: config}, **kwargs)
 
-        wrapper.__signature__ = sig.replace(parameters=params + added)  # type: ignore[attr-defined]
+        wrapper.__signature__ = sig.replace(parameters=params[:at] + added + params[at:])  # type: ignore[attr-defined]
         return wrapper
 
     return decorate

@@ -1,0 +1,184 @@
+"""The command line is derived from configs (issue 33, item 4): every flag's default is written once.
+
+A flag is one of three kinds, told apart by what ``ace/cli/options.py`` leaves on its typer info:
+
+* derived from a config dataclass's field (``options.config_options``: ``ace_field``): its default, help and
+  bounds are the field's;
+* one of the shared flags of ``options.py`` (``--json``, ``--out``, ``--force``, ``--tasks``, ``-e/-p/-c``,
+  ``--scope``, ``--format``, ``--strict``: ``ace_shared``), written there once;
+* typed by hand in a command (``typer.Option(...)``, ``options.number_option(...)``).
+
+This test walks every command (tests/clitree.py) and fails on a hand-typed flag that :data:`HAND_TYPED` does not
+list, on a listed flag that is no longer hand-typed (the list only shrinks: take it out), and on a default that
+differs from its config field's, or from the named constant its flag stands for (:data:`CONSTANTS`), unless
+:data:`ON_PURPOSE` or :data:`TO_DECIDE` says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, fields
+
+import typer
+from clitree import option_info, walk
+
+from ace.cli import _register, app
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT, NEAR_SUCCESS
+from train.policies import DEFAULT_POLICY
+
+#: Flags still typed by hand, command -> flags (first spelling).  Converting one (a config field, or a shared
+#: option) means taking it out of here; the test fails until it is.  The command files named in the comments
+#: belong to other owners this session (/work/OWNERS.md); their flags wait here.
+HAND_TYPED: dict[str, set[str]] = {
+    # ace/cli/appcmd.py, curriculumcmd.py, modelcmd.py, servecmd.py
+    "app": {"--host", "--metrics", "--port", "--ttl"},
+    "curriculum step": {"--allow-repeat", "--details"},
+    "model prepare": {"--force", "--json"},
+    "serve vllm": {"--dry-run"},
+    # ace/cli/cyphercmd.py, ace/cli/db.py
+    "cypher": {"--param", "--timeout", "--file", "--max-rows"},
+    "db install": {"--force"},
+    "db logs": {"-n", "--file"},
+    "db start": {"--timeout"},
+    "db status": {"--json"},
+    "db stop": {"--timeout"},
+    # ace/cli/democmd.py, diagnosecmd.py, envcmd.py, graphcmd.py, rolloutcmd.py, scopecmd.py, simcmd.py
+    "demo": {"--tau2-weakness", "--weakness"},
+    "diagnose": {"--seed", "--rounds", "--probe-budget", "--policy", "--json"},
+    "env replay": {"--category"},
+    "eval": {"--name", "--judge", "--min-support", "--max-turns", "--force", "--gold-prefix", "--checkpoint", "--out",
+             "--user", "--experiment", "--policy", "--generate", "--limit", "--json"},
+    "ingest": {"--id-suffix", "--round", "--show", "--workers", "--skip-invalid", "--ray", "--near-success",
+               "--batch-size"},
+    "query": {"--param", "--list"},
+    "rollout": {"--force", "--ray-workers", "--ray", "--out", "--policy", "--full-schemas", "--limit", "--json"},
+    "scope delete": {"--yes"},
+    "sim rollouts": {"--seed", "--n", "--weakness"},
+    "verify": {"--skip-invalid", "--ray", "--show", "--rollouts"},
+    # ace/cli/synthcmd.py
+    "synth": {"--target", "--weakness", "--strategy", "--ray", "--rewriter-url", "--out", "--rewriter-model",
+              "--policy"},
+    # ace/cli/exportcmd.py, grpocmd.py, loopcmd.py, traincmd.py
+    "export": {"--out", "--format", "--force"},
+    "loop": {"--policy"},
+    "train grpo": {"--name", "--skip", "--force", "--eval-every", "--eval-limit", "--out", "--policy", "--metrics-out",
+                   "--experiment", "--report-to", "--limit"},
+    "train sft": {"--skip", "--force", "--out", "--policy", "--limit", "--json"},
+    "train user-sim": {"--skip", "--force", "--out", "--policy", "--limit"},
+}
+
+#: A flag of this name stands for this constant: its default is the constant, wherever it is declared.
+CONSTANTS = {
+    "--min-support": ("ace_graph.stats.MIN_SUPPORT", MIN_SUPPORT),
+    "--min-lift": ("ace_graph.stats.MIN_LIFT", MIN_LIFT),
+    "--near-success": ("ace_graph.stats.NEAR_SUCCESS", NEAR_SUCCESS),
+    "--policy": ("train.policies.DEFAULT_POLICY", DEFAULT_POLICY),
+}
+
+#: (command, flag) -> the default it has on purpose, apart from its field's or constant's, and why.
+ON_PURPOSE = {
+    ("synth", "--temperature"): (1.0, "a model's rollouts sample (above 0, so a task can pass sometimes)"),
+    ("synth", "--level"): ("tool", "synthesis targets tool compositions"),
+    ("synth", "--limit"): (50, "synthesis reads more frontier rows than a query shows"),
+    ("loop", "--min-support"): (1, "LoopConfig.min_support: the loop's small evaluations need 1"),
+    ("diagnose", "--policy"): (None, "no default: the policy of the scope diagnosed"),
+    ("synth", "--policy"): (None, "no default: the policy that made the scope's rollouts"),
+    ("ingest", "--policy"): (None, "the scope's policy name (-p of -e/-p/-c), not a policy spec"),
+}
+
+#: (command, flag) -> its default today, which differs from its constant's; fixing it changes what the command
+#: does, so its owner decides (issue 33).  The list only shrinks.
+TO_DECIDE = {
+    ("eval", "--min-support"): 5,  # against MIN_SUPPORT 20: eval would list fewer weak compositions by default
+}
+
+
+def _commands():
+    _register()
+    return list(walk(typer.main.get_command(app)))
+
+
+COMMANDS = _commands()
+
+
+def _options():
+    """(command, click option, its typer info) for every option of every command."""
+    return [(name, p, option_info(p)) for name, cmd in COMMANDS for p in cmd.params if p.param_type_name == "option"]
+
+
+OPTIONS = _options()
+
+
+def _hand_typed() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for name, p, info in OPTIONS:
+        if not hasattr(info, "ace_field") and not hasattr(info, "ace_shared"):
+            out.setdefault(name, set()).add(p.opts[0])
+    return out
+
+
+def test_the_walk_sees_every_kind_of_flag():
+    kinds = {"field": 0, "shared": 0, "hand": 0}
+    for _, _, info in OPTIONS:
+        kinds["field" if hasattr(info, "ace_field") else "shared" if hasattr(info, "ace_shared") else "hand"] += 1
+    assert len(OPTIONS) > 240 and min(kinds.values()) > 20, kinds
+    names = {name for name, _ in COMMANDS}
+    assert {"app", "curriculum step", "serve vllm", "model prepare", "synth", "train grpo"} <= names
+
+
+def test_no_flag_is_typed_by_hand_that_the_list_does_not_name():
+    found = _hand_typed()
+    new = {k: sorted(v - HAND_TYPED.get(k, set())) for k, v in found.items() if v - HAND_TYPED.get(k, set())}
+    assert not new, ("flags typed by hand in a command; derive them from a config dataclass "
+                     f"(options.config_options) or use a shared option of options.py: {new}")
+
+
+def test_the_list_of_hand_typed_flags_only_shrinks():
+    found = _hand_typed()
+    gone = {k: sorted(v - found.get(k, set())) for k, v in HAND_TYPED.items() if v - found.get(k, set())}
+    assert not gone, f"no longer typed by hand (or gone): take them out of HAND_TYPED: {gone}"
+
+
+def _field_default(cls, name):
+    f = next(f for f in fields(cls) if f.name == name)
+    return f.default if f.default is not MISSING else f.default_factory()
+
+
+def test_every_derived_flag_defaults_to_its_field():
+    seen = 0
+    for name, p, info in OPTIONS:
+        if not hasattr(info, "ace_field"):
+            continue
+        cls, field_name, default = info.ace_field
+        expected = _field_default(cls, field_name)
+        if default != expected:  # a per-command override (config_options(defaults=...)) must be listed
+            assert ON_PURPOSE.get((name, p.opts[0]), (expected,))[0] == default, \
+                f"`ace {name}` {p.opts[0]}: default {default!r}, {cls.__name__}.{field_name} says {expected!r}"
+        shown = p.default if info.default is not None else default  # env-resolved flags show their default
+        assert shown == default, (name, p.opts, p.default, default)
+        seen += 1
+    assert seen > 100
+
+
+def _default(p, info):
+    return info.ace_field[2] if hasattr(info, "ace_field") and info.default is None else p.default
+
+
+def test_a_flag_that_stands_for_a_constant_defaults_to_it():
+    seen, differ = set(), {}
+    for name, p, info in OPTIONS:
+        flag = next((f for f in p.opts if f in CONSTANTS), None)
+        if flag is None:
+            continue
+        const, value = CONSTANTS[flag]
+        default = _default(p, info)
+        seen.add((name, flag))
+        if default == value:
+            continue
+        if (name, flag) in ON_PURPOSE:
+            assert ON_PURPOSE[(name, flag)][0] == default, (name, flag, default)
+        else:
+            differ[(name, flag)] = default
+    assert differ == TO_DECIDE, (f"defaults that differ from their constant ({CONSTANTS}); use the constant, or "
+                                 f"list why in ON_PURPOSE; a fixed one leaves TO_DECIDE: {differ}")
+    assert {("synth", "--min-support"), ("eval", "--min-support"), ("ingest", "--near-success"),
+            ("rollout", "--policy"), ("train sft", "--policy")} <= seen, seen
