@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from ace.cli import app
-from ace.cli.options import number_option
+from ace.cli.options import config_options
 from ace_graph.errors import ConfigError
 from app import ENTRY
 
@@ -42,15 +43,23 @@ def metrics_inputs(files: list[Path]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+@dataclass(frozen=True)
+class AppConfig:
+    """Where `ace app` serves the dashboard, how long it caches, and the metrics files it lists."""
+
+    host: str = field(default="127.0.0.1", metadata={
+        "help": "Address to bind (loopback by default; 0.0.0.0 exposes it)."})
+    port: int = field(default=8501, metadata={"help": "Port to serve the dashboard on.", "min": 1, "max": 65_535})
+    ttl: int = field(default=30, metadata={"help": "Seconds a query result is cached before it is read again.",
+                                           "min": 0, "max": 86_400})
+    metrics: Optional[list[Path]] = field(default=None, metadata={"help": (
+        "A training metrics file (JSONL) outside the workspace's runs/ for the Training page to list as well; "
+        "repeatable. The page lists only these and runs/**/*metrics*.jsonl.")})
+
+
 @app.command("app")
-def app_cmd(
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default; 0.0.0.0 exposes it)."),
-    port: int = number_option(8501, "--port", min=1, max=65_535, help="Port to serve the dashboard on."),
-    ttl: int = number_option(30, "--ttl", min=0, max=86_400, help="Seconds a query result is cached before it is read again."),
-    metrics: Optional[list[Path]] = typer.Option(
-        None, "--metrics", help="A training metrics file (JSONL) outside the workspace's runs/ for the Training page "
-                                "to list as well; repeatable. The page lists only these and runs/**/*metrics*.jsonl."),
-) -> None:
+@config_options(AppConfig)
+def app_cmd(config: AppConfig = None) -> None:  # type: ignore[assignment]
     """Start the diagnostic dashboard (Streamlit) on http://HOST:PORT.
 
     It reads the graph of the configured Neo4j (the managed server of `ace db
@@ -61,7 +70,9 @@ def app_cmd(
     """
     import sys
 
-    env = {**os.environ, "ACE_APP_TTL": str(ttl), "ACE_APP_METRICS": json.dumps(metrics_inputs(metrics or []))}
+    host, port = config.host, config.port
+    env = {**os.environ, "ACE_APP_TTL": str(config.ttl),
+           "ACE_APP_METRICS": json.dumps(metrics_inputs(config.metrics or []))}
     cmd = [
         sys.executable, "-m", "streamlit", "run", str(ENTRY),
         "--server.address", host, "--server.port", str(port), "--server.headless", "true",

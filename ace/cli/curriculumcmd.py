@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
 import typer
 
@@ -18,6 +19,16 @@ curriculum_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(curriculum_app, name="curriculum")
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """What `ace curriculum step` feeds to :func:`ace.stages.curriculum_round` besides its config, and prints."""
+
+    allow_repeat: bool = field(default=False, metadata={
+        "help": "Allow feeding a scope that an earlier round already read.", "negatable": False})
+    details: bool = field(default=False, metadata={
+        "help": "Print every decision, not just the changes.", "negatable": False})
 
 
 def _ema(value) -> str:
@@ -61,11 +72,11 @@ def status(
 
 @curriculum_app.command("step")
 @config_options(CurriculumConfig, exclude=("depth_strata", "replay_share", "max_drift"))
+@config_options(StepRun, param="run", in_place=True)
 def step_cmd(
     experiment: str = experiment_option(),
     scope: str = scope_option(..., "Scope E/P/C of this experiment whose measurements feed this round."),
-    allow_repeat: bool = typer.Option(False, "--allow-repeat", help="Allow feeding a scope that an earlier round already read."),
-    details: bool = typer.Option(False, "--details", help="Print every decision, not just the changes."),
+    run: StepRun = None,  # type: ignore[assignment]  # --allow-repeat, --details
     as_json: bool = json_option("Print the round with every decision as JSON."),
     config: CurriculumConfig = None,  # type: ignore[assignment]  # built from the flags below
 ) -> None:
@@ -75,7 +86,7 @@ def step_cmd(
     many units moved between states, and the units that changed state); every
     decision with --details or --json.
     """
-    report = with_store(lambda store: curriculum_round(store, experiment, scope, config, allow_repeat))
+    report = with_store(lambda store: curriculum_round(store, experiment, scope, config, run.allow_repeat))
     if as_json:
         print(json.dumps(report.to_dict()))
         return
@@ -85,6 +96,7 @@ def step_cmd(
                   f"{counts['active']} active, {counts['mastered']} mastered, {counts['locked']} locked"))
     if report.changes():
         out.print(esc("  " + ", ".join(f"{k} {v}" for k, v in report.changes().items())))
+    details = run.details
     shown = report.decisions if details else [d for d in report.decisions if d.from_state != d.to_state]
     if shown:
         out.print(table(

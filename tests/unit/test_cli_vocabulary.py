@@ -114,7 +114,7 @@ def test_every_derived_flag_has_its_fields_default_and_help():
         field_default = f.default if f.default is not MISSING else f.default_factory()
         expected = OVERRIDES.get((name, field_name), field_default)
         assert default == expected, f"`ace {name}` {param.opts}: default {default!r}, {cls.__name__}.{field_name} "
-        if info.default is None:  # resolved from the environment, then the field: the help shows the field's
+        if info.default is None and field_default is not None:  # from the environment, then the field: the help shows the field's
             assert info.show_default == str(field_default), (name, param.opts)
         else:
             assert param.default == expected, (name, param.opts, param.default)
