@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ace_env.environments import BFCL, environment_of
+from ace_env.jsonable import jsonable
 from ace_env.sim import WeaknessSpec
 from ace_env.tasks import Task
 from ace_env.workspace import check_writable_kind
@@ -48,7 +49,7 @@ class SimReport:
     reused: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return jsonable(self)
 
 
 #: The most rollouts one `ace sim rollouts` writes (about 5 GB of JSONL); larger --n is refused.
@@ -139,15 +140,13 @@ class RoundReport:
     round: int
     scope: str
     decisions: list[Decision]
-    state: CurriculumState
+    state: CurriculumState = field(metadata={"json": False})
     states: dict[str, int]
 
     def to_dict(self, decisions: bool = True) -> dict[str, Any]:
-        d: dict[str, Any] = {"experiment": self.experiment, "round": self.round, "scope": self.scope,
-                             "states": self.states, "changes": self.changes()}
-        if decisions:
-            d["decisions"] = [x.to_dict() for x in self.decisions]
-        return d
+        """The round as JSON: its fields, then ``changes``, then (unless ``decisions`` is False) the decisions."""
+        return jsonable(self, exclude=("decisions",),
+                        extra={"changes": self.changes(), **({"decisions": self.decisions} if decisions else {})})
 
     def changes(self) -> dict[str, int]:
         """How many units moved ``from→to`` (``active→active`` counts units that stayed)."""
