@@ -78,8 +78,7 @@ CONSTANTS = {
 #: (command, flag) -> the default it has on purpose, apart from its field's or constant's, and why.
 ON_PURPOSE = {
     ("synth", "--temperature"): (1.0, "a model's rollouts sample (above 0, so a task can pass sometimes)"),
-    ("synth", "--level"): ("tool", "synthesis targets tool compositions"),
-    ("synth", "--limit"): (50, "synthesis reads more frontier rows than a query shows"),
+    ("synth", "--limit"): (50, "the frontier synthesis attacks is wider than the query's (synthcmd.SYNTH_FRONTIER)"),
     ("loop", "--min-support"): (1, "LoopConfig.min_support: the loop's small evaluations need 1"),
     ("diagnose", "--policy"): (None, "no default: the policy of the scope diagnosed"),
     ("synth", "--policy"): (None, "no default: the policy that made the scope's rollouts"),
@@ -183,6 +182,15 @@ def test_a_flag_that_stands_for_a_constant_defaults_to_it():
                                  f"list why in ON_PURPOSE; a fixed one leaves TO_DECIDE: {differ}")
     assert {("synth", "--min-support"), ("eval", "--min-support"), ("ingest", "--near-success"),
             ("rollout", "--policy"), ("train sft", "--policy")} <= seen, seen
+
+
+def test_every_listed_exception_is_a_flag_that_differs_today():
+    """ON_PURPOSE and TO_DECIDE name flags that exist, with the default they have: a stale entry fails."""
+    defaults = {(name, p.opts[0]): _default(p, info) for name, p, info in OPTIONS}
+    for key, (value, why) in ON_PURPOSE.items():
+        assert key in defaults and defaults[key] == value and why, (key, defaults.get(key))
+    for key, value in TO_DECIDE.items():
+        assert key in defaults and defaults[key] == value, (key, defaults.get(key))
 
 
 def test_the_commands_of_this_slice_type_no_flag_by_hand():
