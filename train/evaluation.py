@@ -27,6 +27,7 @@ from train.distributed import expected_ids, ray_rollouts
 from train.engine import RolloutConfig, RolloutEngine, in_order, write_rollouts
 from train.goldprefix import records, score_tasks
 from train.policies import GenerationConfig, PolicyError, RequestConfig, load_policy
+from train.rewards import STRICT
 
 
 def rollout_to_file(
@@ -89,8 +90,10 @@ def evaluate(
     if totals["rollouts"] and totals["errors"] == totals["rollouts"]:
         raise PolicyError(f"every one of the {totals['rollouts']} rollouts ended by a policy error (the first: "
                           f"{first_error(out)}); nothing is stored: check that the policy answers (rollouts in {out})")
-    # Verified under the engine's own budget: a call it ended as timeout is attributed the same.
-    report = ingest_file(store, out, {t.id: t for t in tasks}, experiment, name, checkpoint, budget=config.budget)
+    # Verified under the engine's own budget (a call it ended as timeout is attributed the same) and by the
+    # reward's rules (train.rewards.STRICT), so a checkpoint's pass rate counts what GRPO rewards.
+    report = ingest_file(store, out, {t.id: t for t in tasks}, experiment, name, checkpoint, budget=config.budget,
+                         strict=STRICT)
     return {**_tables(store, report.scope, experiment, report.read, min_support),
             "rollout": totals, "ingest": report.to_dict()}
 
