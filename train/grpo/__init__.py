@@ -36,9 +36,9 @@ function).
 
 from train.grpo.config import VLLM_MODES, GRPORunConfig, vllm_settings
 from train.grpo.metrics import MetricsWriter
-from train.grpo.rollout import ACERollout, StepRecord, check_sequence_length, episode_tokens
+from train.grpo.rollout import ACERollout, StepRecord, check_mode, check_sequence_length, episode_tokens
 from train.grpo.trainer import bounded_grpo_trainer, train_grpo, trim_padding
 from train.rewards import ace_reward, reward_of
 
 __all__ = ["ACERollout", "GRPORunConfig", "MetricsWriter", "StepRecord", "VLLM_MODES", "ace_reward", "bounded_grpo_trainer",
-           "check_sequence_length", "episode_tokens", "reward_of", "train_grpo", "trim_padding", "vllm_settings"]
+           "check_mode", "check_sequence_length", "episode_tokens", "reward_of", "train_grpo", "trim_padding", "vllm_settings"]

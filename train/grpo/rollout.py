@@ -7,10 +7,11 @@ import itertools
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ace_env.environments import environment_of
 from ace_env.errors import ConfigError
 from ace_env.fields import offset_seed
 from ace_env.tasks import Task
@@ -25,6 +26,15 @@ from train.rewards import STRICT, reward_of
 from train.transitions import Transitions
 
 log = logging.getLogger(__name__)
+
+
+def check_mode(tasks: Iterable[Any], config: GRPORunConfig) -> None:
+    """Refuse, in one line, whole-episode GRPO on an environment whose rollouts are dialogues with a simulated
+    user (the rollout engine plays a task's own user turns); its gold-prefix steps train with ``--transitions``."""
+    env = environment_of(tasks)
+    if env.dialogues and not config.transitions:
+        raise ConfigError(f"whole-episode GRPO plays a task's own user turns, and {env.title} tasks are dialogues "
+                          "with a simulated user: train on their gold-prefix steps with --transitions")
 
 
 def episode_tokens(tokenizer: Any, template: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
@@ -81,6 +91,7 @@ class ACERollout:
         template: str,
         policy_factory: Callable[[Any], Policy] | None = None,
     ):
+        check_mode(tasks.values(), config)
         self.config = config
         self.template = template
         #: Transition mode: prompts are gold-prefix steps (train.transitions), keyed TASK@TURN.INDEX.

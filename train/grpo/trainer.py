@@ -16,7 +16,7 @@ from ace_env.errors import ConfigError
 from ace_env.tasks import Task
 from train.grpo.config import GRPORunConfig, vllm_settings
 from train.grpo.metrics import MetricsWriter
-from train.grpo.rollout import ACERollout
+from train.grpo.rollout import ACERollout, check_mode
 from train.logprobs import install_bounded_lm_head
 from train.policies.base import Policy
 from train.policies.hf import set_torch_threads
@@ -146,6 +146,7 @@ def train_grpo(
 
     if not tasks:
         raise ConfigError("no tasks to train on")
+    check_mode(tasks.values(), config)  # before the model loads
     vllm_args = vllm_settings(config, torch.cuda.is_available(), importlib.util.find_spec("vllm") is not None)
     set_torch_threads()
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
