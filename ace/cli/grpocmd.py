@@ -89,13 +89,13 @@ def grpo_cmd(
         check_name(name, "--name")
     out = check_out(Path(out), force, directory=True)
     metrics_path = check_out(Path(metrics_out), force, what="--metrics-out") if metrics_out else out / "metrics.jsonl"
-    model_dir = _local_model(policy)
     task_list = _select(tasks, skip, limit)
+    check_mode(task_list, config)  # before the model resolves
+    model_dir = _local_model(policy)
     reporters = [] if report_to == "none" else [report_to]
     if report_to not in ("none", "tensorboard", "wandb"):
         raise ConfigError(f"--report-to {report_to!r}: choose none, tensorboard or wandb")
     graph_name = name if name is not None else policy_name(policy)  # an empty --name is refused, not the default
-    check_mode(task_list, config)
     eval_list = _select(eval_tasks or tasks, 0, eval_limit) if eval_every else []
     if eval_list and environment_of(eval_list).dialogues:
         raise ConfigError(f"--eval-every replays the tasks' own user turns, and {environment_of(eval_list).title} "
