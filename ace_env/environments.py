@@ -37,11 +37,12 @@ from ace_env.bounded import BoundedVerifier
 from ace_env.errors import ConfigError
 from ace_env.oracle import replay_oracle
 from ace_env.scaleout import RayVerifier  # imports Ray, an optional extra, only when it connects
-from ace_env.sim import DEMO_WEAKNESS, WeaknessSpec, load_weakness, simulate, simulate_one
+from ace_env.sim import DEMO_WEAKNESS, WeaknessSpec, gold_prefix_step, load_weakness, simulate, simulate_one
 from ace_env.tasks import Task
 from ace_env.tau2.replay import replay_tasks as replay_tau2
 from ace_env.tau2.rollouts import Tau2Verifier, refuse_ray
 from ace_env.tau2.sim import check_sim_domains, load_tau2_weakness, simulate_turns
+from ace_env.tau2.sim import gold_prefix_step as tau2_gold_prefix_step
 from ace_env.tau2.sim import simulate as simulate_tau2
 from ace_env.tau2.tasks import Tau2Task, tau2_tool_info
 from ace_env.verifier import ground_truth_rollout, verify
@@ -65,6 +66,13 @@ class ToolEnvironment:
     tool_info: Callable[[Sequence[Any]], dict[str, tuple[str, str]]]
     probes: bool  # whether ACE builds probe tasks for its edges (ace diagnose)
     demo_weakness: Path | None  # the simulated agent's weakness file when a command names none
+    # Hooks the training layer asks (appended by the training side; None: the environment has none).
+    export_format: str | None = None  # `ace export --format` of its own task files
+    own_source: str | None = None  # the source its own tasks carry (not a synthesized task)
+    #: The simulated agent's answer at one gold-prefix step (task, turn, index, weakness, rng) -> (call, slip):
+    #: a call string in BFCL's python-list form, or a tool-call object ({name, arguments}); None: no call.
+    gold_prefix_step: Callable[[Any, int, int, WeaknessSpec, Any], tuple[Any, Any]] | None = None
+    dialogues: bool = False  # whether a policy's rollout is a dialogue with a simulated user (not the task's own turns)
 
     def owns(self, task: Any) -> bool:
         return isinstance(task, self.task_type)
@@ -138,6 +146,9 @@ BFCL = ToolEnvironment(
     tool_info=bfcl_tool_info,
     probes=True,
     demo_weakness=DEMO_WEAKNESS,
+    export_format="bfcl",
+    own_source="bfcl",
+    gold_prefix_step=gold_prefix_step,
 )
 
 
@@ -166,6 +177,9 @@ TAU2 = ToolEnvironment(
     tool_info=lambda tasks: tau2_tool_info([t for t in tasks if isinstance(t, Tau2Task)]),
     probes=False,
     demo_weakness=None,
+    export_format="tau2",
+    gold_prefix_step=lambda task, turn, index, spec, rng: tau2_gold_prefix_step(task, index, spec, rng),
+    dialogues=True,
 )
 
 

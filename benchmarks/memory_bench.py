@@ -94,16 +94,17 @@ def _child_grpo(model: str, prompts: int, generations: int, work: str) -> dict:
     from ace_env import bfcl
     from ace_env.sim import parse_weakness
     from train import grpo
+    from train.grpo import rollout as grpo_rollout
     from train.policies.sim import SimPolicy
 
     lengths: list[int] = []
-    check = grpo.check_sequence_length
+    check = grpo_rollout.check_sequence_length
 
     def recording(task_id: str, n_tokens: int, limit: int) -> None:
         lengths.append(n_tokens)
         check(task_id, n_tokens, limit)
 
-    grpo.check_sequence_length = recording
+    grpo_rollout.check_sequence_length = recording  # where ACERollout looks it up
     weakness = parse_weakness({"defaults": {"error": 0.3}})
     tasks = {t.id: t for t in bfcl.load_tasks("base")[:prompts]}
     config = grpo.GRPORunConfig(steps=1, prompts_per_step=prompts, generations=generations, dynamic_filtering=False)

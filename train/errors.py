@@ -11,7 +11,13 @@ from __future__ import annotations
 from ace_env.errors import AceError
 
 
-class PolicyError(AceError):
+class TrainError(AceError):
+    """Base of every error the training layer raises on purpose (a caller may catch it, or ``AceError`` for all of
+    ACE).  The two request signals below are internal to the OpenAI policy and derive from ``Exception`` only, so
+    that no ``except AceError`` on the way can swallow a retry."""
+
+
+class PolicyError(TrainError):
     """A policy cannot be loaded or cannot answer (bad spec, missing model, endpoint down)."""
 
 
@@ -31,11 +37,11 @@ class RefusedRequest(Exception):
     context): that conversation's reply is an error, recorded on its rollout (internal: never leaves the policy)."""
 
 
-class ExportError(AceError):
+class ExportError(TrainError):
     """A dataset could not be exported."""
 
 
-class CurriculumStoreError(AceError):
+class CurriculumStoreError(TrainError):
     """The curriculum could not be read from or written to the graph."""
 
 
@@ -43,5 +49,5 @@ class CurriculumConflictError(CurriculumStoreError):
     """Another step advanced the curriculum between this step's read and its write."""
 
 
-class EnvironmentUseError(AceError):
+class EnvironmentUseError(TrainError):
     """An environment was used in a way it cannot serve (no task, a row for another tool set)."""

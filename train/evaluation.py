@@ -89,7 +89,8 @@ def evaluate(
     if totals["rollouts"] and totals["errors"] == totals["rollouts"]:
         raise PolicyError(f"every one of the {totals['rollouts']} rollouts ended by a policy error (the first: "
                           f"{first_error(out)}); nothing is stored: check that the policy answers (rollouts in {out})")
-    # Verified under the engine's own budget: a call it ended as timeout is attributed the same.
+    # Verified under the engine's own budget (a call it ended as timeout is attributed the same), by the
+    # benchmark's own rules as every diagnosis is (GRPO's reward keeps the strict ones: train.rewards.STRICT).
     report = ingest_file(store, out, {t.id: t for t in tasks}, experiment, name, checkpoint, budget=config.budget)
     return {**_tables(store, report.scope, experiment, report.read, min_support),
             "rollout": totals, "ingest": report.to_dict()}

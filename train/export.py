@@ -39,11 +39,11 @@ Four formats:
       offered in it, so a multi-turn consumer can play the whole conversation;
     * ``task``: the whole task as a JSON string, what a reward needs
       (:func:`train.rewards.verifier_reward` and
-      :class:`train.environment.AceEnvironment` rebuild it with
+      :class:`train.trlenv.TrlToolEnv` rebuild it with
       :meth:`Task.from_dict` and verify against its ground truth);
     * ``environment``: the name of the task's turn-0 tool set, which routes the
       row to its environment class when ``GRPOTrainer`` gets
-      ``environment_factory=train.environment.environment_factories(rows)``;
+      ``environment_factory=train.trlenv.environment_factories(rows)``;
     * ``task_id`` and ``n_turns``;
 
     plus ``dataset_info.json`` describing the columns.
@@ -85,15 +85,18 @@ from typing import Any, Iterable
 
 from ace_env import bfcl, twins
 from ace_env.calls import Call, parse_call
+from ace_env.environments import ENVIRONMENTS, environment_of
 from ace_env.errors import ConfigError
 from ace_env.executor import OK
 from ace_env.oracle import oracle_for
 from ace_env.tasks import Task
 from ace_env.workspace import check_out, check_writable_kind
 from train.errors import ExportError
-from train.export_tau2 import write_tau2
+from train.export_tau2 import OWN_FORMAT_WRITER as TAU2_WRITER
 
-FORMATS = ("bfcl", "trl", "openai-sft", "tau2")
+#: Formats any environment's tasks export to; beside them, each environment's own (its ``export_format``).
+COMMON_FORMATS = ("trl", "openai-sft")
+FORMATS = tuple(env.export_format for env in ENVIRONMENTS.values() if env.export_format) + COMMON_FORMATS
 
 BFCL_QUESTION_FILE = "BFCL_v4_multi_turn_ace_question.json"
 BFCL_ANSWER_FILE = "possible_answer/BFCL_v4_multi_turn_ace_possible_answer.json"
@@ -287,9 +290,9 @@ TRL_COLUMNS = {
              "schemas first offered in that turn (empty for turn 0: see tools), tools_offered: names of every tool "
              "offered in that turn}",
     "task": "the full ACE task as a JSON string (ace_env.tasks.Task.to_dict): initial state, every turn and its "
-            "ground truth; train.rewards.verifier_reward and train.environment.AceEnvironment read it",
+            "ground truth; train.rewards.verifier_reward and train.trlenv.TrlToolEnv read it",
     "environment": "name of the task's turn-0 tool set; routes the row to its class in "
-                   "train.environment.environment_factories(rows) (GRPOTrainer's environment_factory)",
+                   "train.trlenv.environment_factories(rows) (GRPOTrainer's environment_factory)",
     "task_id": "the task's id",
     "n_turns": "number of user turns (the length of turns)",
 }
@@ -423,10 +426,9 @@ def export(tasks: Iterable[Task], fmt: str, out: str | Path, force: bool = False
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it owner-only
     try:
-        if fmt == "bfcl":
-            _write_bfcl(tasks, tmp, report)
-        elif fmt == "tau2":  # τ²'s own task schema, each task round-tripped through τ²'s evaluator
-            write_tau2(tasks, tmp, report)
+        own = own_format_writers().get(fmt)
+        if own is not None:  # an environment's own task files (τ²'s: each task round-tripped through its evaluator)
+            own(tasks, tmp, report)
         else:
             _write_jsonl(tasks, fmt, tmp, report)
         report.files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
@@ -452,7 +454,7 @@ def _write_bfcl(tasks: Iterable[Task], tmp: Path, report: ExportReport) -> None:
             if problem:
                 report.skip(task.id, problem)
                 continue
-            long = task.long_context and task.source != "bfcl"
+            long = task.long_context and task.source != environment_of((task,)).own_source
             if long not in files:
                 q_name, a_name = (BFCL_LONG_QUESTION_FILE, BFCL_LONG_ANSWER_FILE) if long else \
                     (BFCL_QUESTION_FILE, BFCL_ANSWER_FILE)
@@ -478,6 +480,13 @@ def _write_bfcl(tasks: Iterable[Task], tmp: Path, report: ExportReport) -> None:
         (tmp / BFCL_ANSWER_FILE).touch()
     if offered_twins:
         _write_twins(offered_twins, tmp)
+
+
+def own_format_writers() -> dict[str, Any]:
+    """The writer of each environment's own format (its ``export_format``), found by the environment's task type."""
+    by_type = dict([(Task, _write_bfcl), TAU2_WRITER])
+    return {env.export_format: by_type[env.task_type] for env in ENVIRONMENTS.values()
+            if env.export_format and env.task_type in by_type}
 
 
 def _write_twins(names: list[str], tmp: Path) -> None:

@@ -85,3 +85,7 @@ def roundtrip(folder: str | Path, tasks: dict[tuple[str, str], Tau2Task] | None 
                   if judge((tasks or {}).get((domain, r["id"])), domain, r, fresh) is not None]
         out[domain] = {"tasks": len(rows), "passed": len(rows) - len(failed), "failed": failed}
     return out
+
+
+#: This module's writer of an environment's own format, with the task type it writes (train.export's registry).
+OWN_FORMAT_WRITER = (Tau2Task, write_tau2)

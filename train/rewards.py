@@ -1,4 +1,9 @@
-"""TRL-native rewards that call ACE's verifier.
+"""ACE's reward: one definition of a verdict's scalar reward, and the TRL-native reward functions built on it.
+
+:func:`reward_of` is the one place a verdict becomes a number: GRPO's rollouts
+(:mod:`train.grpo`), the exported TRL reward (:func:`verifier_reward`), TRL's
+environment (:class:`train.trlenv.TrlToolEnv`) and evaluation's pass counts all
+go through it, so they cannot disagree on the same rollout.
 
 :func:`verifier_reward` has TRL's reward signature ``(prompts, completions,
 **kwargs) -> list[float]`` and reads the ``task`` column of ACE's TRL export
@@ -32,9 +37,50 @@ import json
 from typing import Any, Sequence
 
 from ace_env.bounded import BoundedVerifier, LineError
+from ace_env.errors import ConfigError
 from ace_env.modelout import parse_message, parse_output
 from ace_env.tasks import Task
+from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
 from ace_env.worker import Budget
+
+#: Whether ACE's rules stricter than the benchmark's checker (no call in a turn whose ground truth is empty, no
+#: tool that was not offered, no call that does not parse) fail a rewarded rollout: GRPO, the exported reward,
+#: TRL's environment and evaluation all judge by them (``ace ingest`` and ``ace verify`` leave them off unless
+#: ``--strict``, as the diagnosis judges).
+STRICT = True
+
+#: Attributions of a rollout a tool call of which went over its budget: reward 0, whatever its partial credit.
+OVER_BUDGET = (TIMEOUT, RESOURCE_LIMIT)
+
+
+def reward_of(verdict: Any, partial_credit: float = 0.0) -> float:
+    """The scalar reward of a verdict: 1 for a pass, else ``W × partial_credit`` (W = ``partial_credit``, the
+    weight); 0 for a rollout that went over budget, and for a line that could not be verified (a
+    :class:`~ace_env.bounded.LineError`).
+
+    >>> from types import SimpleNamespace as V
+    >>> reward_of(V(reward=1.0, partial_credit=1.0, attribution=None)), reward_of(V(reward=0.0, partial_credit=0.5, attribution="wrong_args"), 0.5)
+    (1.0, 0.25)
+    """
+    if isinstance(verdict, LineError):
+        return 0.0
+    if verdict.reward >= 1.0:
+        return 1.0
+    if getattr(verdict, "attribution", None) in OVER_BUDGET:
+        return 0.0
+    return partial_credit * float(verdict.partial_credit)
+
+
+def ace_reward(prompts: Sequence[Any], completions: Sequence[Any], ace_reward: Sequence[float] | None = None, **kwargs: Any) -> list[float]:
+    """TRL-native reward: the verifier's reward that ACE's rollout computed for each completion (GRPO's
+    ``rollout_func`` puts :func:`reward_of` of each verdict in the ``ace_reward`` field).
+
+    >>> ace_reward(["t1", "t1"], ["...", "..."], ace_reward=[1.0, 0.0])
+    [1.0, 0.0]
+    """
+    if ace_reward is None:
+        raise ConfigError("ace_reward needs the rollout's `ace_reward` field: use it with ACE's rollout_func.")
+    return [float(r) for r in ace_reward]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -77,7 +123,8 @@ def completion_calls(completion: Any) -> list[Any]:
 
 def verifier_reward(prompts: Sequence[Any], completions: Sequence[Any], task: Sequence[str] | None = None,
                     partial: bool = False, budget: Budget | None = None, **kwargs: Any) -> list[float]:
-    """1.0 when a completion passes verification on the turns it reaches, else 0.0 (``partial``: share of turns)."""
+    """1.0 when a completion passes verification on the turns it reaches, else 0.0 (``partial``: share of turns);
+    :func:`reward_of` of its verdict, with weight 1 when ``partial``."""
     if task is None:
         raise ValueError("verifier_reward needs the 'task' column of ACE's TRL export (ace export --format trl)")
     rewards: list[float | None] = []
@@ -93,15 +140,15 @@ def verifier_reward(prompts: Sequence[Any], completions: Sequence[Any], task: Se
         items.append((t.id, turns, None))
         rewards.append(None)
     # The calls are model output: they run in a watched worker, each under the budget (never here).
-    with BoundedVerifier(tasks, budget or Budget()) as verifier:
+    with BoundedVerifier(tasks, budget or Budget(), strict=STRICT) as verifier:
         results = iter(verifier.verify_many(items) if items else [])
     out = []
     for r in rewards:
         if r is None:
-            v = next(results)
-            r = 0.0 if isinstance(v, LineError) else float(v.partial_credit if partial else v.reward)
+            r = reward_of(next(results), 1.0 if partial else 0.0)
         out.append(r)
     return out
 
 
-__all__ = ["completion_calls", "completion_turns", "first_turn_task", "task_prefix", "verifier_reward"]
+__all__ = ["ace_reward", "completion_calls", "completion_turns", "first_turn_task", "reward_of", "task_prefix",
+           "verifier_reward"]

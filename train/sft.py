@@ -23,14 +23,16 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
+from ace_env.environments import environment_of
 from ace_env.errors import ConfigError
 from ace_env.fields import SEED_MAX, check_bounds
 from ace_env.tasks import Task
 from train.engine import offered_schemas
 from train.errors import ExportError
 from train.export import to_openai_sft
+from train.goldprefix import transcript
 from train.logprobs import install_bounded_lm_head
 from train.policies.base import MAX_SEQUENCE_TOKENS, PolicyError
 from train.policies.hf import load_model
@@ -68,16 +70,35 @@ class SFTRunConfig:
                               "a step accumulates batch-size / micro-batch passes")
 
 
-def oracle_transcripts(tasks: Iterable[Task]) -> tuple[list[dict[str, Any]], list[str]]:
+def _oracle_row(task: Task) -> dict[str, Any]:
+    """A BFCL task's oracle played as its own user turns (:func:`train.export.to_openai_sft`)."""
+    return {"messages": to_openai_sft(task)["messages"], "tools": offered_schemas(task, 0)}
+
+
+def _gold_transcript_row(task: Any) -> dict[str, Any]:
+    """A task's gold-prefix transcript whole (:func:`train.goldprefix.transcript`: for τ², the ideal dialogue
+    in the agent's view, its system prompt and tools), every gold agent message with loss."""
+    tr = transcript(task)
+    return {"messages": [dict(m) for m in tr.messages], "tools": tr.tools_for(0)}
+
+
+#: The SFT transcript of a task, by its environment's task type; an environment not listed trains on its
+#: gold-prefix transcript (:func:`_gold_transcript_row`).
+SFT_ROWS: dict[type, Callable[[Any], dict[str, Any]]] = {Task: _oracle_row}
+
+
+def oracle_transcripts(tasks: Iterable[Any]) -> tuple[list[dict[str, Any]], list[str]]:
     """(rows of {messages, tools, task_id}, reasons of tasks skipped)."""
     rows, skipped = [], []
+    tasks = list(tasks)
+    row_of = SFT_ROWS.get(environment_of(tasks).task_type, _gold_transcript_row)
     for task in tasks:
         try:
-            row = to_openai_sft(task)
-        except ExportError as e:
+            row = row_of(task)
+        except (ExportError, PolicyError) as e:
             skipped.append(str(e))
             continue
-        rows.append({"messages": row["messages"], "tools": offered_schemas(task, 0), "task_id": task.id})
+        rows.append({**row, "task_id": task.id})
     return rows, skipped
 
 

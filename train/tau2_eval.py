@@ -49,6 +49,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
+from ace_env.environments import environment_of
 from ace_env.errors import ConfigError
 from ace_env.fields import offset_seed
 from ace_env.tau2.calls import Tau2Calls
@@ -317,7 +318,7 @@ def evaluate_tau2(store: GraphStore, policy_spec: str, tasks: list[Tau2Task], ex
                           f" (ingest: {report.to_dict()['invalid']} invalid)")
     tables = _tables(store, report.scope, experiment, report.read, min_support)
     steps = sum(len(t.agent_actions) or 1 for t in tasks) * config.n_per_task
-    return {**tables, "tasks": len(tasks), "steps": steps, "environment": "tau2", "reward_method": EXACT,
+    return {**tables, "tasks": len(tasks), "steps": steps, "environment": environment_of(tasks).name, "reward_method": EXACT,
             **summarize(rows), "rollout": totals, "ingest": report.to_dict()}
 
 

@@ -5,7 +5,9 @@ task, with the oracle's calls and real outputs before it in context
 (:mod:`train.goldprefix`); the policy samples G answers, the first call of each
 replaces the oracle's call at that step and the turn is verified by execution in
 the bounded worker: reward 1 when the turn still verifies (the call reproduced
-the step's effect), else 0.  A 135M model gets some of these right, so groups
+the step's effect), else 0.  Each environment's steps are built and judged by its gold-prefix hooks
+(:data:`train.goldprefix.HOOKS`: BFCL's task turns, τ²'s ideal dialogue), so a run on τ² tasks is the
+same run.  A 135M model gets some of these right, so groups
 have variance and dynamic filtering keeps them, where whole multi-turn episodes
 give it 0 every time.
 
@@ -20,14 +22,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ace_env.bounded import BoundedVerifier
 from ace_env.errors import ConfigError
 from ace_env.tasks import Task
 from ace_env.worker import Budget
 from train.errors import ExportError
 from train.filtering import Group
-from train.goldprefix import GoldStep, Transcript, judge_replies, transcript
-from train.policies.base import Conversation, GenerationConfig, Policy
+from train.goldprefix import GoldStep, Transcript, hooks_of, transcript
+from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError
 
 
 def step_key(tr: Transcript, step: GoldStep) -> str:
@@ -53,7 +54,7 @@ def transition_steps(tasks: dict[str, Task], targets: set[tuple[str, str]] | Non
     for task in tasks.values():
         try:
             tr = transcript(task)
-        except ExportError:
+        except (ExportError, PolicyError):  # a gold that does not execute, or an ideal dialogue that cannot be built
             continue
         tools = {s.flat: s.tool for s in tr.steps}
         for s in tr.steps:
@@ -99,8 +100,7 @@ class Transitions:
         replies = policy.generate(convs, generation)
         timing["generate"] += time.perf_counter() - start
         start = time.perf_counter()
-        with BoundedVerifier({tr.task.id: tr.task for tr, _ in pairs}, budget, keep_steps=True) as verifier:
-            scores = judge_replies(verifier, pairs, replies)
+        scores = hooks_of([tr.task for tr, _ in pairs]).judge(pairs, replies, budget)
         timing["verify"] += time.perf_counter() - start
         groups = []
         for j, key in enumerate(keys):

@@ -13,6 +13,7 @@ import typer
 from ace.cli.graphcmd import with_store
 from ace.cli.options import MAX_TASKS, config_options, console, esc, json_option, number_option, table, tasks_option
 from ace.cli.traincmd import LR_FLAGS, train_app
+from ace_env.environments import environment_of
 from ace_env.tasksets import load_task_set, load_tau2_task_set, parse_task_spec
 from ace_env.workspace import ace_home, check_name, check_out
 from ace_graph.errors import ConfigError
@@ -21,7 +22,7 @@ from train.engine import RolloutConfig
 from train.errors import ExportError
 from train.evaluation import evaluate
 from train.export import to_openai_sft
-from train.grpo import GRPORunConfig, train_grpo
+from train.grpo import GRPORunConfig, check_mode, train_grpo
 from train.models import resolve_model
 from train.policies import policy_name
 from train.policies.base import GenerationConfig
@@ -40,7 +41,7 @@ def _local_model(policy: str) -> Path:
 
 
 def _select(spec: str, skip: int, limit: Optional[int]) -> list[Any]:
-    tasks = list(load_task_set(spec).values())[skip:]
+    tasks = list(load_task_set(spec, tau2=True).values())[skip:]  # every environment's tasks
     if limit is not None:
         tasks = tasks[:limit]
     if not tasks:
@@ -88,13 +89,17 @@ def grpo_cmd(
         check_name(name, "--name")
     out = check_out(Path(out), force, directory=True)
     metrics_path = check_out(Path(metrics_out), force, what="--metrics-out") if metrics_out else out / "metrics.jsonl"
-    model_dir = _local_model(policy)
     task_list = _select(tasks, skip, limit)
+    check_mode(task_list, config)  # before the model resolves
+    model_dir = _local_model(policy)
     reporters = [] if report_to == "none" else [report_to]
     if report_to not in ("none", "tensorboard", "wandb"):
         raise ConfigError(f"--report-to {report_to!r}: choose none, tensorboard or wandb")
     graph_name = name if name is not None else policy_name(policy)  # an empty --name is refused, not the default
     eval_list = _select(eval_tasks or tasks, 0, eval_limit) if eval_every else []
+    if eval_list and environment_of(eval_list).dialogues:
+        raise ConfigError(f"--eval-every replays the tasks' own user turns, and {environment_of(eval_list).title} "
+                          "tasks are dialogues with a simulated user: evaluate the saved model with `ace eval`")
     if eval_list:  # the evaluations store these tasks: a task file may not change a stored one
         with_store(lambda store: refuse_changes_to_stored_tasks(store, {t.id: t for t in eval_list},
                                                                 eval_tasks or tasks))

@@ -40,7 +40,8 @@ def sft_cmd(
     config: SFTRunConfig = None,  # type: ignore[assignment]
 ) -> None:
     """Fine-tune on oracle transcripts (the ground truth played as a conversation, tool results
-    included), loss on assistant tokens only, with TRL's SFTTrainer.
+    included), loss on assistant tokens only, with TRL's SFTTrainer.  τ² tasks (tau2:airline, tau2:retail)
+    train on their ideal dialogue in the agent's view, as `ace eval --gold-prefix` shows it.
 
     Example (train on base tasks 10-49, evaluate on 0-9 with `ace eval --limit 10`):
     `ace train sft --tasks bfcl:base --skip 10 --limit 40 --out runs/sft`.
@@ -50,7 +51,7 @@ def sft_cmd(
     if kind != "hf" or not model:
         raise ConfigError(f"--policy {policy!r}: SFT trains a local model, give hf:<folder or name>")
     out = check_out(Path(out), force, directory=True)
-    task_list = list(load_task_set(tasks).values())[skip:]
+    task_list = list(load_task_set(tasks, tau2=True).values())[skip:]  # every environment's tasks
     if limit is not None:
         task_list = task_list[:limit]
     if not task_list:

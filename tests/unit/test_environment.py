@@ -8,14 +8,14 @@ import json
 import pytest
 import torch  # noqa: F401  (the train extra is part of setup: without it these tests fail, never skip)
 
-import train.environment as environment
+import train.trlenv as environment
 from ace_env import bfcl
 from ace_env.bfcl import load_tasks
 from ace_env.verifier import verify
-from train.environment import environment_class, environment_factories, prepare_tokenizer
 from train.errors import EnvironmentUseError
 from train.export import export, to_trl
 from train.rewards import verifier_reward
+from train.trlenv import environment_class, environment_factories, prepare_tokenizer
 
 
 def test_the_docstring_example_runs():

@@ -162,7 +162,7 @@ def test_shared_prefix_scoring_gives_every_steps_scores_of_one_pass_per_task(tin
 def test_shared_prefix_scoring_sees_the_same_logits_as_one_pass_per_task(tiny, base, monkeypatch):
     """Below the scores: at every scored position the shared-prefix path's logits equal one whole pass's, and so
     does the model's top token (what exact match reads), whether or not it is the gold one."""
-    import train.goldprefix as gp
+    import train.goldprefix.forced as gp
 
     seen: dict[str, list] = {}
     real = gp._forced_scores

@@ -25,7 +25,6 @@ from synth.repair import usable_version
 from synth.strategies.distractor import distractor, twin_candidates, with_distractors
 from synth.taskcheck import DISTRACTOR_NOT_NEW, adjacent_positions, check_task, distractor_problems, flat_calls
 from train.engine import offered_schemas
-from train.environment import environment_class
 from train.export import (
     TWIN_DOC_DIR,
     TWIN_MODULE_FILE,
@@ -35,6 +34,7 @@ from train.export import (
     to_openai_sft,
     to_trl,
 )
+from train.trlenv import environment_class
 
 #: The compositions of issue 26 whose ``to`` tool must have twins.
 TARGETS = [("pressBrakePedal", "startEngine"), ("touch", "echo"), ("get_zipcode_based_on_city", "estimate_distance"),

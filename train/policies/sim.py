@@ -22,8 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ace_env.environments import environment_of
-from ace_env.sim import WeaknessSpec, gold_prefix_step, load_weakness, simulate_one
-from ace_env.tau2.sim import gold_prefix_step as tau2_gold_prefix_step
+from ace_env.sim import WeaknessSpec, load_weakness, simulate_one
 from train.policies.base import Conversation, GenerationConfig, PolicyError, Reply
 
 DONE_TEXT = "Done."
@@ -76,18 +75,19 @@ class SimPolicy:
             raise PolicyError("the simulated agent needs the conversation's task")
         t, i = conv.state["gold_step"]
         rng = random.Random(seed * 1_000_003 + zlib.crc32(conv.key.encode()))
-        if environment_of((conv.task,)).name == "tau2":  # a τ² call is an object: answer with a tool call
-            call, slip = tau2_gold_prefix_step(conv.task, i, self.weakness, rng)
-            conv.state["slips"] = [slip] if slip else []
-            if call is None:
-                return Reply({"role": "assistant", "content": DONE_TEXT})
-            args = call["arguments"]
-            return Reply({"role": "assistant", "content": None, "tool_calls": [{
-                "id": f"sim_{t}_{i}", "type": "function",
-                "function": {"name": call["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}}]})
-        made, slip = gold_prefix_step(conv.task, t, i, self.weakness, rng)
+        env = environment_of((conv.task,))
+        if env.gold_prefix_step is None:
+            raise PolicyError(f"the simulated agent plays no gold-prefix steps of {env.title} tasks")
+        made, slip = env.gold_prefix_step(conv.task, t, i, self.weakness, rng)
         conv.state["slips"] = [slip] if slip else []
-        return Reply({"role": "assistant", "content": f"[{made}]" if made is not None else DONE_TEXT})
+        if made is None:
+            return Reply({"role": "assistant", "content": DONE_TEXT})
+        if isinstance(made, str):  # a call in BFCL's python-list form: answer in text
+            return Reply({"role": "assistant", "content": f"[{made}]"})
+        args = made["arguments"]  # a call object: answer with a tool call
+        return Reply({"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"sim_{t}_{i}", "type": "function",
+            "function": {"name": made["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}}]})
 
     def close(self) -> None:
         pass

@@ -15,7 +15,7 @@ TRL 1.16's environment contract (read from ``trl/trainer/grpo_trainer.py``):
 
 Because the tools are methods of the class, each tool set needs its own
 class: :func:`environment_class` builds (once per set of BFCL function names)
-a subclass of :class:`AceEnvironment` whose methods are those functions, each
+a subclass of :class:`TrlToolEnv` whose methods are those functions, each
 calling ACE's safe executor (:class:`ace_env.executor.Environment`) on the
 row's task, in the turn being played, exactly as ``ace rollout`` does (a call
 that is not offered, malformed or a distractor is not executed; its tool
@@ -27,7 +27,7 @@ result as ``environment_factory`` (TRL's dict form routes each row by its
 
 Model output is data, and a call is bounded: every tool call runs in a
 watched worker process (:class:`ace_env.boundedcalls.BoundedCalls`, the rollout
-engine's mechanism) under :attr:`AceEnvironment.budget`, never in the
+engine's mechanism) under :attr:`TrlToolEnv.budget`, never in the
 trainer's process; a call over budget (``power(base=10,
 exponent=1000000000)``) ends the rollout with ``timeout`` or
 ``resource_limit`` (reward 0), and later calls answer that it has ended.
@@ -39,7 +39,7 @@ returns its reward (1.0 or 0.0), so ``reward_funcs`` may be omitted.  TRL
 sums its reward sources: passing :func:`train.rewards.verifier_reward` as
 well counts the same verdict twice (the test does, to check that the two
 agree).  TRL logs the environment's reward once per class, so per tool set
-(``rewards/AceEnvironment_<digest>``).  The verdict itself (attribution,
+(``rewards/TrlToolEnv_<digest>``).  The verdict itself (attribution,
 failing step) is the ``verdict`` property, which a custom reward function can
 read from the ``environments`` keyword TRL passes.
 
@@ -107,7 +107,7 @@ from ace_env.verifier import Verdict, over_budget
 from ace_env.worker import Budget
 from train.errors import EnvironmentUseError
 from train.policies.template import ACE_CHAT_TEMPLATE, has_tool_support
-from train.rewards import task_prefix
+from train.rewards import STRICT, reward_of, task_prefix
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def prepare_tokenizer(tokenizer: Any) -> Any:
     return tokenizer
 
 
-class AceEnvironment:
+class TrlToolEnv:
     """One rollout of one ACE task: tools run in the task's own fresh state; the verifier judges.
 
     Use a subclass from :func:`environment_class` (this base has no tools).
@@ -181,7 +181,7 @@ class AceEnvironment:
         """Start a rollout of the row's task (the ``task`` column of ACE's TRL export) in turn 0."""
         if not isinstance(task, str):
             raise EnvironmentUseError(
-                "AceEnvironment.reset needs the 'task' column of ACE's TRL export (ace export --format trl)"
+                "TrlToolEnv.reset needs the 'task' column of ACE's TRL export (ace export --format trl)"
             )
         parsed = _task(task)
         offered = set(parsed.offered_tools(0))
@@ -221,7 +221,7 @@ class AceEnvironment:
                 steps = len(self._calls[self._turn]) - 1
                 self._verdict = over_budget(task, None, self._ended.kind, self._ended.detail, self._turn, steps)
             else:
-                with BoundedVerifier({task.id: task}, self.budget) as verifier:
+                with BoundedVerifier({task.id: task}, self.budget, strict=STRICT) as verifier:
                     [result] = verifier.verify_many([(task.id, self._calls, None)])
                 if isinstance(result, LineError):
                     raise EnvironmentUseError(f"task {task.id}: the verifier could not judge this rollout: {result}")
@@ -230,7 +230,7 @@ class AceEnvironment:
 
     def get_reward(self) -> float:
         """The verifier's reward for this rollout: 1.0 when every turn played passes, else 0.0."""
-        return float(self.verdict.reward)
+        return reward_of(self.verdict)
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
         if self._ended is not None:
@@ -274,7 +274,7 @@ def _tool_method(name: str) -> Any:
     props: dict[str, Any] = fn["parameters"].get("properties", {})
     required = set(fn["parameters"].get("required", []))
 
-    def tool(self: AceEnvironment, **arguments: Any) -> str:
+    def tool(self: TrlToolEnv, **arguments: Any) -> str:
         return self._call(name, arguments)
 
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
@@ -296,32 +296,32 @@ def _tool_method(name: str) -> Any:
 
 
 @functools.lru_cache(maxsize=1024)
-def _class_for(names: tuple[str, ...]) -> type[AceEnvironment]:
+def _class_for(names: tuple[str, ...]) -> type[TrlToolEnv]:
     known = twins.all_functions()  # BFCL's functions and ACE's wrong-way twins
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ConfigError(f"not BFCL functions, so no environment tools: {', '.join(unknown)}")
-    reserved = [n for n in names if n.startswith("_") or hasattr(AceEnvironment, n)]
+    reserved = [n for n in names if n.startswith("_") or hasattr(TrlToolEnv, n)]
     if reserved:
-        raise ConfigError(f"tool names clash with AceEnvironment's own attributes: {', '.join(reserved)}")
+        raise ConfigError(f"tool names clash with TrlToolEnv's own attributes: {', '.join(reserved)}")
     namespace: dict[str, Any] = {n: _tool_method(n) for n in names}
     namespace["tool_names"] = names
     namespace["__doc__"] = f"An ACE task environment whose tools are: {', '.join(names)}."
     digest = hashlib.sha256(",".join(sorted(names)).encode()).hexdigest()[:10]
-    return type(f"AceEnvironment_{digest}", (AceEnvironment,), namespace)
+    return type(f"TrlToolEnv_{digest}", (TrlToolEnv,), namespace)
 
 
-def environment_class(tool_names: Iterable[str]) -> type[AceEnvironment]:
-    """The :class:`AceEnvironment` subclass whose tools are ``tool_names`` (one class per set, cached)."""
+def environment_class(tool_names: Iterable[str]) -> type[TrlToolEnv]:
+    """The :class:`TrlToolEnv` subclass whose tools are ``tool_names`` (one class per set, cached)."""
     return _class_for(tuple(dict.fromkeys(tool_names)))
 
 
-def environment_factories(rows: Iterable[Mapping[str, Any]]) -> dict[str, type[AceEnvironment]]:
+def environment_factories(rows: Iterable[Mapping[str, Any]]) -> dict[str, type[TrlToolEnv]]:
     """``{environment name: class}`` for the rows of ACE's TRL export (its ``environment`` and ``tools`` columns).
 
     Pass it as ``GRPOTrainer(environment_factory=...)``; a ``datasets.Dataset`` of the export works as ``rows``.
     """
-    out: dict[str, type[AceEnvironment]] = {}
+    out: dict[str, type[TrlToolEnv]] = {}
     for row in rows:
         name, task_json = row.get("environment"), row.get("task")
         if not isinstance(name, str) or not isinstance(task_json, str):
@@ -336,7 +336,7 @@ def environment_factories(rows: Iterable[Mapping[str, Any]]) -> dict[str, type[A
 
 __all__ = [
     "ACE_RESPONSE_TEMPLATE",
-    "AceEnvironment",
+    "TrlToolEnv",
     "environment_class",
     "environment_factories",
     "prepare_tokenizer",
