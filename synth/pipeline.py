@@ -59,14 +59,15 @@ from ace_env.workspace import check_writable_kind
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.errors import ConfigError
 from ace_graph.tagger import tag_task
+from synth.checks.parts import Seen, adjacent_positions
 from synth.planner import STYLES, Plan, apply_style, make_plans, reflect
+from synth.registry import get as get_strategy
+from synth.registry import targeted
 from synth.repair import usable_version
 from synth.rewriter import rewrite_task
 from synth.strategies import synthesize as apply_strategy
 from synth.strategies.build import deferred_execution, executes, seed_memo
-from synth.strategies.registry import get as get_strategy
-from synth.strategies.registry import targeted
-from synth.taskcheck import Seen, adjacent_positions, check_task, copy_check
+from synth.taskcheck import check_task, copy_check
 
 #: Rejection reason: the run already holds ``max_per_base`` tasks of this task's base task.
 SAME_BASE = "same_base_task"

@@ -24,26 +24,24 @@ Everything is seeded from one integer.
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ace_env.tau2.cow import cow_diff
-from ace_env.tau2.env import Tau2Call, raw_task, run_calls, tool_kinds
+from ace_env.tau2.env import raw_task
 from ace_env.tau2.rollouts import calls_of, verify_calls
 from ace_env.tau2.synthtasks import SynthTau2Task, build_task, check_gold
 from ace_env.tau2.tasks import Tau2Task
-from ace_env.tau2.verify import gold
 from synth.planner import Plan
-from synth.strategies.registry import depth_of
-from synth.tau2.strategies import STRATEGIES, Draft, mentions, target_positions
+from synth.registry import Candidate, depth_of, get, run_checks
+from synth.tau2.strategies import (
+    STRATEGIES,
+    Draft,
+    target_positions,
+)
 
 TARGET_LOST = "target_lost"
-TRAP_NOT_LIVE = "trap_not_live"
-STILL_NAMED = "still_named"
-ANSWER_IN_SCENARIO = "answer_in_scenario"
 DUPLICATE = "duplicate"
 SYNTHESIS_FAILED = "synthesis_failed"
 TAU2_STRATEGIES = tuple(STRATEGIES)
@@ -138,25 +136,13 @@ def assemble(seed: Tau2Task, target: tuple[str, str], strategy: str, draft: Draf
 
 
 def check(task: SynthTau2Task, draft: Draft, target: tuple[str, str], strategy: str) -> list[str]:
-    """Why the task may not be written (empty: it may); see the module's docstring."""
+    """Why the task may not be written (empty: it may): the generic checks, then the checks ``strategy`` declares
+    in the registry (:mod:`synth.registry`), in their declared order; see the module's docstring."""
     if not target_positions(task.agent_actions, target):
         return [TARGET_LOST]
     reasons = check_gold(task)
-    text = task.user_scenario
-    if strategy == "distractor" and draft.trap is not None:
-        steps, env = run_calls(task.domain, task.tau2_id, [Tau2Call(a.name, dict(a.arguments))
-                                                          for a in draft.trap["actions"]])
-        kinds = tool_kinds(task.domain)
-        touched = any(draft.trap["entity"] in json.dumps(a.arguments) for a in task.gold_actions
-                      if kinds.get((a.requestor, a.name)) == "write")  # read it may; write it, never
-        if touched or any(s.error for s in steps) or not cow_diff(env.tools.db, gold(task).env.tools.db):
-            reasons.append(TRAP_NOT_LIVE)
-    if strategy == "ambiguity" and mentions(text, draft.details["described"]):
-        reasons.append(STILL_NAMED)
-    if strategy == "depth":
-        added = next(a for a in task.agent_actions if a.name == draft.details["added_step"])
-        if any(isinstance(v, str) and v in text for v in added.arguments.values() if v != added.arguments.get("date")):
-            reasons.append(ANSWER_IN_SCENARIO)
+    for reason, _ in run_checks(get(strategy, Tau2Task), Candidate(task, draft=draft)):
+        reasons.append(reason)
     return reasons
 
 
@@ -187,7 +173,7 @@ def synthesize_tau2(
     usable = usable_seeds(seeds)
     by_target = {t: ids for t, ids in seeds_by_target(edges, usable).items() if ids}
     plans = [Plan(id=f"r0-p{i}-{a}-{b}-{s}-plain", round=0, target=(a, b), strategy=s, strength=0.5,
-                  depth=depth_of(s), domain=tuple(sorted({usable[x].domain for x in ids})), style="plain",
+                  depth=depth_of(s, Tau2Task), domain=tuple(sorted({usable[x].domain for x in ids})), style="plain",
                   seeds=list(ids), evidence={})
              for i, ((a, b), ids, s) in enumerate((t, ids, s) for t, ids in by_target.items() for s in strategies)]
     result.plans = plans
@@ -208,7 +194,7 @@ def synthesize_tau2(
             tried[plan.id].add(seed_task.id)
             result.attempted += 1
             plan.stats.attempted += 1
-            draft = STRATEGIES[plan.strategy](seed_task, plan.target, rng)
+            draft = STRATEGIES[plan.strategy](seed_task, plan.target, plan.strength, rng)
             if draft is None:
                 _reject(result, plan, SYNTHESIS_FAILED)
                 continue
