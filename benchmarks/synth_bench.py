@@ -55,10 +55,13 @@ from ace_env.verifier import ground_truth_rollout, verify
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.tagger import tag_task
 from synth import pipeline
+from synth.checks.parts import target_present
+from synth.checks.seeds import seed_problems
+from synth.checks.values import value_provenance
 from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
 from synth.repair import usable_version
 from synth.strategies import synthesize as apply_strategy
-from synth.taskcheck import check_task, seed_problems, target_present, value_provenance
+from synth.taskcheck import check_task
 from train.export import (
     BFCL_ANSWER_FILE,
     BFCL_LONG_ANSWER_FILE,

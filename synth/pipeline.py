@@ -59,14 +59,15 @@ from ace_env.workspace import check_writable_kind
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.errors import ConfigError
 from ace_graph.tagger import tag_task
+from synth.checks.parts import Seen, adjacent_positions
 from synth.planner import STYLES, Plan, apply_style, make_plans, reflect
+from synth.registry import get as get_strategy
+from synth.registry import targeted
 from synth.repair import usable_version
 from synth.rewriter import rewrite_task
 from synth.strategies import synthesize as apply_strategy
 from synth.strategies.build import deferred_execution, executes, seed_memo
-from synth.strategies.registry import get as get_strategy
-from synth.strategies.registry import targeted
-from synth.taskcheck import Seen, adjacent_positions, check_task, copy_check
+from synth.taskcheck import check_task, copy_check
 
 #: Rejection reason: the run already holds ``max_per_base`` tasks of this task's base task.
 SAME_BASE = "same_base_task"
@@ -112,11 +113,11 @@ def _rollouts(policy: Policy | BatchPolicy, tasks: list[Task], n: int, seed: int
         return []
     batched = getattr(policy, "rollouts", None)
     if callable(batched):
-        out = batched(tasks, n, _rng(seed, "rollouts", *[t.id for t in tasks]).randrange(2**31))
+        out = batched(tasks, n, seeded(seed, "rollouts", *[t.id for t in tasks]).randrange(2**31))
         if len(out) != len(tasks) or any(len(r) != n for r in out):
             raise ConfigError(f"policy {policy_label(policy)} returned rollouts that do not match the {len(tasks)} tasks x {n}")
         return out
-    return [[policy(t, _rng(seed, "rollout", t.id, k)) for k in range(n)] for t in tasks]  # type: ignore[operator]
+    return [[policy(t, seeded(seed, "rollout", t.id, k)) for k in range(n)] for t in tasks]  # type: ignore[operator]
 
 
 @dataclass
@@ -256,7 +257,7 @@ def infeasible(seeds: dict[str, Task], by_target: dict[tuple[str, str], list[str
     for target, ids in by_target.items():
         for strategy in config.strategies:
             tries = [seeds[i] for i in ids[:FEASIBILITY_TRIES] if i in seeds]
-            if not any(apply_strategy(strategy, s, target, 0.5, _rng(config.seed, "feasible", s.id, strategy))
+            if not any(apply_strategy(strategy, s, target, 0.5, seeded(config.seed, "feasible", s.id, strategy))
                        is not None for s in tries):
                 out.append((target, strategy))
     return out
@@ -266,9 +267,31 @@ def target_present_in(task: Task, target: tuple[str, str]) -> bool:
     return bool(adjacent_positions(task, tuple(target)))
 
 
-def _rng(seed: int, *parts: Any) -> random.Random:
+def seeded(seed: int, *parts: Any) -> random.Random:
+    """The generator of one decision of a run seeded with ``seed`` (both environments' pipelines)."""
     # String seeds are hashed with SHA-512 by `random`: stable across processes and hash seeds.
     return random.Random(":".join(map(str, (seed,) + parts)))
+
+
+def reject(result: "SynthResult", plan: Plan, reason: str) -> None:
+    """A rejection counted by reason in the run's and the plan's statistics (both environments' pipelines)."""
+    result.rejections[reason] += 1
+    plan.stats.rejections[reason] = plan.stats.rejections.get(reason, 0) + 1
+
+
+def tally(plan: Plan, verdicts: list[tuple[float, str | None]], n: int) -> tuple[int, bool]:
+    """A valid task's ``n`` rollout verdicts (reward, attribution) into its plan's statistics: (passes, whether
+    the task is in the learnable zone, passed sometimes but not always); both environments' pipelines."""
+    passes = 0
+    for reward, attribution in verdicts:
+        passes += reward == 1.0
+        if attribution:
+            plan.stats.attributions[attribution] = plan.stats.attributions.get(attribution, 0) + 1
+    plan.stats.rollouts += n
+    plan.stats.passed += passes
+    learnable = 0 < passes < n
+    plan.stats.learnable += learnable
+    return passes, learnable
 
 
 def _styled(task: Task, style: str, rng: random.Random | None = None) -> Task:
@@ -332,7 +355,7 @@ def _synthesize(
         target: tuple(sorted({c for sid in ids if sid in seeds for c in seeds[sid].involved_classes}))
         for target, ids in seeds_by_target.items()
     }
-    plan_rng = _rng(config.seed, "plans")
+    plan_rng = seeded(config.seed, "plans")
     # (target, strategy) pairs no seed of the target supports are never planned (all their styles are taken)
     never = {(a, b, strategy, style) for (a, b), strategy in infeasible(seeds, seeds_by_target, config)
              for style in STYLES}
@@ -367,19 +390,17 @@ def _synthesize(
                     made[plan.id] += 1
 
         def _failed(plan: Plan) -> bool:
-            result.rejections[SYNTHESIS_FAILED] += 1
-            plan.stats.rejections[SYNTHESIS_FAILED] = plan.stats.rejections.get(SYNTHESIS_FAILED, 0) + 1
+            reject(result, plan, SYNTHESIS_FAILED)
             return False
 
         def _attempt(plan: Plan, round_no: int, attempt: int) -> bool:
-            rng = _rng(config.seed, round_no, plan.id, attempt)
+            rng = seeded(config.seed, round_no, plan.id, attempt)
             open_seeds = [i for i in plan.seeds if per_base[_base_of(i)] < base_cap
                           and per_base_strategy[(_base_of(i), plan.strategy)] < strategy_cap]
             plan.stats.attempted += 1
             result.attempted += 1
             if not open_seeds:
-                result.rejections[SAME_BASE] += 1
-                plan.stats.rejections[SAME_BASE] = plan.stats.rejections.get(SAME_BASE, 0) + 1
+                reject(result, plan, SAME_BASE)
                 return False
             seed_task = seeds[open_seeds[rng.randrange(len(open_seeds))]]
             # copy prediction: a strategy whose build comes last leaves the execution of the ground truth to
@@ -401,8 +422,7 @@ def _synthesize(
             check = copy or check_task(task, fingerprints)
             if not check.valid:
                 for reason in check.reasons:
-                    result.rejections[reason] += 1
-                    plan.stats.rejections[reason] = plan.stats.rejections.get(reason, 0) + 1
+                    reject(result, plan, reason)
                 return False
             plan.stats.valid += 1
             per_base[base_task(task)] += 1
@@ -499,15 +519,7 @@ def _roll_out_and_verify(made: list[tuple[Plan, Task]], policy: Policy | BatchPo
 
 def _score(plan: Plan, task: Task, verdicts: list[tuple[float, str | None]], n: int) -> None:
     """A valid task's rollout verdicts into its plan's statistics and its provenance."""
-    passes = 0
-    for reward, attribution in verdicts:
-        passes += reward == 1.0
-        if attribution:
-            plan.stats.attributions[attribution] = plan.stats.attributions.get(attribution, 0) + 1
-    plan.stats.rollouts += n
-    plan.stats.passed += passes
-    learnable = 0 < passes < n
-    plan.stats.learnable += learnable
+    passes, learnable = tally(plan, verdicts, n)
     task.provenance = {**task.provenance, "pass_rate": passes / n, "learnable": learnable}
 
 

@@ -16,7 +16,7 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from synth.strategies.registry import depth_of
+from synth.registry import depth_of
 from synth.strategies.text import voice
 
 #: Phrasing styles applied to a synthesized task's first user message.
@@ -178,7 +178,7 @@ def make_plans(
         by_target[best[1][0]] = by_target.get(best[1][0], 0) + 1
         by_strategy[best[1][1]] = by_strategy.get(best[1][1], 0) + 1
     for target, strategy, style in ordered:
-        depth = depth_of(strategy)  # declared with the strategy (synth.strategies.registry)
+        depth = depth_of(strategy)  # declared with the strategy (synth.registry)
         plans.append(
             Plan(
                 id=f"r{round_}-p{len(plans)}-{target[0]}-{target[1]}-{strategy}-{style}",

@@ -18,16 +18,10 @@ import re
 from ace_env.calls import Call
 from ace_env.executor import Environment
 from ace_env.tasks import Task, Turn
-from synth.taskcheck import (
-    Produced,
-    deferred_turns,
-    flat_calls,
-    repair_text,
-    seed_problems,
-    task_fingerprint,
-    user_text_upto,
-    value_provenance,
-)
+from synth.checks.parts import flat_calls, task_fingerprint, user_text_upto
+from synth.checks.seeds import deferred_turns, seed_problems
+from synth.checks.text import repair_text
+from synth.checks.values import Produced, value_provenance
 
 #: Lookups that turn a name into an id: (tool, its one parameter).
 RESOLVERS = (

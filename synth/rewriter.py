@@ -21,8 +21,8 @@ from typing import Any
 from ace_env.oracle import oracle_for
 from ace_env.tasks import Task
 from ace_graph.tagger import tag_task
+from synth.checks.values import value_in_text
 from synth.errors import RewriterError
-from synth.taskcheck import value_in_text
 
 PROMPT = (
     "Rewrite the user's request below in different words, keeping its meaning. Keep every name, "

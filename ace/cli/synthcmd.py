@@ -28,19 +28,22 @@ from ace.cli.options import (
     tasks_option,
 )
 from ace.cli.rolloutcmd import request_options
-from ace.cli.synthtau2 import is_tau2_set, run_tau2_synth
 from ace_env.scaleout import runner_for
 from ace_env.sim import load_weakness
 from ace_env.tasksets import load_task_set
+from ace_env.tau2.sim import load_tau2_weakness, simulate_one
+from ace_env.tau2.tasks import Tau2Task
 from ace_env.worker import Budget
 from ace_env.workspace import check_out
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier, parse_target, targeted, why_empty
 from ace_graph.scopes import list_scopes, require_scope
 from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
+from synth.registry import strategies_for
 from synth.rewriter import Rewriter
 from synth.strategies import STRATEGIES
 from synth.taskcheck import check_task
+from synth.tau2.pipeline import synthesize_tau2
 from train.engine import RolloutConfig, TaskRollouts
 from train.models import EMBEDDED
 from train.policies import GenerationConfig, RequestConfig, load_policy
@@ -171,11 +174,12 @@ def synth(
     if policy is not None:
         check_policy_spec(policy)
     seed_tasks = load_task_set(tasks, tau2=True, budget=budget)
-    if is_tau2_set(seed_tasks):  # τ² seeds: the τ² strategies and task form (ace.cli.synthtau2)
-        return run_tau2_synth(experiment=experiment, scope=scope, newest_scope=_newest_scope, out=out, policy=policy,
-                              weakness=weakness, strategies=strategy, seeds=seed_tasks, n=synth_config.n,
-                              seed=synth_config.seed, rollouts_per_task=synth_config.rollouts_per_task,
-                              frontier_config=frontier_config, ray=ray, as_json=as_json, targets=target)
+    if seed_tasks and all(isinstance(s, Tau2Task) for s in seed_tasks.values()):
+        # τ² seeds: the registry's strategies for τ² tasks and τ²'s task form
+        return _synth_tau2(experiment=experiment, scope=scope, out=out, policy=policy, weakness=weakness,
+                           strategies=strategy, seeds=seed_tasks, n=synth_config.n, seed=synth_config.seed,
+                           rollouts_per_task=synth_config.rollouts_per_task, frontier_config=frontier_config, ray=ray,
+                           as_json=as_json, targets=target)
     unknown = [s for s in strategy if s not in STRATEGIES]
     if unknown:
         raise ConfigError(f"unknown strategy {unknown[0]!r}; known: {', '.join(sorted(STRATEGIES))}")
@@ -201,18 +205,7 @@ def synth(
         if ray is not None and callable(getattr(chosen["policy"], "rollouts", None)):
             raise ConfigError(f"--ray spreads the simulated agent's rollouts; {chosen['name']} (a model) rolls a "
                               "round out in one batched run on this machine: drop --ray")
-        if target:
-            edges = targeted(store, key, target, frontier_config)
-        else:
-            edges = frontier(store, key, frontier_config, check=False)
-            # `ambiguous` edges (composition or weak tool: the data cannot tell) are probed by
-            # `ace diagnose`, not trained on
-            edges = [r for r in edges if r.get("verdict", "composition") == "composition"]
-        if not edges:
-            raise ConfigError(
-                f"The frontier of scope {key!r} is empty ({why_empty(store, key, frontier_config.level, frontier_config.min_support)}): "
-                "no composition is significantly weaker than its parts. Ingest more rollouts, or lower --min-support."
-            )
+        edges = _edges(store, key, target, frontier_config)
         by_target = seeds_by_target(edges, seed_tasks)
         if target and not any(by_target.values()):
             pairs = ", ".join(f"{a}>{b}" for a, b in by_target)
@@ -221,10 +214,7 @@ def synth(
         with Progress("synthesizing", config.n, disable=as_json) as progress, runner_for(ray) as runner:
             result = synthesize(edges, seed_tasks, by_target, chosen["policy"], config,
                                 progress=progress.advance, runner=runner)
-        write_tasks(out, result.tasks)
-        store.upsert_tasks(result.tasks)
-        store.upsert_plans(experiment, result.plans)
-        store.upsert_lineage(experiment, result.lineage)
+        _store(store, experiment, out, result)
         return key, edges, result
 
     try:
@@ -236,14 +226,44 @@ def synth(
     summary = {"scope": key, "out": str(out), **result.summary(), "policy_source": chosen["source"]}
     if config.rewriter is not None:
         summary["paraphrases"] = {"accepted": config.rewriter.accepted, "rejected": config.rewriter.rejected}
+    _report(summary, as_json, f"Rollouts by {summary['policy']} ({summary['policy_source']})",
+           f"Frontier of {key}: {len(edges)} edges; {summary['plans']} plans ({summary['retired']} retired by reflection)",
+           f"Wrote {summary['tasks']} verified tasks to {out} from {summary['attempted']} attempts")
+
+
+def _edges(store, key: str, targets: list[str], frontier_config: FrontierConfig) -> list[dict]:
+    """The frontier edges synthesis aims at: the --target ones, or the frontier's `composition` rows
+    (`ambiguous` edges, a weak composition or a weak tool the data cannot tell apart, are probed by `ace diagnose`,
+    not trained on); a one-line error when there is none."""
+    if targets:
+        edges = targeted(store, key, list(targets), frontier_config)
+    else:
+        edges = [r for r in frontier(store, key, frontier_config, check=False)
+                 if r.get("verdict", "composition") == "composition"]
+    if not edges:
+        raise ConfigError(
+            f"The frontier of scope {key!r} is empty ({why_empty(store, key, frontier_config.level, frontier_config.min_support)}): "
+            "no composition is significantly weaker than its parts. Ingest more rollouts, or lower --min-support."
+        )
+    return edges
+
+
+def _store(store, experiment: str, out: Path, result) -> None:
+    """The run's tasks written to --out (atomically) and stored with their plans and lineage."""
+    write_tasks(out, result.tasks)
+    store.upsert_tasks(result.tasks)
+    store.upsert_plans(experiment, result.plans)
+    store.upsert_lineage(experiment, result.lineage)
+
+
+def _report(summary: dict, as_json: bool, *lines: str) -> None:
+    """The run's summary: as JSON, or its lines and counts."""
     if as_json:
         print(json.dumps(summary))
         return
     c = console()
-    c.print(esc(f"Rollouts by {summary['policy']} ({summary['policy_source']})"))
-    c.print(esc(f"Frontier of {key}: {len(edges)} edges; {summary['plans']} plans "
-                f"({summary['retired']} retired by reflection)"))
-    c.print(esc(f"Wrote {summary['tasks']} verified tasks to {out} from {summary['attempted']} attempts"))
+    for line in lines:
+        c.print(esc(line))
     for k in ("by_strategy", "by_target", "rejections"):
         c.print(esc(f"  {k}: {summary[k]}"))
 
@@ -278,3 +298,63 @@ def check(
             print(f"  {reason:28s} {count}")
     if summary["invalid"]:
         raise typer.Exit(1)
+
+
+# --------------------------------------------------------------------------- τ² seeds
+
+MODEL_REFUSED = ("τ² synthesis rolls its tasks out with the simulated agent only (--policy sim:WEAKNESS.toml "
+                 "naming τ² tools); a model plays τ² against a user simulator (`ace eval`)")
+
+
+def _tau2_policy(spec: str | None, weakness: Path | None, seeds: dict) -> tuple:
+    """(the simulated agent on τ² tasks, its name); a model policy is refused in one line."""
+    kind, _, rest = (spec or "sim").partition(":")
+    if kind != "sim":
+        raise ConfigError(MODEL_REFUSED)
+    if rest and weakness is not None:
+        raise ConfigError(f"--policy {spec!r} names a weakness file and so does --weakness: give it once")
+    path = Path(rest) if rest else weakness
+    spec_ = load_tau2_weakness(path, seeds.values())
+
+    def policy(task, rng) -> list[dict]:
+        return simulate_one(task, spec_, rng)[0]
+
+    return policy, f"sim:{path}" if path is not None else "sim"
+
+
+def _synth_tau2(*, experiment: str, scope: Optional[str], out: Path, policy: Optional[str],
+                weakness: Optional[Path], strategies: list[str], seeds: dict, n: int, seed: int,
+                rollouts_per_task: int, frontier_config: FrontierConfig, ray: Optional[str], as_json: bool,
+                targets: list[str]) -> None:
+    """``ace synth`` on τ² seed tasks (its options already checked): the scope's frontier is read as for BFCL,
+    :func:`synth.tau2.pipeline.synthesize_tau2` makes verified τ² tasks aimed at its edges with the registry's
+    strategies for τ² tasks, and they are written and stored as BFCL's.  The attacked policy is the simulated
+    agent (``sim`` or ``sim:WEAKNESS`` naming τ² tools): on τ² a model plays against a user simulator."""
+    if ray is not None:
+        raise ConfigError("--ray: τ² synthesis runs here (its rollouts are the simulated agent's); leave --ray out")
+    known = tuple(strategies_for(next(iter(seeds.values()))))
+    unknown = [s for s in strategies if s not in known]
+    if unknown:
+        raise ConfigError(f"strategy {unknown[0]!r} has no τ² form; τ² strategies: {', '.join(known)}")
+    chosen_policy, name = _tau2_policy(policy, weakness, seeds)
+
+    def work(store):
+        key = scope or _newest_scope(store, experiment)
+        require_scope(store, key, experiment=experiment)
+        edges = _edges(store, key, targets, frontier_config)
+        with Progress("synthesizing τ²", n, disable=as_json) as progress:
+            result = synthesize_tau2(edges, seeds, n, tuple(strategies or known), seed, chosen_policy, name,
+                                     rollouts_per_task, progress=progress.advance)
+        if not result.plans:
+            raise ConfigError(f"no seed task of --tasks makes the two calls of a frontier edge of {key!r} in a row "
+                              "(seeds are τ²'s own tasks whose gold is a valid oracle): give the scope's tasks, "
+                              "e.g. --tasks tau2:airline")
+        _store(store, experiment, out, result)
+        return key, edges, result
+
+    key, edges, result = with_store(work)
+    summary = {"scope": key, "out": str(out), **result.summary(), "policy_source": "--policy" if policy else
+               "the simulated agent"}
+    _report(summary, as_json, f"Rollouts by {summary['policy']}",
+           f"Frontier of {key}: {len(edges)} edges; {summary['plans']} plans (target × τ² strategy)",
+           f"Wrote {summary['tasks']} verified τ² tasks to {out} from {summary['attempted']} attempts")

@@ -25,7 +25,7 @@ the flat list of calls, so a pair may span two turns).  One module each:
                 tool for an ``ambiguous`` edge: ``b`` reached without ``a``, and
                 ``a`` then ``b`` with the link kept (``ace diagnose`` uses them).
 
-Strategies are registered by name in :mod:`.registry` (duplicates refused);
+Strategies are registered by name in :mod:`synth.registry` (duplicates refused);
 :func:`generate` seeds item ``index`` of a run with ``seed + index``, so any
 task regenerates exactly.  Shared helpers: :mod:`.build` (ids, building and
 replaying a task), :mod:`.fs` (file-system configs), :mod:`.text` (the seeded
@@ -35,9 +35,10 @@ returned only when its ground truth runs with no error and no error output.
 
 from __future__ import annotations
 
+from synth.registry import STRATEGIES, Strategy, generate, get, item_rng, register, synthesize
+
 # Importing a strategy module registers it; the order is the registry's order.
 from synth.strategies import ambiguity, baseline, cascade, depth, distractor, lookalike, probe  # noqa: F401
 from synth.strategies.build import task_id
-from synth.strategies.registry import STRATEGIES, Strategy, generate, get, item_rng, register, synthesize
 
 __all__ = ["STRATEGIES", "Strategy", "generate", "get", "item_rng", "register", "synthesize", "task_id"]

@@ -17,8 +17,8 @@ from typing import Any
 from ace_env.tasks import Task
 from ace_env.values import is_trivial
 from ace_env.views import apply_ops
+from synth.registry import register
 from synth.strategies.build import build, memoized, parsed_output, pick_position, target_calls
-from synth.strategies.registry import register
 
 #: Key synonyms a differently written API might use.
 _SYNONYMS = {

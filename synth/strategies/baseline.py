@@ -4,7 +4,7 @@ CoVERT-style oracle-preserving random augmentation: the edit (a re-formatted
 result, look-alike entities, random distractors of any domain, a partial
 result, an added step) is applied to a random adjacent pair of the seed, not
 to the target, so the benchmark can compare aimed and unaimed synthesis.
-Each edit is registered on its strategy (:func:`~synth.strategies.registry.register_edit`);
+Each edit is registered on its strategy (:func:`~synth.registry.register_edit`);
 the baseline dispatches through the registry.
 """
 
@@ -15,14 +15,14 @@ from typing import Any
 
 from ace_env import bfcl
 from ace_env.tasks import Task
+from synth.checks.parts import adjacent_positions, flat_calls
+from synth.registry import STRATEGIES, register, register_edit
 from synth.strategies.ambiguity import format_view
 from synth.strategies.build import build, pick_position
 from synth.strategies.cascade import cascade_at
 from synth.strategies.depth import depth_at
 from synth.strategies.distractor import loads_empty, with_distractors
 from synth.strategies.lookalike import lookalike_at
-from synth.strategies.registry import STRATEGIES, register, register_edit
-from synth.taskcheck import adjacent_positions, flat_calls
 
 
 @register("random", targeted=False,

@@ -26,17 +26,17 @@ from typing import Any, Callable, Iterator, TypeVar
 from ace_env import bfcl
 from ace_env.executor import Environment, StepResult, copy_json
 from ace_env.tasks import Task, Turn
-from synth.taskcheck import (
+from ace_env.values import leaves
+from synth.checks.parts import (
     adjacent_positions,
     canonical_json,
     execution_problems,
     flat_calls,
-    leaves,
     oracle_of,
-    repair_text,
     task_fingerprint,
-    text_order_problems,
 )
+from synth.checks.text import repair_text
+from synth.checks.values import text_order_problems
 
 
 def task_id(strategy: str, turns: list[Turn], config: dict[str, Any], tools: list[str],

@@ -26,16 +26,18 @@ user text states the goal only; it never mentions the failure or the recovery.
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
-from ace_env.oracle import fingerprint
+from ace_env.oracle import Oracle, fingerprint, replay_oracle
 from ace_env.tasks import Task
-from ace_env.values import leaves, number
+from ace_env.values import is_trivial, leaves, number
 from ace_env.views import apply_ops
+from synth.checks.parts import CASCADE_MISSES_VALUE, CASCADE_RECOVERY_IN_TEXT, flat_calls, target_step, user_text_upto
+from synth.checks.values import _json_or_none, _norm
+from synth.registry import Check, register
 from synth.strategies.ambiguity import fed_at
 from synth.strategies.build import build, copy_turns, env_before, memoized, parsed_output, pick_position, target_calls
-from synth.strategies.registry import register
-from synth.taskcheck import flat_calls
 
 _STALE_FLAGS = [
     {"status": "stale", "note": "cached result; it may be out of date"},
@@ -192,7 +194,57 @@ def cascade_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng
                  extra={"pattern": pattern, "check": [check], "recovery": [recovery], "partial_view": view})
 
 
+# --------------------------------------------------------------------------- its checks
+
+
+_RECOVERY_CUES = re.compile(
+    r"\bif\b[^.?!]{0,80}\b(fail|declin|reject|missing|not there|doesn't work|isn't|not enough|logged out|expired|"
+    r"incomplete|cut off|truncat|stale|out of date|partial)\w*|\b(fall back|fallback|backup card|try again|retry|"
+    r"re-?query|ask again|call it again|recreate)\b", re.I)
+
+
+def cascade_problems(task: Task, oracle: Oracle | None = None) -> list[str]:
+    """For a cascade task: the partial result must hide a value ``b`` takes from the complete one (so going on
+    without the check changes ``b``'s arguments) and carry its flag first (read before any long field).
+
+    The target step is ``b``; the call right before it is the check (``a`` again, complete) and the one
+    before that the partial call."""
+    if task.provenance.get("strategy") != "cascade":
+        return []
+    step = target_step(task)
+    if step is None or step < 2:
+        return ["no partial call and check before the target step"]
+    oracle = oracle or replay_oracle(task)
+    steps = [s for turn in oracle.turns for s in turn.steps]
+    partial, complete = _json_or_none(steps[step - 2].output or ""), _json_or_none(steps[step - 1].output or "")
+    if not isinstance(partial, dict) or not isinstance(complete, dict):
+        return ["the partial call or the check returns no record"]
+    shown = {_norm(x) for x in leaves(partial)}
+    full = {_norm(x) for x in leaves(complete)}
+    taken = [v for v in leaves(steps[step].arguments) if not is_trivial(v) and _norm(v) in full]
+    out = []
+    if not taken:
+        out.append(f"{steps[step].call} takes nothing from the complete result of {steps[step - 1].call}")
+    elif all(_norm(v) in shown for v in taken):
+        out.append(f"the partial result still shows every value {steps[step].call} takes ({taken!r}): "
+                   f"the check changes nothing b uses")
+    if next(iter(partial), None) in complete:
+        out.append("the partial result's first field is not its flag")
+    return out
+
+
+def cascade_text_problems(task: Task) -> list[str]:
+    """For a cascade task: the text must not describe the failure or the recovery (no "if ... fails / is
+    missing / is declined", "retry", "fall back", ...)."""
+    if task.provenance.get("strategy") != "cascade":
+        return []
+    m = _RECOVERY_CUES.search(user_text_upto(task, len(task.turns) - 1))
+    return [f"the text describes the recovery: {m.group(0)!r}"] if m else []
+
+
 @register("cascade", depth=3, build_last=True,
+          checks=(Check(CASCADE_MISSES_VALUE, lambda c: cascade_problems(c.task, c.oracle), needs_clean_run=True),
+                  Check(CASCADE_RECOVERY_IN_TEXT, lambda c: cascade_text_problems(c.task))),
           definition="a (read-only, called once) returns a partial or flagged result that damages the value b takes; "
                      "the ground truth checks again and recovers; the text states the goal only",
           needs="a read-only a called once whose result holds the value b takes")

@@ -31,10 +31,11 @@ from ace_env.executor import Environment, copy_json
 from ace_env.oracle import fingerprint
 from ace_env.tasks import Task
 from ace_env.values import leaves, number
+from synth.checks.parts import adjacent_positions, flat_calls, user_text_upto
+from synth.checks.values import value_in_text
+from synth.registry import register
 from synth.strategies.build import build, copy_turns, memoized, parsed_output, pick_position
-from synth.strategies.registry import register
 from synth.strategies.text import then
-from synth.taskcheck import adjacent_positions, flat_calls, user_text_upto, value_in_text
 
 
 @dataclass(frozen=True)

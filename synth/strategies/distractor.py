@@ -30,9 +30,9 @@ from ace_env.executor import copy_json
 from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task
 from ace_env.verifier import ground_truth_rollout, verify
+from synth.checks.parts import DISTRACTOR_NOT_NEW, flat_calls
+from synth.registry import Check, register
 from synth.strategies.build import build, copy_turns, memoized, pick_position
-from synth.strategies.registry import register
-from synth.taskcheck import flat_calls
 
 
 @functools.cache
@@ -108,7 +108,42 @@ def _real_choices(seed: Task, k: int, at: int, cands: list[str]) -> list[str]:
     return out
 
 
+# --------------------------------------------------------------------------- its checks
+
+
+def distractor_problems(task: Task) -> list[str]:
+    """For a distractor task: each added distractor must be a tool the seed did not already offer, i.e. a
+    function of a class the seed does not involve (``provenance["seed_classes"]``), never one the ground
+    truth calls.  BFCL offers every function of an involved class, so one of those distracts nothing."""
+    if task.provenance.get("strategy") != "distractor":
+        return []
+    seed_classes = set(task.provenance.get("seed_classes") or [])
+    added = task.provenance.get("added_distractors") or []
+    if not added:
+        return ["no distractor was added"]
+    used = {name for _, _, _, name in flat_calls(task)}
+    out = []
+    for name in added:
+        info = bfcl.functions().get(name)
+        if twins.is_twin(name):  # ACE's wrong-way twin: new unless the seed offered it already
+            if name in (task.provenance.get("seed_tool_names") or []):
+                out.append(f"{name} is already offered by the seed")
+            elif name in used:
+                out.append(f"{name} is called by the ground truth")
+            elif name not in task.distractors or name not in task.tools:
+                out.append(f"{name} is not offered as a distractor")
+            continue
+        if info is None or info.class_name in seed_classes:
+            out.append(f"{name} is already offered by the seed (its class {getattr(info, 'class_name', '?')} is involved)")
+        elif name in used:
+            out.append(f"{name} is called by the ground truth")
+        elif name not in task.distractors or name not in task.tools:
+            out.append(f"{name} is not offered as a distractor")
+    return out
+
+
 @register("distractor", depth=2, build_last=True,
+          checks=(Check(DISTRACTOR_NOT_NEW, lambda c: distractor_problems(c.task)),),
           definition="executable wrong-way twins of b (near names, opposite or adjacent effects), new to the seed, "
                      "are offered at the decision step and declared wrong",
           needs="a wrong-way twin of b the seed does not offer")

@@ -21,7 +21,11 @@ import re
 from typing import Any
 
 from ace_env.executor import copy_json
+from ace_env.oracle import Oracle, replay_oracle
 from ace_env.tasks import Task
+from synth.checks.parts import LOOKALIKE_ID_IN_TEXT, LOOKALIKE_NOT_SHOWN, flat_calls, target_step, user_text_upto
+from synth.checks.values import _json_or_none, _leaves_and_keys, _norm, value_in_text
+from synth.registry import Check, register
 from synth.strategies.ambiguity import fed_at
 from synth.strategies.build import (
     build,
@@ -35,8 +39,6 @@ from synth.strategies.build import (
     target_calls,
 )
 from synth.strategies.fs import fs_contents, fs_cwd, fs_dir, fs_dirs, fs_files
-from synth.strategies.registry import register
-from synth.taskcheck import flat_calls, user_text_upto, value_in_text
 
 _NAME_CHARS = re.compile(r'[|/\\?%*:"><]')
 
@@ -447,7 +449,61 @@ def shown_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tuple[li
     return ops, {"key": key, "value": value, "twins": twins[:len(names)], "label": label, "siblings": names}
 
 
+# --------------------------------------------------------------------------- its checks
+
+
+def near_identical(a: Any, b: Any) -> bool:
+    """Whether two values differ by one edit: a character changed, added or dropped, or two neighbours
+    transposed (compared as written: 12446 and 14246, 'NVDA' and 'NVAD')."""
+    x, y = str(a), str(b)
+    if x == y or abs(len(x) - len(y)) > 1:
+        return False
+    if len(x) == len(y):
+        diff = [i for i in range(len(x)) if x[i] != y[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and x[diff[0]] == y[diff[1]] and x[diff[1]] == y[diff[0]])
+    short, long_ = sorted((x, y), key=len)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+def lookalike_problems(task: Task, oracle: Oracle | None = None) -> list[str]:
+    """For a lookalike task: the value ``a`` passes to ``b`` (``provenance["target_id"]``) and its look-alikes
+    (``provenance["lookalikes"]``) must all be in ``a``'s result *as the agent sees it* at the target edge,
+    and each look-alike must be near-identical to the value (:func:`near_identical`)."""
+    if task.provenance.get("strategy") != "lookalike":
+        return []
+    value, twins = task.provenance.get("target_id"), task.provenance.get("lookalikes") or []
+    step = target_step(task)
+    if value is None or not twins or step is None or step == 0:
+        return ["no value and look-alikes recorded at the target edge"]
+    oracle = oracle or replay_oracle(task)
+    steps = [s for turn in oracle.turns for s in turn.steps]
+    shown = _json_or_none(steps[step - 1].output or "")
+    seen = {_norm(x) for x in _leaves_and_keys(shown)} if shown is not None else set()
+    out = []
+    if _norm(value) not in seen:
+        out.append(f"the value passed on, {value!r}, is not in {steps[step - 1].call}'s shown result")
+    for twin in twins:
+        if _norm(twin) not in seen:
+            out.append(f"look-alike {twin!r} is not in {steps[step - 1].call}'s shown result")
+        elif not near_identical(twin, value):
+            out.append(f"look-alike {twin!r} is not near-identical to {value!r}")
+    return out
+
+
+def lookalike_text_problems(task: Task) -> list[str]:
+    """For a lookalike task: the text must not name the target's id (``provenance["target_id"]``)."""
+    text = user_text_upto(task, len(task.turns) - 1)
+    target_id = task.provenance.get("target_id")
+    if task.provenance.get("strategy") == "lookalike" and target_id is not None \
+            and str(target_id).lower() in text.lower():
+        return [f"the text names the target's id {target_id!r}"]
+    return []
+
+
 @register("lookalike", depth=2, build_last=True,
+          checks=(Check(LOOKALIKE_NOT_SHOWN, lambda c: lookalike_problems(c.task, c.oracle), needs_clean_run=True),
+                  Check(LOOKALIKE_ID_IN_TEXT, lambda c: lookalike_text_problems(c.task))),
           definition="the value a passes to b sits among near-identical values of sibling records in a's shown "
                      "result; the text names the right record's attribute and never the value",
           needs="a returns the value b takes, for an entity the text names")

@@ -40,9 +40,10 @@ from ace_env.executor import copy_json
 from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task, Turn
 from ace_graph.tagger import tag_task
+from synth.checks.parts import adjacent_positions, canonical_json, execution_problems, flat_calls
+from synth.registry import register
 from synth.strategies.build import seed_exemptions
-from synth.strategies.registry import register
-from synth.taskcheck import adjacent_positions, canonical_json, check_task, execution_problems, flat_calls
+from synth.taskcheck import check_task
 
 WITHOUT = "without"
 WITH = "with"

@@ -1,6 +1,7 @@
 """τ² synthesis: frontier edges → plans → strategy drafts → verified τ² tasks (what ``ace synth`` runs on τ² seeds).
 
-The same shape as BFCL's pipeline (:mod:`synth.pipeline`), with τ²'s own task form.  A plan is a
+The one pipeline (:mod:`synth.pipeline`: its seeded generators, rejection counts, rollout tally and result)
+with τ²'s own task form and schedule: one round, every (target, strategy) plan in turn, no reflection.  A plan is a
 frontier edge ``A>B`` (tool names) and a strategy (:class:`synth.planner.Plan`, style ``plain``: a τ² scenario
 is instructions to the user simulator, which speaks in its own words).  Plans take turns; each attempt draws
 one of the target's seeds (τ² tasks whose gold holds A then B, and whose own gold passes
@@ -12,7 +13,8 @@ reason and never written:
 * the oracle (:func:`~ace_env.tau2.synthtasks.check_gold`): ACE's verifier strict on the gold replay (on a
   copy-on-write view of the domain database), no gold call erroring, τ²'s own ``EnvironmentEvaluator``
   reward 1 on its τ² JSON, every identifier grounded;
-* the strategy's own check: ``trap_not_live`` (distractor: the gold never writes the look-alike, and the
+* the checks the strategy declares in the registry (:mod:`synth.registry`, :mod:`synth.tau2.strategies`):
+  ``trap_not_live`` (distractor: the gold never writes the look-alike, and the
   look-alike taken instead must run and leave another database), ``still_named`` (ambiguity: the scenario no longer says the id), ``answer_in_scenario``
   (depth: the new step's argument is not in the scenario);
 * ``duplicate``: a task with the same content (so the same id) made earlier in the run.
@@ -24,39 +26,31 @@ Everything is seeded from one integer.
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ace_env.tau2.cow import cow_diff
-from ace_env.tau2.env import Tau2Call, raw_task, run_calls, tool_kinds
+from ace_env.tau2.env import raw_task
 from ace_env.tau2.rollouts import calls_of, verify_calls
 from ace_env.tau2.synthtasks import SynthTau2Task, build_task, check_gold
 from ace_env.tau2.tasks import Tau2Task
-from ace_env.tau2.verify import gold
+from synth.pipeline import SYNTHESIS_FAILED, SynthResult, reject, seeded, tally
 from synth.planner import Plan
-from synth.strategies.registry import depth_of
-from synth.tau2.strategies import STRATEGIES, Draft, mentions, target_positions
+from synth.registry import Candidate, depth_of, get, run_checks
+from synth.tau2.strategies import (
+    STRATEGIES,
+    Draft,
+    target_positions,
+)
 
 TARGET_LOST = "target_lost"
-TRAP_NOT_LIVE = "trap_not_live"
-STILL_NAMED = "still_named"
-ANSWER_IN_SCENARIO = "answer_in_scenario"
 DUPLICATE = "duplicate"
-SYNTHESIS_FAILED = "synthesis_failed"
 TAU2_STRATEGIES = tuple(STRATEGIES)
 
 
-@dataclass
-class Tau2SynthResult:
-    policy: str = ""
-    tasks: list[SynthTau2Task] = field(default_factory=list)
-    plans: list[Plan] = field(default_factory=list)
-    lineage: list[dict[str, Any]] = field(default_factory=list)
-    rejections: Counter = field(default_factory=Counter)
-    attempted: int = 0
+class Tau2SynthResult(SynthResult):
+    """The one pipeline's result (:class:`synth.pipeline.SynthResult`) with τ²'s summary: the strategies counted by
+    what they did (no draft, built, rejected by a check), and no reflection (one round)."""
 
     def summary(self) -> dict[str, Any]:
         by_strategy: dict[str, dict[str, Any]] = {}
@@ -138,30 +132,14 @@ def assemble(seed: Tau2Task, target: tuple[str, str], strategy: str, draft: Draf
 
 
 def check(task: SynthTau2Task, draft: Draft, target: tuple[str, str], strategy: str) -> list[str]:
-    """Why the task may not be written (empty: it may); see the module's docstring."""
+    """Why the task may not be written (empty: it may): the generic checks, then the checks ``strategy`` declares
+    in the registry (:mod:`synth.registry`), in their declared order; see the module's docstring."""
     if not target_positions(task.agent_actions, target):
         return [TARGET_LOST]
     reasons = check_gold(task)
-    text = task.user_scenario
-    if strategy == "distractor" and draft.trap is not None:
-        steps, env = run_calls(task.domain, task.tau2_id, [Tau2Call(a.name, dict(a.arguments))
-                                                          for a in draft.trap["actions"]])
-        kinds = tool_kinds(task.domain)
-        touched = any(draft.trap["entity"] in json.dumps(a.arguments) for a in task.gold_actions
-                      if kinds.get((a.requestor, a.name)) == "write")  # read it may; write it, never
-        if touched or any(s.error for s in steps) or not cow_diff(env.tools.db, gold(task).env.tools.db):
-            reasons.append(TRAP_NOT_LIVE)
-    if strategy == "ambiguity" and mentions(text, draft.details["described"]):
-        reasons.append(STILL_NAMED)
-    if strategy == "depth":
-        added = next(a for a in task.agent_actions if a.name == draft.details["added_step"])
-        if any(isinstance(v, str) and v in text for v in added.arguments.values() if v != added.arguments.get("date")):
-            reasons.append(ANSWER_IN_SCENARIO)
+    for reason, _ in run_checks(get(strategy, Tau2Task), Candidate(task, draft=draft)):
+        reasons.append(reason)
     return reasons
-
-
-def _rng(seed: int, *parts: Any) -> random.Random:
-    return random.Random(":".join(map(str, (seed,) + parts)))
 
 
 def synthesize_tau2(
@@ -187,7 +165,7 @@ def synthesize_tau2(
     usable = usable_seeds(seeds)
     by_target = {t: ids for t, ids in seeds_by_target(edges, usable).items() if ids}
     plans = [Plan(id=f"r0-p{i}-{a}-{b}-{s}-plain", round=0, target=(a, b), strategy=s, strength=0.5,
-                  depth=depth_of(s), domain=tuple(sorted({usable[x].domain for x in ids})), style="plain",
+                  depth=depth_of(s, Tau2Task), domain=tuple(sorted({usable[x].domain for x in ids})), style="plain",
                   seeds=list(ids), evidence={})
              for i, ((a, b), ids, s) in enumerate((t, ids, s) for t, ids in by_target.items() for s in strategies)]
     result.plans = plans
@@ -203,21 +181,21 @@ def synthesize_tau2(
             if not left:
                 open_plans.remove(plan)
                 continue
-            rng = _rng(seed, plan.id, len(tried[plan.id]))
+            rng = seeded(seed, plan.id, len(tried[plan.id]))
             seed_task = usable[left[rng.randrange(len(left))]]
             tried[plan.id].add(seed_task.id)
             result.attempted += 1
             plan.stats.attempted += 1
-            draft = STRATEGIES[plan.strategy](seed_task, plan.target, rng)
+            draft = STRATEGIES[plan.strategy](seed_task, plan.target, plan.strength, rng)
             if draft is None:
-                _reject(result, plan, SYNTHESIS_FAILED)
+                reject(result, plan, SYNTHESIS_FAILED)
                 continue
             plan.stats.synthesized += 1
             task = assemble(seed_task, plan.target, plan.strategy, draft)
             reasons = check(task, draft, plan.target, plan.strategy) if task.id not in seen else [DUPLICATE]
             if reasons:
                 for r in reasons:
-                    _reject(result, plan, r)
+                    reject(result, plan, r)
                 continue
             seen.add(task.id)
             plan.stats.valid += 1
@@ -232,22 +210,12 @@ def synthesize_tau2(
     return result
 
 
-def _reject(result: Tau2SynthResult, plan: Plan, reason: str) -> None:
-    result.rejections[reason] += 1
-    plan.stats.rejections[reason] = plan.stats.rejections.get(reason, 0) + 1
-
-
 def _rolled_out(task: SynthTau2Task, plan: Plan, policy: Callable, name: str, seed: int, n: int) -> SynthTau2Task:
     """The task with the attacked policy's pass rate over ``n`` rollouts in its provenance (origin)."""
-    passes = 0
+    verdicts = []
     for k in range(n):
-        calls = policy(task, _rng(seed, "rollout", task.id, k))
-        v = verify_calls(task, calls_of([calls]), f"{task.id}#{k}")
-        passes += v.reward == 1.0
-        if v.attribution:
-            plan.stats.attributions[v.attribution] = plan.stats.attributions.get(v.attribution, 0) + 1
-    plan.stats.rollouts += n
-    plan.stats.passed += passes
-    plan.stats.learnable += 0 < passes < n
+        v = verify_calls(task, calls_of([policy(task, seeded(seed, "rollout", task.id, k))]), f"{task.id}#{k}")
+        verdicts.append((v.reward, v.attribution))
+    passes, learnable = tally(plan, verdicts, n)
     return SynthTau2Task(**{**task.__dict__, "origin": {**task.origin, "policy": name, "pass_rate": passes / n,
-                                                        "learnable": 0 < passes < n}})
+                                                        "learnable": learnable}})

@@ -35,7 +35,8 @@ New steps go last, after everything the seed's gold does, as the user asks for t
 checks the gold's order.
 
 Every draft is checked afterwards (:mod:`synth.tau2.pipeline`): the target still adjacent, the gold valid for
-ACE's verifier and τ²'s evaluator, every identifier grounded, and the strategy's own check.
+ACE's verifier and τ²'s evaluator, every identifier grounded, and the checks each strategy declares with it
+in the one registry (:mod:`synth.registry`, at the end of this module).
 """
 
 from __future__ import annotations
@@ -44,11 +45,13 @@ import json
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
+from ace_env.tau2.cow import cow_diff
 from ace_env.tau2.env import Tau2Call, pristine, raw_task, run_calls, tool_kinds
 from ace_env.tau2.tasks import GoldAction, Tau2Task
 from ace_env.tau2.verify import gold
+from synth.registry import Candidate, Check, Spec, register, table_for
 
 #: The id argument of each domain's main entity (what a near-miss or a description stands for).
 ENTITY = {"airline": "reservation_id", "retail": "order_id"}
@@ -181,7 +184,7 @@ def twin_id(domain: str, entity: str, rng: random.Random, taken: set[str]) -> st
     return None
 
 
-def distractor(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft | None:
+def distractor(seed: Tau2Task, target: tuple[str, str], strength: float, rng: random.Random) -> Draft | None:
     ins = instructions_of(seed)
     actions = list(seed.agent_actions)
     key, noun, table = ENTITY[seed.domain], NOUN[seed.domain], TABLE[seed.domain]
@@ -270,7 +273,7 @@ def _with_reads(actions: list[GoldAction], entity: str, user: str, domain: str) 
     return out
 
 
-def ambiguity(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft | None:
+def ambiguity(seed: Tau2Task, target: tuple[str, str], strength: float, rng: random.Random) -> Draft | None:
     ins = instructions_of(seed)
     actions = list(seed.agent_actions)
     key, noun = ENTITY[seed.domain], NOUN[seed.domain]
@@ -298,7 +301,7 @@ def ambiguity(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Dr
 # --------------------------------------------------------------------------- depth
 
 
-def depth(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft | None:
+def depth(seed: Tau2Task, target: tuple[str, str], strength: float, rng: random.Random) -> Draft | None:
     ins = instructions_of(seed)
     actions = list(seed.agent_actions)
     if ins is None or len(actions) != len(seed.gold_actions) or any(a.name == TRANSFER for a in actions):
@@ -383,7 +386,7 @@ FREE_BAGS = {"regular": {"basic_economy": 0, "economy": 1, "business": 2},
              "gold": {"basic_economy": 2, "economy": 3, "business": 4}}
 
 
-def cascade(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draft | None:
+def cascade(seed: Tau2Task, target: tuple[str, str], strength: float, rng: random.Random) -> Draft | None:
     ins = instructions_of(seed)
     actions = list(seed.agent_actions)
     if ins is None or len(actions) != len(seed.gold_actions) or any(a.name == TRANSFER for a in actions):
@@ -438,10 +441,66 @@ def cascade(seed: Tau2Task, target: tuple[str, str], rng: random.Random) -> Draf
     return None
 
 
-#: The τ² strategies by name (the names of their BFCL counterparts in :mod:`synth.strategies`).
-STRATEGIES: dict[str, Callable[[Tau2Task, tuple[str, str], random.Random], Draft | None]] = {
-    "ambiguity": ambiguity,
-    "distractor": distractor,
-    "cascade": cascade,
-    "depth": depth,
-}
+# --------------------------------------------------------------------------- the strategies' own checks
+
+TRAP_NOT_LIVE = "trap_not_live"
+STILL_NAMED = "still_named"
+ANSWER_IN_SCENARIO = "answer_in_scenario"
+
+
+def trap_problems(c: Candidate) -> list[str]:
+    """distractor: the gold never writes the look-alike, and the look-alike taken instead must run without an
+    error and leave another database."""
+    task, draft = c.task, c.draft
+    if draft.trap is None:
+        return []
+    steps, env = run_calls(task.domain, task.tau2_id, [Tau2Call(a.name, dict(a.arguments))
+                                                      for a in draft.trap["actions"]])
+    kinds = tool_kinds(task.domain)
+    touched = any(draft.trap["entity"] in json.dumps(a.arguments) for a in task.gold_actions
+                  if kinds.get((a.requestor, a.name)) == "write")  # read it may; write it, never
+    if touched or any(s.error for s in steps) or not cow_diff(env.tools.db, gold(task).env.tools.db):
+        return [f"the look-alike {draft.trap['entity']} is not a live trap"]
+    return []
+
+
+def still_named_problems(c: Candidate) -> list[str]:
+    """ambiguity: the scenario no longer says the described entity's id."""
+    described = c.draft.details["described"]
+    return [f"the scenario still names {described}"] if mentions(c.task.user_scenario, described) else []
+
+
+def answer_problems(c: Candidate) -> list[str]:
+    """depth: the new step's argument is not in the scenario (only B's output gives it)."""
+    task, text = c.task, c.task.user_scenario
+    added = next(a for a in task.agent_actions if a.name == c.draft.details["added_step"])
+    return [f"the scenario says {v!r}, an argument of {added.name}" for v in added.arguments.values()
+            if isinstance(v, str) and v in text and v != added.arguments.get("date")][:1]
+
+
+# --------------------------------------------------------------------------- registered (the one registry)
+
+# Registered in this order (the plans' order): ambiguity, distractor, cascade, depth.  The names and depths
+# are their BFCL counterparts' (synth.strategies).
+register("ambiguity", task_type=Tau2Task, depth=2,
+         definition="the scenario describes the reservation (order) A or B acts on instead of naming its id; the "
+                    "gold gains the reads that find it",
+         needs="an id the scenario names, whose owner's other reservations (orders) a description tells apart",
+         checks=(Check(STILL_NAMED, still_named_problems),))(ambiguity)
+register("distractor", task_type=Tau2Task, depth=2,
+         definition="a look-alike of the reservation (order) B acts on, under a near-twin id, joins the user's "
+                    "list; taking it instead runs and leaves another database",
+         needs="B acts on an entity the scenario names and the gold reads the user's list before it writes",
+         checks=(Check(TRAP_NOT_LIVE, trap_problems),))(distractor)
+register("cascade", task_type=Tau2Task, depth=3,
+         definition="a second write after B, the seed's last action, whose arguments depend on B's result",
+         needs="B is the seed's last action and a flight change (airline) or an order's address change (retail)",
+         checks=())(cascade)
+register("depth", task_type=Tau2Task, depth=4,
+         definition="one more dependent read, last, whose argument first appears in B's output; its answer is "
+                    "communicated",
+         needs="B's output names a flight (airline) or a product (retail) nothing earlier shows",
+         checks=(Check(ANSWER_IN_SCENARIO, answer_problems),))(depth)
+
+#: The τ² strategies by name (the registry's entries for τ² tasks; the names of their BFCL counterparts).
+STRATEGIES: dict[str, Spec] = table_for(Tau2Task)

@@ -8,8 +8,8 @@ from collections import Counter
 from ace_env import bfcl
 from ace_env.sim import parse_weakness
 from synth import strategies
+from synth.checks.parts import adjacent_positions, flat_calls
 from synth.pipeline import SynthConfig, base_task, one_per_base, seeds_by_target, sim_policy, synthesize
-from synth.taskcheck import adjacent_positions, flat_calls
 
 ZIP = ("get_zipcode_based_on_city", "estimate_distance")
 STOCK = ("get_stock_info", "place_order")

@@ -14,7 +14,7 @@ from ace_env.official import official_check_entry
 from ace_env.tasks import Task
 from ace_env.verifier import verify
 from synth import strategies
-from synth.taskcheck import adjacent_positions
+from synth.checks.parts import adjacent_positions
 from train.errors import ExportError
 from train.export import (
     BFCL_ANSWER_FILE,

@@ -12,19 +12,13 @@ from ace_env.tasksets import load_task_set
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.tagger import tag_task
 from synth import pipeline
+from synth.checks.parts import DUPLICATE, NEAR_DUPLICATE_REASON, target_present, task_fingerprint
+from synth.checks.seeds import usable_seed
 from synth.pipeline import SynthConfig, infeasible, sim_policy, synthesize, write_tasks
 from synth.strategies import build as build_module
 from synth.strategies import synthesize as apply_strategy
 from synth.strategies.build import executes
-from synth.taskcheck import (
-    DUPLICATE,
-    NEAR_DUPLICATE_REASON,
-    check_task,
-    copy_check,
-    target_present,
-    task_fingerprint,
-    usable_seed,
-)
+from synth.taskcheck import check_task, copy_check
 
 TARGETS = [("book_flight", "retrieve_invoice"), ("get_stock_info", "place_order"), ("cd", "mv")]
 WEAK = parse_weakness({

@@ -9,9 +9,10 @@ import pytest
 from ace_env import bfcl
 from ace_env.sim import parse_weakness, simulate_one
 from ace_graph.estimate import AMBIGUOUS, COMPOSITION, OK, EdgeEstimate
+from synth.checks.parts import NO_TARGET, flat_calls, target_step
 from synth.diagnose import allocate, make_probes, probe_needs, seeds_with_pair
 from synth.strategies.probe import WITH, WITHOUT, probe, probe_with, probe_without
-from synth.taskcheck import NO_TARGET, check_task, flat_calls, target_step
+from synth.taskcheck import check_task
 
 PAIR = ("get_zipcode_based_on_city", "estimate_distance")
 

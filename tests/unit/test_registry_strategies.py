@@ -9,11 +9,11 @@ import pytest
 from ace_env import bfcl
 from ace_env.tasks import Task
 from ace_env.verifier import ground_truth_rollout, verify
+from synth.checks.parts import flat_calls
 from synth.pipeline import SynthConfig
 from synth.planner import make_plans
+from synth.registry import register_edit, targeted
 from synth.strategies import STRATEGIES, register, synthesize
-from synth.strategies.registry import register_edit, targeted
-from synth.taskcheck import flat_calls
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_every_registered_strategy_makes_tasks_whose_oracle_passes(seeds):
 
 def test_an_unknown_strategy_is_a_config_error_naming_the_known_ones():
     from ace_env.errors import ConfigError
-    from synth.strategies.registry import get
+    from synth.registry import get
 
     with pytest.raises(ConfigError, match="known: .*ambiguity"):
         get("no-such-strategy")

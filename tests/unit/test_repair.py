@@ -4,16 +4,11 @@ from __future__ import annotations
 
 from ace_env import bfcl
 from ace_env.verifier import ground_truth_rollout, verify
+from synth.checks.parts import adjacent_positions
+from synth.checks.seeds import seed_problems
+from synth.checks.values import Produced, identifier_in_text, identifier_like, value_provenance
 from synth.pipeline import seeds_by_target
 from synth.repair import repair_provenance, usable_version
-from synth.taskcheck import (
-    Produced,
-    adjacent_positions,
-    identifier_in_text,
-    identifier_like,
-    seed_problems,
-    value_provenance,
-)
 
 BOOK = ("book_flight", "retrieve_invoice")
 

@@ -14,17 +14,13 @@ from ace_env.tasks import Task, Turn
 from ace_env.values import is_trivial
 from ace_env.views import apply_ops
 from synth import strategies
+from synth.checks.parts import CASCADE_MISSES_VALUE, adjacent_positions
+from synth.checks.text import coherence_problems
+from synth.checks.values import computed_from, labelled_otherwise
 from synth.repair import usable_version
 from synth.strategies import ambiguity
-from synth.taskcheck import (
-    CASCADE_MISSES_VALUE,
-    adjacent_positions,
-    cascade_problems,
-    check_task,
-    coherence_problems,
-    computed_from,
-    labelled_otherwise,
-)
+from synth.strategies.cascade import cascade_problems
+from synth.taskcheck import check_task
 
 
 def _task(texts: list[str], gts: list[list[str]], **prov) -> Task:
@@ -49,12 +45,12 @@ def test_not_trivial_values(value):
 def test_every_layer_uses_the_one_definition():
     import inspect
 
-    from synth import taskcheck
+    from synth.checks import values
     from train import users
 
     assert "is_trivial" in inspect.getsource(ambiguity.fed_values)
     assert not hasattr(ambiguity, "_trivial") and not hasattr(users, "_trivial")
-    assert "is_trivial(v)" in inspect.getsource(taskcheck._trivial)
+    assert "is_trivial(v)" in inspect.getsource(values._trivial)
 
 
 # --------------------------------------------------------------------------- cascade at the value passed on
@@ -174,7 +170,7 @@ def test_an_id_the_text_labels_as_another_kind_does_not_provide_the_parameter():
     assert labelled_otherwise("receiver_id", "USR003", "order id 'USR003'")
     assert not labelled_otherwise("receiver_id", "USR003", "send it to USR003")
     task = _task([text], [["send_message(sender_id='USR001', receiver_id='USR002', message='hi')"]])
-    from synth.taskcheck import value_provenance
+    from synth.checks.values import value_provenance
 
     missing = [(u.param, u.value) for u in value_provenance(task)]
     assert ("receiver_id", "USR002") in missing

@@ -11,24 +11,19 @@ import pytest
 from ace_env import bfcl, twins
 from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task
+from ace_env.values import leaves
 from ace_env.verifier import ground_truth_rollout, verify
 from synth import strategies
+from synth.checks.parts import adjacent_positions, flat_calls, target_present, user_text_upto
+from synth.checks.seeds import usable_seed
+from synth.checks.values import value_in_text
+from synth.registry import targeted
 from synth.repair import usable_version
 from synth.strategies.build import deferred_execution, executes, memoized, seed_memo
 from synth.strategies.depth import LINKS_BY_ANCHOR
-from synth.strategies.registry import targeted
+from synth.strategies.lookalike import near_identical
 from synth.strategies.text import phrase
-from synth.taskcheck import (
-    adjacent_positions,
-    check_task,
-    flat_calls,
-    leaves,
-    near_identical,
-    target_present,
-    usable_seed,
-    user_text_upto,
-    value_in_text,
-)
+from synth.taskcheck import check_task
 
 TARGETS = [
     ("get_zipcode_based_on_city", "estimate_distance"),

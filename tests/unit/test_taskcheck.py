@@ -11,8 +11,7 @@ from ace_env import bfcl, twins
 from ace_env.calls import parse_call
 from ace_env.tasks import Task, Turn
 from synth import strategies
-from synth.pipeline import seeds_by_target
-from synth.taskcheck import (
+from synth.checks.parts import (
     CASCADE_RECOVERY_IN_TEXT,
     DISTRACTOR_NOT_NEW,
     DUPLICATE,
@@ -31,18 +30,17 @@ from synth.taskcheck import (
     VALUE_UNOBTAINABLE,
     Seen,
     adjacent_positions,
-    check_task,
-    distractor_problems,
     error_output,
     flat_calls,
-    lookalike_problems,
-    near_identical,
-    seed_problems,
     target_present,
     task_fingerprint,
-    usable_seed,
-    value_provenance,
 )
+from synth.checks.seeds import seed_problems, usable_seed
+from synth.checks.values import value_provenance
+from synth.pipeline import seeds_by_target
+from synth.strategies.distractor import distractor_problems
+from synth.strategies.lookalike import lookalike_problems, near_identical
+from synth.taskcheck import check_task
 
 TARGET = ("get_stock_info", "place_order")
 

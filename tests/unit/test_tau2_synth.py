@@ -22,15 +22,21 @@ from ace_env.tau2.tasks import GoldAction, load_tasks
 from ace_env.tau2.verify import gold, replay_gold
 from synth.pipeline import write_tasks
 from synth.tau2.pipeline import (
-    ANSWER_IN_SCENARIO,
     TARGET_LOST,
-    TRAP_NOT_LIVE,
     assemble,
     check,
     synthesize_tau2,
     usable_seeds,
 )
-from synth.tau2.strategies import STRATEGIES, Draft, _listed_with_others, _replace_id, target_positions
+from synth.tau2.strategies import (
+    ANSWER_IN_SCENARIO,
+    STRATEGIES,
+    TRAP_NOT_LIVE,
+    Draft,
+    _listed_with_others,
+    _replace_id,
+    target_positions,
+)
 
 EDGES = {
     "airline": [("get_reservation_details", "update_reservation_flights"),
@@ -119,7 +125,7 @@ def _draft(domain, strategy, avoid=()):
             continue
         for seed in seeds.values():
             if target_positions(seed.agent_actions, target):
-                draft = STRATEGIES[strategy](seed, target, random.Random(0))
+                draft = STRATEGIES[strategy](seed, target, 0.5, random.Random(0))
                 if draft is not None:
                     return seed, target, draft
     raise AssertionError(f"no {strategy} draft on {domain}")
@@ -229,7 +235,7 @@ def _drafts(domain: str, strategy: str):
     for seed in load_tasks(domain):
         pairs = {(a.name, b.name) for a, b in zip(seed.agent_actions, seed.agent_actions[1:])}
         for target in sorted(pairs):
-            draft = STRATEGIES[strategy](seed, target, random.Random(0))
+            draft = STRATEGIES[strategy](seed, target, 0.5, random.Random(0))
             if draft is not None:
                 yield seed, draft
 
@@ -285,7 +291,7 @@ def _all_drafts(domain, strategy):
     for seed in load_tasks(domain):
         acts = seed.agent_actions
         for target in sorted({(a.name, b.name) for a, b in zip(acts, acts[1:])}):
-            draft = STRATEGIES[strategy](seed, target, random.Random(0))
+            draft = STRATEGIES[strategy](seed, target, 0.5, random.Random(0))
             if draft is not None:
                 yield seed, target, draft
 

@@ -8,28 +8,23 @@ import random
 
 from ace_env import bfcl
 from ace_env.tasks import Task, Turn
-from synth.planner import STYLES, apply_style
-from synth.repair import text_repaired, usable_version
-from synth.taskcheck import (
-    DEFERRED_TURN,
-    EMPTY_TURN_ACTIONABLE,
-    QUOTE_MISMATCH,
-    SPLICED_TEXT,
-    TEMPLATE_TEXT,
-    check_task,
-    deferred_turns,
+from synth.checks.parts import DEFERRED_TURN, EMPTY_TURN_ACTIONABLE, QUOTE_MISMATCH, SPLICED_TEXT, TEMPLATE_TEXT
+from synth.checks.seeds import deferred_turns, seed_problems
+from synth.checks.text import (
     empty_turn_problems,
     glued_sentence_problems,
     quote_problems,
     repair_quotes,
     repair_text,
-    seed_problems,
     splice_problems,
     template_problems,
     text_problems,
     unclosed_quote_problems,
-    value_provenance,
 )
+from synth.checks.values import value_provenance
+from synth.planner import STYLES, apply_style
+from synth.repair import text_repaired, usable_version
+from synth.taskcheck import check_task
 
 
 def _fs(turns, target, **prov) -> Task:

@@ -21,9 +21,10 @@ from ace_env.tasks import Task
 from ace_env.tasksets import check_against_bfcl, load_task_set
 from ace_env.verifier import ground_truth_rollout, verify
 from synth import strategies
+from synth.checks.parts import DISTRACTOR_NOT_NEW, adjacent_positions, flat_calls
 from synth.repair import usable_version
-from synth.strategies.distractor import distractor, twin_candidates, with_distractors
-from synth.taskcheck import DISTRACTOR_NOT_NEW, adjacent_positions, check_task, distractor_problems, flat_calls
+from synth.strategies.distractor import distractor, distractor_problems, twin_candidates, with_distractors
+from synth.taskcheck import check_task
 from train.engine import offered_schemas
 from train.export import (
     TWIN_DOC_DIR,

@@ -14,7 +14,7 @@ from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task
 from ace_env.verifier import ground_truth_rollout, verify
 from ace_env.views import apply_ops, check_views
-from synth.taskcheck import adjacent_positions, flat_calls
+from synth.checks.parts import adjacent_positions, flat_calls
 
 OUT = {"symbol": "AAPL", "price": 227.16, "orders": [1, 2, 3], "date": "2024-03-05", "id": 12446}
 
