@@ -38,7 +38,7 @@ from ace_graph.errors import ConfigError
 from ace_graph.estimate import AMBIGUOUS, COMPOSITION, EdgeEstimate, EstimatorConfig, ScopeEstimate, estimate_scope
 from ace_graph.ingest import prepare
 from ace_graph.scopes import require_scope
-from ace_graph.stats import MIN_SUPPORT, Z95, clopper_pearson
+from ace_graph.stats import MIN_SUPPORT, NEAR_SUCCESS, Z95, clopper_pearson
 from ace_graph.store import GraphStore
 from ace_graph.tagger import tag_task
 from synth.strategies.probe import WITH, WITHOUT, probe_with, probe_without
@@ -329,7 +329,7 @@ def diagnose(
         store.upsert_tasks(probe_tasks.values())
         raw = [Rollout(f"probe-{offset + made + k}", t.id, policy(t), offset + made + k + 1,
                        {"policy": "probe", "index": offset + made + k}) for k, t in enumerate(jobs)]
-        records = list(prepare(probe_tasks, iter(raw), probe_key, 0.7, False, [], "probe"))
+        records = list(prepare(probe_tasks, iter(raw), probe_key, NEAR_SUCCESS, False, [], "probe"))
         for i in range(0, len(records), batch_size):
             store.ingest_batch(scope_row, records[i: i + batch_size])
         store.write("link-probe-scope", scope=scope, probe=probe_key)

@@ -24,7 +24,7 @@ from train.evaluation import evaluate
 from train.export import to_openai_sft
 from train.grpo import GRPORunConfig, check_mode, train_grpo
 from train.models import resolve_model
-from train.policies import policy_name
+from train.policies import DEFAULT_POLICY, policy_name
 from train.policies.base import GenerationConfig
 from train.sft import SFTRunConfig, train_sft_rows
 from train.users import user_sim_rows
@@ -53,7 +53,7 @@ def _select(spec: str, skip: int, limit: Optional[int]) -> list[Any]:
 @config_options(GRPORunConfig, names=LR_FLAGS)
 def grpo_cmd(
     config: GRPORunConfig,
-    policy: str = typer.Option("hf:smollm2-135m", "--policy", "-p", help="hf:<model folder or name> to train."),
+    policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help="hf:<model folder or name> to train."),
     tasks: str = tasks_option(note="Prompts (e.g. a task file from ace synth)."),
     skip: int = number_option(0, "--skip", min=0, max=MAX_TASKS, help="Leave out the first N tasks (e.g. the ones evaluated)."),
     limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="Train on at most N tasks (after --skip)."),
@@ -139,7 +139,7 @@ def grpo_cmd(
 @train_app.command("user-sim")
 @config_options(SFTRunConfig, include=("epochs", "learning_rate", "max_length", "seed"), names=LR_FLAGS)
 def user_sim_cmd(
-    policy: str = typer.Option("hf:smollm2-135m", "--policy", "-p", help="hf:<model> to turn into a user simulator."),
+    policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help="hf:<model> to turn into a user simulator."),
     tasks: str = tasks_option(note="Tasks whose dialogs it learns from."),
     skip: int = number_option(0, "--skip", min=0, max=MAX_TASKS, help="Leave out the first N tasks (held out for fidelity)."),
     limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="At most N tasks (after --skip)."),

@@ -12,6 +12,7 @@ from ace.cli.options import config_options, console, esc, experiment_option, jso
 from ace.loop import STAGES, Loop, LoopConfig, loop_status
 from ace_env.workspace import check_name
 from ace_graph.errors import ConfigError
+from train.policies import DEFAULT_POLICY
 
 loop_app = typer.Typer(
     help="The closed loop: eval (written back) → frontier → synth → curriculum mix → train, per round.",
@@ -26,7 +27,7 @@ def loop_cmd(
     ctx: typer.Context,
     config: LoopConfig,
     experiment: str = experiment_option(None, "Experiment name (its runs: $ACE_HOME/runs/E)."),
-    policy: str = typer.Option("hf:smollm2-135m", "--policy", "-p", help="hf:<model> to start from (checkpoint 0)."),
+    policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help="hf:<model> to start from (checkpoint 0)."),
     as_json: bool = json_option("Print the round summaries as JSON."),
 ) -> None:
     """Run K rounds of the loop (or resume: finished stages are never run again).

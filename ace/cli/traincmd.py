@@ -15,7 +15,7 @@ from ace.cli.options import MAX_TASKS, config_options, number_option, tasks_opti
 from ace_env.tasksets import load_task_set
 from ace_env.workspace import check_out
 from ace_graph.errors import ConfigError
-from train.policies import PolicyError
+from train.policies import DEFAULT_POLICY, PolicyError
 from train.sft import SFTRunConfig, train_sft
 
 train_app = typer.Typer(help="Train a local model (TRL).", no_args_is_help=True)
@@ -30,7 +30,7 @@ LR_FLAGS = {"learning_rate": ("--lr", "--learning-rate")}
 @train_app.command("sft")
 @config_options(SFTRunConfig, include=SFT_FLAGS, names=LR_FLAGS)
 def sft_cmd(
-    policy: str = typer.Option("hf:smollm2-135m", "--policy", "-p", help="hf:<model folder or name> to start from."),
+    policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help="hf:<model folder or name> to start from."),
     tasks: str = tasks_option(note="Tasks whose oracle transcripts it learns from (e.g. a file from ace synth)."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder of the trained model; load it with --policy hf:OUT."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),

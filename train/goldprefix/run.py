@@ -14,6 +14,7 @@ from ace_env.verifier import WRONG_ARGUMENT, WRONG_TOOL
 from ace_env.worker import Budget
 from ace_graph.ingest import GOLD_PREFIX
 from ace_graph.outcomes import FAIL, SUCCESS, RolloutRecord, StepRow
+from ace_graph.stats import NEAR_SUCCESS
 from ace_graph.tagger import tag_task
 from train.errors import ExportError
 from train.goldprefix.forced import teacher_forced, teacher_forced_shared
@@ -132,7 +133,7 @@ def records(scores: Iterable[StepScore], tasks: dict[str, Task], scope: str) -> 
         yield RolloutRecord(
             id=f"{scope}/{rollout_id}", rollout_id=rollout_id, scope=scope, task_id=task_id,
             reward=1.0 if not failed else 0.0, partial_credit=share, step_match=share,
-            near_success=bool(failed) and share >= 0.7,
+            near_success=bool(failed) and share >= NEAR_SUCCESS,
             attribution=first.attribution if first else None,
             failing_turn=first.turn if first else None, failing_step=first.index if first else None,
             fail_tool=tags[first.flat].tool if first else None, fail_prev_tool=prev.tool if prev else None,
