@@ -54,6 +54,7 @@ import ast
 import json
 import math
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -93,6 +94,9 @@ def parse_rollout(obj: Any, line: int) -> Rollout:
 
 #: Longest rollout id accepted (an id is stored, printed and echoed in errors).
 MAX_ID_CHARS = 1024
+#: Unicode categories no rollout id may hold: control characters (newline, tab, ESC, DEL, C1), format
+#: characters (bidirectional overrides, zero-width joiners), line and paragraph separators, surrogates.
+_NOT_IN_IDS = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 
 
 def rollout_id_of(obj: dict[str, Any], line: int, *keys: str) -> str:
@@ -110,6 +114,10 @@ def rollout_id_of(obj: dict[str, Any], line: int, *keys: str) -> str:
         if len(value) > MAX_ID_CHARS:
             raise RolloutFormatError(f"line {line}: {key!r} is {len(value):,} characters long ({value[:40]!r}...); "
                                      f"ids are at most {MAX_ID_CHARS:,}")
+        bad = next((ch for ch in value if unicodedata.category(ch) in _NOT_IN_IDS), None)
+        if bad is not None:  # a newline or an escape sequence in an id would forge lines in every report
+            raise RolloutFormatError(f"line {line}: {key!r} holds the control character U+{ord(bad):04X} "
+                                     f"({value[:40]!r}); ids are one line of printable characters")
         return value
     return f"line-{line}"
 
