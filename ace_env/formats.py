@@ -54,14 +54,13 @@ import ast
 import json
 import math
 import re
-import unicodedata
 from pathlib import Path
 from typing import Any, Iterator
 
 from ace_env.calls import MAX_CALL_CHARS, Call, nesting_depth, respelled_name
 from ace_env.errors import JsonRefused, RolloutFormatError
 from ace_env.modelout import parse_output
-from ace_env.rollout import Rollout
+from ace_env.rollout import Rollout, control_character
 from ace_env.tau2.results import read_results_cached, sniff
 
 ACE, OPENAI, BFCL = "ace", "openai", "bfcl"
@@ -94,9 +93,6 @@ def parse_rollout(obj: Any, line: int) -> Rollout:
 
 #: Longest rollout id accepted (an id is stored, printed and echoed in errors).
 MAX_ID_CHARS = 1024
-#: Unicode categories no rollout id may hold: control characters (newline, tab, ESC, DEL, C1), format
-#: characters (bidirectional overrides, zero-width joiners), line and paragraph separators, surrogates.
-_NOT_IN_IDS = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 
 
 def rollout_id_of(obj: dict[str, Any], line: int, *keys: str) -> str:
@@ -114,8 +110,8 @@ def rollout_id_of(obj: dict[str, Any], line: int, *keys: str) -> str:
         if len(value) > MAX_ID_CHARS:
             raise RolloutFormatError(f"line {line}: {key!r} is {len(value):,} characters long ({value[:40]!r}...); "
                                      f"ids are at most {MAX_ID_CHARS:,}")
-        bad = next((ch for ch in value if unicodedata.category(ch) in _NOT_IN_IDS), None)
-        if bad is not None:  # a newline or an escape sequence in an id would forge lines in every report
+        bad = control_character(value)
+        if bad is not None:
             raise RolloutFormatError(f"line {line}: {key!r} holds the control character U+{ord(bad):04X} "
                                      f"({value[:40]!r}); ids are one line of printable characters")
         return value

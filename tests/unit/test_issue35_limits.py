@@ -15,6 +15,7 @@ import pytest
 from ace.cli import main, options
 from ace_env.errors import ConfigError, RolloutFormatError
 from ace_env.formats import read_any
+from ace_env.tau2.results import read_results
 from ace_graph.db import connect_seconds, get_driver, within
 from ace_graph.errors import ConnectionError_
 from ace_graph.server import ManagedNeo4j, ServerSettings
@@ -124,3 +125,15 @@ def test_managed_server_config_has_runaway_guards(tmp_path):
     assert "db.transaction.timeout=30m" in conf
     assert "db.memory.transaction.max=262144k" in conf  # half the heap: one transaction cannot starve the rest
     assert "db.memory.transaction.max=1048576k" in ManagedNeo4j(tmp_path, ServerSettings(heap="2g")).render_conf()
+
+
+def test_a_tau2_simulation_id_with_a_control_character_is_refused(tmp_path):
+    # τ²'s own result files are the other rollout reader: the same rule for their simulation ids.
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "tau2-results" / "gpt-4.1_airline_1trial.json"
+    doc = json.loads(results.read_text())
+    doc["simulations"][1]["id"] = "sim\nerror: forged"
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(RolloutFormatError, match=r"simulations\[1\]: simulation id .* holds the control character U\+000A") as e:
+        read_results(path)
+    assert "\n" not in str(e.value)
