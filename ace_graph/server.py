@@ -78,13 +78,14 @@ _MEMORY_RE = re.compile(r"^[1-9][0-9]*[kKmMgG]?$")
 TX_TIMEOUT = "30m"
 
 
-def _half(size: str) -> str:
-    """Half of a memory size as ``ACE_NEO4J_HEAP`` writes it (``512m`` -> ``256m``), in kibibytes when odd."""
+def _half(size: str) -> str | None:
+    """Half of a memory size as ``ACE_NEO4J_HEAP`` writes it (``512m`` -> ``262144k``); None under 1 MiB, the
+    least ``db.memory.transaction.max`` takes (a heap that small does not start the JVM anyway)."""
     units = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
     size = size.lower()
     unit = size[-1] if size[-1] in units else ""
-    number = int(size[:-1] if unit else size) * units[unit]
-    return f"{max(number // 2 // 1024, 1)}k"
+    half = int(size[:-1] if unit else size) * units[unit] // 2
+    return f"{half // 1024}k" if half >= 1 << 20 else None
 
 # Popen objects of servers this Python process launched, so their exit can be
 # reaped (a zombie still answers kill(pid, 0)).
@@ -399,7 +400,7 @@ class ManagedNeo4j:
             # collect() or sort fails alone instead of starving the others (all of them together stay
             # under Neo4j's own 70 % of the heap, dbms.memory.transaction.total.max).
             f"db.transaction.timeout={TX_TIMEOUT}",
-            f"db.memory.transaction.max={_half(s.heap)}",
+            *([f"db.memory.transaction.max={half}"] if (half := _half(s.heap)) else []),
             f"server.directories.data={self.data_dir}",
             f"server.directories.logs={self.logs_dir}",
             f"server.directories.run={self.run_dir}",

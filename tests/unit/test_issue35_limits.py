@@ -125,6 +125,8 @@ def test_managed_server_config_has_runaway_guards(tmp_path):
     assert "db.transaction.timeout=30m" in conf
     assert "db.memory.transaction.max=262144k" in conf  # half the heap: one transaction cannot starve the rest
     assert "db.memory.transaction.max=1048576k" in ManagedNeo4j(tmp_path, ServerSettings(heap="2g")).render_conf()
+    # under 1 MiB Neo4j refuses the setting (and would fail before the JVM says the heap is too small)
+    assert "db.memory.transaction.max" not in ManagedNeo4j(tmp_path, ServerSettings(heap="1k")).render_conf()
 
 
 def test_a_tau2_simulation_id_with_a_control_character_is_refused(tmp_path):
