@@ -67,7 +67,7 @@ def test_user_task_cannot_overwrite_bfcl_task(clean_db, neo4j_database, tasks, t
     rollouts = tmp_path / "r.jsonl"
     rollouts.write_text(json.dumps({"rollout_id": "a", "task_id": "multi_turn_base_0", "turns": []}) + "\n{broken\n")
     # The ingest seeds the user's task (its first batch, line 1, is good), then fails on line 2: BFCL's node is
-    # untouched all the same.  (A refusal inside the first batch seeds nothing: test_issue35_limits.py.)
+    # untouched all the same.  (A refusal inside the first batch seeds nothing: test_issue35_graph_limits.py.)
     assert main(["ingest", str(rollouts), "-e", "ns", "-p", "p", "-c", "c", "--tasks", str(task_file),
                  "--batch-size", "1"]) == 1
     assert "line 2" in capsys.readouterr().err
