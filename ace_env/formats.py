@@ -60,7 +60,7 @@ from typing import Any, Iterator
 from ace_env.calls import MAX_CALL_CHARS, Call, nesting_depth, respelled_name
 from ace_env.errors import JsonRefused, RolloutFormatError
 from ace_env.modelout import parse_output
-from ace_env.rollout import Rollout
+from ace_env.rollout import Rollout, control_character
 from ace_env.tau2.results import read_results_cached, sniff
 
 ACE, OPENAI, BFCL = "ace", "openai", "bfcl"
@@ -110,6 +110,10 @@ def rollout_id_of(obj: dict[str, Any], line: int, *keys: str) -> str:
         if len(value) > MAX_ID_CHARS:
             raise RolloutFormatError(f"line {line}: {key!r} is {len(value):,} characters long ({value[:40]!r}...); "
                                      f"ids are at most {MAX_ID_CHARS:,}")
+        bad = control_character(value)
+        if bad is not None:
+            raise RolloutFormatError(f"line {line}: {key!r} holds the control character U+{ord(bad):04X} "
+                                     f"({value[:40]!r}); ids are one line of printable characters")
         return value
     return f"line-{line}"
 

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
+
+#: Unicode categories no rollout id may hold: control characters (newline, tab, ESC, DEL, C1), format
+#: characters (bidirectional overrides, zero-width joiners), line and paragraph separators, surrogates.
+NOT_IN_IDS = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+def control_character(rollout_id: str) -> str | None:
+    """The first character of ``rollout_id`` that no id may hold (:data:`NOT_IN_IDS`), or None: a newline or an
+    escape sequence in an id would forge lines in every report that prints it."""
+    return next((ch for ch in rollout_id if unicodedata.category(ch) in NOT_IN_IDS), None)
 
 
 @dataclass

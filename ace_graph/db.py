@@ -10,7 +10,8 @@ import logging
 import os
 import re
 import sys
-from typing import TYPE_CHECKING
+import threading
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ace_env.errors import ConfigError
 from ace_env.redact import redact, redact_url
@@ -22,6 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import neo4j
 
 SCHEMA_QUERY = "schema"
+
+T = TypeVar("T")
 
 # The driver logs its retries (with tracebacks) as warnings; with no logging set
 # up, Python would print them on stderr.  ACE reports the outcome in one line
@@ -56,6 +59,33 @@ def import_driver() -> None:
                 del sys.modules[name]
 
 
+def within(seconds: float, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)``, or TimeoutError when it has not returned after ``seconds``.
+
+    The driver has no read timeout: a transaction timeout is the server's to enforce, and a
+    computation Neo4j does not interrupt (``reduce()`` growing a string over a huge range) keeps
+    the client waiting as long as the server computes.  Here ``fn`` runs in a daemon thread the
+    caller stops waiting for; it goes on until its connection is closed or the process exits.
+    Exceptions ``fn`` raises are raised here.
+    """
+    box: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread, raised there
+            box["error"] = e
+
+    worker = threading.Thread(target=call, name="ace-bounded-call", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer after {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def _how_to_fix(settings: Neo4jSettings) -> str:
     if settings.external:
         return "Check that the server is up and that NEO4J_URI, NEO4J_USER and NEO4J_PASSWORD are right."
@@ -78,6 +108,20 @@ def retry_seconds() -> float:
     return value
 
 
+def connect_seconds() -> float:
+    """``ACE_NEO4J_CONNECT_TIMEOUT`` (default 15): the seconds a connection to Neo4j may take, the TCP connect
+    and the Bolt handshake together.  The driver's own limit is 60 s, spent in silence on an address that
+    accepts TCP but never speaks Bolt (a wrong port, a proxy, a firewall that holds connections)."""
+    raw = os.environ.get("ACE_NEO4J_CONNECT_TIMEOUT", "15")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 600:  # also false for nan and inf
+        raise ConfigError(f"ACE_NEO4J_CONNECT_TIMEOUT must be a number of seconds in (0, 600], not {raw!r}")
+    return value
+
+
 #: The URI schemes of Neo4j's Bolt protocol, the one ACE speaks.
 BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
@@ -91,6 +135,7 @@ def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) ->
     """
     settings = settings or neo4j_settings()
     retry = retry_seconds()
+    connect = connect_seconds()
     where = redact_url(settings.uri)
 
     def said(e: BaseException) -> str:
@@ -114,7 +159,8 @@ def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) ->
         # Notifications (e.g. "property key does not exist" on a fresh graph) are
         # hints for interactive use; ACE's named queries run on empty graphs too.
         driver = GraphDatabase.driver(settings.uri, auth=auth, notifications_min_severity="OFF",
-                                      max_transaction_retry_time=retry)
+                                      max_transaction_retry_time=retry, connection_timeout=connect,
+                                      connection_acquisition_timeout=connect)
     except (ValueError, DriverError, Neo4jError) as e:
         raise ConnectionError_(f"Invalid Neo4j address {where!r}: {said(e)}. {_how_to_fix(settings)}") from e
     if not verify:
@@ -129,7 +175,8 @@ def get_driver(settings: Neo4jSettings | None = None, *, verify: bool = True) ->
         ) from e
     except (ServiceUnavailable, DriverError, OSError, Neo4jError) as e:
         driver.close()
-        raise ConnectionError_(f"Cannot reach Neo4j at {where}: {said(e)}. {_how_to_fix(settings)}") from e
+        raise ConnectionError_(f"Cannot reach Neo4j at {where} within {connect:g} s (ACE_NEO4J_CONNECT_TIMEOUT): "
+                               f"{said(e)}. {_how_to_fix(settings)}") from e
     return driver
 
 

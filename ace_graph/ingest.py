@@ -9,6 +9,7 @@ already stored are skipped.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import stat
@@ -285,6 +286,11 @@ def ingest_records(
         log.debug("ingest %s: %s took %.3f s", key, name, now - mark)
         mark = now
 
+    # The first batch is read (and verified) before anything is written: a line refused in it (line 1 of a
+    # file with the wrong tasks) leaves the graph as it was, with no tasks seeded and no scope to complete.
+    items = iter(items)
+    first = list(itertools.islice(items, batch_size))
+    items = itertools.chain(first, items)
     if seed_tasks:
         # Idempotence and concurrent writers rely on the uniqueness constraints.
         ensure_schema(store.driver, store.database)

@@ -74,6 +74,18 @@ _JVM_FLAGS = (
     "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
 )
 _MEMORY_RE = re.compile(r"^[1-9][0-9]*[kKmMgG]?$")
+#: db.transaction.timeout of the managed server: the longest a transaction that names no timeout may run.
+TX_TIMEOUT = "30m"
+
+
+def _half(size: str) -> str | None:
+    """Half of a memory size as ``ACE_NEO4J_HEAP`` writes it (``512m`` -> ``262144k``); None under 1 MiB, the
+    least ``db.memory.transaction.max`` takes (a heap that small does not start the JVM anyway)."""
+    units = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    size = size.lower()
+    unit = size[-1] if size[-1] in units else ""
+    half = int(size[:-1] if unit else size) * units[unit] // 2
+    return f"{half // 1024}k" if half >= 1 << 20 else None
 
 # Popen objects of servers this Python process launched, so their exit can be
 # reaped (a zombie still answers kill(pid, 0)).
@@ -382,6 +394,13 @@ class ManagedNeo4j:
             "db.tx_log.rotation.size=64M",
             "db.tx_log.rotation.retention_policy=2 files",
             "db.checkpoint.interval.time=5m",
+            # Guards against a runaway query (issue 35): a transaction that names no timeout of its own ends
+            # after TX_TIMEOUT (ACE's reads name theirs; its longest writes, a 60,000-rollout scope
+            # delete, take minutes), and one transaction may hold at most half the heap, so a huge
+            # collect() or sort fails alone instead of starving the others (all of them together stay
+            # under Neo4j's own 70 % of the heap, dbms.memory.transaction.total.max).
+            f"db.transaction.timeout={TX_TIMEOUT}",
+            *([f"db.memory.transaction.max={half}"] if (half := _half(s.heap)) else []),
             f"server.directories.data={self.data_dir}",
             f"server.directories.logs={self.logs_dir}",
             f"server.directories.run={self.run_dir}",

@@ -11,6 +11,7 @@ from ace.cli import app
 from ace.cli.graphcmd import with_store
 from ace.cli.options import config_options, console, esc, experiment_option, json_option, scope_option, table
 from ace.stages import curriculum_round
+from ace_graph.errors import ConfigError
 from train.curriculum.core import CurriculumConfig
 
 curriculum_app = typer.Typer(
@@ -46,10 +47,8 @@ def status(
     """
     rows = with_store(lambda store: store.run("curriculum-status", experiment=experiment))
     if not rows:
-        console(stderr=True).print(esc(
-            f"No curriculum stored for experiment {experiment!r}; "
-            f"start one with `ace curriculum step -e {experiment} --scope {experiment}/P/C`."))
-        raise typer.Exit(1)
+        raise ConfigError(f"no curriculum stored for experiment {experiment!r}; "
+                          f"start one with `ace curriculum step -e {experiment} --scope {experiment}/P/C`")
     units = [
         {
             "kind": r["kind"], "key": r["key"], "state": r["state"], "ema": r["ema"],

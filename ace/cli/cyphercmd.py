@@ -14,7 +14,7 @@ from ace.cli.graphcmd import parse_value
 from ace.cli.options import check_input, console, esc, json_option, number_option, table
 from ace_graph import queries
 from ace_graph.config import neo4j_settings
-from ace_graph.db import get_driver
+from ace_graph.db import get_driver, within
 from ace_graph.errors import ConfigError
 
 #: The Neo4j error code a write in a read transaction raises.
@@ -24,6 +24,13 @@ ACCESS_MODE = "Neo.ClientError.Statement.AccessMode"
 #: The longest query text `ace cypher` reads (argument, file or standard input): ACE's longest named query is
 #: under 10 KB; `ace cypher - < /dev/zero` read until memory ran out.
 MAX_QUERY_BYTES = 1 << 20
+
+
+#: Seconds past --timeout that `ace cypher` waits for Neo4j's answer (the server's "timed out" reply, or
+#: the rows) before it gives up on its own: Neo4j checks a transaction's timeout between steps, and a
+#: computation inside one expression (`reduce()` over `range(1, 10000000)` growing a string) is not
+#: interrupted, so without this the command waited as long as the server computed (hours).
+CLIENT_GRACE_S = 5.0
 
 
 def _decoded(data: bytes, where: str) -> str:
@@ -112,7 +119,7 @@ def cypher(
     param: list[str] = typer.Option([], "--param", "-P",
                                     help="A parameter as key=value (JSON values allowed, as in `ace query`); repeatable."),
     timeout: float = number_option(queries.ADHOC_TIMEOUT, "--timeout", min=0.1, max=3600.0,
-                                   help="Seconds the query may run before Neo4j stops it."),
+                                   help="Seconds the query may run before Neo4j stops it; the command gives up 5 s later in any case."),
     max_rows: int = number_option(1000, "--max-rows", min=1, max=10_000_000,
                                   help="Most rows printed; a note says when more were left."),
     as_json: bool = json_option("Print the rows as a JSON list of objects."),
@@ -135,15 +142,25 @@ def cypher(
     settings = neo4j_settings()
     driver = get_driver(settings)
     warnings: list[str] = []
+    gave_up = False
     try:
-        columns, rows, more = queries.run_text(driver, text, params, database=settings.database,
-                                               timeout=timeout, max_rows=max_rows, warnings=warnings)
+        columns, rows, more = within(timeout + CLIENT_GRACE_S, queries.run_text, driver, text, params,
+                                     database=settings.database, timeout=timeout, max_rows=max_rows,
+                                     warnings=warnings)
+    except TimeoutError as e:
+        gave_up = True
+        raise ConfigError(
+            f"the query ran past --timeout ({timeout:g} s) and Neo4j did not stop it within {CLIENT_GRACE_S:g} s "
+            "more; Neo4j was told to stop it, but a computation inside one expression (e.g. reduce() over a huge "
+            "range) is not interrupted and may keep one CPU busy until it ends or the server restarts "
+            "(`ace db stop`, `ace db start`)") from e
     except Exception as e:
         if type(e).__module__.split(".")[0] != "neo4j":
             raise
         raise ConfigError(_neo4j_message(e)) from e
     finally:
-        driver.close()
+        if not gave_up:  # the abandoned call still holds its connection; the process's exit closes it
+            driver.close()
     for warning in warnings:  # e.g. a misspelled label: the rows are empty and this says why
         console(stderr=True).print(esc(f"warning: Neo4j: {warning}"))
     if more:

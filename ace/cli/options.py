@@ -16,6 +16,7 @@ import atexit
 import contextlib
 import functools
 import inspect
+import io
 import os
 import re
 import shutil
@@ -197,16 +198,41 @@ def check_input(path: Path, what: str = "file") -> Path:
 
 
 STDIN = "-"
+#: The most standard input (``-``) that a command copies to its temporary file: an endless pipe
+#: (`yes | ace ingest -`) filled the temporary folder's disk.  A larger input is named as a file.
+MAX_STDIN_BYTES = 1 << 30
+
+
+class _Capped(io.RawIOBase):
+    """A binary stream that ends after ``limit`` bytes of ``stream``."""
+
+    def __init__(self, stream: Any, limit: int):
+        self._stream, self._left = stream, limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._stream.read(min(len(buffer), self._left)) if self._left > 0 else b""
+        buffer[:len(data)] = data
+        self._left -= len(data)
+        return len(data)
 
 
 def _spool_stdin() -> Path:
     """Standard input copied to a private temporary file (removed when the process exits), so a reader that
-    looks at a file twice (format detection, then the read) sees all of it; named ``stdin``."""
+    looks at a file twice (format detection, then the read) sees all of it; named ``stdin``.  More than
+    :data:`MAX_STDIN_BYTES` is refused in one line, and the copy removed."""
     folder = Path(tempfile.mkdtemp(prefix="ace-stdin-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     path = folder / "stdin"
     with open(path, "wb") as f:
-        shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
+        shutil.copyfileobj(io.BufferedReader(_Capped(sys.stdin.buffer, MAX_STDIN_BYTES + 1)), f, 1 << 20)
+        copied = f.tell()
+    if copied > MAX_STDIN_BYTES:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise ConfigError(f"standard input (-) holds more than {MAX_STDIN_BYTES // (1 << 20):,} MiB, the most a "
+                          "command copies from it; write it to a file and name the file instead")
     return path
 
 

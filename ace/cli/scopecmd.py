@@ -10,6 +10,7 @@ import typer
 from ace.cli import app
 from ace.cli.graphcmd import with_store
 from ace.cli.options import console, esc, experiment_option, json_option, parse_scope, table
+from ace_graph.errors import ConfigError
 from ace_graph.scopes import delete_scope, list_scopes, require_scope
 
 scope_app = typer.Typer(help="One scope (experiment/policy/checkpoint) of the skill graph.", no_args_is_help=True)
@@ -30,9 +31,10 @@ def scopes(
         print(json.dumps(rows))
         return
     if not rows:
-        where = f" of experiment {experiment!r}" if experiment else ""
-        console(stderr=True).print(esc(f"no scope{where} is stored; ingest rollouts with `ace ingest`"))
-        raise typer.Exit(1 if experiment else 0)
+        if experiment:  # an experiment that is not there is an error, in one `error:` line
+            raise ConfigError(f"no scope of experiment {experiment!r} is stored; ingest rollouts with `ace ingest`")
+        console(stderr=True).print(esc("no scope is stored; ingest rollouts with `ace ingest`"))
+        return
     experiments = sorted({r["experiment"] for r in rows})
     console().print(table(
         f"{len(rows)} scopes in {len(experiments)} experiment{'s' * (len(experiments) != 1)}",

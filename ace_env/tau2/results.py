@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ace_env.errors import RolloutFormatError, TaskLoadError
-from ace_env.rollout import Rollout
+from ace_env.rollout import Rollout, control_character
 from ace_env.tau2 import DOMAINS
 from ace_env.tau2.env import raw_tasks
 from ace_env.tau2.rollouts import call_dict
@@ -230,6 +230,9 @@ def read_results(path: str | Path) -> ResultsFile:
         sid, tid = sim.get("id"), sim.get("task_id")
         if not isinstance(sid, str) or not sid:
             raise _fail(path, f"{where}: 'id' is not a non-empty string")
+        if (bad := control_character(sid)) is not None:
+            raise _fail(path, f"{where}: simulation id {sid[:40]!r} holds the control character U+{ord(bad):04X}; "
+                              "ids are one line of printable characters")
         if sid in seen:
             raise _fail(path, f"{where}: simulation id {sid[:80]!r} repeats")
         seen.add(sid)
