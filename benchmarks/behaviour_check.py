@@ -49,8 +49,9 @@ else is changed), in this order:
 
 1. the temporary folder's path becomes ``{tmp}``, the repository's path ``{repo}``, the Neo4j URI ``{neo4j}``:
    they differ per run and per checkout (the lead's checkout, other ports);
-2. durations: ``"seconds": N`` and any JSON key ending in ``seconds``, ``_s`` or ``per_s`` (``tasks_per_s``)
-   becomes ``<num>``; in text, a number followed by `` s`` (``12.3 s``) becomes ``<num> s``: wall-clock time
+2. durations: the number of any JSON key ending in ``seconds``, ``_s`` or ``per_s`` (``seconds``,
+   ``tasks_per_s``), and every number of a flat object under a key ending in ``seconds`` (ingest's
+   ``phase_seconds``), becomes ``<num>``; in text, a number followed by `` s`` (``12.3 s``) becomes ``<num> s``: wall-clock time
    varies run to run;
 3. rates: the replay table's tasks/s cell (the last cell of a row that starts with a BFCL category) becomes
    ``<num>``: it is a rate per second;
@@ -76,13 +77,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from ace_graph.config import neo4j_settings  # noqa: E402  (the script's one import of ACE: where the graph is)
+try:  # the script's one import of ACE: where the graph is (the managed server's password included)
+    from ace_graph.config import neo4j_settings  # noqa: E402
+except ImportError:  # moved by a refactor: then NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD name the graph
+    neo4j_settings = None
 
 #: How much of a written file a probe keeps as text (its sha256 covers all of it).
 EXCERPT_BYTES = 64 * 1024
@@ -107,7 +111,6 @@ class Probe:
     after: tuple[str, ...] = ()  # probes whose files it reads
     graph: bool = False  # needs Neo4j
     wipe: bool = False  # wipe the graph first
-    env: dict[str, str] = field(default_factory=dict)
 
 
 def _verify(name: str, paths: list[str], extra: tuple[str, ...] = (), after: tuple[str, ...] = ()) -> list[Probe]:
@@ -166,6 +169,8 @@ def probes() -> list[Probe]:
 _DATETIME = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
 _JSON_DURATION = re.compile(r'("(?:[A-Za-z0-9_]*seconds|[A-Za-z0-9_]*_s|[A-Za-z0-9_]*per_s)"\s*:\s*)'
                             r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_JSON_DURATION_OBJECT = re.compile(r'("[A-Za-z0-9_]*seconds"\s*:\s*)(\{[^{}]*\})')
+_JSON_NUMBER_VALUE = re.compile(r"(:\s*)-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _TEXT_DURATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)? s\b")
 _RATE_ROW = re.compile(r"^(\s*│\s*(?:base|long_context|miss_func|miss_param)\s*│(?:\s*\d+\s*│){4}\s*)"
                        r"\d+(?:\.\d+)?(\s*│)", re.M)
@@ -180,6 +185,7 @@ def normalize(text: str, replacements: dict[str, str] | None = None) -> str:
         if old:
             text = text.replace(old, new)
     text = _JSON_DURATION.sub(r"\1<num>", text)
+    text = _JSON_DURATION_OBJECT.sub(lambda m: m[1] + _JSON_NUMBER_VALUE.sub(r"\1<num>", m[2]), text)
     text = _TEXT_DURATION.sub("<num> s", text)
     text = _RATE_ROW.sub(r"\1<num>\2", text)
     text = _DATETIME.sub("<datetime>", text)
@@ -268,6 +274,12 @@ def select(all_probes: list[Probe], only: list[str]) -> list[Probe]:
 
 def _neo4j() -> tuple[str, str, str | None, str]:
     """(uri, user, password, database) of the graph the environment names."""
+    if neo4j_settings is None:
+        if not os.environ.get("NEO4J_URI"):
+            raise SystemExit("error: ace_graph.config.neo4j_settings is gone: set NEO4J_URI, NEO4J_USER and "
+                             "NEO4J_PASSWORD for the graph probes")
+        return (os.environ["NEO4J_URI"], os.environ.get("NEO4J_USER", "neo4j"), os.environ.get("NEO4J_PASSWORD"),
+                os.environ.get("NEO4J_DATABASE", "neo4j"))
     s = neo4j_settings()
     return s.uri, s.user, s.password, s.database
 
@@ -308,7 +320,7 @@ def run_probes(selected: list[Probe], wipe_graph: bool) -> dict[str, str]:
             if probe.wipe:
                 _wipe(*neo)
             args = [a.replace("{tmp}", str(tmp)) for a in probe.args]
-            p = subprocess.run([*ACE, *args], cwd=ROOT, env={**env, **probe.env}, capture_output=True,
+            p = subprocess.run([*ACE, *args], cwd=ROOT, env=env, capture_output=True,
                                stdin=subprocess.DEVNULL, timeout=PROBE_TIMEOUT)
             records[probe.name] = render(probe, p.returncode, p.stdout.decode("utf-8", "replace"),
                                          p.stderr.decode("utf-8", "replace"), written(tmp, probe.files),

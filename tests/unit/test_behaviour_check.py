@@ -27,6 +27,13 @@ def test_normalize_json_durations_and_rates_only():
                    "tasks": 200, "pass_rate": 0.25, "seed": 11, "s": 4}
 
 
+def test_normalize_numbers_of_an_object_of_seconds_only():
+    text = ('{"phase_seconds": {"seed": 21.094, "verify_tag_write": 6.5}, "ingest": {"steps": 3235, "created": 600}, '
+            '"seconds_saved": {"a": 1}}')
+    assert bc.normalize(text) == ('{"phase_seconds": {"seed": <num>, "verify_tag_write": <num>}, '
+                                  '"ingest": {"steps": 3235, "created": 600}, "seconds_saved": {"a": 1}}')
+
+
 def test_normalize_text_durations_but_not_other_numbers():
     text = "400 stored now, 2114 steps, 147.271 s; 8 tasks from 17 attempts in 32.3 s; 3 steps; v1.2 s3"
     assert bc.normalize(text) == "400 stored now, 2114 steps, <num> s; 8 tasks from 17 attempts in <num> s; 3 steps; v1.2 s3"
