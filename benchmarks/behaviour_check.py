@@ -242,16 +242,32 @@ def compare(recorded: dict[str, str], current: dict[str, str]) -> list[tuple[str
     return rows
 
 
-def diff_excerpt(old: str, new: str, name: str, lines: int = 30) -> list[str]:
-    """The first ``lines`` lines of the unified diff of a probe's recorded and current text."""
-    diff = difflib.unified_diff(old.splitlines(), new.splitlines(), f"recorded/{name}", f"current/{name}",
-                                n=2, lineterm="")
+def diff_excerpt(old: str, new: str, name: str, lines: int = 30, width: int = 300) -> list[str]:
+    """The first ``lines`` lines of the unified diff of a probe's recorded and current text.  A line longer
+    than ``width`` is cut; a changed line is cut around the first character where it differs from the line
+    that replaced it (a JSON verdict line is long, and the difference can be anywhere in it)."""
+    diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"recorded/{name}", f"current/{name}",
+                                     n=2, lineterm=""))[:lines + 1]
+    starts = [0] * len(diff)
+    i = 2
+    while i < len(diff):
+        j = i
+        while j < len(diff) and diff[j].startswith("-"):
+            j += 1
+        k = j
+        while k < len(diff) and diff[k].startswith("+"):
+            k += 1
+        for a, b in zip(range(i, j), range(j, k)):
+            same = len(os.path.commonprefix([diff[a][1:], diff[b][1:]]))
+            starts[a] = starts[b] = max(0, same - width // 3)
+        i = max(k, i + 1)
     out = []
-    for line in diff:
-        out.append(line if len(line) <= 300 else line[:300] + " …")
-        if len(out) >= lines:
-            out.append("… (diff cut)")
-            break
+    for line, start in zip(diff, starts):
+        body = line[1 + start:] if start else line[1:]
+        cut = body[:width] + (" …" if len(body) > width else "")
+        out.append(line[0] + ("… " if start else "") + cut if line else line)
+    if len(out) > lines:
+        out = out[:lines] + ["… (diff cut)"]
     return out
 
 

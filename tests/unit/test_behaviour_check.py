@@ -113,6 +113,15 @@ def test_diff_excerpt_shows_first_differing_lines_and_is_cut():
     assert bc.diff_excerpt("same", "same", "p") == []
 
 
+def test_diff_excerpt_cuts_a_long_line_around_its_first_difference():
+    old = '{"a": ' + '"x", ' * 500 + '"reward": 1.0, "b": ' + '"y", ' * 500 + "}"
+    new = old.replace('"reward": 1.0', '"reward": 0.0')
+    minus, plus = [line for line in bc.diff_excerpt(old, new, "p", width=120) if line[:1] in "-+"][2:]
+    assert minus.startswith("-… ") and '"reward": 1.0' in minus and minus.endswith(" …")
+    assert plus.startswith("+… ") and '"reward": 0.0' in plus
+    assert len(minus) < 130 and len(plus) < 130
+
+
 def test_select_adds_the_probes_whose_files_it_reads():
     probes = bc.probes()
     names = [p.name for p in bc.select(probes, ["synth-tau2"])]
