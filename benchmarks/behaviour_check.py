@@ -13,8 +13,10 @@ probes they read files from.
 Every probe is a subprocess of the real command line: ``python -c 'from ace.cli import main; main()'``,
 what ``.venv/bin/ace`` runs (``ace = "ace.cli:main"``), with ``PYTHONPATH`` set to the repository this
 script lives in, its working directory there, ``ACE_HOME`` a fresh temporary folder, ``COLUMNS=200`` (Rich
-tables the same width everywhere) and ``OMP_NUM_THREADS=1``.  So the probes run whatever code the checkout
-holds.  A probe's file holds its command (with ``{tmp}`` for the temporary folder), its exit status, its
+tables the same width everywhere), ``OMP_NUM_THREADS=1``, ``PYTHONHASHSEED=0``, ``NO_COLOR=1``, ``TERM=dumb``,
+and none of the caller's other ``ACE_*`` and ``NEO4J_*`` variables (``ACE_MODELS`` is kept; the graph's
+``NEO4J_*`` are set from where the caller's environment points).  So the probes run whatever code the
+checkout holds.  A probe's file holds its command (with ``{tmp}`` for the temporary folder), its exit status, its
 stdout and stderr, and for each file it writes that the probe names: its size, its sha256 and its text
 (the first 64 KiB; past that only the sha256 is compared).
 
@@ -24,7 +26,7 @@ What the probes cover (numbers are sizes chosen to keep a run to a few minutes o
   fixed seeds; the files are the inputs of the verify and ingest probes.
 * ``ace verify --json``, with and without ``--strict``: those simulated rollouts (BFCL, τ² airline), files
   of tests/corpus/rollouts (hostile inputs that verify: injected code, NFKC look-alike names, OpenAI
-  messages with bad arguments; two bad files with ``--skip-invalid``), and τ²-bench's published result
+  messages with bad arguments; four bad files with ``--skip-invalid``), and τ²-bench's published result
   files (benchmarks/data/tau2-results: gpt-4.1 airline and retail).  The corpus files that need a tool
   call to run over its time budget are left out: whether it does depends on the machine's load.
 * ``ace env replay --json``: BFCL (all four categories) and τ² airline.
@@ -51,8 +53,9 @@ else is changed), in this order:
    they differ per run and per checkout (the lead's checkout, other ports);
 2. durations: the number of any JSON key ending in ``seconds``, ``_s`` or ``per_s`` (``seconds``,
    ``tasks_per_s``), and every number of a flat object under a key ending in ``seconds`` (ingest's
-   ``phase_seconds``), becomes ``<num>``; in text, a number followed by `` s`` (``12.3 s``) becomes ``<num> s``: wall-clock time
-   varies run to run;
+   ``phase_seconds``), becomes ``<num>``; in text, a number followed by `` s`` (``12.3 s``) becomes
+   ``<num> s`` (fixed texts too, such as a verdict's "over the 10 s budget"): wall-clock time varies run
+   to run;
 3. rates: the replay table's tasks/s cell (the last cell of a row that starts with a BFCL category) becomes
    ``<num>``: it is a rate per second;
 4. dates and times (ISO 8601 ``2026-12-06T22:14:13``, with fraction and zone) become ``<datetime>``;
