@@ -27,7 +27,7 @@ from train.curriculum.store import load_state, observations_from_graph, save, sc
 
 
 def replay(tasks: Sequence[Task], on_task: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """The gold replay of one BFCL category's tasks (:func:`ace_env.environments.replay_bfcl`): its counts,
+    """The gold replay of one BFCL category's tasks (:func:`ace_env.bfcl.environment.replay_bfcl`): its counts,
     tasks/s and one line per failing task."""
     per_category = BFCL.replay(tasks, None, on_task)
     if len(per_category) != 1:

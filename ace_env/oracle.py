@@ -150,7 +150,7 @@ def replay_oracle(task: Task) -> Oracle:
 _HERE = Path(__file__).parent
 
 #: The files whose code decides an oracle (a cache built by other code is not reused).
-ORACLE_SOURCES = tuple(_HERE / n for n in ("oracle.py", "verifier.py", "executor.py", "calls.py", "tasks.py", "bfcl.py",
+ORACLE_SOURCES = tuple(_HERE / n for n in ("oracle.py", "verifier.py", "executor.py", "calls.py", "tasks.py", "bfcl/__init__.py",
                                           "views.py", "values.py"))
 
 #: Oracles by task content: the 1,024 most recent in memory, all on disk (see :mod:`ace_env.cache`).
