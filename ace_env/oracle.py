@@ -153,13 +153,20 @@ _HERE = Path(__file__).parent
 ORACLE_SOURCES = tuple(_HERE / n for n in ("oracle.py", "verifier.py", "executor.py", "calls.py", "tasks.py", "bfcl/__init__.py",
                                           "views.py", "values.py"))
 
+#: The version of the benchmark whose code the oracle runs: a cache of what oracles decide is keyed by it too.
+ORACLE_SALT = bfcl.installed_version()
+
+#: The signature (without ``self``) of a function the oracle runs, by name; None when unknown: what binds a
+#: call's positional arguments to its parameters.
+tool_signature = bfcl.signature
+
 #: Oracles by task content: the 1,024 most recent in memory, all on disk (see :mod:`ace_env.cache`).
 ORACLES: TaskCache[Oracle] = TaskCache(
     "oracle",
     replay_oracle,
     maxsize=1024,
     sources=ORACLE_SOURCES,
-    salt=bfcl.installed_version(),
+    salt=ORACLE_SALT,
 )
 
 

@@ -99,7 +99,7 @@ def two_environments(graph, neo4j_driver, neo4j_database, tmp_path_factory):
     folder = tmp_path_factory.mktemp("tau2")
     t = demo.tau2_scope(store, EXPERIMENT, 1000, 1, directory=folder)
     assert t["scope"] == TAU2_SCOPE and {tuple(p) for p in t["weaknesses"]["recovered"]} == TAU2_PLANTED
-    tau2_tasks = load_task_set(demo.TAU2_TASKS, tau2=True)
+    tau2_tasks = load_task_set(demo.TAU2_TASKS, any_environment=True)
     # one scope, two files: an ingest verifies one environment's rollouts at a time
     bfcl_round_0 = next((ace_home() / "runs" / EXPERIMENT).glob("rollouts-round-0-*.jsonl"))
     ingest_file(store, bfcl_round_0, {t.id: t for t in bfcl.load_tasks("all")}, f"{EXPERIMENT}-mixed", "sim", "round-0")
