@@ -26,7 +26,7 @@ from streamlit.testing.v1 import AppTest
 
 from ace import demo
 from ace_env import bfcl
-from ace_env.environments import BFCL, TAU2
+from ace_env.environments import BFCL, TAU2, environment_names
 from ace_env.sim import DEMO_WEAKNESS
 from ace_env.tasksets import load_task_set
 from ace_graph import queries, transcripts
@@ -360,10 +360,11 @@ def _environment_box(at: AppTest):
 
 
 def test_scopes_know_their_environments(two_environments, graph):
-    envs = {r["key"]: r["environments"] for r in graph.run("view-scope-environments")}
+    names = environment_names()  # the registry's, not spelled here
+    envs = {r["key"]: r["environments"] for r in graph.run("view-scope-environments", environments=names)}
     assert envs == {SCOPE0: ["bfcl"], SCOPE1: ["bfcl"], TAU2_SCOPE: ["tau2"], MIXED_SCOPE: ["bfcl", "tau2"]}
-    tau2 = {r["key"] for r in graph.run("view-environment-members", environment="tau2") if r["level"] == "tool"}
-    bfcl_tools = {r["key"] for r in graph.run("view-environment-members", environment="bfcl") if r["level"] == "tool"}
+    tau2 = {r["key"] for r in graph.run("view-environment-members", environment="tau2", environments=names) if r["level"] == "tool"}
+    bfcl_tools = {r["key"] for r in graph.run("view-environment-members", environment="bfcl", environments=names) if r["level"] == "tool"}
     assert {a for pair in TAU2_PLANTED for a in pair} <= tau2 <= two_environments["tau2"]
     assert {a for pair in PLANTED for a in pair} <= bfcl_tools <= two_environments["bfcl"]
 
