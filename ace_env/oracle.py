@@ -20,7 +20,7 @@ from typing import Any
 
 from ace_env import bfcl
 from ace_env.cache import TaskCache
-from ace_env.executor import OK, Environment, parse_with_arguments, restore
+from ace_env.executor import OK, RolloutState, parse_with_arguments, restore
 from ace_env.tasks import Task
 
 
@@ -126,7 +126,7 @@ def fingerprint(state: Any) -> str:
 
 def replay_oracle(task: Task) -> Oracle:
     """Execute a task's ground truth and record the oracle (not cached)."""
-    env = Environment(task)
+    env = RolloutState(task)
     turns: list[OracleTurn] = []
     errors: list[str] = []
     for t, turn in enumerate(task.turns):
@@ -143,7 +143,7 @@ def replay_oracle(task: Task) -> Oracle:
         else:
             turns.append(OracleTurn(steps, env.checkpoint()))
     # No checkpoint of the start: a rollout that deviates in the first turn starts from fresh
-    # instances, which is what the start is (Environment(task) is deterministic).
+    # instances, which is what the start is (RolloutState(task) is deterministic).
     return Oracle(task.id, turns, errors)
 
 

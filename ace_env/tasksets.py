@@ -22,7 +22,7 @@ from ace_env import bfcl, twins
 from ace_env.bounded import BoundedVerifier
 from ace_env.environments import ToolEnvironment, environment_named
 from ace_env.errors import TaskLoadError
-from ace_env.executor import Environment
+from ace_env.executor import RolloutState
 from ace_env.taskfile import task_file_lines
 from ace_env.tasks import Task
 from ace_env.tau2 import DOMAINS as TAU2_DOMAINS
@@ -278,6 +278,6 @@ def check_against_bfcl(task: Task) -> None:
         if cls not in classes:
             raise TaskLoadError(f"field 'initial_config' configures {cls!r}, which is not in involved_classes")
     try:
-        Environment(task)
+        RolloutState(task)
     except Exception as e:  # BFCL's own loader rejected the state: say which field, in one line
         raise TaskLoadError(f"field 'initial_config' cannot be loaded by BFCL ({type(e).__name__}: {str(e)[:120]})") from e

@@ -10,7 +10,7 @@ Every oracle step of a task gets the base skills of its tool (from
   step depend on the producer (``data_flow``); the producer gets
   ``result_extraction``;
 * counterfactual replay: the task's ground truth is replayed with step ``i``
-  removed (through :class:`ace_env.executor.Environment`, never ``eval``); every
+  removed (through :class:`ace_env.executor.RolloutState`, never ``eval``); every
   later step whose output then changes depends on ``i``.  Such a dependency is
   ``data_flow`` when the step's arguments carry a value from ``i``'s output,
   else ``precondition`` (and the step gets ``state_precondition``);
@@ -41,7 +41,7 @@ from typing import Any, Callable
 from ace_env.cache import TaskCache
 from ace_env.calls import Call, parse_call
 from ace_env.environments import environment_of
-from ace_env.executor import ERROR, OK, Environment
+from ace_env.executor import ERROR, OK, RolloutState
 from ace_env.oracle import ORACLE_SALT, ORACLE_SOURCES, Oracle, oracle_for, tool_signature
 from ace_env.tasks import Task
 from ace_env.tasksets import agent_steps_without, gold_agent_steps
@@ -427,14 +427,14 @@ def _counterfactual(task: Task, oracle: Oracle, layout: list[tuple[int, int, Any
         if removed is None or flat == len(layout) - 1:
             continue
         start = oracle.turns[t0 - 1].checkpoint if t0 else (oracle.initial or None)
-        env = Environment(task, start)
+        env = RolloutState(task, start)
         for step in oracle.turns[t0].steps[:i0]:
             env.call(step.call, t0)
         # Run the removed step on a copy only to learn its random draws, then drop its effects.
         before = env.checkpoint()
         env.call(removed.call, t0)
         draws = _random_states(env)
-        env = Environment(task, before)
+        env = RolloutState(task, before)
         _restore_random(env, draws)
         for t in range(t0, len(oracle.turns)):
             steps = oracle.turns[t].steps
@@ -445,7 +445,7 @@ def _counterfactual(task: Task, oracle: Oracle, layout: list[tuple[int, int, Any
     return changed
 
 
-def _random_states(env: Environment) -> dict[str, Any]:
+def _random_states(env: RolloutState) -> dict[str, Any]:
     return {
         cls: inst._random.getstate()
         for cls, inst in env.instances.items()
@@ -453,7 +453,7 @@ def _random_states(env: Environment) -> dict[str, Any]:
     }
 
 
-def _restore_random(env: Environment, states: dict[str, Any]) -> None:
+def _restore_random(env: RolloutState, states: dict[str, Any]) -> None:
     for cls, state in states.items():
         env.instances[cls]._random.setstate(state)
 

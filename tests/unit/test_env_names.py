@@ -185,3 +185,21 @@ def test_the_scanner_finds_each_kind_of_site():
                         "RETURN 'tau2:airline'") == Counter({"file name": 1, "literal 'bfcl'": 1, "literal 'tau2'": 1,
                                                             "literal 'tau2:airline'": 1})
     assert cypher_sites("view-scope-environments.cypher", "// ['bfcl', 'tau2']\nWHERE t.source IN $environments") == Counter()
+
+
+#: The files that still import the executor's rollout state by its old name, ``Environment`` (it is
+#: :class:`ace_env.executor.RolloutState`; an environment is a ToolEnvironment).  Only shrinks.
+OLD_STATE_NAME = {"synth/repair.py", "synth/strategies/build.py", "synth/strategies/depth.py", "synth/strategies/fs.py",
+                  "train/engine.py"}
+
+
+def test_one_name_per_concept_the_old_rollout_state_name_only_shrinks():
+    users = set()
+    for package in ("ace_env", *PACKAGES[:-1], "tests", "benchmarks"):
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (isinstance(node, ast.ImportFrom) and node.module == "ace_env.executor"
+                        and any(a.name == "Environment" for a in node.names)):
+                    users.add(path.relative_to(ROOT).as_posix())
+    assert users == OLD_STATE_NAME, (f"new: {sorted(users - OLD_STATE_NAME)}; gone (take them off "
+                                     f"OLD_STATE_NAME): {sorted(OLD_STATE_NAME - users)}")
