@@ -24,6 +24,8 @@ A :class:`ToolEnvironment` is a table of functions, one per thing the layers abo
 ``export_format``         the ``ace export --format`` of its own task files
 ``results_spec``          the task spec a result file in the benchmark's own format names (``ace ingest``)
 ``fill_hint``             how to fill a graph with its rollouts (the dashboard says it)
+``load_spec``             its tasks by id from the groups of a ``NAME[:GROUP,...]`` spec (None for BFCL
+                          and τ², whose grammar :mod:`ace_env.tasksets` spells out)
 ``probes``                whether ``ace diagnose`` can build probe tasks for its edges (BFCL only, today)
 ``demo_weakness``         the weakness file a simulated agent uses when none is named (BFCL only)
 ========================  ==========================================================================
@@ -73,6 +75,7 @@ class ToolEnvironment:
     export_format: str  # `ace export --format` of its own task files
     results_spec: Callable[[Path], str | None]  # the task spec a result file in its own format names; else None
     fill_hint: str  # how to fill a graph with its rollouts (the dashboard's hint)
+    load_spec: Callable[[tuple[str, ...]], dict[str, Any]] | None  # NAME:GROUP,... -> tasks by id; None: tasksets'
     probes: bool  # whether ACE builds probe tasks for its edges (ace diagnose)
     demo_weakness: Path | None  # the simulated agent's weakness file when a command names none
 
@@ -97,6 +100,7 @@ BFCL = ToolEnvironment(
     export_format="bfcl",
     results_spec=lambda path: None,
     fill_hint="run `ace demo`.",
+    load_spec=None,
     probes=True,
     demo_weakness=DEMO_WEAKNESS,
 )
@@ -121,6 +125,7 @@ TAU2 = ToolEnvironment(
     fill_hint=("simulate some: `ace sim rollouts --tasks tau2:airline --weakness ace_env/tau2_airline_weakness.toml "
                "--n 1500 --out r.jsonl`, then `ace ingest r.jsonl --tasks tau2:airline --scope E/sim/round-0` "
                "(or run `ace demo`)."),
+    load_spec=None,
     probes=False,
     demo_weakness=None,
 )

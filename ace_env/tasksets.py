@@ -17,10 +17,11 @@ import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ace_env import bfcl, twins
 from ace_env.bounded import BoundedVerifier
-from ace_env.environments import ToolEnvironment, environment_named
+from ace_env.environments import ENVIRONMENTS, ToolEnvironment, environment_named
 from ace_env.errors import TaskLoadError
 from ace_env.executor import RolloutState
 from ace_env.taskfile import task_file_lines
@@ -48,6 +49,8 @@ class TaskSpec:
     categories: tuple[str, ...] = ()
     path: Path | None = None
     tau2_domains: tuple[str, ...] = ()  # tau2:DOMAIN[,DOMAIN...]: τ²-bench domains, in order, once each
+    environment: str = ""  # NAME[:GROUP,...] of another registered environment: its name ...
+    groups: tuple[str, ...] = ()  # ... and its groups, in order, once each (NAME alone: all)
 
 
 def parse_task_spec(spec: str) -> TaskSpec:
@@ -88,6 +91,12 @@ def parse_task_spec(spec: str) -> TaskSpec:
         if "all" in domains:
             domains = list(TAU2_DOMAINS)
         return TaskSpec(tau2_domains=tuple(dict.fromkeys(domains)))
+    name, colon, rest = spec.strip().partition(":")
+    if name in ENVIRONMENTS and ENVIRONMENTS[name].load_spec is not None:  # another environment's own grammar
+        groups = [g.strip() for g in rest.split(",")] if colon else ["all"]
+        if not all(groups):
+            raise TaskLoadError(f"task set {spec!r} names an empty group; give {name}:GROUP[,GROUP...] or {name}")
+        return TaskSpec(environment=name, groups=tuple(dict.fromkeys(groups)))
     path = Path(spec)
     try:
         exists = path.exists()
@@ -150,6 +159,11 @@ def load_task_set(spec: str, budget: Budget | None = None, *, any_environment: b
     refused before it is parsed."""
     any_environment = any_environment or bool(tau2)
     parsed = parse_task_spec(spec)
+    if parsed.environment:
+        if not any_environment:
+            raise TaskLoadError(f"{ENVIRONMENTS[parsed.environment].title} tasks are not supported by `{_command()}` "
+                                f"yet ({spec})")
+        return _load_groups(parsed, spec)
     if parsed.tau2_domains:
         if not any_environment:
             raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): {TAU2_COMMANDS} take "
@@ -216,9 +230,20 @@ def load_task_set(spec: str, budget: Budget | None = None, *, any_environment: b
 def load_every_task(spec: str, budget: Budget | None = None) -> dict[str, Task]:
     """Every task a spec names, of any environment, including those whose rollouts ACE does not simulate
     (τ²'s telecom): the tasks ``ace env replay`` replays and ``ace verify`` judges rollouts against."""
-    if parse_task_spec(spec).tau2_domains:
+    parsed = parse_task_spec(spec)
+    if parsed.tau2_domains:
         return load_tau2_task_set(spec)  # type: ignore[return-value]
+    if parsed.environment:
+        return _load_groups(parsed, spec)
     return load_task_set(spec, budget, any_environment=True)
+
+
+def _load_groups(parsed: TaskSpec, spec: str) -> dict[str, Any]:
+    """The tasks of another registered environment's ``NAME[:GROUP,...]`` (its ``load_spec``), by id."""
+    tasks = ENVIRONMENTS[parsed.environment].load_spec(parsed.groups)  # type: ignore[misc]  # parse checked it
+    if not tasks:
+        raise TaskLoadError(f"task set {spec!r} holds no tasks")
+    return tasks
 
 
 def environment_of_spec(spec: str) -> ToolEnvironment | None:
