@@ -9,8 +9,8 @@ import pytest
 
 from ace.cli import main
 from ace_env import bfcl
+from ace_env.bfcl.official import official_check
 from ace_env.executor import RolloutState
-from ace_env.official import official_check
 from ace_env.oracle import oracle_for, replay_oracle
 from ace_env.perturb import perturbed_set
 from ace_env.verifier import (
