@@ -7,7 +7,8 @@
 //   scope that used no tool of one environment alone; a scope none of whose
 //   tools has an environment has none (it shows under "all" only).
 // Parameters: $environments (list of environment names, the default first:
-//   ace_env.environments.environment_names())
+//   ace_env.environments.environment_names(); `ace query` and the query console
+//   fill it in from the registry)
 // Columns: key, environments
 // Mode: read
 // Required: environments

@@ -25,6 +25,7 @@ from neo4j.exceptions import ClientError
 from streamlit.testing.v1 import AppTest
 
 from ace import demo
+from ace.cli import main
 from ace_env import bfcl
 from ace_env.environments import BFCL, TAU2, environment_names
 from ace_env.sim import DEMO_WEAKNESS
@@ -359,10 +360,12 @@ def _environment_box(at: AppTest):
     return next(s for s in at.sidebar.selectbox if s.label == "Environment")
 
 
-def test_scopes_know_their_environments(two_environments, graph):
+def test_scopes_know_their_environments(two_environments, graph, capsys):
     names = environment_names()  # the registry's, not spelled here
     envs = {r["key"]: r["environments"] for r in graph.run("view-scope-environments", environments=names)}
     assert envs == {SCOPE0: ["bfcl"], SCOPE1: ["bfcl"], TAU2_SCOPE: ["tau2"], MIXED_SCOPE: ["bfcl", "tau2"]}
+    assert main(["query", "view-scope-environments", "--json"]) == 0  # `ace query` fills in the registry's names
+    assert {r["key"]: r["environments"] for r in json.loads(capsys.readouterr().out)} == envs
     tau2 = {r["key"] for r in graph.run("view-environment-members", environment="tau2", environments=names) if r["level"] == "tool"}
     bfcl_tools = {r["key"] for r in graph.run("view-environment-members", environment="bfcl", environments=names) if r["level"] == "tool"}
     assert {a for pair in TAU2_PLANTED for a in pair} <= tau2 <= two_environments["tau2"]
