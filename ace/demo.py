@@ -32,13 +32,11 @@ from typing import Any
 
 from ace.stages import RoundReport, curriculum_round, simulate_to_file
 from ace.stages import replay as replay_tasks
-from ace_env import bfcl
-from ace_env.environments import environment_of
+from ace_env.environments import DEFAULT, environment_of, spec_of_results
 from ace_env.fields import SEED_MAX
 from ace_env.sim import DEMO_WEAKNESS, load_weakness
 from ace_env.tasks import Task
-from ace_env.tasksets import load_task_set, load_tau2_task_set
-from ace_env.tau2.results import read_results_cached
+from ace_env.tasksets import environment_of_spec, load_every_task, load_task_set
 from ace_env.workspace import check_name
 from ace_graph.config import ace_home
 from ace_graph.errors import ConfigError
@@ -57,6 +55,8 @@ CATEGORIES = ("base", "long_context", "miss_func", "miss_param")
 TAU2_WEAKNESS = DEMO_WEAKNESS.parent / "tau2_airline_weakness.toml"
 #: The τ² task set the demo simulates.
 TAU2_TASKS = "tau2:airline"
+#: The second environment's section, keyed by its name in the demo's report.
+SECOND = environment_of_spec(TAU2_TASKS)
 
 
 @dataclass
@@ -88,9 +88,14 @@ def replay(categories: list[str] | tuple[str, ...] = CATEGORIES) -> list[dict[st
     """Per category: tasks, passed, failed, oracle errors and tasks/s of the ground-truth replay."""
     rows = []
     for category in categories:
-        r = replay_tasks(bfcl.load_tasks(category))
+        r = replay_tasks(list(load_task_set(f"{DEFAULT.name}:{category}").values()))
         rows.append({"category": category, **{k: r[k] for k in ("tasks", "passed", "failed", "errors", "tasks_per_s")}})
     return rows
+
+
+def seed_tasks() -> list[Task]:
+    """Every task of the default environment (BFCL's): the seeds of the demo's rounds and synthesis."""
+    return list(load_task_set(DEFAULT.name).values())
 
 
 def run_dir(experiment: str) -> Path:
@@ -178,7 +183,7 @@ def synthesize_round(
         for (target, strategy), ts in sorted(groups.items())
     ]
     exports = {fmt: export(result.tasks, fmt, directory / "export" / fmt, force=True).to_dict()
-               for fmt in ("bfcl", "trl", "openai-sft")}
+               for fmt in (environment_of(result.tasks).export_format, "trl", "openai-sft")}
     adjusted = [r for r in result.reflections if r["note"].startswith(("retire", "weaken", "soften", "strengthen"))]
     return {"scope": scope, "file": str(path), "tasks": result.tasks, "attempted": result.attempted,
             "seconds": round(seconds, 2), "frontier_edges": len(edges), "groups": by_group,
@@ -237,7 +242,7 @@ def frontier_moved(store: GraphStore, scope0: str, scope1: str) -> list[dict[str
 
 def check_tau2_weakness(weakness: Path = TAU2_WEAKNESS, tasks: str = TAU2_TASKS) -> None:
     """Refuse a τ² weakness file that is missing or names no τ² tool of ``tasks``, before anything runs."""
-    seeds = list(load_task_set(tasks, tau2=True).values())
+    seeds = list(load_task_set(tasks, any_environment=True).values())
     environment_of(seeds).load_weakness(weakness, seeds)
 
 
@@ -255,7 +260,7 @@ def tau2_scope(
     τ²'s own rules (:func:`real_agents`).
     """
     start = time.perf_counter()
-    seeds = list(load_task_set(tasks, tau2=True).values())
+    seeds = list(load_task_set(tasks, any_environment=True).values())
     tau2_experiment = f"{experiment}-tau2"
     result = simulate_and_ingest(store, seeds, tau2_experiment, "round-0", n, seed, weakness,
                                  directory=directory or run_dir(tau2_experiment), strict=True)
@@ -266,6 +271,14 @@ def tau2_scope(
 
 #: τ²-bench's published result files of real agents (benchmarks/data/tau2-results, MIT, source in its README).
 REAL_RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "tau2-results"
+
+
+def _results_spec(path: Path) -> str:
+    """The task spec a shared result file names (``tau2:DOMAIN``)."""
+    spec = spec_of_results(path)
+    if spec is None:
+        raise ConfigError(f"{path} is not a result file of any environment ACE knows")
+    return spec
 
 
 def real_scope_of(path: Path) -> tuple[str, str, int]:
@@ -291,8 +304,7 @@ def real_agents(store: GraphStore, experiment: str, directory: Path = REAL_RESUL
     for (policy, checkpoint, round_), paths in sorted(by_scope.items()):
         tasks = {}
         for f in paths:
-            domain = read_results_cached(f).domain
-            tasks.update(load_tau2_task_set(f"tau2:{domain}"))
+            tasks.update(load_every_task(_results_spec(f)))
         created = 0
         for f in paths:
             created += ingest_file(store, f, tasks, real, policy, checkpoint, round_=round_, seed_tasks=True).created
@@ -321,7 +333,7 @@ def pooled_agents(store: GraphStore, experiment: str, files: list[Path], min_sup
     policy, checkpoint = POOLED
     tasks = {}
     for f in files:
-        tasks.update(load_tau2_task_set(f"tau2:{read_results_cached(f).domain}"))
+        tasks.update(load_every_task(_results_spec(f)))
     created = sum(ingest_file(store, f, tasks, experiment, policy, checkpoint, seed_tasks=True).created for f in files)
     key = f"{experiment}/{policy}/{checkpoint}"
     rows = store.run("weak-compositions", scope=key, level="tool", min_support=min_support, min_lift=0.05, limit=10)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ace_env.environments import BFCL, environment_of
+from ace_env.environments import DEFAULT, environment_of
 from ace_env.jsonable import jsonable
 from ace_env.sim import WeaknessSpec
 from ace_env.tasks import Task
@@ -28,9 +28,9 @@ from train.curriculum.store import load_state, observations_from_graph, save, sc
 
 
 def replay(tasks: Sequence[Task], on_task: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """The gold replay of one BFCL category's tasks (:func:`ace_env.environments.replay_bfcl`): its counts,
+    """The gold replay of one BFCL category's tasks (:func:`ace_env.bfcl.environment.replay_bfcl`): its counts,
     tasks/s and one line per failing task."""
-    per_category = BFCL.replay(tasks, None, on_task)
+    per_category = DEFAULT.replay(tasks, None, on_task)
     if len(per_category) != 1:
         raise ConfigError(f"replay takes one BFCL category's tasks, not {len(per_category)} categories")
     return next(iter(per_category.values()))

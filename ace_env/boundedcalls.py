@@ -13,7 +13,7 @@ and ``--memory-limit``):
 
 * each engine step sends the calls of the whole batch in one message; the
   worker runs them in order (a rollout's calls against that rollout's own
-  :class:`ace_env.executor.Environment`) and stamps the start of every call
+  :class:`ace_env.executor.RolloutState`) and stamps the start of every call
   into a shared clock (:func:`ace_env.executor.set_call_clock`);
 * the parent sleeps exactly until the running call's deadline; a call still
   running then gets the worker killed (SIGKILL), and ends *its* rollout with
@@ -56,7 +56,7 @@ from typing import Any, Sequence
 
 from ace_env import executor
 from ace_env.errors import BudgetExceeded
-from ace_env.executor import Environment, StepResult
+from ace_env.executor import RolloutState, StepResult
 from ace_env.tasks import Task
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT
 from ace_env.worker import INDEX, Budget, WatchedWorker, messages, worker_setup
@@ -142,7 +142,7 @@ class BoundedCalls(WatchedWorker):
     def _new_env(self, rollout_id: str) -> Any:
         """A fresh environment for ``rollout_id``: anything whose ``call(call, turn)`` runs one call and
         returns its result (raising MemoryError or BudgetExceeded when it runs out of memory)."""
-        return Environment(self.tasks[rollout_id])
+        return RolloutState(self.tasks[rollout_id])
 
     def _call_failed(self, call: Any, error: Exception) -> Any:
         """The result of a call whose environment raised ``error`` (a defect of ACE's, not of the call)."""

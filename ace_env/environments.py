@@ -15,37 +15,42 @@ A :class:`ToolEnvironment` is a table of functions, one per thing the layers abo
 ``simulate_turns``        one such rollout's calls per turn and its slips (``ace diagnose``'s probes)
 ``verifier``              the bounded verifier ``ace ingest`` and ``ace verify`` stream rollouts through
 ``tool_info``             each tool's class and description, for the graph's Tool nodes
+``tagging``               how the skill graph's tagger reads a task's steps: ``oracle`` (each turn's
+                          gold executed, cached on disk) or ``gold-actions`` (the gold agent actions)
+``own_source``            the source the benchmark's own tasks carry (checked unchanged when loaded, so
+                          a task file's restating them is not a change to a stored task)
+``dialogues``             whether a policy's rollout is a dialogue with a simulated user (``ace eval``)
+``gold_steps``            a task's steps as ``ace eval --gold-prefix`` scores them
+``export_format``         the ``ace export --format`` of its own task files
+``results_spec``          the task spec a result file in the benchmark's own format names (``ace ingest``)
+``fill_hint``             how to fill a graph with its rollouts (the dashboard says it)
+``load_spec``             its tasks by id from the groups of a ``NAME[:GROUP,...]`` spec (None for BFCL
+                          and τ², whose grammar :mod:`ace_env.tasksets` spells out)
 ``probes``                whether ``ace diagnose`` can build probe tasks for its edges (BFCL only, today)
 ``demo_weakness``         the weakness file a simulated agent uses when none is named (BFCL only)
 ========================  ==========================================================================
 
-Adding a third environment means one new module (its tasks, executor, oracle and verifier) that builds
-a :class:`ToolEnvironment`, and one entry in :data:`ENVIRONMENTS`.  Not to be confused with
-:class:`ace_env.executor.Environment`, the state of one BFCL rollout.
+Each environment is a package, ``ace_env/<name>/`` (:mod:`ace_env.bfcl`, :mod:`ace_env.tau2`), whose
+``environment`` module holds the functions its entry names; adding a third means one new package that
+builds a :class:`ToolEnvironment`, and one entry in :data:`ENVIRONMENTS` (see docs/environments.md).
 """
 
 from __future__ import annotations
 
-import time
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from ace_env import bfcl
-from ace_env.bounded import BoundedVerifier
+from ace_env.bfcl.environment import bfcl_tool_info, bfcl_verifier, replay_bfcl
 from ace_env.errors import ConfigError
-from ace_env.oracle import replay_oracle
-from ace_env.scaleout import RayVerifier  # imports Ray, an optional extra, only when it connects
 from ace_env.sim import DEMO_WEAKNESS, WeaknessSpec, gold_prefix_step, load_weakness, simulate, simulate_one
 from ace_env.tasks import Task
+from ace_env.tau2.environment import tau2_results_spec, tau2_verifier, tau2_weakness
 from ace_env.tau2.replay import replay_tasks as replay_tau2
-from ace_env.tau2.rollouts import Tau2Verifier, refuse_ray
-from ace_env.tau2.sim import check_sim_domains, load_tau2_weakness, simulate_turns
 from ace_env.tau2.sim import gold_prefix_step as tau2_gold_prefix_step
 from ace_env.tau2.sim import simulate as simulate_tau2
+from ace_env.tau2.sim import simulate_turns
 from ace_env.tau2.tasks import Tau2Task, tau2_tool_info
-from ace_env.verifier import ground_truth_rollout, verify
 from ace_env.worker import Budget
 
 OnTask = Callable[[int], None] | None
@@ -64,77 +69,25 @@ class ToolEnvironment:
     simulate_turns: Callable[[Any, WeaknessSpec, Any], tuple[list[Any], list[Any]]]  # (task, spec, rng)
     verifier: Callable[..., Any]
     tool_info: Callable[[Sequence[Any]], dict[str, tuple[str, str]]]
+    tagging: str  # how ace_graph's tagger reads a task's steps: "oracle" (executed, per turn) or "gold-actions"
+    own_source: str | None  # the source its own tasks carry (checked unchanged at load); None: no such tasks
+    dialogues: bool  # whether a policy's rollout is a dialogue with a simulated user (not the task's own turns)
+    gold_steps: Callable[[Any], int]  # a task's steps as `ace eval --gold-prefix` scores them (at least 1)
+    export_format: str  # `ace export --format` of its own task files
+    results_spec: Callable[[Path], str | None]  # the task spec a result file in its own format names; else None
+    fill_hint: str  # how to fill a graph with its rollouts (the dashboard's hint)
+    load_spec: Callable[[tuple[str, ...]], dict[str, Any]] | None  # NAME:GROUP,... -> tasks by id; None: tasksets'
     probes: bool  # whether ACE builds probe tasks for its edges (ace diagnose)
     demo_weakness: Path | None  # the simulated agent's weakness file when a command names none
-    # Hooks the training layer asks (appended by the training side; None: the environment has none).
-    export_format: str | None = None  # `ace export --format` of its own task files
-    own_source: str | None = None  # the source its own tasks carry (not a synthesized task)
     #: The simulated agent's answer at one gold-prefix step (task, turn, index, weakness, rng) -> (call, slip):
     #: a call string in BFCL's python-list form, or a tool-call object ({name, arguments}); None: no call.
     gold_prefix_step: Callable[[Any, int, int, WeaknessSpec, Any], tuple[Any, Any]] | None = None
-    dialogues: bool = False  # whether a policy's rollout is a dialogue with a simulated user (not the task's own turns)
 
     def owns(self, task: Any) -> bool:
         return isinstance(task, self.task_type)
 
 
 # --------------------------------------------------------------------------- BFCL multi-turn
-
-def replay_bfcl(tasks: Sequence[Task], budget: Budget | None = None, on_task: OnTask = None) -> dict[str, dict[str, Any]]:
-    """Every task's ground truth through the executor and the verifier, its oracle computed afresh; counts
-    per category.
-
-    A task passes when its ground truth executes without an error and the verifier gives it reward 1.
-    Per category, in the order first seen: ``{tasks, passed, failed, errors, tasks_per_s, failures}``
-    (``errors``: tasks whose oracle raised; ``failures``: one line per failing task).  BFCL's calls run in
-    this process (its classes are ACE's executor), so ``budget`` is not used.
-    """
-    groups: dict[str, list[Task]] = defaultdict(list)
-    for task in tasks:
-        groups[task.category].append(task)
-    out: dict[str, dict[str, Any]] = {}
-    for category, group in groups.items():
-        passed = errors = 0
-        failures: list[str] = []
-        start = time.perf_counter()
-        for task in group:
-            oracle = replay_oracle(task)
-            verdict = verify(task, ground_truth_rollout(task), oracle=oracle)
-            if oracle.errors:
-                errors += 1
-                failures.append(f"{task.id}: {oracle.errors[0]}")
-            elif verdict.reward == 1.0:
-                passed += 1
-            else:
-                failures.append(f"{task.id}: {verdict.attribution}: {verdict.detail}")
-            if on_task:
-                on_task(1)
-        seconds = time.perf_counter() - start
-        out[category] = {"tasks": len(group), "passed": passed, "failed": len(group) - passed, "errors": errors,
-                         "tasks_per_s": round(len(group) / seconds, 1) if seconds > 0 else None,
-                         "failures": failures}
-    return out
-
-
-def bfcl_verifier(tasks: Mapping[str, Task], budget: Budget | None = None, address: str | None = None,
-                  **kwargs: Any) -> Any:
-    """The watched local verifier, or a Ray one when ``address`` is given (:mod:`ace_env.scaleout`).
-
-    ``strict`` (default False here, as the diagnosis judges): ACE's rules stricter than BFCL's checker (no
-    call in a turn whose ground truth is empty, no tool that was not offered, no call that does not parse)
-    fail rollouts too; without it they are only listed (``stricter_because``)."""
-    kwargs.setdefault("strict", False)
-    if address is None:
-        return BoundedVerifier(tasks, budget, **kwargs)
-    if not address.strip():
-        raise ConfigError("--ray needs an address (host:port), `auto` or `local`")
-    return RayVerifier(tasks, budget, address=address, **kwargs)
-
-
-def bfcl_tool_info(tasks: Sequence[Any]) -> dict[str, tuple[str, str]]:
-    """Every BFCL function's class and description (cut to 300 characters), whatever ``tasks`` hold."""
-    return {name: (f.class_name, str(f.doc.get("description", ""))[:300]) for name, f in bfcl.functions().items()}
-
 
 BFCL = ToolEnvironment(
     name="bfcl", title="BFCL multi-turn", task_type=Task,
@@ -144,28 +97,21 @@ BFCL = ToolEnvironment(
     simulate_turns=simulate_one,
     verifier=bfcl_verifier,
     tool_info=bfcl_tool_info,
+    tagging="oracle",
+    own_source="bfcl",
+    dialogues=False,
+    gold_steps=lambda task: sum(max(len(t.ground_truth), 1) for t in task.turns),
+    export_format="bfcl",
+    results_spec=lambda path: None,
+    fill_hint="run `ace demo`.",
+    load_spec=None,
     probes=True,
     demo_weakness=DEMO_WEAKNESS,
-    export_format="bfcl",
-    own_source="bfcl",
     gold_prefix_step=gold_prefix_step,
 )
 
 
 # --------------------------------------------------------------------------- τ²-bench
-
-def tau2_verifier(tasks: Mapping[str, Tau2Task], budget: Budget | None = None, address: str | None = None,
-                  **kwargs: Any) -> Tau2Verifier:
-    """The τ² verifier (local only: Ray is refused in one line)."""
-    refuse_ray(address)
-    return Tau2Verifier(tasks, budget, **kwargs)
-
-
-def tau2_weakness(path: Any, tasks: Sequence[Tau2Task]) -> WeaknessSpec:
-    """A weakness file naming τ² agent tools (the simulated agent plays airline and retail only)."""
-    check_sim_domains(tasks)
-    return load_tau2_weakness(path, tasks)
-
 
 TAU2 = ToolEnvironment(
     name="tau2", title="τ²-bench", task_type=Tau2Task,
@@ -175,16 +121,28 @@ TAU2 = ToolEnvironment(
     simulate_turns=simulate_turns,
     verifier=tau2_verifier,
     tool_info=lambda tasks: tau2_tool_info([t for t in tasks if isinstance(t, Tau2Task)]),
+    tagging="gold-actions",
+    own_source=None,
+    dialogues=True,
+    gold_steps=lambda task: max(task.n_steps, 1),
+    export_format="tau2",
+    results_spec=tau2_results_spec,
+    fill_hint=("simulate some: `ace sim rollouts --tasks tau2:airline --weakness ace_env/tau2_airline_weakness.toml "
+               "--n 1500 --out r.jsonl`, then `ace ingest r.jsonl --tasks tau2:airline --scope E/sim/round-0` "
+               "(or run `ace demo`)."),
+    load_spec=None,
     probes=False,
     demo_weakness=None,
-    export_format="tau2",
     gold_prefix_step=lambda task, turn, index, spec, rng: tau2_gold_prefix_step(task, index, spec, rng),
-    dialogues=True,
 )
 
 
 #: Every environment ACE knows, by spec prefix.
 ENVIRONMENTS: dict[str, ToolEnvironment] = {env.name: env for env in (BFCL, TAU2)}
+
+#: The environment of an empty task set, and of a command given no task set: its tools are the ones whose
+#: class names no environment (view-scope-environments), and every command takes its tasks.
+DEFAULT = BFCL
 
 
 def environment_named(name: str) -> ToolEnvironment:
@@ -210,7 +168,7 @@ def environment_of(tasks: Iterable[Any]) -> ToolEnvironment:
     if len(found) > 1:
         counts = ", ".join(f"{n} {name}" for name, n in found.items())
         raise ConfigError(f"the task set mixes environments ({counts} tasks); use one environment per command")
-    return ENVIRONMENTS[next(iter(found))] if found else BFCL
+    return ENVIRONMENTS[next(iter(found))] if found else DEFAULT
 
 
 def verifier_for(tasks: Mapping[str, Any], budget: Budget | None = None, address: str | None = None,
@@ -218,6 +176,22 @@ def verifier_for(tasks: Mapping[str, Any], budget: Budget | None = None, address
     """The verifier of the tasks' environment: for BFCL a local watched one, or a Ray one when ``address``
     is given; for τ² the local τ² one."""
     return environment_of(tasks.values()).verifier(tasks, budget, address, **kwargs)
+
+
+def environment_names() -> list[str]:
+    """Every environment's name, the default first: the ``$environments`` parameter of the queries that tell
+    environments apart (view-scope-environments, view-environment-members)."""
+    return [DEFAULT.name, *(name for name in ENVIRONMENTS if name != DEFAULT.name)]
+
+
+def spec_of_results(path: Path) -> str | None:
+    """The task spec a benchmark's own result file names (a τ²-bench result file: ``tau2:DOMAIN``); None for
+    a file no environment reads as its result file."""
+    for env in ENVIRONMENTS.values():
+        spec = env.results_spec(path)
+        if spec is not None:
+            return spec
+    return None
 
 
 def tool_info(tasks: Sequence[Any]) -> dict[str, tuple[str, str]]:

@@ -203,8 +203,9 @@ def _owners(tools: tuple[str, ...], classes: tuple[str, ...]) -> dict[str, str]:
     return {name: info[name].class_name for name in tools if name in info and info[name].class_name in classes}
 
 
-class Environment:
-    """Fresh instances of a task's classes, owned by one rollout."""
+class RolloutState:
+    """Fresh instances of a task's classes, owned by one rollout (BFCL's executor: one rollout's state; an
+    environment, the benchmark, is an :class:`ace_env.environments.ToolEnvironment`)."""
 
     def __init__(self, task: Task, checkpoint: bytes | None = None):
         """Load fresh instances, or restore them from a :meth:`checkpoint`."""
@@ -320,6 +321,10 @@ class Environment:
 
 
 def restore(checkpoint: bytes) -> tuple[dict[str, Any], dict[str, int]]:
-    """The instances and the output views' call counts stored by :meth:`Environment.checkpoint`."""
+    """The instances and the output views' call counts stored by :meth:`RolloutState.checkpoint`."""
     instances, counts = pickle.loads(checkpoint)
     return instances, dict(counts)
+
+
+#: The old name of :class:`RolloutState`, kept while synth/ and train/ import it (remove once they do not).
+Environment = RolloutState

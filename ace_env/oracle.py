@@ -20,7 +20,7 @@ from typing import Any
 
 from ace_env import bfcl
 from ace_env.cache import TaskCache
-from ace_env.executor import OK, Environment, parse_with_arguments, restore
+from ace_env.executor import OK, RolloutState, parse_with_arguments, restore
 from ace_env.tasks import Task
 
 
@@ -126,7 +126,7 @@ def fingerprint(state: Any) -> str:
 
 def replay_oracle(task: Task) -> Oracle:
     """Execute a task's ground truth and record the oracle (not cached)."""
-    env = Environment(task)
+    env = RolloutState(task)
     turns: list[OracleTurn] = []
     errors: list[str] = []
     for t, turn in enumerate(task.turns):
@@ -143,15 +143,22 @@ def replay_oracle(task: Task) -> Oracle:
         else:
             turns.append(OracleTurn(steps, env.checkpoint()))
     # No checkpoint of the start: a rollout that deviates in the first turn starts from fresh
-    # instances, which is what the start is (Environment(task) is deterministic).
+    # instances, which is what the start is (RolloutState(task) is deterministic).
     return Oracle(task.id, turns, errors)
 
 
 _HERE = Path(__file__).parent
 
 #: The files whose code decides an oracle (a cache built by other code is not reused).
-ORACLE_SOURCES = tuple(_HERE / n for n in ("oracle.py", "verifier.py", "executor.py", "calls.py", "tasks.py", "bfcl.py",
+ORACLE_SOURCES = tuple(_HERE / n for n in ("oracle.py", "verifier.py", "executor.py", "calls.py", "tasks.py", "bfcl/__init__.py",
                                           "views.py", "values.py"))
+
+#: The version of the benchmark whose code the oracle runs: a cache of what oracles decide is keyed by it too.
+ORACLE_SALT = bfcl.installed_version()
+
+#: The signature (without ``self``) of a function the oracle runs, by name; None when unknown: what binds a
+#: call's positional arguments to its parameters.
+tool_signature = bfcl.signature
 
 #: Oracles by task content: the 1,024 most recent in memory, all on disk (see :mod:`ace_env.cache`).
 ORACLES: TaskCache[Oracle] = TaskCache(
@@ -159,7 +166,7 @@ ORACLES: TaskCache[Oracle] = TaskCache(
     replay_oracle,
     maxsize=1024,
     sources=ORACLE_SOURCES,
-    salt=bfcl.installed_version(),
+    salt=ORACLE_SALT,
 )
 
 

@@ -6,7 +6,7 @@ A task set is named ``bfcl:CATEGORY[,CATEGORY...]`` (``base``, ``long_context``,
 ``telecom`` or ``all``; ``tau2`` alone: all) names τ²-bench tasks: :func:`load_tau2_task_set` loads
 them (:mod:`ace_env.tau2`); ``ace env replay tau2`` replays their gold; :func:`load_task_set`, which the
 other commands call, gives airline and retail tasks to a command that says it takes them (``ace sim
-rollouts``, ``ace ingest``: ``tau2=True``) and otherwise refuses τ² tasks in one line.  What the skill graph
+rollouts``, ``ace ingest``: ``any_environment=True``) and otherwise refuses τ² tasks in one line.  What the skill graph
 needs of τ² tasks (their class, the gold steps the tagger reads) it imports from here, not from
 :mod:`ace_env.tau2`.
 """
@@ -17,11 +17,13 @@ import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ace_env import bfcl, twins
 from ace_env.bounded import BoundedVerifier
+from ace_env.environments import ENVIRONMENTS, ToolEnvironment, environment_named
 from ace_env.errors import TaskLoadError
-from ace_env.executor import Environment
+from ace_env.executor import RolloutState
 from ace_env.taskfile import task_file_lines
 from ace_env.tasks import Task
 from ace_env.tau2 import DOMAINS as TAU2_DOMAINS
@@ -47,6 +49,8 @@ class TaskSpec:
     categories: tuple[str, ...] = ()
     path: Path | None = None
     tau2_domains: tuple[str, ...] = ()  # tau2:DOMAIN[,DOMAIN...]: τ²-bench domains, in order, once each
+    environment: str = ""  # NAME[:GROUP,...] of another registered environment: its name ...
+    groups: tuple[str, ...] = ()  # ... and its groups, in order, once each (NAME alone: all)
 
 
 def parse_task_spec(spec: str) -> TaskSpec:
@@ -87,6 +91,12 @@ def parse_task_spec(spec: str) -> TaskSpec:
         if "all" in domains:
             domains = list(TAU2_DOMAINS)
         return TaskSpec(tau2_domains=tuple(dict.fromkeys(domains)))
+    name, colon, rest = spec.strip().partition(":")
+    if name in ENVIRONMENTS and ENVIRONMENTS[name].load_spec is not None:  # another environment's own grammar
+        groups = [g.strip() for g in rest.split(",")] if colon else ["all"]
+        if not all(groups):
+            raise TaskLoadError(f"task set {spec!r} names an empty group; give {name}:GROUP[,GROUP...] or {name}")
+        return TaskSpec(environment=name, groups=tuple(dict.fromkeys(groups)))
     path = Path(spec)
     try:
         exists = path.exists()
@@ -121,7 +131,8 @@ def load_tau2_task_set(spec: str) -> dict[str, Tau2Task]:
     return {t.id: t for d in parsed.tau2_domains for t in load_tau2_tasks(d)}
 
 
-#: The commands that take τ² tasks (``tau2=True`` where they load them; ``ace env replay`` loads them itself).
+#: The commands that take τ² tasks (``any_environment=True`` where they load them; ``ace env replay`` and
+#: ``ace verify`` load every domain, through :func:`load_every_task`).
 TAU2_COMMANDS = ("`ace env replay`, `ace sim rollouts`, `ace verify`, `ace ingest`, `ace eval`, `ace diagnose`, "
                  "`ace synth` and `ace export --format tau2`")
 
@@ -131,21 +142,30 @@ TAU2_TELECOM_NOTE = ("telecom's gold includes the user's own actions on their ph
                      "and its rollouts do not model yet")
 
 
-def load_task_set(spec: str, tau2: bool = False, budget: Budget | None = None) -> dict[str, Task]:
+def load_task_set(spec: str, budget: Budget | None = None, *, any_environment: bool = False,
+                  tau2: bool | None = None) -> dict[str, Task]:
     """Tasks by id from a task spec (:func:`parse_task_spec`): BFCL categories, a task JSONL file, or a folder
     of BFCL files (:func:`bfcl.load_folder`).  Every command that takes tasks reads them through here.
 
-    ``tau2``: the command also takes τ² tasks (``tau2:airline``, ``tau2:retail``): they come back as
-    :class:`~ace_env.tau2.tasks.Tau2Task` by ACE id (``tau2:airline:1``); telecom is refused in one line.
-    Without it a τ² spec is refused in one line.
+    ``any_environment``: the command takes every environment's tasks whose rollouts ACE simulates and
+    verifies step by step, not only the default environment's (:data:`ace_env.environments.DEFAULT`): τ²
+    specs (``tau2:airline``, ``tau2:retail``) come back as :class:`~ace_env.tau2.tasks.Tau2Task` by ACE id
+    (``tau2:airline:1``); telecom is refused in one line.  Without it such a spec is refused in one line.
+    ``tau2`` is its old name, kept for callers not moved yet (deprecated; same meaning).
 
     A task file's (or folder's) gold is run once here, every call under ``budget`` (the command's
     ``--call-timeout`` / ``--memory-limit``; None: :meth:`Budget.from_env`), in the watched worker: a gold
     call over it refuses the file in one line.  A task file over the size caps of :mod:`ace_env.taskfile` is
     refused before it is parsed."""
+    any_environment = any_environment or bool(tau2)
     parsed = parse_task_spec(spec)
+    if parsed.environment:
+        if not any_environment:
+            raise TaskLoadError(f"{ENVIRONMENTS[parsed.environment].title} tasks are not supported by `{_command()}` "
+                                f"yet ({spec})")
+        return _load_groups(parsed, spec)
     if parsed.tau2_domains:
-        if not tau2:
+        if not any_environment:
             raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): {TAU2_COMMANDS} take "
                                 "them; use bfcl:CATEGORY or a task file")
         other = [d for d in parsed.tau2_domains if d not in TAU2_ROLLOUT_DOMAINS]
@@ -179,7 +199,7 @@ def load_task_set(spec: str, tau2: bool = False, budget: Budget | None = None) -
             _check_oracles_in_budget(mine, {tid: f"{path}: task {tid}" for tid in mine}, budget)
         return {t.id: t for t in loaded}
     if is_tau2_task_file(path):  # tasks `ace synth` made from τ² seeds (ace_env.tau2.taskfile)
-        if not tau2:
+        if not any_environment:
             raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): {TAU2_COMMANDS} take "
                                 "them")
         return load_tau2_task_file(path, budget)  # type: ignore[return-value]
@@ -205,6 +225,34 @@ def load_task_set(spec: str, tau2: bool = False, budget: Budget | None = None) -
         raise TaskLoadError(f"{path} holds no tasks")
     _check_oracles_in_budget(tasks, {tid: f"{path}:{n}" for tid, n in first_line.items()}, budget)
     return tasks
+
+
+def load_every_task(spec: str, budget: Budget | None = None) -> dict[str, Task]:
+    """Every task a spec names, of any environment, including those whose rollouts ACE does not simulate
+    (τ²'s telecom): the tasks ``ace env replay`` replays and ``ace verify`` judges rollouts against."""
+    parsed = parse_task_spec(spec)
+    if parsed.tau2_domains:
+        return load_tau2_task_set(spec)  # type: ignore[return-value]
+    if parsed.environment:
+        return _load_groups(parsed, spec)
+    return load_task_set(spec, budget, any_environment=True)
+
+
+def _load_groups(parsed: TaskSpec, spec: str) -> dict[str, Any]:
+    """The tasks of another registered environment's ``NAME[:GROUP,...]`` (its ``load_spec``), by id."""
+    tasks = ENVIRONMENTS[parsed.environment].load_spec(parsed.groups)  # type: ignore[misc]  # parse checked it
+    if not tasks:
+        raise TaskLoadError(f"task set {spec!r} holds no tasks")
+    return tasks
+
+
+def environment_of_spec(spec: str) -> ToolEnvironment | None:
+    """The environment a spec's prefix names (``bfcl:base``: BFCL; ``tau2:airline``: τ²-bench); None for a
+    task file or folder (its tasks say, once loaded: :func:`ace_env.environments.environment_of`)."""
+    parsed = parse_task_spec(spec)
+    if parsed.path is not None:
+        return None
+    return environment_named(spec.strip().partition(":")[0])
 
 
 def _check_oracles_in_budget(tasks: dict[str, Task], where: dict[str, str], budget: Budget | None = None) -> None:
@@ -255,6 +303,6 @@ def check_against_bfcl(task: Task) -> None:
         if cls not in classes:
             raise TaskLoadError(f"field 'initial_config' configures {cls!r}, which is not in involved_classes")
     try:
-        Environment(task)
+        RolloutState(task)
     except Exception as e:  # BFCL's own loader rejected the state: say which field, in one line
         raise TaskLoadError(f"field 'initial_config' cannot be loaded by BFCL ({type(e).__name__}: {str(e)[:120]})") from e

@@ -35,7 +35,7 @@ from ace_env.executor import (
     MALFORMED,
     NOT_OFFERED,
     OK,
-    Environment,
+    RolloutState,
     StepResult,
     canonical_arguments,
 )
@@ -156,7 +156,7 @@ def _lcs_pairs(a: Sequence[Any], b: Sequence[Any]) -> list[tuple[int, int]]:
     return pairs
 
 
-def _state_matches(env: Environment, oracle_state: dict[str, dict[str, Any]]) -> tuple[bool, str]:
+def _state_matches(env: RolloutState, oracle_state: dict[str, dict[str, Any]]) -> tuple[bool, str]:
     for cls, attrs in oracle_state.items():
         inst = env.instances[cls]
         for name, expected in attrs.items():
@@ -279,7 +279,7 @@ def verify(
             oracle = oracle_for(task)
         except BudgetExceeded as e:
             return over_budget(task, rollout_id, e.kind, f"the oracle of task {task.id}: {e}", 0, 0)
-    env: Environment | None = None
+    env: RolloutState | None = None
     seen: Counter[str] = Counter()
     verdict = Verdict(rollout_id, task.id, 0.0, 0.0, 0, len(task.turns), oracle_steps=oracle.n_steps)
     clean = True
@@ -300,7 +300,7 @@ def verify(
                 verdict.matched_steps += len(replayed)
                 continue
         if env is None:
-            env = Environment(task, oracle.turns[t - 1].checkpoint if t else oracle.initial or None)
+            env = RolloutState(task, oracle.turns[t - 1].checkpoint if t else oracle.initial or None)
         steps = []
         try:
             for c in calls:

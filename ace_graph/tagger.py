@@ -10,7 +10,7 @@ Every oracle step of a task gets the base skills of its tool (from
   step depend on the producer (``data_flow``); the producer gets
   ``result_extraction``;
 * counterfactual replay: the task's ground truth is replayed with step ``i``
-  removed (through :class:`ace_env.executor.Environment`, never ``eval``); every
+  removed (through :class:`ace_env.executor.RolloutState`, never ``eval``); every
   later step whose output then changes depends on ``i``.  Such a dependency is
   ``data_flow`` when the step's arguments carry a value from ``i``'s output,
   else ``precondition`` (and the step gets ``state_precondition``);
@@ -38,14 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ace_env import bfcl
 from ace_env.cache import TaskCache
 from ace_env.calls import Call, parse_call
 from ace_env.environments import environment_of
-from ace_env.executor import ERROR, OK, Environment
-from ace_env.oracle import ORACLE_SOURCES, Oracle, oracle_for
+from ace_env.executor import ERROR, OK, RolloutState
+from ace_env.oracle import ORACLE_SALT, ORACLE_SOURCES, Oracle, oracle_for, tool_signature
 from ace_env.tasks import Task
-from ace_env.tasksets import Tau2Task, agent_steps_without, gold_agent_steps
+from ace_env.tasksets import agent_steps_without, gold_agent_steps
 from ace_env.values import TRIVIAL_NUMBERS, is_trivial, leaves, number
 from ace_graph.errors import ConfigError
 from ace_graph.taxonomy import tool_skills
@@ -220,7 +219,7 @@ def _matchable(value: Any, param: str) -> bool:
 def _explicit(name: str, raw: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     """The arguments the call gave explicitly (by parameter name)."""
     parsed = parse_call(raw) if isinstance(raw, (str, dict)) else None
-    sig = bfcl.signature(name)
+    sig = tool_signature(name)
     if isinstance(parsed, Call) and sig is not None:
         try:
             return dict(sig.bind_partial(*parsed.args, **parsed.kwargs).arguments)
@@ -296,31 +295,32 @@ def tag_task(task: Task, fingerprint: str | None = None) -> tuple[OracleStepTag,
     """Tags of every oracle step of a task, in flat order.
 
     Cached by the task's content fingerprint (pass it if known), in memory and
-    on disk (:mod:`ace_env.cache`); a τ² task's (:func:`_tag_tau2`) in memory only.
+    on disk (:mod:`ace_env.cache`); a τ² task's (:func:`_tag_gold_actions`) in memory only.
     """
-    return _TAGGERS[environment_of((task,)).name](task, fingerprint)
+    return _TAGGERS[environment_of((task,)).tagging](task, fingerprint)
 
 
-def _tau2_tags(task: Tau2Task, fingerprint: str | None) -> tuple[OracleStepTag, ...]:
+def _gold_action_tags(task: Any, fingerprint: str | None) -> tuple[OracleStepTag, ...]:
     fp = fingerprint or task.fingerprint()
-    hit = _TAU2_TAGS.get(fp)
+    hit = _GOLD_ACTION_TAGS.get(fp)
     if hit is None:
-        hit = _TAU2_TAGS[fp] = _tag_tau2(task)
+        hit = _GOLD_ACTION_TAGS[fp] = _tag_gold_actions(task)
     return hit
 
 
-_TAU2_TAGS: dict[str, tuple[OracleStepTag, ...]] = {}
-#: How each environment's tasks are tagged (:data:`ace_env.environments.ENVIRONMENTS` names them).
+_GOLD_ACTION_TAGS: dict[str, tuple[OracleStepTag, ...]] = {}
+#: How a task's steps are tagged, by its environment's ``tagging`` (:class:`ace_env.environments.ToolEnvironment`):
+#: ``oracle`` (each turn's gold executed; cached on disk), ``gold-actions`` (the gold agent actions, in memory).
 _TAGGERS: dict[str, Callable[[Any, str | None], tuple[OracleStepTag, ...]]] = {
-    "bfcl": lambda task, fp: TAGS.get(task, fp),
-    "tau2": _tau2_tags,
+    "oracle": lambda task, fp: TAGS.get(task, fp),
+    "gold-actions": _gold_action_tags,
 }
 
 
 def clear_cache() -> None:
     """Forget the tags held in memory (the disk cache stays)."""
     TAGS.clear()
-    _TAU2_TAGS.clear()
+    _GOLD_ACTION_TAGS.clear()
 
 
 def _tag_task(task: Task) -> tuple[OracleStepTag, ...]:
@@ -378,7 +378,7 @@ def _tag_with_oracle(task: Task, oracle: Oracle) -> tuple[OracleStepTag, ...]:
     return tuple(tags)
 
 
-def _tag_tau2(task: Tau2Task) -> tuple[OracleStepTag, ...]:
+def _tag_gold_actions(task: Any) -> tuple[OracleStepTag, ...]:
     """Tags of a τ² task's oracle steps: its gold agent actions, in order, all in turn 0.
 
     The same rules as BFCL's: base skills from the taxonomy; ``param_from_user`` for an argument found in
@@ -427,14 +427,14 @@ def _counterfactual(task: Task, oracle: Oracle, layout: list[tuple[int, int, Any
         if removed is None or flat == len(layout) - 1:
             continue
         start = oracle.turns[t0 - 1].checkpoint if t0 else (oracle.initial or None)
-        env = Environment(task, start)
+        env = RolloutState(task, start)
         for step in oracle.turns[t0].steps[:i0]:
             env.call(step.call, t0)
         # Run the removed step on a copy only to learn its random draws, then drop its effects.
         before = env.checkpoint()
         env.call(removed.call, t0)
         draws = _random_states(env)
-        env = Environment(task, before)
+        env = RolloutState(task, before)
         _restore_random(env, draws)
         for t in range(t0, len(oracle.turns)):
             steps = oracle.turns[t].steps
@@ -445,7 +445,7 @@ def _counterfactual(task: Task, oracle: Oracle, layout: list[tuple[int, int, Any
     return changed
 
 
-def _random_states(env: Environment) -> dict[str, Any]:
+def _random_states(env: RolloutState) -> dict[str, Any]:
     return {
         cls: inst._random.getstate()
         for cls, inst in env.instances.items()
@@ -453,7 +453,7 @@ def _random_states(env: Environment) -> dict[str, Any]:
     }
 
 
-def _restore_random(env: Environment, states: dict[str, Any]) -> None:
+def _restore_random(env: RolloutState, states: dict[str, Any]) -> None:
     for cls, state in states.items():
         env.instances[cls]._random.setstate(state)
 
@@ -477,7 +477,7 @@ TAGS: TaskCache[tuple[OracleStepTag, ...]] = TaskCache(
     _tag_task,
     maxsize=4096,
     sources=(_HERE / "tagger.py", _HERE / "taxonomy.py", _HERE / "skills.toml", *ORACLE_SOURCES),
-    salt=bfcl.installed_version(),
+    salt=ORACLE_SALT,
 )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ace_env.environments import environment_of
 from ace_env.tasks import Task
 from ace_graph.errors import ConfigError
 from ace_graph.store import task_key
@@ -20,7 +21,8 @@ from ace_graph.store import task_key
 
 def refuse_changes_to_stored_tasks(store: Any, tasks: Mapping[str, Task], spec: str) -> None:
     """One-line error when a task of the file ``spec`` differs from the stored Task with its key."""
-    mine = {task_key(t): t for t in tasks.values() if t.source != "bfcl"}
+    # an environment's own tasks (BFCL's, source "bfcl") are checked unchanged when they are loaded
+    mine = {task_key(t): t for t in tasks.values() if t.source != environment_of((t,)).own_source}
     if not mine:
         return
     rows = store.run("task-fingerprints", keys=list(mine))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ace_env.environments import DEFAULT
 from ace_env.errors import AceError
 from ace_env.oracle import oracle_for
 from ace_env.tasks import Task
@@ -39,7 +40,7 @@ class TaskLibrary:
 
     def _load(self) -> dict[str, Task]:
         if self._tasks is None:
-            tasks = load_task_set("bfcl")
+            tasks = load_task_set(DEFAULT.name)  # every task of the default environment
             for path in self.files:
                 try:
                     loaded = load_task_set(str(path))

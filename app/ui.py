@@ -17,6 +17,8 @@ from typing import Any, Sequence
 
 import streamlit as st
 
+from ace_env.environments import DEFAULT, environment_named, environment_names
+from ace_env.environments import ENVIRONMENTS as TOOL_ENVIRONMENTS
 from ace_graph.errors import AceError
 from ace_graph.scopes import incomplete_message
 from app import data
@@ -73,15 +75,14 @@ def scopes() -> list[dict[str, Any]]:
         )
         st.stop()
     env = select_environment()
-    envs = {r["key"]: r["environments"] for r in call("run", "view-scope-environments")}
+    envs = {r["key"]: r["environments"]
+            for r in call("run", "view-scope-environments", environments=environment_names())}
     rows = [{**r, "environments": envs.get(r["key"], [])} for r in rows]
     if env != "all":
         rows = [r for r in rows if env in r["environments"]]
     if not rows:
         st.info(f"No scope holds {ENVIRONMENTS[env]} rollouts yet. Pick another environment in the sidebar, or "
-                + ("simulate some: `ace sim rollouts --tasks tau2:airline --weakness ace_env/tau2_airline_weakness.toml "
-                   "--n 1500 --out r.jsonl`, then `ace ingest r.jsonl --tasks tau2:airline --scope E/sim/round-0` "
-                   "(or run `ace demo`)." if env == "tau2" else "run `ace demo`."))
+                + (environment_named(env).fill_hint if env in TOOL_ENVIRONMENTS else DEFAULT.fill_hint))
         st.stop()
     return rows
 
@@ -90,7 +91,7 @@ def scopes() -> list[dict[str, Any]]:
 
 #: The environment selector's choices: value -> label.  The values are the task sources and the names the
 #: named queries view-scope-environments and view-environment-members give environments.
-ENVIRONMENTS = {"all": "all environments", "bfcl": "BFCL multi-turn", "tau2": "τ²-bench"}
+ENVIRONMENTS = {"all": "all environments", **{name: e.title for name, e in TOOL_ENVIRONMENTS.items()}}
 
 
 def select_environment() -> str:
@@ -117,7 +118,8 @@ def members(level: str) -> dict[str, str] | None:
     env = environment()
     if env == "all":
         return None
-    return {r["key"]: r["family"] for r in call("run", "view-environment-members", environment=env)
+    return {r["key"]: r["family"] for r in call("run", "view-environment-members", environment=env,
+                                                   environments=environment_names())
             if r["level"] == level}
 
 

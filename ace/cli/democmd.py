@@ -15,7 +15,6 @@ from ace import demo as run
 from ace.cli import app
 from ace.cli.graphcmd import with_store
 from ace.cli.options import config_options, console, esc, json_option, table
-from ace_env import bfcl
 from ace_env.sim import DEMO_WEAKNESS, load_weakness
 from ace_graph.config import neo4j_settings
 from ace_graph.db import apply_schema
@@ -61,7 +60,7 @@ def demo(
                   ("category", "tasks", "passed", "failed", "errors", "tasks/s"),
                   [list(r.values()) for r in replay], right=("tasks", "passed", "failed", "errors", "tasks/s")))
 
-        seeds = bfcl.load_tasks("all")
+        seeds = run.seed_tasks()
         r0 = results["round_0"] = run.simulate_and_ingest(store, seeds, config.experiment, "round-0",
                                                           config.n, config.seed, weakness)
         d = r0["ingest"]
@@ -108,7 +107,7 @@ def demo(
                   [(f"{m['from']} → {m['to']}", cell(m["round_0"]), cell(m["round_1"])) for m in moved]))
 
         if config.tau2_n:
-            t = results["tau2"] = run.tau2_scope(store, config.experiment, config.tau2_n, config.seed, tau2_weakness)
+            t = results[run.SECOND.name] = run.tau2_scope(store, config.experiment, config.tau2_n, config.seed, tau2_weakness)
             d = t["ingest"]
             say(esc(f"6. τ²-bench, the second environment: {config.tau2_n} simulated rollouts on {t['tasks']} "
                     f"({t['task_count']} tasks, {tau2_weakness.name}) → scope {d['scope']}: {d['created']} stored now, "

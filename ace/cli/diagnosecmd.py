@@ -80,7 +80,7 @@ def diagnose_cmd(
         require_scope(store, scope)  # unknown, being deleted or incomplete: refused before any work
         view = store.run("scope-view", scope=scope)
         done = sum(int(r["probe_rollouts"] or 0) for r in view)  # a rerun draws new rollouts, not the same ones
-        task_set = load_task_set(tasks, tau2=True)
+        task_set = load_task_set(tasks, any_environment=True)
         run, described = _policy(policy, view[0]["policy"], list(task_set.values()), seed, done)
         report = diagnose(store, scope, task_set, run, probe_budget, seed=seed, rounds=rounds)
     finally:

@@ -25,9 +25,9 @@ from ace.cli.options import (
     tasks_option,
 )
 from ace_env.bounded import LineError
-from ace_env.environments import environment_named, environment_of, verifier_for
+from ace_env.environments import DEFAULT, environment_named, environment_of, verifier_for
 from ace_env.formats import read_any
-from ace_env.tasksets import load_task_set, load_tau2_task_set, parse_task_spec
+from ace_env.tasksets import environment_of_spec, load_every_task, load_task_set
 from ace_env.verifier import with_inference_error
 from ace_env.worker import Budget
 from ace_graph.errors import ConfigError, RolloutFormatError
@@ -38,9 +38,9 @@ app.add_typer(env_app, name="env")
 SHOW = ("none", "failures", "all")
 
 def load_rollout_tasks(spec: str, budget: Budget | None = None) -> dict[str, Any]:
-    """The tasks rollouts are judged against: a τ² spec takes every domain (telecom's user-side calls are
-    the user's), anything else goes through :func:`load_task_set` (τ² task files `ace synth` wrote too)."""
-    return load_tau2_task_set(spec) if parse_task_spec(spec).tau2_domains else load_task_set(spec, tau2=True, budget=budget)
+    """The tasks rollouts are judged against: every task the spec names, of any environment (τ²'s telecom too:
+    its user-side calls are the user's), task files of any environment (τ² ones `ace synth` wrote too)."""
+    return load_every_task(spec, budget)
 
 
 def show_option() -> Any:
@@ -92,10 +92,11 @@ def replay(
     if tasks and category:
         raise ConfigError("give --tasks or its old name --category, not both")
     if category:
-        tasks = f"bfcl:{category}"
+        tasks = f"{DEFAULT.name}:{category}"
     named = environment_named(environment) if environment is not None else None
-    spec = tasks or f"{named.name if named else 'bfcl'}:all"
-    loader = load_tau2_task_set if parse_task_spec(spec).tau2_domains else load_task_set  # telecom replays too
+    spec = tasks or f"{(named or DEFAULT).name}:all"
+    # a spec naming an environment replays all its tasks (τ²'s telecom too); a task file, the default's tasks
+    loader = load_every_task if environment_of_spec(spec) is not None else load_task_set
     task_list = list(loader(spec).values())
     env = environment_of(task_list)
     if named is not None and env is not named:

@@ -9,7 +9,8 @@ import typer
 
 from ace.cli import app
 from ace.cli.options import console, esc, json_option, tasks_option
-from ace_env.tasksets import load_task_set, load_tau2_task_set
+from ace_env.environments import DEFAULT, ENVIRONMENTS
+from ace_env.tasksets import environment_of_spec, load_every_task, load_task_set
 from ace_env.workspace import check_out
 from train.export import MARKER, export
 
@@ -28,10 +29,14 @@ def export_cmd(
     `ace export --tasks bfcl:base --format openai-sft --out runs/sft-base`.
     """
     check_out(out, force, directory=True, marker=MARKER)  # before the tasks load; export() checks it again
-    if fmt == "tau2" and tasks.strip().startswith("tau2"):
-        task_set = load_tau2_task_set(tasks)  # every domain, telecom too: the round trip needs no simulated agent
+    # A format that is an environment's own (τ²'s task schema) takes that environment's tasks: every task its
+    # spec names (telecom too: the round trip needs no simulated agent); the others take BFCL's and task files.
+    own = any(env.export_format == fmt and env is not DEFAULT for env in ENVIRONMENTS.values())
+    named = environment_of_spec(tasks)
+    if own and named is not None and named.export_format == fmt:
+        task_set = load_every_task(tasks)
     else:
-        task_set = load_task_set(tasks, tau2=fmt == "tau2")
+        task_set = load_task_set(tasks, any_environment=own)
     report = export(task_set.values(), fmt, out, force=force)
     d = report.to_dict()
     if as_json:

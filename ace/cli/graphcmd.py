@@ -31,6 +31,7 @@ from ace.cli.options import (
     table,
     tasks_option,
 )
+from ace_env.environments import environment_names
 from ace_env.worker import Budget
 from ace_graph import names, queries
 from ace_graph.config import neo4j_settings
@@ -122,8 +123,7 @@ def ingest(
                               f"`ace scope delete {key} --yes` before ingesting into it")
         # one id, one rollout per scope: across the files and against what the scope holds, before anything is stored
         skip = check_rollout_ids(store, paths, key, id_suffix, skip_invalid)
-        if not tasks.startswith("bfcl"):
-            refuse_changes_to_stored_tasks(store, task_set, tasks)
+        refuse_changes_to_stored_tasks(store, task_set, tasks)  # an environment's own tasks are checked at load
         reports, rows = [], []
         for i, path in enumerate(paths):
             with Progress(f"ingesting {path.name}", _count_lines(path), disable=as_json) as progress:
@@ -299,6 +299,9 @@ def query(
     params = names.prepare(q, params)  # a full-form rollout E/P/C/ID also gives the scope
     for p, v in q.defaults.items():
         params.setdefault(p, v)
+    for p, kind in q.names.items():  # a list of environments (view-scope-environments): the registry's
+        if kind == "environment" and queries.param_kind(q.hints.get(p, "")) == "list":
+            params.setdefault(p, environment_names())
     missing = [p for p in q.params if p not in params]
     if missing:
         flag = "--scope E/P/C" if missing[0] == "scope" else f"--param {missing[0]}=..."

@@ -41,7 +41,7 @@ def _local_model(policy: str) -> Path:
 
 
 def _select(spec: str, skip: int, limit: Optional[int]) -> list[Any]:
-    tasks = list(load_task_set(spec, tau2=True).values())[skip:]  # every environment's tasks
+    tasks = list(load_task_set(spec, any_environment=True).values())[skip:]  # every environment's tasks
     if limit is not None:
         tasks = tasks[:limit]
     if not tasks:

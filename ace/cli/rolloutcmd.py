@@ -11,8 +11,9 @@ import typer
 
 from ace.cli import app, progress_bar
 from ace.cli.options import MAX_TASKS, budget_options, check_policy_spec, config_options, number_option, tasks_option
+from ace_env.environments import environment_of
 from ace_env.tasks import Task
-from ace_env.tasksets import load_task_set, parse_task_spec
+from ace_env.tasksets import environment_of_spec, load_task_set
 from ace_env.worker import Budget
 from ace_env.workspace import ace_home, check_name, check_out
 from ace_graph.config import neo4j_settings
@@ -33,8 +34,8 @@ POLICY_HELP = (
 )
 
 
-def _tasks(spec: str, limit: int | None, budget: Budget, tau2: bool = False) -> list[Task]:
-    tasks = list(load_task_set(spec, tau2=tau2, budget=budget).values())
+def _tasks(spec: str, limit: int | None, budget: Budget, any_environment: bool = False) -> list[Task]:
+    tasks = list(load_task_set(spec, budget, any_environment=any_environment).values())
     if limit is not None:
         tasks = tasks[:limit]
     if not tasks:
@@ -233,16 +234,17 @@ def eval_cmd(
         check_name(value, flag)  # each names a folder under $ACE_HOME/runs/eval and a part of the scope
     if generate and not gold_prefix:
         raise ConfigError("--generate goes with --gold-prefix (a free-running evaluation always generates)")
-    tau2 = bool(parse_task_spec(tasks).tau2_domains)
+    named = environment_of_spec(tasks)
+    dialogues = named is not None and named.dialogues  # the policy talks with a simulated user (τ² tasks)
     for value, flag in ((user, "--user"), (judge, "--judge"), (max_turns, "--max-turns")):
-        if value is not None and not tau2:
+        if value is not None and not dialogues:
             raise ConfigError(f"{flag} is for τ² tasks (--tasks tau2:DOMAIN); BFCL's user turns are the task's own")
         if value is not None and gold_prefix:
             raise ConfigError(f"{flag} is for free-running τ² dialogues; through the gold prefix every step's "
                               "prefix is the task's ideal dialogue (train.goldprefix)")
     if judge is not None:
         check_judge_spec(judge)
-    if tau2 and not gold_prefix:
+    if dialogues and not gold_prefix:
         check_tau2_options(policy, user)
     if out is None:
         suffix = ".gold-prefix.jsonl" if gold_prefix else ".jsonl"
@@ -250,7 +252,7 @@ def eval_cmd(
         force = True
     out = Path(out)
     check_out(out, force)
-    task_list = _tasks(tasks, limit, budget, tau2=tau2)
+    task_list = _tasks(tasks, limit, budget, any_environment=dialogues)
     config = _config(rollout, generation, budget, request)
     settings = neo4j_settings()
     driver = get_driver(settings)
@@ -258,14 +260,14 @@ def eval_cmd(
         store = GraphStore(driver, settings.database)
         refuse_changes_to_stored_tasks(store, {t.id: t for t in task_list}, tasks)  # before any work
         with progress_bar(disable=as_json) as progress:
-            if tau2 and not gold_prefix:
+            if dialogues and not gold_prefix:
                 bar = progress.add_task(f"τ² dialogues of {policy}", total=len(task_list) * config.n_per_task)
                 result = evaluate_tau2(store, policy, task_list, experiment, graph_name, checkpoint,  # type: ignore[arg-type]
                                        config, out, user, judge, max_turns or DEFAULT_MAX_TURNS, min_support,
                                        on_done=lambda _row: progress.advance(bar))
             elif gold_prefix:
-                steps = sum(max(task.n_steps, 1) if tau2 else sum(max(len(t.ground_truth), 1) for t in task.turns)
-                            for task in task_list)
+                env = environment_of(task_list)
+                steps = sum(env.gold_steps(task) for task in task_list)
                 bar = progress.add_task(f"scoring {policy} through the gold prefix", total=steps)
                 result = evaluate_gold_prefix(
                     store, policy, task_list, experiment, graph_name, checkpoint, out, generate,
@@ -293,7 +295,7 @@ def eval_cmd(
             f"{scope}: {result['rewarded']}/{result['rollouts']} rollouts rewarded "
             f"(pass rate {result['pass_rate']:.3f}); rollouts in {out}", highlight=False,
         )
-    if tau2 and not gold_prefix:
+    if dialogues and not gold_prefix:
         ex, jd, ro = result["exact"], result["judged"], result["rollout"]
         console.print(f"τ² (exact): final state pass rate {ex['state_pass_rate']}, COMMUNICATE "
                       f"{ex['communicate_passed']}/{ex['communicate_checked']} passed, τ²'s reward without NL "

@@ -71,7 +71,7 @@ def rollouts_cmd(
     removed by the next run to the same --out.
     """
     check_out(out, force)
-    task_list = list(load_task_set(tasks, tau2=True).values())
+    task_list = list(load_task_set(tasks, any_environment=True).values())
     spec = environment_of(task_list).load_weakness(weakness, task_list)
     with signals_interrupt(), Progress(f"simulating {tasks}", n, disable=as_json) as progress:
         report = simulate_to_file(task_list, n, spec, seed, out, on_row=progress.advance)

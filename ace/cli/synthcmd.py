@@ -173,7 +173,7 @@ def synth(
     check_out(out, force)
     if policy is not None:
         check_policy_spec(policy)
-    seed_tasks = load_task_set(tasks, tau2=True, budget=budget)
+    seed_tasks = load_task_set(tasks, any_environment=True, budget=budget)
     if seed_tasks and all(isinstance(s, Tau2Task) for s in seed_tasks.values()):
         # τ² seeds: the registry's strategies for τ² tasks and τ²'s task form
         return _synth_tau2(experiment=experiment, scope=scope, out=out, policy=policy, weakness=weakness,

@@ -51,7 +51,7 @@ def sft_cmd(
     if kind != "hf" or not model:
         raise ConfigError(f"--policy {policy!r}: SFT trains a local model, give hf:<folder or name>")
     out = check_out(Path(out), force, directory=True)
-    task_list = list(load_task_set(tasks, tau2=True).values())[skip:]  # every environment's tasks
+    task_list = list(load_task_set(tasks, any_environment=True).values())[skip:]  # every environment's tasks
     if limit is not None:
         task_list = task_list[:limit]
     if not task_list:

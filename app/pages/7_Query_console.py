@@ -6,6 +6,7 @@ import json
 
 import streamlit as st
 
+from ace_env.environments import environment_names
 from ace_graph import queries
 from ace_graph.errors import AceError
 from app import data, ui
@@ -20,7 +21,8 @@ name = ui.choice("Named query", "q", names, "weak-compositions" if "weak-composi
 query = queries.load(name)
 st.markdown(f"**{name}** — {query.description}")
 hints = query.hints
-context = {"scope": scope["key"], "experiment": scope["experiment"], "policy": scope["policy"]}
+context = {"scope": scope["key"], "experiment": scope["experiment"], "policy": scope["policy"],
+           "environments": environment_names()}
 if ui.environment() != "all":
     context["environment"] = ui.environment()
 params, errors = {}, []

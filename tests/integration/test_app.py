@@ -25,8 +25,9 @@ from neo4j.exceptions import ClientError
 from streamlit.testing.v1 import AppTest
 
 from ace import demo
+from ace.cli import main
 from ace_env import bfcl
-from ace_env.environments import BFCL, TAU2
+from ace_env.environments import BFCL, TAU2, environment_names
 from ace_env.sim import DEMO_WEAKNESS
 from ace_env.tasksets import load_task_set
 from ace_graph import queries, transcripts
@@ -99,7 +100,7 @@ def two_environments(graph, neo4j_driver, neo4j_database, tmp_path_factory):
     folder = tmp_path_factory.mktemp("tau2")
     t = demo.tau2_scope(store, EXPERIMENT, 1000, 1, directory=folder)
     assert t["scope"] == TAU2_SCOPE and {tuple(p) for p in t["weaknesses"]["recovered"]} == TAU2_PLANTED
-    tau2_tasks = load_task_set(demo.TAU2_TASKS, tau2=True)
+    tau2_tasks = load_task_set(demo.TAU2_TASKS, any_environment=True)
     # one scope, two files: an ingest verifies one environment's rollouts at a time
     bfcl_round_0 = next((ace_home() / "runs" / EXPERIMENT).glob("rollouts-round-0-*.jsonl"))
     ingest_file(store, bfcl_round_0, {t.id: t for t in bfcl.load_tasks("all")}, f"{EXPERIMENT}-mixed", "sim", "round-0")
@@ -359,11 +360,14 @@ def _environment_box(at: AppTest):
     return next(s for s in at.sidebar.selectbox if s.label == "Environment")
 
 
-def test_scopes_know_their_environments(two_environments, graph):
-    envs = {r["key"]: r["environments"] for r in graph.run("view-scope-environments")}
+def test_scopes_know_their_environments(two_environments, graph, capsys):
+    names = environment_names()  # the registry's, not spelled here
+    envs = {r["key"]: r["environments"] for r in graph.run("view-scope-environments", environments=names)}
     assert envs == {SCOPE0: ["bfcl"], SCOPE1: ["bfcl"], TAU2_SCOPE: ["tau2"], MIXED_SCOPE: ["bfcl", "tau2"]}
-    tau2 = {r["key"] for r in graph.run("view-environment-members", environment="tau2") if r["level"] == "tool"}
-    bfcl_tools = {r["key"] for r in graph.run("view-environment-members", environment="bfcl") if r["level"] == "tool"}
+    assert main(["query", "view-scope-environments", "--json"]) == 0  # `ace query` fills in the registry's names
+    assert {r["key"]: r["environments"] for r in json.loads(capsys.readouterr().out)} == envs
+    tau2 = {r["key"] for r in graph.run("view-environment-members", environment="tau2", environments=names) if r["level"] == "tool"}
+    bfcl_tools = {r["key"] for r in graph.run("view-environment-members", environment="bfcl", environments=names) if r["level"] == "tool"}
     assert {a for pair in TAU2_PLANTED for a in pair} <= tau2 <= two_environments["tau2"]
     assert {a for pair in PLANTED for a in pair} <= bfcl_tools <= two_environments["bfcl"]
 

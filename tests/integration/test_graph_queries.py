@@ -7,6 +7,7 @@ import json
 import pytest
 
 from ace_env import bfcl
+from ace_env.environments import environment_names
 from ace_graph import queries
 from ace_graph.compositions import adjacent_pairs
 from ace_graph.ingest import ingest_file
@@ -62,7 +63,7 @@ PARAMS = {
     "scope": SCOPE, "level": "tool", "min_support": MIN_SUPPORT, "min_lift": MIN_LIFT, "limit": 50, "min_prereq": 0.6,
     "experiment": "q", "policy": "sim", "from": PLANTED[0][0], "to": PLANTED[0][1],
     "after": "result_extraction", "skill": "param_from_output", "failures_only": False, "scopes": [SCOPE],
-    "keys": ["bfcl:multi_turn_base_0"], "environment": "bfcl",
+    "keys": ["bfcl:multi_turn_base_0"], "environment": "bfcl", "environments": environment_names(),
 }
 
 

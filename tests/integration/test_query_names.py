@@ -82,7 +82,8 @@ def test_a_wrong_name_in_every_named_parameter_is_one_error_line(graph, capsys):
             covered.append(f"{name}.{param}")
     # the walk reached the parameters the issue named, and every query that names something
     assert {"failed-after.after", "failed-after.skill", "view-rollout.rollout", "near-success.from",
-            "view-synth-for-edge.to", "compare-policies.scopes", "view-environment-members.environment"} <= set(covered)
+            "view-synth-for-edge.to", "compare-policies.scopes", "view-environment-members.environment", "view-environment-members.environments",
+            "view-scope-environments.environments"} <= set(covered)
     assert len(covered) == sum(len(queries.load(n).names) for n in queries.read_queries()) > 50
 
 

@@ -12,7 +12,7 @@ from ace_env import bfcl
 from ace_env.bounded import BoundedVerifier, LineError
 from ace_env.calls import MalformedCall, parse_call
 from ace_env.errors import ConfigError, RolloutFormatError
-from ace_env.executor import ERROR, Environment
+from ace_env.executor import ERROR, RolloutState
 from ace_env.formats import read_any
 from ace_env.tasksets import load_task_set
 from ace_env.verifier import RESOURCE_LIMIT, TIMEOUT, ground_truth_rollout
@@ -114,7 +114,7 @@ def test_cli_verify_goes_on_past_a_runaway_call(tmp_path, capsys, tasks):
 
 
 def test_int_over_4300_digits_is_an_error_output(tasks):
-    r = Environment(tasks[TASK]).call("power(base=10, exponent=5000)", 0)
+    r = RolloutState(tasks[TASK]).call("power(base=10, exponent=5000)", 0)
     assert r.status == ERROR
     assert r.output.startswith("Error during execution:") and "4300" in r.output
 
@@ -214,7 +214,7 @@ def test_a_worker_busy_between_short_calls_is_not_taken_for_stuck(tasks, monkeyp
 
     def busy(tasks_, task_id, turns, rollout_id, *args):
         if rollout_id == "busy":
-            env = Environment(tasks_[task_id])
+            env = RolloutState(tasks_[task_id])
             end = time.monotonic() + 6.0
             while time.monotonic() < end:
                 env.call("pwd()", 0)  # microseconds, stamped and counted

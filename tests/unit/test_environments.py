@@ -79,7 +79,9 @@ def test_a_third_environment_is_one_registry_entry(monkeypatch, tmp_path):
 
     toy = ToolEnvironment(name="toy", title="Toy", task_type=ToyTask, replay=lambda *a: {}, load_weakness=lambda p, t: None,
                           simulate=toy_simulate, simulate_turns=lambda *a: ([], []), verifier=lambda *a, **k: None,
-                          tool_info=lambda tasks: {}, probes=False, demo_weakness=None)
+                          tool_info=lambda tasks: {}, tagging="gold-actions", own_source=None, dialogues=False,
+                          gold_steps=lambda task: 1, export_format="toy", results_spec=lambda path: None,
+                          fill_hint="", load_spec=None, probes=False, demo_weakness=None)
     monkeypatch.setitem(ENVIRONMENTS, "toy", toy)
     tasks = [ToyTask("a"), ToyTask("b")]
     assert environment_of(tasks) is toy

@@ -6,7 +6,7 @@ import json
 import time
 
 from ace_env.bfcl import load_tasks
-from ace_env.executor import MALFORMED, Environment
+from ace_env.executor import MALFORMED, RolloutState
 from ace_env.formats import parse_openai
 from ace_env.modelout import MAX_CALLS_PER_MESSAGE, is_malformed, parse_message, parse_output
 from ace_env.verifier import MALFORMED_CALL, verify
@@ -93,7 +93,7 @@ def test_many_calls_are_capped():
 def test_malformed_marker_is_never_executed_and_verifies_as_malformed_call():
     task = load_tasks("base")[0]
     marker = parse_output('<tool_call>{"name": "cd", "arguments": {"folder": "x"}} junk</tool_call>').calls[0]
-    step = Environment(task).call(marker, 0)
+    step = RolloutState(task).call(marker, 0)
     assert step.status == MALFORMED and "trailing text" in step.detail
     verdict = verify(task, [[marker]])
     assert verdict.reward == 0.0 and verdict.attribution == MALFORMED_CALL

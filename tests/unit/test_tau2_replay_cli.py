@@ -63,7 +63,7 @@ def _broken_airline_task():
 def test_a_wrong_gold_fails_and_exits_1(monkeypatch, capsys):
     broken = _broken_airline_task()
     good = load_tasks("airline")[-1]
-    monkeypatch.setattr(envcmd, "load_tau2_task_set", lambda spec: {good.id: good, broken.id: broken})
+    monkeypatch.setattr(envcmd, "load_every_task", lambda spec, budget=None: {good.id: good, broken.id: broken})
     assert main(["env", "replay", "tau2", "--tasks", "tau2:airline", "--json"]) == 1
     a = json.loads(capsys.readouterr().out)["airline"]
     assert (a["tasks"], a["passed"], a["failed"], a["errors"]) == (2, 1, 1, 0)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ace.cli import main
+from ace_env.environments import BFCL, TAU2
 from ace_env.errors import TaskLoadError
-from ace_env.tasksets import load_task_set, load_tau2_task_set, parse_task_spec
+from ace_env.tasksets import environment_of_spec, load_every_task, load_task_set, load_tau2_task_set, parse_task_spec
 
 
 def test_tau2_specs_parse():
@@ -44,9 +45,9 @@ def test_commands_refuse_tau2_tasks_in_one_line(tmp_path, capsys):
 
 
 def test_sim_takes_airline_and_retail_but_refuses_telecom(tmp_path, capsys):
-    assert set(load_task_set("tau2:airline,retail", tau2=True)) == set(load_tau2_task_set("tau2:airline,retail"))
+    assert set(load_task_set("tau2:airline,retail", any_environment=True)) == set(load_tau2_task_set("tau2:airline,retail"))
     with pytest.raises(TaskLoadError, match="not telecom .*user's own actions"):
-        load_task_set("tau2:airline,telecom", tau2=True)
+        load_task_set("tau2:airline,telecom", any_environment=True)
     assert main(["sim", "rollouts", "--tasks", "tau2:retail", "--n", "2", "--out", str(tmp_path / "r.jsonl")]) == 0
     capsys.readouterr()
     rc = main(["sim", "rollouts", "--tasks", "tau2:telecom", "--n", "2", "--out", str(tmp_path / "t.jsonl")])
@@ -54,3 +55,17 @@ def test_sim_takes_airline_and_retail_but_refuses_telecom(tmp_path, capsys):
     assert rc == 1 and len(err.splitlines()) == 1 and "not telecom" in err, err
     # verify and ingest judge telecom rollouts (the user's calls stay the user's): the spec loads
     assert main(["verify", str(tmp_path / "r.jsonl"), "--tasks", "tau2:retail,telecom", "--json"]) == 0
+
+
+def test_load_task_set_takes_no_environment_flag_and_the_old_one_still_means_the_same():
+    """``any_environment`` names no environment; ``tau2=`` (for callers not moved yet) means the same."""
+    assert set(load_task_set("tau2:airline", tau2=True)) == set(load_task_set("tau2:airline", any_environment=True))
+    with pytest.raises(TaskLoadError, match="not supported"):
+        load_task_set("tau2:airline", tau2=False)
+
+
+def test_every_task_of_a_spec_and_the_environment_a_spec_names():
+    assert set(load_every_task("tau2:telecom")) == set(load_tau2_task_set("tau2:telecom"))  # telecom too
+    assert list(load_every_task("bfcl:miss_param")) == list(load_task_set("bfcl:miss_param"))
+    assert environment_of_spec("tau2:airline") is TAU2 and environment_of_spec("bfcl") is BFCL
+    assert environment_of_spec(__file__) is None  # a file's tasks say their environment once loaded

@@ -16,7 +16,7 @@ import pytest
 from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 
 from ace_env import bfcl, twins
-from ace_env.executor import OK, Environment
+from ace_env.executor import OK, RolloutState
 from ace_env.tasks import Task
 from ace_env.tasksets import check_against_bfcl, load_task_set
 from ace_env.verifier import ground_truth_rollout, verify
@@ -104,7 +104,7 @@ def _calls_of(seeds, real, limit=6):
         for k, (t, _, raw, name) in enumerate(flat_calls(task)):
             if name != real:
                 continue
-            env = Environment(task)
+            env = RolloutState(task)
             for t2, _, raw2, _ in flat_calls(task)[:k]:
                 env.call(raw2, t2)
             out = env.call(raw, t)
@@ -129,7 +129,7 @@ def test_a_twin_executes_and_returns_a_result_shaped_like_the_real_tools(seeds, 
         task = Task.from_dict({**seed.to_dict(), "id": "twin-probe", "source": "ace", "tools": tools,
                                "distractors": distractors, "involved_classes": classes})
         check_against_bfcl(task)  # a twin of an involved class is a known function
-        real_env, twin_env = Environment(task), Environment(task)
+        real_env, twin_env = RolloutState(task), RolloutState(task)
         for t, _, before, _ in flat_calls(task)[:k]:
             real_env.call(before, t)
             twin_env.call(before, t)
@@ -164,11 +164,11 @@ def test_a_twins_output_is_data_not_code():
     task = Task.from_dict({**seed.to_dict(), "id": "twin-data", "source": "ace", "tools": tools,
                            "distractors": distractors})
     payload = "__import__('os').system('touch /tmp/ace-pwned') or {}"
-    out = Environment(task).call(f"print_text(content={payload!r})", 0)
+    out = RolloutState(task).call(f"print_text(content={payload!r})", 0)
     assert out.status == OK and json.loads(out.output) == {"terminal_output": payload}
     assert not Path("/tmp/ace-pwned").exists()
     # an unbound call is the real tool's TypeError, as BFCL records it, never executed as text
-    bad = Environment(task).call("print_text(contents='x')", 0)
+    bad = RolloutState(task).call("print_text(contents='x')", 0)
     assert bad.status == "error" and "unexpected keyword" in bad.output
 
 
@@ -274,11 +274,11 @@ def test_export_of_a_distractor_task_carries_the_twins_doc_and_implementation(se
     for name in task.distractors:
         monkeypatch.setattr(api, name, None, raising=False)  # undone after the test
     module.install()
-    env = Environment(task)
+    env = RolloutState(task)
     inst = copy.deepcopy(env.instances["TradingBot"])
     for name in task.distractors:
         args = {"order_type": "Buy", "symbol": "NVDA", "price": 100.0, "amount": 1}
-        mine = Environment(task).call(f"{name}(order_type='Buy', symbol='NVDA', price=100.0, amount=1)",
+        mine = RolloutState(task).call(f"{name}(order_type='Buy', symbol='NVDA', price=100.0, amount=1)",
                                       len(task.turns) - 1)
         assert json.dumps(getattr(inst, name)(**args)) == mine.output
         # BFCL's own executor (which maps every public method of an involved class) runs the installed twin

@@ -9,8 +9,8 @@ import pytest
 
 from ace.cli import main
 from ace_env import bfcl
-from ace_env.executor import Environment
-from ace_env.official import official_check
+from ace_env.bfcl.official import official_check
+from ace_env.executor import RolloutState
 from ace_env.oracle import oracle_for, replay_oracle
 from ace_env.perturb import perturbed_set
 from ace_env.verifier import (
@@ -155,7 +155,7 @@ def test_no_state_leaks_between_rollouts(tasks):
     assert [t.fingerprint for t in after.turns] == [t.fingerprint for t in before.turns]
     assert [s.output for t in after.turns for s in t.steps] == [s.output for t in before.turns for s in t.steps]
     assert verify(task, ground_truth_rollout(task)).reward == 1.0
-    a, b = Environment(task), Environment(task)
+    a, b = RolloutState(task), RolloutState(task)
     assert a.instances["TwitterAPI"].tweets is not b.instances["TwitterAPI"].tweets
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from ace_env import bfcl
 from ace_env.errors import AceError
-from ace_env.executor import Environment
+from ace_env.executor import RolloutState
 from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task
 from ace_env.verifier import ground_truth_rollout, verify
@@ -73,7 +73,7 @@ def test_executor_applies_the_view_and_the_oracle_reapplies_it():
     assert [t.fingerprint for t in viewed.turns] == [t.fingerprint for t in plain.turns]
     assert verify(task, ground_truth_rollout(task)).reward == 1.0
     # an environment shows the same (the view is the task's, not the oracle's)
-    env = Environment(task)
+    env = RolloutState(task)
     t, _, raw, _ = flat_calls(task)[0]
     assert env.call(raw, t).output == new[0].output
 
@@ -98,11 +98,11 @@ def test_occurrence_views_survive_checkpoints_and_fast_forward():
         del skipped[t][i + 1]
         v = verify(task, skipped, fast_forward=fast)
         assert v.reward == 0.0 and v.failing_turn == t
-    env = Environment(task)
+    env = RolloutState(task)
     for tt in range(t):
         for c in task.turns[tt].ground_truth:
             env.call(c, tt)
     for c in task.turns[t].ground_truth[: i + 1]:
         env.call(c, t)
-    restored = Environment(task, env.checkpoint())
+    restored = RolloutState(task, env.checkpoint())
     assert '"stale"' not in restored.call(raw, t).output

@@ -182,7 +182,7 @@ def _load_category(category: str) -> tuple[Task, ...]:
         "bfcl-tasks",
         category,
         lambda: _build_category(category),
-        sources=[Path(__file__), Path(__file__).with_name("tasks.py")],
+        sources=[Path(__file__), Path(__file__).parents[1] / "tasks.py"],
         salt=installed_version(),
     )
     _PICKLED[category] = data

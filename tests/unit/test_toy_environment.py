@@ -1,0 +1,83 @@
+"""A third environment, the toy in tests/toyenv.py, registered as the others are and driven through the same
+commands (``ace env replay``, ``ace sim rollouts``), with nothing outside its module; docs/environments.md
+says what it implements."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+import toyenv
+
+from ace.cli import main
+from ace_env.environments import ToolEnvironment, environment_names, environment_of
+from ace_env.errors import TaskLoadError
+from ace_env.tasksets import environment_of_spec, load_every_task, load_task_set, parse_task_spec
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "environments.md"
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    return toyenv.register(monkeypatch)
+
+
+def test_its_spec_parses_and_loads_through_its_entry(toy):
+    assert parse_task_spec("toy:counter, store").groups == ("counter", "store")
+    assert environment_of_spec("toy") is toy and "toy" in environment_names()
+    tasks = load_every_task("toy:counter")
+    assert sorted(tasks) == ["toy:count_twice", "toy:put_then_incr"] and environment_of(tasks.values()) is toy
+    assert list(load_task_set("toy", any_environment=True)) == [t.id for t in toyenv.TASKS]
+    with pytest.raises(TaskLoadError, match="not supported by"):  # a command that takes the default's tasks only
+        load_task_set("toy")
+    with pytest.raises(TaskLoadError, match="unknown toy group 'nope'"):
+        load_every_task("toy:nope")
+
+
+def test_ace_env_replay_runs_its_gold(toy, capsys):
+    assert main(["env", "replay", "toy", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {g: (c["tasks"], c["passed"], c["failed"]) for g, c in out.items()} == {"store": (2, 2, 0),
+                                                                                    "counter": (2, 2, 0)}
+    assert main(["env", "replay", "--tasks", "toy:counter"]) == 0
+    assert "Toy key-value store gold replay (toy:counter)" in capsys.readouterr().out
+
+
+def test_ace_env_replay_fails_a_wrong_gold(toy, monkeypatch, capsys):
+    wrong = dataclasses.replace(toyenv.TASKS[2], expected=(("n", 3),))
+    monkeypatch.setattr(toyenv, "TASKS", (*toyenv.TASKS[:2], wrong, toyenv.TASKS[3]))
+    assert main(["env", "replay", "toy", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["counter"]["failed"] == 1
+
+
+def test_ace_sim_rollouts_simulates_it_with_its_weakness_file(toy, tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    args = ["sim", "rollouts", "--tasks", "toy:counter", "--n", "6", "--seed", "2", "--out", str(out), "--json",
+            "--weakness", str(toyenv.weakness_file(tmp_path))]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 6 and {r["task_id"] for r in rows} <= {"toy:count_twice", "toy:put_then_incr"}
+    # incr always slips to the wrong tool (error 1.0): every rollout has a slip, none on put
+    assert all(r["meta"]["slips"] and all(s["tool"] == "incr" for s in r["meta"]["slips"]) for r in rows)
+    assert report["with_slips"] == 6 and set(report["slips"]) == {"wrong_tool"}
+    first = out.read_bytes()
+    assert main([*args, "--force"]) == 0 and out.read_bytes() == first  # same seed, same file
+    capsys.readouterr()
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[tool]]\nname = "grep"\nerror = 0.5\n')
+    assert main(["sim", "rollouts", "--tasks", "toy", "--n", "2", "--out", str(tmp_path / "b.jsonl"),
+                 "--weakness", str(bad)]) == 1
+    assert "a toy tool" in capsys.readouterr().err
+
+
+def test_docs_say_what_an_environment_implements():
+    """docs/environments.md names every field of ToolEnvironment, and the toy that proves the seam."""
+    text = DOC.read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `([a-z_]+)`(?:, `([a-z_]+)`)?", text, re.MULTILINE))
+    names = {n for pair in documented for n in pair if n}
+    assert names == {f.name for f in dataclasses.fields(ToolEnvironment)}
+    assert "tests/toyenv.py" in text and "ace_env/<name>/" in text
