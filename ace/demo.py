@@ -42,6 +42,7 @@ from ace_graph.config import ace_home
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier, weak_compositions
 from ace_graph.ingest import ingest_file
+from ace_graph.stats import MIN_LIFT
 from ace_graph.store import GraphStore
 from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
 from train.curriculum.core import CurriculumConfig
@@ -309,7 +310,7 @@ def real_agents(store: GraphStore, experiment: str, directory: Path = REAL_RESUL
         for f in paths:
             created += ingest_file(store, f, tasks, real, policy, checkpoint, round_=round_, seed_tasks=True).created
         key = f"{real}/{policy}/{checkpoint}"
-        rows = store.run("fragile-edges", scope=key, level="tool", min_support=3, min_lift=0.05)
+        rows = store.run("fragile-edges", scope=key, level="tool", min_support=3, min_lift=MIN_LIFT)
         weakest = sorted((r for r in rows if r["failures"]), key=lambda r: (-r["p_fail_after"], -r["n"], r["from"], r["to"]))[:limit]
         [agree] = store.run("scope-agreement", scope=key)
         out.append({"scope": key, "files": [f.name for f in paths], "created": created, **agree,
@@ -336,7 +337,7 @@ def pooled_agents(store: GraphStore, experiment: str, files: list[Path], min_sup
         tasks.update(load_every_task(_results_spec(f)))
     created = sum(ingest_file(store, f, tasks, experiment, policy, checkpoint, seed_tasks=True).created for f in files)
     key = f"{experiment}/{policy}/{checkpoint}"
-    rows = store.run("weak-compositions", scope=key, level="tool", min_support=min_support, min_lift=0.05, limit=10)
+    rows = store.run("weak-compositions", scope=key, level="tool", min_support=min_support, min_lift=MIN_LIFT, limit=10)
     [agree] = store.run("scope-agreement", scope=key)
     return {"scope": key, "files": len(files), "created": created, "min_support": min_support, **agree,
             "weak": [{k: r[k] for k in ("from", "to", "n", "failures", "composition_success",

@@ -29,6 +29,7 @@ from ace_graph.db import ensure_schema
 from ace_graph.errors import ConfigError, IngestIncomplete, RolloutFormatError, RolloutIdConflict
 from ace_graph.estimate import Cell, cells_from_records, estimate_scope
 from ace_graph.outcomes import RolloutRecord, record
+from ace_graph.stats import NEAR_SUCCESS
 from ace_graph.store import GraphStore, scope_key
 from ace_graph.tagger import tag_task
 
@@ -196,7 +197,7 @@ def ingest_file(
     checkpoint: str,
     round_: int | None = None,
     batch_size: int = 1000,
-    near_success: float = 0.7,
+    near_success: float = NEAR_SUCCESS,
     skip_invalid: bool = False,
     seed_tasks: bool = True,
     on_progress: Callable[[int], None] | None = None,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ace_env.tasks import Task
+from ace_graph.stats import NEAR_SUCCESS
 
 SUCCESS = "success"
 FAIL = "fail"
@@ -122,7 +123,7 @@ def record(
     scope: str,
     rollout_id: str,
     turns: list[list[Any]],
-    near_success_threshold: float = 0.7,
+    near_success_threshold: float = NEAR_SUCCESS,
 ) -> RolloutRecord:
     """Build the stored record of one verified rollout.
 

@@ -42,6 +42,7 @@ from ace_graph.ingest import check_rollout_ids, ingest_file
 from ace_graph.queries import INT64_MAX
 from ace_graph.reports import check_scopes
 from ace_graph.scopes import check_level, is_deleting, require_experiment, require_scope
+from ace_graph.stats import NEAR_SUCCESS
 from ace_graph.store import GraphStore
 from ace_graph.taskfiles import refuse_changes_to_stored_tasks
 
@@ -89,7 +90,7 @@ def ingest(
     batch_size: int = number_option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),
     workers: int = number_option(2, "--workers", min=1, max=64, help="Transactions writing batches concurrently."),
     id_suffix: str = typer.Option("", "--id-suffix", help="Appended to every rollout id (keeps two files with the same ids apart)."),
-    near_success: float = number_option(0.7, "--near-success", min=0.0, max=1.0,
+    near_success: float = number_option(NEAR_SUCCESS, "--near-success", min=0.0, max=1.0,
                                        help="Share of oracle steps matched for a failed rollout to count as near-success."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report bad lines and go on instead of stopping."),
     show: str = show_option(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import streamlit as st
 
-from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
+from ace_graph.stats import MIN_LIFT, MIN_SUPPORT, NEAR_SUCCESS
 from app import data, render, ui
 
 ui.page("Weak compositions & frontier",
@@ -97,7 +97,7 @@ tab_ns, tab_seed, tab_syn = st.tabs(["Near-success rollouts", "Seed tasks contai
 with tab_ns:
     near = ui.call("near_success", key, level, src, dst, 50)
     if not near:
-        st.info("No near-success rollout (≥ 70% of the oracle's steps matched, still failed) fails at this edge.")
+        st.info(f"No near-success rollout (≥ {NEAR_SUCCESS:.0%} of the oracle's steps matched, still failed) fails at this edge.")
     else:
         ndf = data.frame(near, ["rollout", "task_id", "attribution", "failing_turn", "failing_step", "step_match",
                                 "detail"])
