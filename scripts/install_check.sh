@@ -12,8 +12,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-BFCL_VERSION="$(sed -n 's/^BFCL_VERSION = "\(.*\)"$/\1/p' ace_env/bfcl.py)"  # written once, there
-[ -n "$BFCL_VERSION" ] || { echo "install-check: ERROR: no BFCL_VERSION in ace_env/bfcl.py" >&2; exit 1; }
+BFCL_VERSION="$(sed -n 's/^BFCL_VERSION = "\(.*\)"$/\1/p' ace_env/bfcl/__init__.py)"  # written once, there
+[ -n "$BFCL_VERSION" ] || { echo "install-check: ERROR: no BFCL_VERSION in ace_env/bfcl/__init__.py" >&2; exit 1; }
 TAU2_VERSION="$(sed -n 's/^TAU2_VERSION = "\(.*\)"$/\1/p' ace_env/tau2/__init__.py)"  # written once, there
 [ -n "$TAU2_VERSION" ] || { echo "install-check: ERROR: no TAU2_VERSION in ace_env/tau2/__init__.py" >&2; exit 1; }
 

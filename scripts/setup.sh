@@ -29,8 +29,8 @@ cd "$ROOT"
 py_constant() {  # FILE NAME: the string value of `NAME = "..."` in FILE
   sed -n "s/^$2 = \"\(.*\)\"$/\1/p" "$1"
 }
-BFCL_VERSION="$(py_constant ace_env/bfcl.py BFCL_VERSION)"
-[ -n "$BFCL_VERSION" ] || { echo "setup: ERROR: no BFCL_VERSION in ace_env/bfcl.py" >&2; exit 1; }
+BFCL_VERSION="$(py_constant ace_env/bfcl/__init__.py BFCL_VERSION)"
+[ -n "$BFCL_VERSION" ] || { echo "setup: ERROR: no BFCL_VERSION in ace_env/bfcl/__init__.py" >&2; exit 1; }
 TAU2_VERSION="$(py_constant ace_env/tau2/__init__.py TAU2_VERSION)"
 [ -n "$TAU2_VERSION" ] || { echo "setup: ERROR: no TAU2_VERSION in ace_env/tau2/__init__.py" >&2; exit 1; }
 MIN_JAVA=17
