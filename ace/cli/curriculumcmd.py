@@ -9,7 +9,8 @@ import typer
 
 from ace.cli import app
 from ace.cli.graphcmd import with_store
-from ace.cli.options import config_options, console, esc, experiment_option, json_option, scope_option, table
+from ace.cli.options import config_options, experiment_option, json_option, scope_option
+from ace.cli.render import console, esc, table
 from ace.stages import curriculum_round
 from ace_graph.errors import ConfigError
 from train.curriculum.core import CurriculumConfig

@@ -11,7 +11,8 @@ import typer
 
 from ace.cli import app
 from ace.cli.graphcmd import parse_value
-from ace.cli.options import check_input, console, esc, json_option, number_option, table
+from ace.cli.options import check_input, json_option, number_option
+from ace.cli.render import console, esc, table
 from ace_graph import queries
 from ace_graph.config import neo4j_settings
 from ace_graph.db import get_driver, within

@@ -8,7 +8,8 @@ import os
 import typer
 
 from ace.cli import app
-from ace.cli.options import esc, number_option
+from ace.cli.options import number_option
+from ace.cli.render import esc
 from ace_env.redact import redact_url
 from ace_graph.config import neo4j_settings
 from ace_graph.db import apply_schema, get_driver

@@ -14,7 +14,8 @@ import typer
 from ace import demo as run
 from ace.cli import app
 from ace.cli.graphcmd import with_store
-from ace.cli.options import config_options, console, esc, json_option, table
+from ace.cli.options import config_options, json_option
+from ace.cli.render import console, esc, table
 from ace_env.sim import DEMO_WEAKNESS, load_weakness
 from ace_graph.config import neo4j_settings
 from ace_graph.db import apply_schema

@@ -12,18 +12,15 @@ import typer
 
 from ace.cli import app
 from ace.cli.options import (
-    Progress,
     budget_options,
-    console,
-    esc,
     expand_inputs,
     format_option,
     inputs_task_spec,
     json_option,
     strict_option,
-    table,
     tasks_option,
 )
+from ace.cli.render import Progress, console, esc, table
 from ace_env.bounded import LineError
 from ace_env.environments import DEFAULT, environment_named, environment_of, verifier_for
 from ace_env.formats import read_any

@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 
 from ace.cli import app
-from ace.cli.options import console, esc, json_option, tasks_option
+from ace.cli.options import json_option, tasks_option
+from ace.cli.render import console, esc
 from ace_env.environments import DEFAULT, ENVIRONMENTS
 from ace_env.tasksets import environment_of_spec, load_every_task, load_task_set
 from ace_env.workspace import check_out

@@ -13,11 +13,8 @@ from ace.cli import app
 from ace.cli.envcmd import check_show, load_rollout_tasks, show_option
 from ace.cli.options import (
     MAX_ROUND,
-    Progress,
     budget_options,
     checkpoint_option,
-    console,
-    esc,
     expand_inputs,
     experiment_option,
     format_option,
@@ -28,9 +25,9 @@ from ace.cli.options import (
     resolve_scope,
     scope_option,
     strict_option,
-    table,
     tasks_option,
 )
+from ace.cli.render import Progress, console, esc, table
 from ace_env.environments import environment_names
 from ace_env.worker import Budget
 from ace_graph import names, queries

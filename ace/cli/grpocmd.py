@@ -11,7 +11,8 @@ from typing import Any, Optional
 import typer
 
 from ace.cli.graphcmd import with_store
-from ace.cli.options import MAX_TASKS, config_options, console, esc, json_option, number_option, table, tasks_option
+from ace.cli.options import MAX_TASKS, config_options, json_option, number_option, tasks_option
+from ace.cli.render import console, esc, table
 from ace.cli.traincmd import LR_FLAGS, train_app
 from ace_env.environments import environment_of
 from ace_env.tasksets import load_task_set, load_tau2_task_set, parse_task_spec

@@ -8,7 +8,8 @@ import typer
 
 from ace.cli import app
 from ace.cli.graphcmd import with_store
-from ace.cli.options import config_options, console, esc, experiment_option, json_option, table
+from ace.cli.options import config_options, experiment_option, json_option
+from ace.cli.render import console, esc, table
 from ace.loop import STAGES, Loop, LoopConfig, loop_status
 from ace_env.workspace import check_name
 from ace_graph.errors import ConfigError

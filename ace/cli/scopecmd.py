@@ -9,7 +9,8 @@ import typer
 
 from ace.cli import app
 from ace.cli.graphcmd import with_store
-from ace.cli.options import console, esc, experiment_option, json_option, parse_scope, table
+from ace.cli.options import experiment_option, json_option, parse_scope
+from ace.cli.render import console, esc, table
 from ace_graph.errors import ConfigError
 from ace_graph.scopes import delete_scope, list_scopes, require_scope
 

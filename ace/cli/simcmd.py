@@ -9,15 +9,8 @@ from typing import Optional
 import typer
 
 from ace.cli import app
-from ace.cli.options import (
-    Progress,
-    force_option,
-    json_option,
-    number_option,
-    out_option,
-    signals_interrupt,
-    tasks_option,
-)
+from ace.cli.options import force_option, json_option, number_option, out_option, signals_interrupt, tasks_option
+from ace.cli.render import Progress
 from ace.stages import MAX_SIM_ROLLOUTS, simulate_to_file
 from ace_env.environments import environment_of
 from ace_env.fields import SEED_MAX

@@ -14,19 +14,17 @@ import typer
 from ace.cli import app
 from ace.cli.graphcmd import with_store
 from ace.cli.options import (
-    Progress,
     budget_options,
     check_input,
     check_policy_spec,
     config_options,
-    console,
-    esc,
     experiment_option,
     force_option,
     json_option,
     scope_option,
     tasks_option,
 )
+from ace.cli.render import Progress, console, esc
 from ace.cli.rolloutcmd import request_options
 from ace_env.scaleout import runner_for
 from ace_env.sim import load_weakness

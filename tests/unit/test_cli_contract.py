@@ -16,7 +16,8 @@ import typer
 
 import ace
 from ace.cli import democmd, main
-from ace.cli.options import Progress, config_options, parse_scope, resolve_scope
+from ace.cli.options import config_options, parse_scope, resolve_scope
+from ace.cli.render import Progress
 from ace_env import bfcl
 from ace_env.tasksets import load_task_set as load_tasks
 from ace_env.verifier import ground_truth_rollout

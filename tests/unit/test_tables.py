@@ -8,7 +8,7 @@ import json
 from rich.console import Console
 
 from ace.cli import main
-from ace.cli.options import (
+from ace.cli.render import (
     FIRST_WHOLE,
     UNBOUNDED_WIDTH,
     console,
