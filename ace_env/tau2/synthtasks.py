@@ -39,7 +39,7 @@ from ace_env.tau2.env import (
     tool_schemas,
 )
 from ace_env.tau2.package import tau2_modules
-from ace_env.tau2.tasks import GoldAction, Tau2Task, load_tasks
+from ace_env.tau2.tasks import Tau2Task, load_tasks, task_fields
 from ace_env.tau2.verify import gold, gold_calls, replay_gold
 
 SYNTH_PREFIX = "synth-"
@@ -110,17 +110,9 @@ def build_task(domain: str, tau2: dict[str, Any], origin: dict[str, Any]) -> Syn
         except ValueError as e:  # pydantic's ValidationError
             raise TaskLoadError(f"the task's initial state is not a valid {domain} database: "
                                 f"{str(e).splitlines()[0]}") from e
-    crit = raw.evaluation_criteria
     agent_tools, user_tools = tool_schemas(domain)
-    return SynthTau2Task(
-        # the same fields ace_env.tau2.tasks.load_tasks derives from a base task
-        id=f"tau2:{domain}:{tau2_id}", domain=domain, tau2_id=tau2_id, user_scenario=str(raw.user_scenario),
-        gold_actions=tuple(GoldAction(a.name, dict(a.arguments), a.requestor,
-                                      tuple(a.compare_args) if a.compare_args is not None else None)
-                           for a in (crit.actions or [])),
-        reward_basis=tuple(r.value for r in crit.reward_basis),
-        communicate_info=tuple(crit.communicate_info or ()), nl_assertions=tuple(crit.nl_assertions or ()),
-        n_env_assertions=len(crit.env_assertions or ()), tools=agent_tools, user_tools=user_tools,
+    return SynthTau2Task(  # the same fields ace_env.tau2.tasks.load_tasks derives from a base task
+        id=f"tau2:{domain}:{tau2_id}", domain=domain, tau2_id=tau2_id, **task_fields(raw, agent_tools, user_tools),
         tau2=raw.model_dump(mode="json"), origin=dict(origin),
     )
 

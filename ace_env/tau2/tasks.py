@@ -92,17 +92,24 @@ def load_tasks(domain: str) -> tuple[Tau2Task, ...]:
     agent_tools, user_tools = tool_schemas(domain)
     out = []
     for t in raw_tasks(domain).values():
-        crit = t.evaluation_criteria
-        out.append(Tau2Task(
-            id=ace_id(domain, t.id), domain=domain, tau2_id=t.id, user_scenario=str(t.user_scenario),
-            gold_actions=tuple(GoldAction(a.name, dict(a.arguments), a.requestor,
-                                          tuple(a.compare_args) if a.compare_args is not None else None)
-                               for a in (crit.actions or [])),
-            reward_basis=tuple(r.value for r in crit.reward_basis),
-            communicate_info=tuple(crit.communicate_info or ()), nl_assertions=tuple(crit.nl_assertions or ()),
-            n_env_assertions=len(crit.env_assertions or ()), tools=agent_tools, user_tools=user_tools,
-        ))
+        out.append(Tau2Task(id=ace_id(domain, t.id), domain=domain, tau2_id=t.id,
+                            **task_fields(t, agent_tools, user_tools)))
     return tuple(out)
+
+
+def task_fields(raw: Any, agent_tools: tuple, user_tools: tuple) -> dict[str, Any]:
+    """The fields a :class:`Tau2Task` takes from τ²'s own task object ``raw`` (its scenario and evaluation
+    criteria) and its domain's tool schemas: one derivation for base tasks and synthesized ones."""
+    crit = raw.evaluation_criteria
+    return dict(
+        user_scenario=str(raw.user_scenario),
+        gold_actions=tuple(GoldAction(a.name, dict(a.arguments), a.requestor,
+                                      tuple(a.compare_args) if a.compare_args is not None else None)
+                           for a in (crit.actions or [])),
+        reward_basis=tuple(r.value for r in crit.reward_basis),
+        communicate_info=tuple(crit.communicate_info or ()), nl_assertions=tuple(crit.nl_assertions or ()),
+        n_env_assertions=len(crit.env_assertions or ()), tools=agent_tools, user_tools=user_tools,
+    )
 
 
 def tasks_by_id(domains: tuple[str, ...] | list[str]) -> dict[str, Tau2Task]:

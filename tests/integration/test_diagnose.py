@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from simgraph import base_tasks, simulated_file, wipe
 
-from ace_env import bfcl
 from ace_env.formats import Rollout
-from ace_env.sim import parse_weakness, simulate
+from ace_env.sim import parse_weakness
 from ace_graph.estimate import Cell, cells_from_records, merge_cells
 from ace_graph.ingest import ingest_file, prepare
 from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
@@ -26,15 +26,11 @@ N = 500
 
 @pytest.fixture(scope="module")
 def scope(neo4j_driver, neo4j_database, tmp_path_factory):
-    with neo4j_driver.session(database=neo4j_database) as s:
-        s.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
-    tasks = {t.id: t for t in bfcl.load_tasks("base")}
+    wipe(neo4j_driver, neo4j_database)
+    tasks = base_tasks()
     spec = parse_weakness(WEAKNESS)
     path = tmp_path_factory.mktemp("diag") / "rollouts.jsonl"
-    rows = list(simulate(list(tasks.values()), N, spec, 3))
-    with open(path, "w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
+    rows = simulated_file(path, tasks, N, spec, 3)
     store = GraphStore(neo4j_driver, neo4j_database)
     ingest_file(store, path, tasks, "diag", "sim", "c0", batch_size=250)
     weakness = tmp_path_factory.mktemp("w") / "weak.toml"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from simgraph import base_tasks, simulated_file, wipe
 
 from ace_env import bfcl
 from ace_env.environments import environment_names
@@ -28,18 +29,15 @@ WEAKNESS = {
 @pytest.fixture(scope="module")
 def graph(neo4j_driver, neo4j_database, tmp_path_factory):
     """One scope of 2,500 simulated rollouts (plus an earlier round) stored once for this module."""
-    from ace_env.sim import parse_weakness, simulate
+    from ace_env.sim import parse_weakness
 
-    with neo4j_driver.session(database=neo4j_database) as s:
-        s.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
-    tasks = {t.id: t for t in bfcl.load_tasks("base")}
+    wipe(neo4j_driver, neo4j_database)
+    tasks = base_tasks()
     spec = parse_weakness(WEAKNESS)
     store = GraphStore(neo4j_driver, neo4j_database)
     for checkpoint, seed, n in (("round-0", 10, 600), ("round-1", 11, 2500)):
         path = tmp_path_factory.mktemp("r") / f"{checkpoint}.jsonl"
-        with open(path, "w") as f:
-            for row in simulate(list(tasks.values()), n, spec, seed):
-                f.write(json.dumps(row) + "\n")
+        simulated_file(path, tasks, n, spec, seed)
         ingest_file(store, path, tasks, "q", "sim", checkpoint, batch_size=500)
     _synthesize_a_few(store, tasks, spec)
     return store

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 import streamlit as st
+from simgraph import base_tasks, simulated_file
 from streamlit.testing.v1 import AppTest
 
 import ace_graph.ingest as ingest
 from ace.cli import main
-from ace_env import bfcl
-from ace_env.sim import load_weakness, simulate
+from ace_env.sim import load_weakness
 from ace_graph.errors import ScopeError
 from ace_graph.reports import GraphReports
 from ace_graph.store import GraphStore
@@ -26,11 +26,8 @@ CLEAN, KILLED = "half/sim/clean", "half/sim/killed"
 
 @pytest.fixture(scope="module")
 def rollouts(tmp_path_factory):
-    tasks = {t.id: t for t in bfcl.load_tasks("base")}
     path = tmp_path_factory.mktemp("half") / "r.jsonl"
-    with open(path, "w") as f:
-        for row in simulate(list(tasks.values()), 400, load_weakness(WEAKNESS), 5):
-            f.write(json.dumps(row) + "\n")
+    simulated_file(path, base_tasks(), 400, load_weakness(WEAKNESS), 5)
     return path
 
 

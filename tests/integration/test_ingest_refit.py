@@ -3,13 +3,11 @@ the rerun stores nothing new, yet refits, so the scope reads exactly as after a 
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from simgraph import base_tasks, simulated_file
 
 import ace_graph.ingest as ingest
-from ace_env import bfcl
-from ace_env.sim import load_weakness, simulate
+from ace_env.sim import load_weakness
 from ace_graph.errors import IngestIncomplete
 from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 from ace_graph.store import GraphStore
@@ -19,11 +17,9 @@ WEAKNESS = "tests/integration/synth_weakness.toml"
 
 @pytest.fixture(scope="module")
 def rollouts(tmp_path_factory):
-    tasks = {t.id: t for t in bfcl.load_tasks("base")}
+    tasks = base_tasks()
     path = tmp_path_factory.mktemp("refit") / "r.jsonl"
-    with open(path, "w") as f:
-        for row in simulate(list(tasks.values()), 1500, load_weakness(WEAKNESS), 3):
-            f.write(json.dumps(row) + "\n")
+    simulated_file(path, tasks, 1500, load_weakness(WEAKNESS), 3)
     return tasks, path
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from simgraph import base_tasks, simulated_file, wipe
 
 from ace.cli import main
-from ace_env import bfcl
-from ace_env.sim import parse_weakness, simulate
+from ace_env.sim import parse_weakness
 from ace_graph import queries
 from ace_graph.errors import ConfigError
 from ace_graph.ingest import ingest_file
@@ -28,14 +28,13 @@ WEAKNESS = {"defaults": {"error": 0.01},
 @pytest.fixture(scope="module")
 def graph(neo4j_driver, neo4j_database, tmp_path_factory):
     """Two scopes of one experiment (400 and 200 simulated rollouts on BFCL base, one planted composition)."""
-    with neo4j_driver.session(database=neo4j_database) as s:
-        s.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
-    tasks = {t.id: t for t in bfcl.load_tasks("base")}
+    wipe(neo4j_driver, neo4j_database)
+    tasks = base_tasks()
     spec = parse_weakness(WEAKNESS)
     store = GraphStore(neo4j_driver, neo4j_database)
     for scope, seed, n in ((SCOPE, 1, 400), (LATER, 2, 200)):
         path = tmp_path_factory.mktemp("nm") / "r.jsonl"
-        path.write_text("".join(json.dumps(r) + "\n" for r in simulate(list(tasks.values()), n, spec, seed)))
+        simulated_file(path, tasks, n, spec, seed)
         e, p, c = scope.split("/")
         ingest_file(store, path, tasks, e, p, c, batch_size=500)
     return store
