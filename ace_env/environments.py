@@ -93,7 +93,7 @@ class ToolEnvironment:
     steps: Callable[[Any, int | None], GoldSteps] | None = None
     #: Base skills (1-3 skill ids of ``ace_graph/skills.toml``) of its tools that skills.toml's ``[tools]``
     #: does not map, by tool name: an environment's own tools, tagged without editing the taxonomy.
-    tool_skills: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    tool_skills: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
 
     def owns(self, task: Any) -> bool:
         return isinstance(task, self.task_type)

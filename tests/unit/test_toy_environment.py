@@ -87,6 +87,7 @@ def test_the_tagger_reads_its_steps_and_its_own_tools_skills(toy):
     assert (tags[1].depends_on, tags[1].dependency_kinds) == ((0,), ("precondition",))  # without put, incr gives 1
     assert tags[2].depends_on == (0, 1)
     assert "put" in base_skills() and "put" not in tool_skills()
+    assert {toy: 1}[toy] == 1  # an entry holding a table is still hashable, as the others are
 
 
 def test_an_environments_tool_table_is_checked_against_the_taxonomy():
