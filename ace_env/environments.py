@@ -16,7 +16,11 @@ A :class:`ToolEnvironment` is a table of functions, one per thing the layers abo
 ``verifier``              the bounded verifier ``ace ingest`` and ``ace verify`` stream rollouts through
 ``tool_info``             each tool's class and description, for the graph's Tool nodes
 ``tagging``               how the skill graph's tagger reads a task's steps: ``oracle`` (each turn's
-                          gold executed, cached on disk) or ``gold-actions`` (the gold agent actions)
+                          gold executed, cached on disk) or ``gold-actions`` (the gold agent actions,
+                          read through ``steps``)
+``steps``                 the ``gold-actions`` step reader: the user's words and the gold agent actions
+                          run, or run without one of them (:mod:`ace_env.steps`)
+``tool_skills``           its tools' base skills, where ``ace_graph/skills.toml`` does not map them
 ``own_source``            the source the benchmark's own tasks carry (checked unchanged when loaded, so
                           a task file's restating them is not a change to a stored task)
 ``dialogues``             whether a policy's rollout is a dialogue with a simulated user (``ace eval``)
@@ -37,15 +41,16 @@ builds a :class:`ToolEnvironment`, and one entry in :data:`ENVIRONMENTS` (see do
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ace_env.bfcl.environment import bfcl_tool_info, bfcl_verifier, replay_bfcl
 from ace_env.errors import ConfigError
 from ace_env.sim import DEMO_WEAKNESS, WeaknessSpec, gold_prefix_step, load_weakness, simulate, simulate_one
+from ace_env.steps import GoldSteps
 from ace_env.tasks import Task
-from ace_env.tau2.environment import tau2_results_spec, tau2_verifier, tau2_weakness
+from ace_env.tau2.environment import tau2_results_spec, tau2_steps, tau2_verifier, tau2_weakness
 from ace_env.tau2.replay import replay_tasks as replay_tau2
 from ace_env.tau2.sim import gold_prefix_step as tau2_gold_prefix_step
 from ace_env.tau2.sim import simulate as simulate_tau2
@@ -82,6 +87,13 @@ class ToolEnvironment:
     #: The simulated agent's answer at one gold-prefix step (task, turn, index, weakness, rng) -> (call, slip):
     #: a call string in BFCL's python-list form, or a tool-call object ({name, arguments}); None: no call.
     gold_prefix_step: Callable[[Any, int, int, WeaknessSpec, Any], tuple[Any, Any]] | None = None
+    #: The tagger's ``gold-actions`` step reader (task, removed) -> :class:`~ace_env.steps.GoldSteps`: the
+    #: user's words and the gold agent actions run in order (``removed``: an action's index, the run without
+    #: it); None for ``oracle`` tagging.
+    steps: Callable[[Any, int | None], GoldSteps] | None = None
+    #: Base skills (1-3 skill ids of ``ace_graph/skills.toml``) of its tools that skills.toml's ``[tools]``
+    #: does not map, by tool name: an environment's own tools, tagged without editing the taxonomy.
+    tool_skills: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
 
     def owns(self, task: Any) -> bool:
         return isinstance(task, self.task_type)
@@ -134,6 +146,7 @@ TAU2 = ToolEnvironment(
     probes=False,
     demo_weakness=None,
     gold_prefix_step=lambda task, turn, index, spec, rng: tau2_gold_prefix_step(task, index, spec, rng),
+    steps=tau2_steps,
 )
 
 
@@ -192,6 +205,12 @@ def spec_of_results(path: Path) -> str | None:
         if spec is not None:
             return spec
     return None
+
+
+def own_tool_skills() -> list[tuple[str, Mapping[str, tuple[str, ...]]]]:
+    """(name, its ``tool_skills``) of every environment that maps tools of its own (none of BFCL and τ²,
+    whose tools ``ace_graph/skills.toml`` maps): what the taxonomy adds to its ``[tools]``."""
+    return [(env.name, env.tool_skills) for env in ENVIRONMENTS.values() if env.tool_skills]
 
 
 def tool_info(tasks: Sequence[Any]) -> dict[str, tuple[str, str]]:

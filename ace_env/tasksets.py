@@ -27,8 +27,6 @@ from ace_env.executor import RolloutState
 from ace_env.taskfile import task_file_lines
 from ace_env.tasks import Task
 from ace_env.tau2 import DOMAINS as TAU2_DOMAINS
-from ace_env.tau2.rollouts import agent_steps_without as agent_steps_without
-from ace_env.tau2.rollouts import gold_agent_steps as gold_agent_steps
 from ace_env.tau2.taskfile import is_tau2_task_file, load_tau2_task_file
 from ace_env.tau2.tasks import Tau2Task
 from ace_env.tau2.tasks import load_tasks as load_tau2_tasks

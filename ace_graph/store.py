@@ -28,8 +28,8 @@ from ace_graph import queries
 from ace_graph.compositions import LEVELS, SKILL, TOOL, adjacent_pairs, task_dependencies
 from ace_graph.errors import RolloutIdConflict
 from ace_graph.outcomes import RolloutRecord, aggregate
-from ace_graph.tagger import TAGS, tag_task
-from ace_graph.taxonomy import load_taxonomy, tool_skills
+from ace_graph.tagger import TAGS, base_skills, tag_task
+from ace_graph.taxonomy import load_taxonomy
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class GraphStore(GraphReader):
         info = tool_info(list(tasks))
         tools = [{"name": name, "class": info.get(name, (None, None))[0],
                   "description": info.get(name, (None, None))[1], "skills": list(sk)}
-                 for name, sk in sorted(tool_skills().items())]
+                 for name, sk in sorted(base_skills().items())]
         return self.write("upsert-taxonomy", skills=skills, tools=tools)
 
     def upsert_tasks(self, tasks: Iterable[Task], batch_size: int = 500) -> int:

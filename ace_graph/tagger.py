@@ -40,11 +40,10 @@ from typing import Any, Callable
 
 from ace_env.cache import TaskCache
 from ace_env.calls import Call, parse_call
-from ace_env.environments import environment_of
+from ace_env.environments import environment_of, own_tool_skills
 from ace_env.executor import ERROR, OK, RolloutState
 from ace_env.oracle import ORACLE_SALT, ORACLE_SOURCES, Oracle, oracle_for, tool_signature
 from ace_env.tasks import Task
-from ace_env.tasksets import agent_steps_without, gold_agent_steps
 from ace_env.values import TRIVIAL_NUMBERS, is_trivial, leaves, number
 from ace_graph.errors import ConfigError
 from ace_graph.taxonomy import tool_skills
@@ -295,7 +294,7 @@ def tag_task(task: Task, fingerprint: str | None = None) -> tuple[OracleStepTag,
     """Tags of every oracle step of a task, in flat order.
 
     Cached by the task's content fingerprint (pass it if known), in memory and
-    on disk (:mod:`ace_env.cache`); a τ² task's (:func:`_tag_gold_actions`) in memory only.
+    on disk (:mod:`ace_env.cache`); a ``gold-actions`` task's (τ²'s: :func:`_tag_gold_actions`) in memory only.
     """
     return _TAGGERS[environment_of((task,)).tagging](task, fingerprint)
 
@@ -317,6 +316,12 @@ _TAGGERS: dict[str, Callable[[Any, str | None], tuple[OracleStepTag, ...]]] = {
 }
 
 
+def base_skills() -> dict[str, tuple[str, ...]]:
+    """Every tool's base skills: ``ace_graph/skills.toml``'s ``[tools]`` and each environment's own
+    ``tool_skills`` (:func:`ace_env.environments.own_tool_skills`)."""
+    return tool_skills(own=own_tool_skills())
+
+
 def clear_cache() -> None:
     """Forget the tags held in memory (the disk cache stays)."""
     TAGS.clear()
@@ -328,7 +333,7 @@ def _tag_task(task: Task) -> tuple[OracleStepTag, ...]:
 
 
 def _tag_with_oracle(task: Task, oracle: Oracle) -> tuple[OracleStepTag, ...]:
-    base = tool_skills()
+    base = base_skills()
     users = _user_texts(task)
     # flat layout: (turn, index, step or None)
     layout: list[tuple[int, int, Any]] = []
@@ -379,39 +384,48 @@ def _tag_with_oracle(task: Task, oracle: Oracle) -> tuple[OracleStepTag, ...]:
 
 
 def _tag_gold_actions(task: Any) -> tuple[OracleStepTag, ...]:
-    """Tags of a τ² task's oracle steps: its gold agent actions, in order, all in turn 0.
+    """Tags of a task's oracle steps read through its environment's ``steps`` (:mod:`ace_env.steps`; τ²'s,
+    a toy's): its gold agent actions, in order, all in turn 0.
 
-    The same rules as BFCL's: base skills from the taxonomy; ``param_from_user`` for an argument found in
-    the user's scenario (all the user knows), ``param_from_output`` and a ``data_flow`` dependency for one
-    found in an earlier gold output and not there; counterfactual replay (the gold without action ``i``,
-    :func:`ace_env.tau2.rollouts.agent_steps_without`) for the rest (``precondition``,
+    The same rules as BFCL's: base skills from the taxonomy (and the environment's own ``tool_skills``);
+    ``param_from_user`` for an argument found in the user's words (τ²: the scenario, all the user knows),
+    ``param_from_output`` and a ``data_flow`` dependency for one found in an earlier gold output and not
+    there; counterfactual replay (the gold without action ``i``) for the rest (``precondition``,
     ``state_precondition``).  A task without gold agent actions is one ``abstain`` step.
     """
-    actions = task.agent_actions
-    if not actions:
+    env = environment_of((task,))
+    if env.steps is None:
+        raise ConfigError(f"the {env.name} environment tags gold actions but reads no steps: give its "
+                          "ToolEnvironment a `steps` reader (ace_env/steps.py)")
+    run = env.steps(task, None)
+    gold = run.steps
+    if not gold:
         return (OracleStepTag(0, 0, 0, None, (ABSTAIN,), {}),)
-    base = tool_skills()
-    user = _user_text(task.user_scenario)
-    gold = gold_agent_steps(task)
+    base = base_skills()
+    user = _user_text(run.user)
     changed: dict[int, set[int]] = defaultdict(set)
-    for r in range(len(actions) - 1):
-        without = agent_steps_without(task, r)
-        for j in range(r + 1, len(actions)):
-            new = without[j]
-            if new is not None and (new.error != gold[j].error or _material_change(new.content, gold[j].content)):
+    for r in range(len(gold) - 1):
+        without = env.steps(task, r).steps
+        for j in range(r + 1, len(gold)):
+            new, old = without[j], gold[j]
+            if new is not None and old is not None and (new.error != old.error
+                                                         or _material_change(new.output, old.output)):
                 changed[j].add(r)
     outputs: list[tuple[int, _Text]] = []
     skills: list[set[str]] = []
     tags = []
-    for j, a in enumerate(actions):
+    for j, a in enumerate(gold):
+        if a is None:
+            raise ConfigError(f"the {env.name} environment's gold run of task {task.id} lacks step {j}")
         own = set(base.get(a.name, ()))
         if not own:
             raise ConfigError(f"Tool {a.name!r} (task {task.id}) has no skills in the taxonomy. "
-                              "Map it to its base skills under [tools] in ace_graph/skills.toml.")
+                              "Map it to its base skills under [tools] in ace_graph/skills.toml, or in its "
+                              "environment's tool_skills.")
         src, latest, matching = _provenance(a.name, None, dict(a.arguments), user, outputs)
         kinds = _dependencies(own, src, latest, matching, changed.get(j, ()), skills)
         skills.append(own)
-        outputs.append((j, _output_text(gold[j].content)))
+        outputs.append((j, _output_text(a.output)))
         order = sorted(kinds)
         tags.append((j, a.name, src, tuple(order), tuple(kinds[k] for k in order)))
     return tuple(OracleStepTag(flat=j, turn=0, index=j, tool=name, skills=tuple(sorted(skills[j])), arg_sources=src,
@@ -492,7 +506,7 @@ def tag_rollout_steps(task: Task, verdict: Any) -> list[list[tuple[str, ...]]]:
     task's user words; a producer whose output a later step consumed gets
     ``result_extraction``.  Malformed and not-offered steps get ``()``.
     """
-    base = tool_skills()
+    base = base_skills()
     users = _user_texts(task)
     outputs: list[tuple[int, _Text]] = []
     flat_skills: list[set[str] | None] = []
@@ -530,6 +544,7 @@ __all__ = [
     "PRECONDITION",
     "OracleStepTag",
     "TAGS",
+    "base_skills",
     "clear_cache",
     "tag_rollout_steps",
     "tag_task",

@@ -20,7 +20,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping, Sequence
 
 from ace_graph.errors import ConfigError
 
@@ -62,9 +62,25 @@ def load_taxonomy(path: str | Path | None = None) -> dict[str, Skill]:
     return dict(_load(_resolve(path))[0])
 
 
-def tool_skills(path: str | Path | None = None) -> dict[str, tuple[str, ...]]:
-    """Base skills of every tool, by function name (validated; cached per file)."""
-    return dict(_load(_resolve(path))[1])
+def tool_skills(path: str | Path | None = None,
+                own: Iterable[tuple[str, Mapping[str, Sequence[str]]]] = ()) -> dict[str, tuple[str, ...]]:
+    """Base skills of every tool, by function name (validated; cached per file).
+
+    ``own``: (environment, its tools' base skills) pairs, as
+    :func:`ace_env.environments.own_tool_skills` gives them; each table is validated as ``[tools]`` is and
+    added, and a tool ``[tools]`` (or an earlier table) maps already is refused: a tool name is one Tool node.
+    """
+    skills, tools = _load(_resolve(path))
+    out = dict(tools)
+    for env, table in own:
+        where = f"the {env} environment's tool_skills"
+        added = _tools(where, {k: list(v) if isinstance(v, tuple) else v for k, v in table.items()}, skills)
+        clash = sorted(set(added) & set(out))
+        if clash:
+            raise ConfigError(f"{where}: tool {clash[0]!r} has base skills already (in {_resolve(path).name} or "
+                              "another environment); a tool name is one Tool node: rename the tool, or map it once")
+        out.update(added)
+    return out
 
 
 def clear_cache() -> None:
@@ -126,7 +142,7 @@ def _skills(path: Path, entries: Any) -> dict[str, Skill]:
     return skills
 
 
-def _tools(path: Path, table: Any, skills: dict[str, Skill]) -> dict[str, tuple[str, ...]]:
+def _tools(path: Path | str, table: Any, skills: dict[str, Skill]) -> dict[str, tuple[str, ...]]:
     if not isinstance(table, dict) or not table:
         raise ConfigError(f"{path}: no [tools] table. Map every tool to its base skills under [tools].")
     tools: dict[str, tuple[str, ...]] = {}

@@ -2,8 +2,11 @@
 
 It is registered as BFCL and τ²-bench are (a :class:`~ace_env.environments.ToolEnvironment` entry in
 :data:`~ace_env.environments.ENVIRONMENTS`, see :func:`register`), and the commands reach it through that
-entry alone: ``ace env replay toy``, ``ace env replay --tasks toy:counter``, ``ace sim rollouts --tasks toy``.
-Everything it needs is in this module (see docs/environments.md for what an environment implements).
+entry alone: ``ace env replay toy``, ``ace sim rollouts --tasks toy``, ``ace verify --tasks toy``, ``ace ingest
+--tasks toy`` and the graph's queries on what it stored.  Everything it needs is in this module: its tasks, its
+gold replay, its simulated agent, its verifier (:class:`ToyVerifier`), its step reader for the skill graph's
+tagger (:func:`steps`) and its tools' base skills (:data:`SKILLS`); see docs/environments.md for what an
+environment implements.
 """
 
 from __future__ import annotations
@@ -13,11 +16,16 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from ace_env.bounded import LineError
+from ace_env.calls import Call, parse_call
 from ace_env.environments import ENVIRONMENTS, ToolEnvironment
-from ace_env.errors import TaskLoadError
+from ace_env.errors import ConfigError, TaskLoadError
 from ace_env.sim import MALFORMED, WRONG_TOOL, WeaknessSpec, load_weakness, simulate, slip_chance
+from ace_env.steps import GoldStep, GoldSteps
+from ace_env.verifier import MALFORMED_CALL, STATE_DIVERGED, STOPPED_EARLY, WRONG_ARGUMENT, Verdict
+from ace_env.verifier import WRONG_TOOL as WRONG_TOOL_ATTRIBUTION
 from ace_env.worker import Budget
 
 NAME = "toy"
@@ -25,33 +33,70 @@ NAME = "toy"
 #: The tools and their descriptions: ``put(key, value)``, ``get(key)``, ``incr(key)`` (a missing key is 0).
 TOOLS = {"put": "Store value under key.", "get": "The value under key.", "incr": "Add one to the number under key."}
 
+#: Its tools' base skills (skill ids of ace_graph/skills.toml, whose [tools] does not name them).
+SKILLS = {"put": ("create_state",), "get": ("query_lookup",), "incr": ("modify_state", "arithmetic")}
+
 
 @dataclass(frozen=True)
 class ToyTask:
-    """A task: the gold calls (tool, arguments) and the store they must leave."""
+    """A task: what the user asks, the gold calls (tool, arguments) and the store they must leave."""
 
     id: str
     group: str
+    prompt: str
     gold: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
     expected: tuple[tuple[str, Any], ...]
     source: str = NAME
 
+    # what the graph's Task nodes record of any task
+    @property
+    def category(self) -> str:
+        return self.group
+
+    @property
+    def n_turns(self) -> int:
+        return 1
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.gold)
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return {}
+
     def fingerprint(self) -> str:
-        return hashlib.sha256(json.dumps([self.id, self.gold, self.expected]).encode()).hexdigest()[:16]
+        return hashlib.sha256(json.dumps([self.id, self.prompt, self.gold, self.expected]).encode()).hexdigest()[:16]
 
 
-def _task(tid: str, group: str, calls: list[tuple[str, dict[str, Any]]], expected: dict[str, Any]) -> ToyTask:
-    return ToyTask(f"{NAME}:{tid}", group, tuple((t, tuple(sorted(a.items()))) for t, a in calls),
+def _task(tid: str, group: str, prompt: str, calls: list[tuple[str, dict[str, Any]]],
+          expected: dict[str, Any]) -> ToyTask:
+    return ToyTask(f"{NAME}:{tid}", group, prompt, tuple((t, tuple(sorted(a.items()))) for t, a in calls),
                    tuple(sorted(expected.items())))
 
 
 TASKS = (
-    _task("put_get", "store", [("put", {"key": "a", "value": 1}), ("get", {"key": "a"})], {"a": 1}),
-    _task("two_keys", "store", [("put", {"key": "a", "value": 2}), ("put", {"key": "b", "value": 3})], {"a": 2, "b": 3}),
-    _task("count_twice", "counter", [("incr", {"key": "n"}), ("incr", {"key": "n"})], {"n": 2}),
-    _task("put_then_incr", "counter", [("put", {"key": "n", "value": 5}), ("incr", {"key": "n"}), ("get", {"key": "n"})],
-          {"n": 6}),
+    _task("put_get", "store", "Store 1 under a, then read a back.",
+          [("put", {"key": "a", "value": 1}), ("get", {"key": "a"})], {"a": 1}),
+    _task("two_keys", "store", "Store 2 under a and 3 under b.",
+          [("put", {"key": "a", "value": 2}), ("put", {"key": "b", "value": 3})], {"a": 2, "b": 3}),
+    _task("count_twice", "counter", "Count n up twice.", [("incr", {"key": "n"}), ("incr", {"key": "n"})], {"n": 2}),
+    _task("put_then_incr", "counter", "Set n to 5, add one, and read n.",
+          [("put", {"key": "n", "value": 5}), ("incr", {"key": "n"}), ("get", {"key": "n"})], {"n": 6}),
 )
+
+
+def call(store: dict[str, Any], tool: str, args: Mapping[str, Any]) -> tuple[str, bool]:
+    """Run one call on ``store`` (changed in place): its output as JSON text, and whether it errored."""
+    if tool == "put" and set(args) == {"key", "value"}:
+        store[args["key"]] = args["value"]
+    elif tool == "incr" and set(args) == {"key"} and isinstance(store.get(args["key"], 0), int):
+        store[args["key"]] = store.get(args["key"], 0) + 1
+    elif tool != "get" or set(args) != {"key"}:
+        return f"{tool}({', '.join(map(str, args))}) is not a toy tool call", True
+    elif args["key"] not in store:
+        return f"no key {args['key']!r}", True
+    return json.dumps({"key": args["key"], "value": store[args["key"]]}), False
 
 
 def run(calls: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any], list[str]]:
@@ -59,13 +104,92 @@ def run(calls: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any],
     store: dict[str, Any] = {}
     errors = []
     for i, (tool, args) in enumerate(calls):
-        if tool == "put" and set(args) == {"key", "value"}:
-            store[args["key"]] = args["value"]
-        elif tool == "incr" and set(args) == {"key"} and isinstance(store.get(args["key"], 0), int):
-            store[args["key"]] = store.get(args["key"], 0) + 1
-        elif tool != "get" or set(args) != {"key"}:
-            errors.append(f"call {i}: {tool}({', '.join(args)}) is not a toy tool call")
+        output, failed = call(store, tool, args)
+        if failed:
+            errors.append(f"call {i}: {output}")
     return store, errors
+
+
+def steps(task: ToyTask, removed: int | None = None) -> GoldSteps:
+    """The tagger's reading of a task (:mod:`ace_env.steps`): its prompt, and its gold calls run in order
+    (without call ``removed``: None in its place)."""
+    store: dict[str, Any] = {}
+    out: list[GoldStep | None] = []
+    for i, (tool, args) in enumerate(task.gold):
+        if i == removed:
+            out.append(None)
+            continue
+        output, failed = call(store, tool, dict(args))
+        out.append(GoldStep(tool, dict(args), output, failed))
+    return GoldSteps(task.prompt, tuple(out))
+
+
+# --------------------------------------------------------------------------- the verifier
+
+
+def verify(task: ToyTask, turns: Any, rollout_id: str | None = None) -> Verdict:
+    """A rollout judged against its task: rewarded when every call ran and the store is the expected one; a
+    failed rollout fails at the first call that is not the gold's (in the gold's order), and the oracle steps
+    before it passed.  Raises ValueError on turns that are not lists of calls."""
+    if not isinstance(turns, list) or not all(isinstance(t, list) for t in turns):
+        raise ValueError("'turns' must be a list of lists of calls")
+    parsed = [parse_call(c) for turn in turns for c in turn]
+    made = [(c.name, dict(c.kwargs)) for c in parsed if isinstance(c, Call) and not c.args]
+    store, errors = run(made)
+    n = max(len(task.gold), 1)
+    if len(made) == len(parsed) and not errors and store == dict(task.expected):
+        return Verdict(rollout_id, task.id, 1.0, 1.0, 1, 1, matched_steps=n, oracle_steps=n)
+    j = 0
+    while j < min(len(parsed), len(task.gold)) and isinstance(parsed[j], Call) and not parsed[j].args \
+            and (parsed[j].name, parsed[j].kwargs) == (task.gold[j][0], dict(task.gold[j][1])):
+        j += 1
+    if j < len(task.gold):
+        c = parsed[j] if j < len(parsed) else None
+        kind = (STOPPED_EARLY if c is None else MALFORMED_CALL if not isinstance(c, Call) or c.args
+                else WRONG_ARGUMENT if c.name == task.gold[j][0] else WRONG_TOOL_ATTRIBUTION)
+        detail = f"call {j}: gold {task.gold[j][0]}, made {getattr(c, 'name', None) or str(c)[:80]}"
+    else:  # the gold's calls, then more: the store the extra ones leave is judged
+        j, kind, detail = n - 1, STATE_DIVERGED, "; ".join(errors[:1]) or "the store differs from the expected"
+    return Verdict(rollout_id, task.id, 0.0, 0.0, 0, 1, failing_turn=0, failing_step=j, failing_oracle_step=j,
+                   attribution=kind, detail=detail[:500], matched_steps=j, oracle_steps=n)
+
+
+class ToyVerifier:
+    """What ``ace verify`` and ``ace ingest`` stream a toy rollout file through: each rollout verified in this
+    process (the toy's calls are a dictionary's), as BFCL's and τ²'s verifiers are used."""
+
+    def __init__(self, tasks: Mapping[str, ToyTask]):
+        self.tasks = tasks
+
+    def start(self) -> ToyVerifier:
+        return self
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> ToyVerifier:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def verify_stream(self, rollouts: Iterable[Any]) -> Iterator[tuple[Any, Verdict | LineError]]:
+        for r in rollouts:
+            task = self.tasks.get(r.task_id)
+            if task is None:
+                yield r, LineError(f"unknown task_id {r.task_id!r}")
+                continue
+            try:
+                yield r, verify(task, r.turns, r.rollout_id)
+            except ValueError as e:
+                yield r, LineError(str(e))
+
+
+def toy_verifier(tasks: Mapping[str, ToyTask], budget: Budget | None = None, address: str | None = None,
+                 **kwargs: Any) -> ToyVerifier:
+    if address is not None:
+        raise ConfigError("--ray: toy rollouts are verified in this process; leave --ray out")
+    return ToyVerifier(tasks)
 
 
 def load_spec(groups: tuple[str, ...]) -> dict[str, ToyTask]:
@@ -115,17 +239,13 @@ def toy_simulate(tasks: Sequence[ToyTask], n: int, spec: WeaknessSpec, seed: int
     return simulate(list(tasks), n, spec, seed, prefix, one=simulate_one)
 
 
-def unsupported(*args: Any, **kwargs: Any) -> Any:
-    raise TaskLoadError("the toy environment has no verifier yet")
-
-
 TOY = ToolEnvironment(
     name=NAME, title="Toy key-value store", task_type=ToyTask,
     replay=replay,
     load_weakness=lambda path, tasks: load_weakness(path, TOOLS, "a toy tool"),
     simulate=toy_simulate,
     simulate_turns=simulate_one,
-    verifier=unsupported,
+    verifier=toy_verifier,
     tool_info=lambda tasks: {name: (NAME, doc) for name, doc in TOOLS.items()},
     tagging="gold-actions",
     own_source=None,
@@ -137,6 +257,8 @@ TOY = ToolEnvironment(
     load_spec=load_spec,
     probes=False,
     demo_weakness=None,
+    steps=steps,
+    tool_skills=SKILLS,
 )
 
 
@@ -149,4 +271,16 @@ def register(monkeypatch: Any) -> ToolEnvironment:
 def weakness_file(folder: Path) -> Path:
     path = folder / "toy_weakness.toml"
     path.write_text('[[tool]]\nname = "incr"\nerror = 1.0\nkind = "wrong_tool"\n', encoding="utf-8")
+    return path
+
+
+#: The composition :func:`composition_file` plants: incr slips to the wrong tool right after put.
+COMPOSITION = ("put", "incr")
+
+
+def composition_file(folder: Path, error: float = 0.8) -> Path:
+    """A weakness file planting :data:`COMPOSITION` (and the default 0.02 elsewhere)."""
+    path = folder / "toy_composition.toml"
+    path.write_text(f'[[composition]]\nfrom = "{COMPOSITION[0]}"\nto = "{COMPOSITION[1]}"\nerror = {error}\n'
+                    'kind = "wrong_tool"\n', encoding="utf-8")
     return path

@@ -16,6 +16,9 @@ from ace.cli import main
 from ace_env.environments import ToolEnvironment, environment_names, environment_of
 from ace_env.errors import TaskLoadError
 from ace_env.tasksets import environment_of_spec, load_every_task, load_task_set, parse_task_spec
+from ace_graph.errors import ConfigError
+from ace_graph.tagger import base_skills, clear_cache, tag_task
+from ace_graph.taxonomy import tool_skills
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "environments.md"
 
@@ -72,6 +75,45 @@ def test_ace_sim_rollouts_simulates_it_with_its_weakness_file(toy, tmp_path, cap
     assert main(["sim", "rollouts", "--tasks", "toy", "--n", "2", "--out", str(tmp_path / "b.jsonl"),
                  "--weakness", str(bad)]) == 1
     assert "a toy tool" in capsys.readouterr().err
+
+
+def test_the_tagger_reads_its_steps_and_its_own_tools_skills(toy):
+    """Its `steps` reader and `tool_skills` table: tagged as τ²'s gold actions are, with no edit to skills.toml."""
+    clear_cache()
+    tags = tag_task(toyenv.TASKS[3])  # put(n, 5), incr(n), get(n): "Set n to 5, add one, and read n."
+    assert [t.tool for t in tags] == ["put", "incr", "get"]
+    assert tags[0].skills == ("create_state", "param_from_user") and tags[0].arg_sources["value"] == "user"
+    assert tags[1].skills == ("arithmetic", "modify_state", "state_precondition")
+    assert (tags[1].depends_on, tags[1].dependency_kinds) == ((0,), ("precondition",))  # without put, incr gives 1
+    assert tags[2].depends_on == (0, 1)
+    assert "put" in base_skills() and "put" not in tool_skills()
+    assert {toy: 1}[toy] == 1  # an entry holding a table is still hashable, as the others are
+
+
+def test_an_environments_tool_table_is_checked_against_the_taxonomy():
+    assert tool_skills(own=[("toy", {"put": ("create_state",)})])["put"] == ("create_state",)
+    with pytest.raises(ConfigError, match="toy environment's tool_skills: tool 'grep' has base skills already"):
+        tool_skills(own=[("toy", {"grep": ("search",)})])  # a BFCL function: one Tool node per name
+    with pytest.raises(ConfigError, match="maps to unknown skill 'flying'"):
+        tool_skills(own=[("toy", {"put": ("flying",)})])
+    with pytest.raises(ConfigError, match="list of 1-3 skill ids"):
+        tool_skills(own=[("toy", {"put": ()})])
+
+
+def test_its_verifier_fails_a_rollout_where_it_leaves_the_gold(toy):
+    task = toyenv.TASKS[3]
+    gold = ["put(key='n', value=5)", "incr(key='n')", "get(key='n')"]
+    assert toyenv.verify(task, [gold], "r").reward == 1.0
+    cases = {("get(key='?')", 1): "wrong_tool", ("incr(key='m')", 1): "wrong_argument",
+             ("incr(key='n'", 1): "malformed_call", (None, 1): "stopped_early"}
+    for (made, at), kind in cases.items():
+        calls = gold[:at] + ([made] if made else [])
+        v = toyenv.verify(task, [calls], "r")
+        assert (v.reward, v.failing_oracle_step, v.attribution, v.matched_steps) == (0.0, at, kind, at), made
+    v = toyenv.verify(task, [gold + ["put(key='n', value=0)"]], "r")  # the gold, then a call that undoes it
+    assert (v.reward, v.attribution) == (0.0, "state_diverged")
+    with pytest.raises(ValueError, match="list of lists"):
+        toyenv.verify(task, "put()", "r")
 
 
 def test_docs_say_what_an_environment_implements():
