@@ -35,8 +35,6 @@ from train.policies import DEFAULT_POLICY
 #: option) means taking it out of here; the test fails until it is.  The command files named in the comments
 #: belong to other owners this session (/work/OWNERS.md); their flags wait here.
 HAND_TYPED: dict[str, set[str]] = {
-    # ace/cli/cyphercmd.py
-    "cypher": {"--param", "--timeout", "--file", "--max-rows"},
     # ace/cli/democmd.py, diagnosecmd.py, envcmd.py, graphcmd.py, rolloutcmd.py, scopecmd.py, simcmd.py
     "demo": {"--tau2-weakness", "--weakness"},
     "diagnose": {"--seed", "--rounds", "--probe-budget", "--policy", "--json"},
