@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -13,6 +14,7 @@ import typer
 from ace.cli import app
 from ace.cli.options import (
     budget_options,
+    config_options,
     expand_inputs,
     format_option,
     inputs_task_spec,
@@ -64,16 +66,23 @@ def task_table(title: str, per_task: dict[str, dict[str, Any]], show: str):
                  right=("rollouts", "rewarded", "failed", "partial credit")), len(rows)
 
 
+@dataclass(frozen=True)
+class ReplayConfig:
+    """`ace env replay`'s old spelling of a BFCL category (its task set is --tasks)."""
+
+    category: Optional[str] = field(default=None, metadata={
+        "help": "Old name: --category CAT is --tasks bfcl:CAT (kept as an alias)."})
+
+
 @env_app.command("replay")
+@config_options(ReplayConfig, param="old", in_place=True)
 def replay(
     environment: Optional[str] = typer.Argument(
         None, help="The environment: bfcl (BFCL multi-turn) or tau2 (τ²-bench); default: the one --tasks names, "
                    "else bfcl."),
     tasks: str = tasks_option(None, note="bfcl: BFCL's own tasks (default bfcl:all); tau2: tau2:DOMAIN[,DOMAIN...] "
                                          "(airline, retail, telecom, all; default tau2, all three)."),
-    category: Optional[str] = typer.Option(
-        None, "--category", help="Old name: --category CAT is --tasks bfcl:CAT (kept as an alias)."
-    ),
+    old: ReplayConfig = None,  # type: ignore[assignment]
     as_json: bool = json_option("Print one JSON object, keyed by category or domain, instead of a table."),
 ) -> None:
     """Replay every task's ground truth through the safe executor and the verifier.
@@ -86,6 +95,7 @@ def replay(
     and a pass also needs no step to error where the gold's did not.
     `--category CAT` is the older spelling of `--tasks bfcl:CAT`.
     """
+    category = old.category
     if tasks and category:
         raise ConfigError("give --tasks or its old name --category, not both")
     if category:

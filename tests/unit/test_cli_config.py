@@ -35,10 +35,9 @@ from train.policies import DEFAULT_POLICY
 #: option) means taking it out of here; the test fails until it is.  The command files named in the comments
 #: belong to other owners this session (/work/OWNERS.md); their flags wait here.
 HAND_TYPED: dict[str, set[str]] = {
-    # ace/cli/democmd.py, diagnosecmd.py, envcmd.py, graphcmd.py, rolloutcmd.py, simcmd.py
+    # ace/cli/democmd.py, diagnosecmd.py, graphcmd.py, rolloutcmd.py, simcmd.py
     "demo": {"--tau2-weakness", "--weakness"},
     "diagnose": {"--seed", "--rounds", "--probe-budget", "--policy", "--json"},
-    "env replay": {"--category"},
     "eval": {"--name", "--judge", "--min-support", "--max-turns", "--force", "--gold-prefix", "--checkpoint", "--out",
              "--user", "--experiment", "--policy", "--generate", "--limit", "--json"},
     "ingest": {"--id-suffix", "--round", "--show", "--workers", "--skip-invalid", "--ray", "--near-success",
