@@ -398,7 +398,8 @@ def config_options(
     the command declares ``<param>``, so a command orders its help as it orders its parameters.  A ``bool`` field is a
     ``--x/--no-x`` switch unless its metadata says ``"negatable": False`` (then ``--x``
     alone turns it on); a field that is not an int/float/str/bool (``Optional[list[Path]]``,
-    say) takes its type from the dataclass's annotation and its default must be ``None``.
+    say) takes its type from the dataclass's annotation and its default must be ``None``.  A field without a
+    default is a required flag (``[required]`` in the help).
     """
     wanted = None if include is None else list(include)
     skip = set(exclude)
@@ -419,8 +420,12 @@ def config_options(
         shown: dict[str, str] = {}  # field -> its flags as the user types them, for error messages
         fixed = {k: v for k, v in overrides.items() if k not in {f.name for f in chosen}}  # set, not a flag
         for f in chosen:
-            default = overrides.get(f.name, f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]
-            kind = type(default)
+            required = f.name not in overrides and f.default is MISSING and f.default_factory is MISSING
+            if required:  # a field without a default is a flag the user must give
+                default, kind = ..., hints[f.name]
+            else:
+                default = overrides.get(f.name, f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]
+                kind = type(default)
             annotation: Any = kind
             if kind not in (int, float, str, bool):
                 if default is not None:
@@ -446,8 +451,8 @@ def config_options(
             pname = f"{param}__{f.name}" if f.name in taken else f.name
             keys.append((pname, f.name))
             shown[f.name] = "/".join(flags)
-            info = typer.Option(None if env else default, *flags, help=text,
-                                show_default=str(default) if env else True, **extra)
+            info = typer.Option(None if env and not required else default, *flags, help=text,
+                                show_default=str(default) if env and not required else True, **extra)
             info.ace_field = (cls, f.name, default)  # type: ignore[attr-defined]
             if f.name == "tasks":
                 info.ace_tasks = True  # type: ignore[attr-defined]

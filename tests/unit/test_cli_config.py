@@ -131,6 +131,8 @@ def test_the_list_of_hand_typed_flags_only_shrinks():
 
 def _field_default(cls, name):
     f = next(f for f in fields(cls) if f.name == name)
+    if f.default is MISSING and f.default_factory is MISSING:
+        return ...  # a required flag
     return f.default if f.default is not MISSING else f.default_factory()
 
 
@@ -145,7 +147,10 @@ def test_every_derived_flag_defaults_to_its_field():
             assert ON_PURPOSE.get((name, p.opts[0]), (expected,))[0] == default, \
                 f"`ace {name}` {p.opts[0]}: default {default!r}, {cls.__name__}.{field_name} says {expected!r}"
         shown = p.default if info.default is not None else default  # env-resolved flags show their default
-        assert shown == default, (name, p.opts, p.default, default)
+        if default is ...:  # a required flag: click has no default, and asks for it
+            assert p.required and p.default is None, (name, p.opts, p.default)
+        else:
+            assert shown == default, (name, p.opts, p.default, default)
         seen += 1
     assert seen > 100
 
@@ -191,6 +196,30 @@ def test_the_commands_of_this_slice_type_no_flag_by_hand():
 
 
 # --------------------------------------------------------------------------- the mechanism
+
+
+@dataclass(frozen=True)
+class _Needs:
+    count: int = field(metadata={"help": "How many.", "min": 0, "max": 5})
+    name: str = field(default="x", metadata={"help": "A name."})
+
+
+def test_a_field_without_a_default_is_a_required_flag():
+    seen = {}
+    cli = typer.Typer(add_completion=False)
+
+    @cli.command()
+    @config_options(_Needs)
+    def go(config: _Needs = None):
+        seen["config"] = config
+
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--count", "4"]).exit_code == 0 and seen["config"] == _Needs(count=4)
+    missing = runner.invoke(cli, ["--name", "y"])
+    assert missing.exit_code == 2 and "--count" in missing.output
+    assert "[required]" in runner.invoke(cli, ["--help"], env={"COLUMNS": "200"}).output
+    with pytest.raises(Exception, match="--count must be at most 5"):
+        runner.invoke(cli, ["--count", "6"], catch_exceptions=False)
 
 
 @dataclass(frozen=True)
