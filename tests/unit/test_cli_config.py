@@ -35,7 +35,7 @@ from train.policies import DEFAULT_POLICY
 #: option) means taking it out of here; the test fails until it is.  The command files named in the comments
 #: belong to other owners this session (/work/OWNERS.md); their flags wait here.
 HAND_TYPED: dict[str, set[str]] = {
-    # ace/cli/democmd.py, diagnosecmd.py, graphcmd.py, rolloutcmd.py, simcmd.py
+    # ace/cli/democmd.py, diagnosecmd.py, graphcmd.py, rolloutcmd.py
     "demo": {"--tau2-weakness", "--weakness"},
     "diagnose": {"--seed", "--rounds", "--probe-budget", "--policy", "--json"},
     "eval": {"--name", "--judge", "--min-support", "--max-turns", "--force", "--gold-prefix", "--checkpoint", "--out",
@@ -44,7 +44,6 @@ HAND_TYPED: dict[str, set[str]] = {
                "--batch-size"},
     "query": {"--param", "--list"},
     "rollout": {"--force", "--ray-workers", "--ray", "--out", "--policy", "--full-schemas", "--limit", "--json"},
-    "sim rollouts": {"--seed", "--n", "--weakness"},
     "verify": {"--skip-invalid", "--ray", "--show", "--rollouts"},
     # ace/cli/synthcmd.py
     "synth": {"--target", "--weakness", "--strategy", "--ray", "--rewriter-url", "--out", "--rewriter-model",
