@@ -35,9 +35,8 @@ from train.policies import DEFAULT_POLICY
 #: option) means taking it out of here; the test fails until it is.  The command files named in the comments
 #: belong to other owners this session (/work/OWNERS.md); their flags wait here.
 HAND_TYPED: dict[str, set[str]] = {
-    # ace/cli/democmd.py, diagnosecmd.py, graphcmd.py, rolloutcmd.py
+    # ace/cli/democmd.py, graphcmd.py, rolloutcmd.py
     "demo": {"--tau2-weakness", "--weakness"},
-    "diagnose": {"--seed", "--rounds", "--probe-budget", "--policy", "--json"},
     "eval": {"--name", "--judge", "--min-support", "--max-turns", "--force", "--gold-prefix", "--checkpoint", "--out",
              "--user", "--experiment", "--policy", "--generate", "--limit", "--json"},
     "ingest": {"--id-suffix", "--round", "--show", "--workers", "--skip-invalid", "--ray", "--near-success",
