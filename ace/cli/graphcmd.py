@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -15,6 +16,7 @@ from ace.cli.options import (
     MAX_ROUND,
     budget_options,
     checkpoint_option,
+    config_options,
     expand_inputs,
     experiment_option,
     format_option,
@@ -245,13 +247,26 @@ def _list_queries(as_json: bool) -> None:
     ))
 
 
+@dataclass(frozen=True)
+class QueryConfig:
+    """`ace query`'s parameters, or the list of queries instead of a run."""
+
+    param: Optional[list[str]] = field(default=None, metadata={
+        "help": "A parameter as key=value (JSON values allowed); repeatable."})
+    list_: bool = field(default=False, metadata={
+        "help": "List the named read queries with their parameters, defaults and columns.", "negatable": False})
+
+
+# -P stands before --scope and --json in the help, --list after them: two in-place groups of QueryConfig's flags
 @app.command("query")
+@config_options(QueryConfig, include=["param"], names={"param": ("--param", "-P")}, param="given", in_place=True)
+@config_options(QueryConfig, include=["list_"], names={"list_": "--list"}, param="listing", in_place=True)
 def query(
     name: str = typer.Argument(None, help="A named read query from cypher/ (see --list)."),
-    param: list[str] = typer.Option([], "--param", "-P", help="A parameter as key=value (JSON values allowed); repeatable."),
+    given: QueryConfig = None,  # type: ignore[assignment]
     scope: Optional[str] = scope_option(None, "The scope E/P/C (same as -P scope=E/P/C)."),
     as_json: bool = json_option("Print rows (or, with --list, the queries) as a JSON list."),
-    list_: bool = typer.Option(False, "--list", help="List the named read queries with their parameters, defaults and columns."),
+    listing: QueryConfig = None,  # type: ignore[assignment]
 ) -> None:
     """Run a named, read-only Cypher query from cypher/ against the skill graph.
 
@@ -266,6 +281,7 @@ def query(
     value. Example:
     `ace query failed-after --scope demo/sim/round-0 -P after=place_order -P skill=get_order_details`.
     """
+    param, list_ = given.param or [], listing.list_
     if list_:
         _list_queries(as_json)
         return

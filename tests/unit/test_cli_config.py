@@ -41,7 +41,6 @@ HAND_TYPED: dict[str, set[str]] = {
              "--user", "--experiment", "--policy", "--generate", "--limit", "--json"},
     "ingest": {"--id-suffix", "--round", "--show", "--workers", "--skip-invalid", "--ray", "--near-success",
                "--batch-size"},
-    "query": {"--param", "--list"},
     "rollout": {"--force", "--ray-workers", "--ray", "--out", "--policy", "--full-schemas", "--limit", "--json"},
     "verify": {"--skip-invalid", "--ray", "--show", "--rollouts"},
     # ace/cli/synthcmd.py
