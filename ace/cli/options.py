@@ -397,7 +397,7 @@ def config_options(
     The flags come after the command's own parameters; with ``in_place`` they stand where
     the command declares ``<param>``, so a command orders its help as it orders its parameters.  A ``bool`` field is a
     ``--x/--no-x`` switch unless its metadata says ``"negatable": False`` (then ``--x``
-    alone turns it on); a field that is not an int/float/str/bool (``Optional[list[Path]]``,
+    alone turns it on); a ``Path`` field is a path flag; a field that is not an int/float/str/bool/Path (``Optional[list[Path]]``,
     say) takes its type from the dataclass's annotation and its default must be ``None``.  A field without a
     default is a required flag (``[required]`` in the help).
     """
@@ -427,10 +427,12 @@ def config_options(
                 default = overrides.get(f.name, f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]
                 kind = type(default)
             annotation: Any = kind
-            if kind not in (int, float, str, bool):
+            if isinstance(default, Path):  # a file the dataclass names by default
+                kind = annotation = Path
+            elif kind not in (int, float, str, bool):
                 if default is not None:
-                    raise TypeError(f"{cls.__name__}.{f.name}: only int/float/str/bool fields, or fields whose "
-                                    "default is None, become flags")
+                    raise TypeError(f"{cls.__name__}.{f.name}: only int/float/str/bool/Path fields, or fields "
+                                    "whose default is None, become flags")
                 annotation = hints[f.name]
             default_flags = ("--tasks", "-t") if f.name == "tasks" else "--" + f.name.replace("_", "-")
             flag = renames.get(f.name, default_flags)
