@@ -35,7 +35,6 @@ from train.policies import DEFAULT_POLICY
 #: option) means taking it out of here; the test fails until it is.  The command files named in the comments
 #: belong to other owners this session (/work/OWNERS.md); their flags wait here.
 HAND_TYPED: dict[str, set[str]] = {
-    "demo": {"--tau2-weakness", "--weakness"},
     # ace/cli/graphcmd.py, rolloutcmd.py
     "eval": {"--name", "--judge", "--min-support", "--max-turns", "--force", "--gold-prefix", "--checkpoint", "--out",
              "--user", "--experiment", "--policy", "--generate", "--limit", "--json"},
