@@ -22,7 +22,6 @@ from ace.cli.options import (
     format_option,
     inputs_task_spec,
     json_option,
-    number_option,
     policy_option,
     resolve_scope,
     scope_option,
@@ -70,8 +69,27 @@ def _count_lines(path: Path) -> int | None:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
 
 
+@dataclass(frozen=True)
+class IngestConfig:
+    """How `ace ingest` stores rollouts: their round, batches, writers, ids, near-success and bad lines."""
+
+    round_: Optional[int] = field(default=None, metadata={
+        "help": "Round number for capability history (default: from the checkpoint).", "min": 0, "max": MAX_ROUND})
+    batch_size: int = field(default=1000, metadata={"help": "Rollouts per transaction.", "min": 1, "max": 1_000_000})
+    workers: int = field(default=2, metadata={"help": "Transactions writing batches concurrently.", "min": 1,
+                                              "max": 64})
+    id_suffix: str = field(default="", metadata={
+        "help": "Appended to every rollout id (keeps two files with the same ids apart)."})
+    near_success: float = field(default=NEAR_SUCCESS, metadata={
+        "help": "Share of oracle steps matched for a failed rollout to count as near-success.", "min": 0.0,
+        "max": 1.0})
+    skip_invalid: bool = field(default=False, metadata={"help": "Report bad lines and go on instead of stopping.",
+                                                         "negatable": False})
+
+
 @app.command("ingest")
 @budget_options()
+@config_options(IngestConfig, names={"round_": "--round"}, in_place=True)
 def ingest(
     files: list[Path] = typer.Argument(..., help="Rollout files or folders (their *.jsonl files): ACE JSONL, "
                                                    "OpenAI-style messages JSONL, BFCL result files, or τ²-bench "
@@ -84,14 +102,7 @@ def ingest(
                                                    "τ²-bench result files say their domain: leave it out."),
     fmt: str = format_option(),
     strict: bool = strict_option(),
-    round_: Optional[int] = number_option(None, "--round", min=0, max=MAX_ROUND,
-                                         help="Round number for capability history (default: from the checkpoint)."),
-    batch_size: int = number_option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),
-    workers: int = number_option(2, "--workers", min=1, max=64, help="Transactions writing batches concurrently."),
-    id_suffix: str = typer.Option("", "--id-suffix", help="Appended to every rollout id (keeps two files with the same ids apart)."),
-    near_success: float = number_option(NEAR_SUCCESS, "--near-success", min=0.0, max=1.0,
-                                       help="Share of oracle steps matched for a failed rollout to count as near-success."),
-    skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report bad lines and go on instead of stopping."),
+    config: IngestConfig = None,  # type: ignore[assignment]
     show: str = show_option(),
     as_json: bool = json_option("Print the report as JSON."),
     ray: str = typer.Option(None, "--ray", metavar="ADDRESS",
@@ -108,6 +119,8 @@ def ingest(
     interrupted ingest can simply be run again.  Then a per-task table of what
     the scope holds (--show).
     """
+    round_, batch_size, workers = config.round_, config.batch_size, config.workers
+    id_suffix, near_success, skip_invalid = config.id_suffix, config.near_success, config.skip_invalid
     check_show(show)
     paths = expand_inputs(files, stdin=True)
     tasks, file_policy = inputs_task_spec(paths, tasks, fmt)

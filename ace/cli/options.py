@@ -440,8 +440,10 @@ def config_options(
             if kind is bool and len(flags) == 1 and "/" not in flags[0] and f.metadata.get("negatable", True):
                 flags = (f"{flags[0]}/--no-{flags[0][2:]}",)  # a switch that can be turned either way
             extra: dict[str, Any] = {}
-            if kind in (int, float):  # its bounds, at parse time (and int64 where a field has no maximum)
-                extra["callback"] = bounded(f.metadata) if bounds_text(f.metadata) else check_int64
+            if bounds_text(f.metadata):  # its bounds, at parse time (an Optional[int] field's too)
+                extra["callback"] = bounded(f.metadata)
+            elif kind in (int, float):  # int64 where a number field has no maximum
+                extra["callback"] = check_int64
             if f.name == "tasks":
                 extra["callback"] = check_task_spec
             text = helps.get(f.name) or f.name

@@ -38,9 +38,8 @@ HAND_TYPED: dict[str, set[str]] = {
     # ace/cli/graphcmd.py, rolloutcmd.py
     "eval": {"--name", "--judge", "--min-support", "--max-turns", "--force", "--gold-prefix", "--checkpoint", "--out",
              "--user", "--experiment", "--policy", "--generate", "--limit", "--json"},
-    "ingest": {"--id-suffix", "--round", "--show", "--workers", "--skip-invalid", "--ray", "--near-success",
-               "--batch-size"},
     "rollout": {"--force", "--ray-workers", "--ray", "--out", "--policy", "--full-schemas", "--limit", "--json"},
+    "ingest": {"--show", "--ray"},
     "verify": {"--skip-invalid", "--ray", "--show", "--rollouts"},
     # ace/cli/synthcmd.py
     "synth": {"--target", "--weakness", "--strategy", "--ray", "--rewriter-url", "--out", "--rewriter-model",
