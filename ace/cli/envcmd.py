@@ -19,6 +19,8 @@ from ace.cli.options import (
     format_option,
     inputs_task_spec,
     json_option,
+    ray_option,
+    shared,
     strict_option,
     tasks_option,
 )
@@ -43,7 +45,9 @@ def load_rollout_tasks(spec: str, budget: Budget | None = None) -> dict[str, Any
 
 
 def show_option() -> Any:
-    return typer.Option("failures", "--show", help="Per-task table: none, failures (tasks with a failing rollout) or all.")
+    """``--show``, the per-task table of `ace verify` and `ace ingest` (written here once)."""
+    return shared(typer.Option("failures", "--show",
+                               help="Per-task table: none, failures (tasks with a failing rollout) or all."), "show")
 
 
 def check_show(show: str) -> str:
@@ -143,9 +147,7 @@ def verify_cmd(
         False, "--skip-invalid", help="Report bad lines on stderr and go on instead of stopping."
     ),
     show: str = show_option(),
-    ray: str = typer.Option(
-        None, "--ray", help="Spread verification over a Ray cluster: its address (host:port), `auto` (the running local one) or `local` (a private one, started and stopped by this command).",
-        metavar="ADDRESS"),
+    ray: str = ray_option(),
     budget: Budget = None,  # type: ignore[assignment]
 ) -> None:
     """Verify rollouts against their tasks' oracles.

@@ -23,6 +23,7 @@ from ace.cli.options import (
     inputs_task_spec,
     json_option,
     policy_option,
+    ray_option,
     resolve_scope,
     scope_option,
     strict_option,
@@ -105,8 +106,7 @@ def ingest(
     config: IngestConfig = None,  # type: ignore[assignment]
     show: str = show_option(),
     as_json: bool = json_option("Print the report as JSON."),
-    ray: str = typer.Option(None, "--ray", metavar="ADDRESS",
-                            help="Spread verification over a Ray cluster: its address (host:port), `auto` (the running local one) or `local` (a private one, started and stopped by this command)."),
+    ray: str = ray_option(),
     budget: Budget = None,  # type: ignore[assignment]
 ) -> None:
     """Verify, tag and store rollouts in the skill graph, scoped to (experiment, policy, checkpoint).

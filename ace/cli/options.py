@@ -269,6 +269,15 @@ def format_option() -> Any:
                                "tau2-results (τ²-bench's own result JSON; refused when a file is not one)."), "format")
 
 
+RAY_HELP = ("Spread verification over a Ray cluster: its address (host:port), `auto` (the running local one) or "
+            "`local` (a private one, started and stopped by this command).")
+
+
+def ray_option(help: str = RAY_HELP) -> Any:
+    """``--ray ADDRESS``: where a command spreads its work over Ray (left out: in this process)."""
+    return shared(typer.Option(None, "--ray", metavar="ADDRESS", help=help), "ray")
+
+
 def strict_option() -> Any:
     return shared(typer.Option(
         False, "--strict", help="Also count as failures ACE's rules stricter than the benchmark's own evaluator "
