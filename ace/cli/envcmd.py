@@ -128,24 +128,33 @@ def replay(
         raise typer.Exit(1)
 
 
+@dataclass(frozen=True)
+class VerifyConfig:
+    """`ace verify`'s rollout files given by flag, and what it does with a bad line."""
+
+    rollouts: Optional[list[Path]] = field(default=None, metadata={
+        "help": "A rollout file or folder (repeatable; same as naming it as an argument): ACE JSONL "
+                "{rollout_id, task_id, turns}, OpenAI-style messages, a BFCL result file, or a τ²-bench result "
+                "file (the JSON τ²'s run writes)."})
+    skip_invalid: bool = field(default=False, metadata={
+        "help": "Report bad lines on stderr and go on instead of stopping.", "negatable": False})
+
+
+# --rollouts stands after --tasks in the help, --skip-invalid after --json: two in-place groups of VerifyConfig
 @app.command("verify")
 @budget_options()
+@config_options(VerifyConfig, include=["rollouts"], names={"rollouts": ("--rollouts", "-r")}, param="named",
+                in_place=True)
+@config_options(VerifyConfig, include=["skip_invalid"], param="lines", in_place=True)
 def verify_cmd(
     files: list[Path] = typer.Argument(None, help="Rollout files or folders (their *.jsonl files); - reads standard input."),
     tasks: Optional[str] = tasks_option(None, note="Also tau2:DOMAIN (τ² rollouts). Not needed for τ²-bench "
                                                    "result files, which say their domain; required otherwise."),
-    rollouts: list[Path] = typer.Option(
-        [], "--rollouts", "-r",
-        help="A rollout file or folder (repeatable; same as naming it as an argument): ACE JSONL "
-             "{rollout_id, task_id, turns}, OpenAI-style messages, a BFCL result file, or a τ²-bench result "
-             "file (the JSON τ²'s run writes).",
-    ),
+    named: VerifyConfig = None,  # type: ignore[assignment]
     fmt: str = format_option(),
     strict: bool = strict_option(),
     as_json: bool = json_option("One JSON verdict per rollout on stdout."),
-    skip_invalid: bool = typer.Option(
-        False, "--skip-invalid", help="Report bad lines on stderr and go on instead of stopping."
-    ),
+    lines: VerifyConfig = None,  # type: ignore[assignment]
     show: str = show_option(),
     ray: str = ray_option(),
     budget: Budget = None,  # type: ignore[assignment]
@@ -165,6 +174,7 @@ def verify_cmd(
     and an agreement count at the end.
     """
     check_show(show)
+    rollouts, skip_invalid = named.rollouts or [], lines.skip_invalid
     paths = expand_inputs(list(files or []) + list(rollouts), stdin=True)
     spec, _ = inputs_task_spec(paths, tasks, fmt, default="")
     if not spec:

@@ -39,7 +39,6 @@ HAND_TYPED: dict[str, set[str]] = {
     "eval": {"--name", "--judge", "--min-support", "--max-turns", "--force", "--gold-prefix", "--checkpoint", "--out",
              "--user", "--experiment", "--policy", "--generate", "--limit", "--json"},
     "rollout": {"--force", "--ray-workers", "--ray", "--out", "--policy", "--full-schemas", "--limit", "--json"},
-    "verify": {"--skip-invalid", "--rollouts"},
     # ace/cli/synthcmd.py
     "synth": {"--target", "--weakness", "--strategy", "--ray", "--rewriter-url", "--out", "--rewriter-model",
               "--policy"},
