@@ -18,6 +18,7 @@ from ace.cli.options import (
     force_option,
     json_option,
     number_option,
+    ray_option,
     tasks_option,
 )
 from ace_env.environments import environment_of
@@ -102,12 +103,10 @@ def rollout_cmd(
     force: bool = force_option(),
     limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="Only the first N tasks of --tasks."),
     full_schemas: bool = typer.Option(False, "--full-schemas", help="List tools as full JSON schemas (default: compact signatures)."),
-    ray: Optional[str] = typer.Option(
-        None, "--ray", metavar="ADDRESS",
-        help="Spread the conversations over a Ray cluster: its address (host:port), `auto` (the running local one) "
+    ray: Optional[str] = ray_option(
+        "Spread the conversations over a Ray cluster: its address (host:port), `auto` (the running local one) "
         "or `local` (a private one for this command). openai: one Ray actor per base URL; other policies: "
-        "--ray-workers actors. The file is the one a local run writes.",
-    ),
+        "--ray-workers actors. The file is the one a local run writes."),
     ray_workers: Optional[int] = number_option(
         None, "--ray-workers", min=1, max=1024, help="With --ray and a non-openai policy: actors, one CPU each (default: the cluster's CPUs)."),
     as_json: bool = json_option("Print the totals as JSON."),

@@ -38,7 +38,7 @@ HAND_TYPED: dict[str, set[str]] = {
     # ace/cli/rolloutcmd.py
     "eval": {"--name", "--judge", "--min-support", "--max-turns", "--gold-prefix", "--checkpoint", "--out",
              "--user", "--experiment", "--policy", "--generate", "--limit"},
-    "rollout": {"--ray-workers", "--ray", "--out", "--policy", "--full-schemas", "--limit"},
+    "rollout": {"--ray-workers", "--out", "--policy", "--full-schemas", "--limit"},
     # ace/cli/synthcmd.py
     "synth": {"--target", "--weakness", "--strategy", "--ray", "--rewriter-url", "--out", "--rewriter-model",
               "--policy"},
