@@ -74,6 +74,9 @@ class DemoConfig:
     categories: str = field(default=",".join(CATEGORIES), metadata={"help": "Comma-separated BFCL categories to replay."})
     tau2_n: int = field(default=1500, metadata={
         "help": "Simulated τ²-bench airline rollouts for the τ² section (0: no τ² section).", "min": 0, "max": 1_000_000})
+    weakness: Path = field(default=DEMO_WEAKNESS, metadata={"help": "Planted weaknesses (TOML)."})
+    tau2_weakness: Path = field(default=TAU2_WEAKNESS, metadata={
+        "help": "Planted weaknesses of the τ² section (TOML naming τ² airline tools)."})
 
     def __post_init__(self) -> None:
         if self.n < 100:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -11,7 +12,7 @@ import typer
 
 from ace.cli import app
 from ace.cli.graphcmd import parse_value
-from ace.cli.options import check_input, json_option, number_option
+from ace.cli.options import check_input, config_options, json_option
 from ace.cli.render import console, esc, table
 from ace_graph import queries
 from ace_graph.config import neo4j_settings
@@ -113,16 +114,25 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+@dataclass(frozen=True)
+class CypherConfig:
+    """Where `ace cypher` reads its query from, its parameters, and its limits."""
+
+    file: Optional[Path] = field(default=None, metadata={"help": "Read the query from this file."})
+    param: Optional[list[str]] = field(default=None, metadata={
+        "help": "A parameter as key=value (JSON values allowed, as in `ace query`); repeatable."})
+    timeout: float = field(default=queries.ADHOC_TIMEOUT, metadata={
+        "help": "Seconds the query may run before Neo4j stops it; the command gives up 5 s later in any case.",
+        "min": 0.1, "max": 3600.0})
+    max_rows: int = field(default=1000, metadata={"help": "Most rows printed; a note says when more were left.",
+                                                  "min": 1, "max": 10_000_000})
+
+
 @app.command("cypher")
+@config_options(CypherConfig, names={"file": ("--file", "-f"), "param": ("--param", "-P")}, in_place=True)
 def cypher(
     query: Optional[str] = typer.Argument(None, help="The Cypher query, or `-` to read it from standard input."),
-    file: Optional[Path] = typer.Option(None, "--file", "-f", help="Read the query from this file."),
-    param: list[str] = typer.Option([], "--param", "-P",
-                                    help="A parameter as key=value (JSON values allowed, as in `ace query`); repeatable."),
-    timeout: float = number_option(queries.ADHOC_TIMEOUT, "--timeout", min=0.1, max=3600.0,
-                                   help="Seconds the query may run before Neo4j stops it; the command gives up 5 s later in any case."),
-    max_rows: int = number_option(1000, "--max-rows", min=1, max=10_000_000,
-                                  help="Most rows printed; a note says when more were left."),
+    config: CypherConfig = None,  # type: ignore[assignment]
     as_json: bool = json_option("Print the rows as a JSON list of objects."),
 ) -> None:
     """Run an ad-hoc, read-only Cypher query against the skill graph.
@@ -137,8 +147,9 @@ def cypher(
     docs/graph.md describes every label, relationship and property.  Example:
     `ace cypher 'MATCH (s:Scope) RETURN s.key AS scope, s.rollouts AS rollouts'`.
     """
-    text, params = split_params_lines(read_query(query, file))
-    params.update(parse_params(param))
+    timeout, max_rows = config.timeout, config.max_rows
+    text, params = split_params_lines(read_query(query, config.file))
+    params.update(parse_params(config.param or []))
     queries.adhoc_checked(text, params)  # refused before any connection
     settings = neo4j_settings()
     driver = get_driver(settings)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 
 import typer
 
 from ace.cli import app
-from ace.cli.options import number_option
+from ace.cli.options import config_options, force_option, json_option
 from ace.cli.render import esc
 from ace_env.redact import redact_url
 from ace_graph.config import neo4j_settings
@@ -37,9 +38,34 @@ def _external_uri() -> str | None:
     return redact_url(uri) if uri else None
 
 
+@dataclass(frozen=True)
+class StartConfig:
+    """How long `ace db start` waits for the managed server."""
+
+    timeout: float = field(default=120.0, metadata={"help": "Seconds to wait for the server to answer on Bolt.",
+                                                    "min": 1.0, "max": 3600.0})
+
+
+@dataclass(frozen=True)
+class StopConfig:
+    """How long `ace db stop` waits for a clean shutdown."""
+
+    timeout: float = field(default=60.0, metadata={
+        "help": "Seconds to wait for a clean shutdown before the server is killed.", "min": 0.0, "max": 3600.0})
+
+
+@dataclass(frozen=True)
+class LogsConfig:
+    """Which managed server log `ace db logs` shows, and how much of it."""
+
+    lines: int = field(default=50, metadata={"help": "How many lines to show.", "min": 1, "max": 100_000})
+    file: str = field(default="neo4j", metadata={
+        "help": "Which log: neo4j (server log), console (JVM output) or debug."})
+
+
 @db_app.command("install")
 def install(
-    force: bool = typer.Option(False, "--force", help="Fetch the jars again even if this version is installed."),
+    force: bool = force_option("Fetch the jars again even if this version is installed."),
 ) -> None:
     """Fetch the pinned Neo4j Community server jars from Maven Central (needs Java 17+ and Maven)."""
 
@@ -48,10 +74,8 @@ def install(
 
 
 @db_app.command("start")
-def start(
-    timeout: float = number_option(120.0, "--timeout", min=1.0, max=3600.0,
-                                   help="Seconds to wait for the server to answer on Bolt."),
-) -> None:
+@config_options(StartConfig)
+def start(config: StartConfig = None) -> None:  # type: ignore[assignment]
     """Start the managed Neo4j server (installing it first if needed) and wait until it accepts connections."""
     console = _console()
     if _external_uri():
@@ -66,7 +90,7 @@ def start(
         console.print("Neo4j is not installed in this workspace yet; fetching it first (`ace db install`).")
         server.install(progress=lambda m: console.print(esc(m)))
     with console.status(f"Starting Neo4j on {server.bolt_uri} ..."):
-        status = server.start(wait=True, timeout=timeout)
+        status = server.start(wait=True, timeout=config.timeout)
     if status.message.startswith("already running"):
         console.print(f"Neo4j is already running (pid {status.pid}) on {esc(status.bolt_uri)}.")
         return
@@ -78,24 +102,21 @@ def start(
 
 
 @db_app.command("stop")
-def stop(
-    timeout: float = number_option(
-        60.0, "--timeout", min=0.0, max=3600.0, help="Seconds to wait for a clean shutdown before the server is killed."
-    ),
-) -> None:
+@config_options(StopConfig)
+def stop(config: StopConfig = None) -> None:  # type: ignore[assignment]
     """Stop the managed Neo4j server cleanly (SIGTERM; SIGKILL only after --timeout)."""
     console = _console()
     if _external_uri():
         console.print(f"An external Neo4j is configured (NEO4J_URI={esc(_external_uri())}); ACE does not stop it.")
         return
 
-    status = ManagedNeo4j().stop(timeout=timeout)
+    status = ManagedNeo4j().stop(timeout=config.timeout)
     console.print(f"Neo4j {esc(status.message)}.")
 
 
 @db_app.command("status")
 def status(
-    as_json: bool = typer.Option(False, "--json", help="Print the status as one JSON object."),
+    as_json: bool = json_option("Print the status as one JSON object."),
 ) -> None:
     """Say whether the managed server is running, with its pid, addresses and version."""
 
@@ -117,17 +138,13 @@ def status(
 
 
 @db_app.command("logs")
-def logs(
-    n: int = number_option(50, "-n", "--lines", min=1, max=100_000, help="How many lines to show."),
-    which: str = typer.Option(
-        "neo4j", "--file", help="Which log: neo4j (server log), console (JVM output) or debug."
-    ),
-) -> None:
+@config_options(LogsConfig, names={"lines": ("-n", "--lines")})
+def logs(config: LogsConfig = None) -> None:  # type: ignore[assignment]
     """Show the last lines of a managed server log."""
 
     server = ManagedNeo4j()
-    path = server.log_file(which)
-    lines = server.logs(n, which)
+    path = server.log_file(config.file)
+    lines = server.logs(config.lines, config.file)
     if not lines:
         typer.echo(f"({path} is empty or missing)", err=True)
     for line in lines:

@@ -7,7 +7,7 @@ module only prints it (or, with --json, dumps it).
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from dataclasses import replace
 
 import typer
 
@@ -16,7 +16,7 @@ from ace.cli import app
 from ace.cli.graphcmd import with_store
 from ace.cli.options import config_options, json_option
 from ace.cli.render import console, esc, table
-from ace_env.sim import DEMO_WEAKNESS, load_weakness
+from ace_env.sim import load_weakness
 from ace_graph.config import neo4j_settings
 from ace_graph.db import apply_schema
 
@@ -25,12 +25,15 @@ def _f(x: float) -> str:
     return f"{x:.2f}"
 
 
+#: DemoConfig's weakness files, whose flags stand first in the help (the others after --json)
+PLANTED = ("weakness", "tau2_weakness")
+
+
 @app.command("demo")
-@config_options(run.DemoConfig, names={"n": ("--n", "--rollouts"), "experiment": ("--experiment", "-e")})
+@config_options(run.DemoConfig, include=PLANTED, param="planted", in_place=True)
+@config_options(run.DemoConfig, exclude=PLANTED, names={"n": ("--n", "--rollouts"), "experiment": ("--experiment", "-e")})
 def demo(
-    weakness: Path = typer.Option(DEMO_WEAKNESS, "--weakness", help="Planted weaknesses (TOML)."),
-    tau2_weakness: Path = typer.Option(run.TAU2_WEAKNESS, "--tau2-weakness",
-                                       help="Planted weaknesses of the τ² section (TOML naming τ² airline tools)."),
+    planted: run.DemoConfig = None,  # type: ignore[assignment]
     as_json: bool = json_option("Print every stage's result as one JSON object."),
     config: run.DemoConfig = None,  # type: ignore[assignment]
 ) -> None:
@@ -41,6 +44,8 @@ def demo(
     Needs a reachable Neo4j (`ace db start`, or NEO4J_URI for an external one).
     `--rollouts` is the older name of `--n` (kept as an alias).
     """
+    config = replace(config, weakness=planted.weakness, tau2_weakness=planted.tau2_weakness)
+    weakness, tau2_weakness = config.weakness, config.tau2_weakness
     c = console()
     say = (lambda *a: None) if as_json else c.print
     categories = [x.strip() for x in config.categories.split(",") if x.strip()]

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-import typer
-
 from ace.cli import app
-from ace.cli.options import number_option, scope_option, tasks_option
+from ace.cli.options import config_options, json_option, scope_option
 from ace_env.environments import environment_of
 from ace_env.fields import SEED_MAX
 from ace_env.tasksets import load_task_set
@@ -39,25 +38,33 @@ def _policy(spec: Optional[str], scope_policy: str | None, tasks: list[Any], see
     return sim_policy(env.load_weakness(path, tasks), seed, start), described
 
 
+@dataclass(frozen=True)
+class DiagnoseConfig:
+    """What `ace diagnose` may spend on probes, who rolls them out, from which tasks, with which seed."""
+
+    probe_budget: int = field(default=200, metadata={
+        "help": "Probe rollouts to spend at most, over the ambiguous edges (and compositions short of min_support).",
+        "min": 0, "max": 100_000})
+    rounds: int = field(default=2, metadata={
+        "help": "Probe rounds: each spends its share of what is left on the edges still ambiguous (those cheapest "
+                "to decide first) and re-estimates; stops early when nothing is ambiguous.", "min": 1, "max": 100})
+    policy: Optional[str] = field(default=None, metadata={
+        "help": "Who rolls the probes out: sim (the simulated agent, demo weaknesses) or sim:WEAKNESS.toml. "
+                "Default: the scope's own policy, when it is the simulated agent."})
+    tasks: str = field(default="bfcl:all", metadata={
+        "help": "Seed tasks for the probes; tau2:airline or tau2:retail for a τ² scope (no probes are built for "
+                "τ² edges yet)."})
+    seed: int = field(default=0, metadata={"help": "Seed of probe synthesis and of the simulated rollouts.",
+                                           "min": 0, "max": SEED_MAX})
+
+
 @app.command("diagnose")
+@config_options(DiagnoseConfig, names={"probe_budget": ("--probe-budget", "-n"), "policy": ("--policy", "-p")},
+                in_place=True)
 def diagnose_cmd(
     scope: str = scope_option(..., "Scope key (experiment/policy/checkpoint) to diagnose."),
-    probe_budget: int = number_option(200, "--probe-budget", "-n", min=0, max=100_000,
-                                     help="Probe rollouts to spend at most, over the ambiguous edges (and "
-                                          "compositions short of min_support)."),
-    rounds: int = number_option(2, "--rounds", min=1, max=100,
-                               help="Probe rounds: each spends its share of what is left on the edges still "
-                                    "ambiguous (those cheapest to decide first) and re-estimates; stops early "
-                                    "when nothing is ambiguous."),
-    policy: Optional[str] = typer.Option(
-        None, "--policy", "-p",
-        help="Who rolls the probes out: sim (the simulated agent, demo weaknesses) or sim:WEAKNESS.toml. "
-             "Default: the scope's own policy, when it is the simulated agent."),
-    tasks: str = tasks_option("bfcl:all", note="Seed tasks for the probes; tau2:airline or tau2:retail for a τ² "
-                                              "scope (no probes are built for τ² edges yet)."),
-    seed: int = number_option(0, "--seed", min=0, max=SEED_MAX,
-                              help="Seed of probe synthesis and of the simulated rollouts."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    config: DiagnoseConfig = None,  # type: ignore[assignment]
+    as_json: bool = json_option("Print the report as JSON."),
 ) -> None:
     """Estimate which weak edges of a scope are weak compositions and which are weak tools; probe the rest.
 
@@ -73,6 +80,8 @@ def diagnose_cmd(
     from rich.console import Console
     from rich.table import Table
 
+    probe_budget, rounds, policy, tasks, seed = (config.probe_budget, config.rounds, config.policy, config.tasks,
+                                                 config.seed)
     settings = neo4j_settings()
     driver = get_driver(settings)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -13,10 +14,13 @@ import typer
 from ace.cli import app
 from ace.cli.options import (
     budget_options,
+    config_options,
     expand_inputs,
     format_option,
     inputs_task_spec,
     json_option,
+    ray_option,
+    shared,
     strict_option,
     tasks_option,
 )
@@ -41,7 +45,9 @@ def load_rollout_tasks(spec: str, budget: Budget | None = None) -> dict[str, Any
 
 
 def show_option() -> Any:
-    return typer.Option("failures", "--show", help="Per-task table: none, failures (tasks with a failing rollout) or all.")
+    """``--show``, the per-task table of `ace verify` and `ace ingest` (written here once)."""
+    return shared(typer.Option("failures", "--show",
+                               help="Per-task table: none, failures (tasks with a failing rollout) or all."), "show")
 
 
 def check_show(show: str) -> str:
@@ -64,16 +70,23 @@ def task_table(title: str, per_task: dict[str, dict[str, Any]], show: str):
                  right=("rollouts", "rewarded", "failed", "partial credit")), len(rows)
 
 
+@dataclass(frozen=True)
+class ReplayConfig:
+    """`ace env replay`'s old spelling of a BFCL category (its task set is --tasks)."""
+
+    category: Optional[str] = field(default=None, metadata={
+        "help": "Old name: --category CAT is --tasks bfcl:CAT (kept as an alias)."})
+
+
 @env_app.command("replay")
+@config_options(ReplayConfig, param="old", in_place=True)
 def replay(
     environment: Optional[str] = typer.Argument(
         None, help="The environment: bfcl (BFCL multi-turn) or tau2 (τ²-bench); default: the one --tasks names, "
                    "else bfcl."),
     tasks: str = tasks_option(None, note="bfcl: BFCL's own tasks (default bfcl:all); tau2: tau2:DOMAIN[,DOMAIN...] "
                                          "(airline, retail, telecom, all; default tau2, all three)."),
-    category: Optional[str] = typer.Option(
-        None, "--category", help="Old name: --category CAT is --tasks bfcl:CAT (kept as an alias)."
-    ),
+    old: ReplayConfig = None,  # type: ignore[assignment]
     as_json: bool = json_option("Print one JSON object, keyed by category or domain, instead of a table."),
 ) -> None:
     """Replay every task's ground truth through the safe executor and the verifier.
@@ -86,6 +99,7 @@ def replay(
     and a pass also needs no step to error where the gold's did not.
     `--category CAT` is the older spelling of `--tasks bfcl:CAT`.
     """
+    category = old.category
     if tasks and category:
         raise ConfigError("give --tasks or its old name --category, not both")
     if category:
@@ -114,28 +128,35 @@ def replay(
         raise typer.Exit(1)
 
 
+@dataclass(frozen=True)
+class VerifyConfig:
+    """`ace verify`'s rollout files given by flag, and what it does with a bad line."""
+
+    rollouts: Optional[list[Path]] = field(default=None, metadata={
+        "help": "A rollout file or folder (repeatable; same as naming it as an argument): ACE JSONL "
+                "{rollout_id, task_id, turns}, OpenAI-style messages, a BFCL result file, or a τ²-bench result "
+                "file (the JSON τ²'s run writes)."})
+    skip_invalid: bool = field(default=False, metadata={
+        "help": "Report bad lines on stderr and go on instead of stopping.", "negatable": False})
+
+
+# --rollouts stands after --tasks in the help, --skip-invalid after --json: two in-place groups of VerifyConfig
 @app.command("verify")
 @budget_options()
+@config_options(VerifyConfig, include=["rollouts"], names={"rollouts": ("--rollouts", "-r")}, param="named",
+                in_place=True)
+@config_options(VerifyConfig, include=["skip_invalid"], param="lines", in_place=True)
 def verify_cmd(
     files: list[Path] = typer.Argument(None, help="Rollout files or folders (their *.jsonl files); - reads standard input."),
     tasks: Optional[str] = tasks_option(None, note="Also tau2:DOMAIN (τ² rollouts). Not needed for τ²-bench "
                                                    "result files, which say their domain; required otherwise."),
-    rollouts: list[Path] = typer.Option(
-        [], "--rollouts", "-r",
-        help="A rollout file or folder (repeatable; same as naming it as an argument): ACE JSONL "
-             "{rollout_id, task_id, turns}, OpenAI-style messages, a BFCL result file, or a τ²-bench result "
-             "file (the JSON τ²'s run writes).",
-    ),
+    named: VerifyConfig = None,  # type: ignore[assignment]
     fmt: str = format_option(),
     strict: bool = strict_option(),
     as_json: bool = json_option("One JSON verdict per rollout on stdout."),
-    skip_invalid: bool = typer.Option(
-        False, "--skip-invalid", help="Report bad lines on stderr and go on instead of stopping."
-    ),
+    lines: VerifyConfig = None,  # type: ignore[assignment]
     show: str = show_option(),
-    ray: str = typer.Option(
-        None, "--ray", help="Spread verification over a Ray cluster: its address (host:port), `auto` (the running local one) or `local` (a private one, started and stopped by this command).",
-        metavar="ADDRESS"),
+    ray: str = ray_option(),
     budget: Budget = None,  # type: ignore[assignment]
 ) -> None:
     """Verify rollouts against their tasks' oracles.
@@ -153,6 +174,7 @@ def verify_cmd(
     and an agreement count at the end.
     """
     check_show(show)
+    rollouts, skip_invalid = named.rollouts or [], lines.skip_invalid
     paths = expand_inputs(list(files or []) + list(rollouts), stdin=True)
     spec, _ = inputs_task_spec(paths, tasks, fmt, default="")
     if not spec:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -15,13 +16,14 @@ from ace.cli.options import (
     MAX_ROUND,
     budget_options,
     checkpoint_option,
+    config_options,
     expand_inputs,
     experiment_option,
     format_option,
     inputs_task_spec,
     json_option,
-    number_option,
     policy_option,
+    ray_option,
     resolve_scope,
     scope_option,
     strict_option,
@@ -68,8 +70,27 @@ def _count_lines(path: Path) -> int | None:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
 
 
+@dataclass(frozen=True)
+class IngestConfig:
+    """How `ace ingest` stores rollouts: their round, batches, writers, ids, near-success and bad lines."""
+
+    round_: Optional[int] = field(default=None, metadata={
+        "help": "Round number for capability history (default: from the checkpoint).", "min": 0, "max": MAX_ROUND})
+    batch_size: int = field(default=1000, metadata={"help": "Rollouts per transaction.", "min": 1, "max": 1_000_000})
+    workers: int = field(default=2, metadata={"help": "Transactions writing batches concurrently.", "min": 1,
+                                              "max": 64})
+    id_suffix: str = field(default="", metadata={
+        "help": "Appended to every rollout id (keeps two files with the same ids apart)."})
+    near_success: float = field(default=NEAR_SUCCESS, metadata={
+        "help": "Share of oracle steps matched for a failed rollout to count as near-success.", "min": 0.0,
+        "max": 1.0})
+    skip_invalid: bool = field(default=False, metadata={"help": "Report bad lines and go on instead of stopping.",
+                                                         "negatable": False})
+
+
 @app.command("ingest")
 @budget_options()
+@config_options(IngestConfig, names={"round_": "--round"}, in_place=True)
 def ingest(
     files: list[Path] = typer.Argument(..., help="Rollout files or folders (their *.jsonl files): ACE JSONL, "
                                                    "OpenAI-style messages JSONL, BFCL result files, or τ²-bench "
@@ -82,18 +103,10 @@ def ingest(
                                                    "τ²-bench result files say their domain: leave it out."),
     fmt: str = format_option(),
     strict: bool = strict_option(),
-    round_: Optional[int] = number_option(None, "--round", min=0, max=MAX_ROUND,
-                                         help="Round number for capability history (default: from the checkpoint)."),
-    batch_size: int = number_option(1000, "--batch-size", min=1, max=1_000_000, help="Rollouts per transaction."),
-    workers: int = number_option(2, "--workers", min=1, max=64, help="Transactions writing batches concurrently."),
-    id_suffix: str = typer.Option("", "--id-suffix", help="Appended to every rollout id (keeps two files with the same ids apart)."),
-    near_success: float = number_option(NEAR_SUCCESS, "--near-success", min=0.0, max=1.0,
-                                       help="Share of oracle steps matched for a failed rollout to count as near-success."),
-    skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report bad lines and go on instead of stopping."),
+    config: IngestConfig = None,  # type: ignore[assignment]
     show: str = show_option(),
     as_json: bool = json_option("Print the report as JSON."),
-    ray: str = typer.Option(None, "--ray", metavar="ADDRESS",
-                            help="Spread verification over a Ray cluster: its address (host:port), `auto` (the running local one) or `local` (a private one, started and stopped by this command)."),
+    ray: str = ray_option(),
     budget: Budget = None,  # type: ignore[assignment]
 ) -> None:
     """Verify, tag and store rollouts in the skill graph, scoped to (experiment, policy, checkpoint).
@@ -106,6 +119,8 @@ def ingest(
     interrupted ingest can simply be run again.  Then a per-task table of what
     the scope holds (--show).
     """
+    round_, batch_size, workers = config.round_, config.batch_size, config.workers
+    id_suffix, near_success, skip_invalid = config.id_suffix, config.near_success, config.skip_invalid
     check_show(show)
     paths = expand_inputs(files, stdin=True)
     tasks, file_policy = inputs_task_spec(paths, tasks, fmt)
@@ -245,13 +260,26 @@ def _list_queries(as_json: bool) -> None:
     ))
 
 
+@dataclass(frozen=True)
+class QueryConfig:
+    """`ace query`'s parameters, or the list of queries instead of a run."""
+
+    param: Optional[list[str]] = field(default=None, metadata={
+        "help": "A parameter as key=value (JSON values allowed); repeatable."})
+    list_: bool = field(default=False, metadata={
+        "help": "List the named read queries with their parameters, defaults and columns.", "negatable": False})
+
+
+# -P stands before --scope and --json in the help, --list after them: two in-place groups of QueryConfig's flags
 @app.command("query")
+@config_options(QueryConfig, include=["param"], names={"param": ("--param", "-P")}, param="given", in_place=True)
+@config_options(QueryConfig, include=["list_"], names={"list_": "--list"}, param="listing", in_place=True)
 def query(
     name: str = typer.Argument(None, help="A named read query from cypher/ (see --list)."),
-    param: list[str] = typer.Option([], "--param", "-P", help="A parameter as key=value (JSON values allowed); repeatable."),
+    given: QueryConfig = None,  # type: ignore[assignment]
     scope: Optional[str] = scope_option(None, "The scope E/P/C (same as -P scope=E/P/C)."),
     as_json: bool = json_option("Print rows (or, with --list, the queries) as a JSON list."),
-    list_: bool = typer.Option(False, "--list", help="List the named read queries with their parameters, defaults and columns."),
+    listing: QueryConfig = None,  # type: ignore[assignment]
 ) -> None:
     """Run a named, read-only Cypher query from cypher/ against the skill graph.
 
@@ -266,6 +294,7 @@ def query(
     value. Example:
     `ace query failed-after --scope demo/sim/round-0 -P after=place_order -P skill=get_order_details`.
     """
+    param, list_ = given.param or [], listing.list_
     if list_:
         _list_queries(as_json)
         return

@@ -269,6 +269,15 @@ def format_option() -> Any:
                                "tau2-results (τ²-bench's own result JSON; refused when a file is not one)."), "format")
 
 
+RAY_HELP = ("Spread verification over a Ray cluster: its address (host:port), `auto` (the running local one) or "
+            "`local` (a private one, started and stopped by this command).")
+
+
+def ray_option(help: str = RAY_HELP) -> Any:
+    """``--ray ADDRESS``: where a command spreads its work over Ray (left out: in this process)."""
+    return shared(typer.Option(None, "--ray", metavar="ADDRESS", help=help), "ray")
+
+
 def strict_option() -> Any:
     return shared(typer.Option(
         False, "--strict", help="Also count as failures ACE's rules stricter than the benchmark's own evaluator "
@@ -397,8 +406,9 @@ def config_options(
     The flags come after the command's own parameters; with ``in_place`` they stand where
     the command declares ``<param>``, so a command orders its help as it orders its parameters.  A ``bool`` field is a
     ``--x/--no-x`` switch unless its metadata says ``"negatable": False`` (then ``--x``
-    alone turns it on); a field that is not an int/float/str/bool (``Optional[list[Path]]``,
-    say) takes its type from the dataclass's annotation and its default must be ``None``.
+    alone turns it on); a ``Path`` field is a path flag; a field that is not an int/float/str/bool/Path (``Optional[list[Path]]``,
+    say) takes its type from the dataclass's annotation and its default must be ``None``.  A field without a
+    default is a required flag (``[required]`` in the help).
     """
     wanted = None if include is None else list(include)
     skip = set(exclude)
@@ -419,13 +429,19 @@ def config_options(
         shown: dict[str, str] = {}  # field -> its flags as the user types them, for error messages
         fixed = {k: v for k, v in overrides.items() if k not in {f.name for f in chosen}}  # set, not a flag
         for f in chosen:
-            default = overrides.get(f.name, f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]
-            kind = type(default)
+            required = f.name not in overrides and f.default is MISSING and f.default_factory is MISSING
+            if required:  # a field without a default is a flag the user must give
+                default, kind = ..., hints[f.name]
+            else:
+                default = overrides.get(f.name, f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]
+                kind = type(default)
             annotation: Any = kind
-            if kind not in (int, float, str, bool):
+            if isinstance(default, Path):  # a file the dataclass names by default
+                kind = annotation = Path
+            elif kind not in (int, float, str, bool):
                 if default is not None:
-                    raise TypeError(f"{cls.__name__}.{f.name}: only int/float/str/bool fields, or fields whose "
-                                    "default is None, become flags")
+                    raise TypeError(f"{cls.__name__}.{f.name}: only int/float/str/bool/Path fields, or fields "
+                                    "whose default is None, become flags")
                 annotation = hints[f.name]
             default_flags = ("--tasks", "-t") if f.name == "tasks" else "--" + f.name.replace("_", "-")
             flag = renames.get(f.name, default_flags)
@@ -433,8 +449,10 @@ def config_options(
             if kind is bool and len(flags) == 1 and "/" not in flags[0] and f.metadata.get("negatable", True):
                 flags = (f"{flags[0]}/--no-{flags[0][2:]}",)  # a switch that can be turned either way
             extra: dict[str, Any] = {}
-            if kind in (int, float):  # its bounds, at parse time (and int64 where a field has no maximum)
-                extra["callback"] = bounded(f.metadata) if bounds_text(f.metadata) else check_int64
+            if bounds_text(f.metadata):  # its bounds, at parse time (an Optional[int] field's too)
+                extra["callback"] = bounded(f.metadata)
+            elif kind in (int, float):  # int64 where a number field has no maximum
+                extra["callback"] = check_int64
             if f.name == "tasks":
                 extra["callback"] = check_task_spec
             text = helps.get(f.name) or f.name
@@ -446,8 +464,8 @@ def config_options(
             pname = f"{param}__{f.name}" if f.name in taken else f.name
             keys.append((pname, f.name))
             shown[f.name] = "/".join(flags)
-            info = typer.Option(None if env else default, *flags, help=text,
-                                show_default=str(default) if env else True, **extra)
+            info = typer.Option(None if env and not required else default, *flags, help=text,
+                                show_default=str(default) if env and not required else True, **extra)
             info.ace_field = (cls, f.name, default)  # type: ignore[attr-defined]
             if f.name == "tasks":
                 info.ace_tasks = True  # type: ignore[attr-defined]

@@ -10,7 +10,17 @@ from typing import Any, Optional
 import typer
 
 from ace.cli import app, progress_bar
-from ace.cli.options import MAX_TASKS, budget_options, check_policy_spec, config_options, number_option, tasks_option
+from ace.cli.options import (
+    MAX_TASKS,
+    budget_options,
+    check_policy_spec,
+    config_options,
+    force_option,
+    json_option,
+    number_option,
+    ray_option,
+    tasks_option,
+)
 from ace_env.environments import environment_of
 from ace_env.tasks import Task
 from ace_env.tasksets import environment_of_spec, load_task_set
@@ -90,18 +100,16 @@ def rollout_cmd(
     policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help=POLICY_HELP),
     tasks: str = tasks_option(),
     out: Path = typer.Option(..., "--out", "-o", help="Rollout JSONL to write (ACE rollouts with full messages)."),
-    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
+    force: bool = force_option(),
     limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="Only the first N tasks of --tasks."),
     full_schemas: bool = typer.Option(False, "--full-schemas", help="List tools as full JSON schemas (default: compact signatures)."),
-    ray: Optional[str] = typer.Option(
-        None, "--ray", metavar="ADDRESS",
-        help="Spread the conversations over a Ray cluster: its address (host:port), `auto` (the running local one) "
+    ray: Optional[str] = ray_option(
+        "Spread the conversations over a Ray cluster: its address (host:port), `auto` (the running local one) "
         "or `local` (a private one for this command). openai: one Ray actor per base URL; other policies: "
-        "--ray-workers actors. The file is the one a local run writes.",
-    ),
+        "--ray-workers actors. The file is the one a local run writes."),
     ray_workers: Optional[int] = number_option(
         None, "--ray-workers", min=1, max=1024, help="With --ray and a non-openai policy: actors, one CPU each (default: the cluster's CPUs)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the totals as JSON."),
+    as_json: bool = json_option("Print the totals as JSON."),
     rollout: RolloutConfig = None,  # type: ignore[assignment]
     generation: GenerationConfig = None,  # type: ignore[assignment]
     budget: Budget = None,  # type: ignore[assignment]
@@ -171,7 +179,7 @@ def eval_cmd(
         "Give two checkpoints of one model the same name to see them in capability-history."),
     limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="Only the first N tasks of --tasks."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep the rollouts here (default: under $ACE_HOME/runs/eval)."),
-    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
+    force: bool = force_option(),
     min_support: int = number_option(5, "--min-support", min=1, max=1_000_000, help="Least attempts for a weak composition."),
     gold_prefix: bool = typer.Option(
         False, "--gold-prefix", help="Score every oracle step with the oracle's own calls and outputs before it "
@@ -190,7 +198,7 @@ def eval_cmd(
         "exact ones and never count in an exact pass rate."),
     max_turns: Optional[int] = number_option(
         None, "--max-turns", min=2, max=1000, help=f"τ² tasks: most messages in a dialogue, both sides (default {DEFAULT_MAX_TURNS})."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    as_json: bool = json_option("Print the result as JSON."),
     rollout: RolloutConfig = None,  # type: ignore[assignment]
     generation: GenerationConfig = None,  # type: ignore[assignment]
     budget: Budget = None,  # type: ignore[assignment]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Optional
 
 import typer
 
 from ace.cli import app
 from ace.cli.graphcmd import with_store
-from ace.cli.options import experiment_option, json_option, parse_scope
+from ace.cli.options import config_options, experiment_option, json_option, parse_scope
 from ace.cli.render import console, esc, table
 from ace_graph.errors import ConfigError
 from ace_graph.scopes import delete_scope, list_scopes, require_scope
@@ -53,10 +54,18 @@ def _key_note(row: dict) -> str:
     return row["key"]
 
 
+@dataclass(frozen=True)
+class DeleteConfig:
+    """Whether `ace scope delete` asks before it deletes."""
+
+    yes: bool = field(default=False, metadata={"help": "Do not ask for confirmation."})
+
+
 @scope_app.command("delete")
+@config_options(DeleteConfig, names={"yes": ("--yes", "-y")}, param="confirm", in_place=True)
 def delete(
     scope: str = typer.Argument(..., help="The scope experiment/policy/checkpoint to delete."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    confirm: DeleteConfig = None,  # type: ignore[assignment]
     as_json: bool = json_option("Print what was deleted as JSON."),
 ) -> None:
     """Delete a scope with its rollouts, steps and aggregates (tasks and curricula stay).
@@ -71,7 +80,7 @@ def delete(
     def work(store):
         # a delete that stopped part-way is finished; an incomplete scope may be deleted
         row = require_scope(store, scope, allow_deleting=True, allow_incomplete=True)
-        if not yes and not typer.confirm(
+        if not confirm.yes and not typer.confirm(
                 f"Delete scope {scope} ({row['rollouts']} rollouts, {row['steps']} steps)?", default=False):
             return None
         return delete_scope(store, scope)

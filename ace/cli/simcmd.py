@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from ace.cli import app
-from ace.cli.options import force_option, json_option, number_option, out_option, signals_interrupt, tasks_option
+from ace.cli.options import config_options, force_option, json_option, out_option, signals_interrupt, tasks_option
 from ace.cli.render import Progress
 from ace.stages import MAX_SIM_ROLLOUTS, simulate_to_file
 from ace_env.environments import environment_of
@@ -42,17 +43,29 @@ sim_app = typer.Typer(
 app.add_typer(sim_app, name="sim")
 
 
+@dataclass(frozen=True)
+class SimConfig:
+    """What `ace sim rollouts` simulates: how many rollouts, the weaknesses planted, the seed."""
+
+    n: int = field(metadata={"help": "Number of rollouts to write (the most is about 5 GB).",
+                             "min": 0, "max": MAX_SIM_ROLLOUTS})
+    weakness: Optional[Path] = field(default=None, metadata={
+        "help": "Weakness file (TOML). Without one: every call slips with probability 0.02."})
+    seed: int = field(default=0, metadata={"help": "Same seed, same file (byte for byte).", "min": 0,
+                                           "max": SEED_MAX})
+
+
+# --n stands before --out and --force in the help, --weakness and --seed after them: two in-place groups of
+# SimConfig's flags (the second's n is a placeholder, replaced by the first's)
 @sim_app.command("rollouts")
+@config_options(SimConfig, include=["n"], param="count", in_place=True)
+@config_options(SimConfig, exclude=["n"], defaults={"n": 0}, in_place=True)
 def rollouts_cmd(
     tasks: str = tasks_option(note="Also tau2:airline, tau2:retail or tau2:airline,retail (τ²-bench)."),
-    n: int = number_option(..., "--n", min=0, max=MAX_SIM_ROLLOUTS,
-                           help="Number of rollouts to write (the most is about 5 GB)."),
+    count: SimConfig = None,  # type: ignore[assignment]
     out: Path = out_option(..., "Rollout JSONL to write (atomically: a temp file, then a rename)."),
     force: bool = force_option(),
-    weakness: Optional[Path] = typer.Option(
-        None, "--weakness", help="Weakness file (TOML). Without one: every call slips with probability 0.02."
-    ),
-    seed: int = number_option(0, "--seed", min=0, max=SEED_MAX, help="Same seed, same file (byte for byte)."),
+    config: SimConfig = None,  # type: ignore[assignment]
     as_json: bool = json_option("Print the summary as JSON."),
 ) -> None:
     """Write N simulated rollouts {rollout_id, task_id, turns, meta} to --out.
@@ -63,6 +76,8 @@ def rollouts_cmd(
     is stopped (Ctrl-C, SIGTERM, SIGHUP) removes it, and one left by kill -9 is
     removed by the next run to the same --out.
     """
+    config = replace(config, n=count.n)
+    n, weakness, seed = config.n, config.weakness, config.seed
     check_out(out, force)
     task_list = list(load_task_set(tasks, any_environment=True).values())
     spec = environment_of(task_list).load_weakness(weakness, task_list)
