@@ -72,3 +72,15 @@ def test_every_module_imports_first_in_a_fresh_interpreter():
     with ThreadPoolExecutor(max_workers=2) as pool:
         failures = [f for f in pool.map(first_import, _modules(("ace_env", "cypher", "ace_graph", "synth", "train"))) if f]
     assert not failures, "modules that cannot be imported first:\n" + "\n".join(failures)
+
+
+def test_every_package_is_in_the_wheel():
+    """pyproject's explicit package list names every folder with an ``__init__.py`` under the product packages: a
+    package left out is missing from a non-editable install (the install check's `ace --help` fails on it)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for top in PACKAGES for p in (ROOT / top).rglob("__init__.py")
+             if "__pycache__" not in p.parts}
+    assert found - listed == set(), f"add to [tool.setuptools] packages: {sorted(found - listed)}"
+    assert listed - found == set(), f"not a package any more: {sorted(listed - found)}"
