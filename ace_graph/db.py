@@ -95,31 +95,29 @@ def _how_to_fix(settings: Neo4jSettings) -> str:
     )
 
 
-def retry_seconds() -> float:
-    """``ACE_NEO4J_RETRY_SECONDS`` (default 30, the driver's own): how long a managed transaction
-    (every ACE write) retries transient errors (a leader switch, a restarting server) before failing."""
-    raw = os.environ.get("ACE_NEO4J_RETRY_SECONDS", "30")
+def _seconds_from_env(var: str, default: str, most: float) -> float:
+    """A number of seconds in (0, ``most``] from the environment variable ``var`` (``default`` when unset)."""
+    raw = os.environ.get(var, default)
     try:
         value = float(raw)
     except ValueError:
         value = float("nan")
-    if not 0 < value <= 3600:  # also false for nan and inf
-        raise ConfigError(f"ACE_NEO4J_RETRY_SECONDS must be a number of seconds in (0, 3600], not {raw!r}")
+    if not 0 < value <= most:  # also false for nan and inf
+        raise ConfigError(f"{var} must be a number of seconds in (0, {most:g}], not {raw!r}")
     return value
+
+
+def retry_seconds() -> float:
+    """``ACE_NEO4J_RETRY_SECONDS`` (default 30, the driver's own): how long a managed transaction
+    (every ACE write) retries transient errors (a leader switch, a restarting server) before failing."""
+    return _seconds_from_env("ACE_NEO4J_RETRY_SECONDS", "30", 3600)
 
 
 def connect_seconds() -> float:
     """``ACE_NEO4J_CONNECT_TIMEOUT`` (default 15): the seconds a connection to Neo4j may take, the TCP connect
     and the Bolt handshake together.  The driver's own limit is 60 s, spent in silence on an address that
     accepts TCP but never speaks Bolt (a wrong port, a proxy, a firewall that holds connections)."""
-    raw = os.environ.get("ACE_NEO4J_CONNECT_TIMEOUT", "15")
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= 600:  # also false for nan and inf
-        raise ConfigError(f"ACE_NEO4J_CONNECT_TIMEOUT must be a number of seconds in (0, 600], not {raw!r}")
-    return value
+    return _seconds_from_env("ACE_NEO4J_CONNECT_TIMEOUT", "15", 600)
 
 
 #: The URI schemes of Neo4j's Bolt protocol, the one ACE speaks.
