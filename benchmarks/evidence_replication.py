@@ -218,9 +218,7 @@ def warm_start(args: argparse.Namespace, plan: Plan, state: dict[str, Any], seed
     phase = _seed_state(state, seed).setdefault("warm", {"epochs": []})
     if phase.get("done"):
         if not (out / "config.json").exists():
-            raise SystemExit(f"error: seed {seed}'s warm start is recorded in {args.state} but its checkpoint {out} "
-                             "is gone; its records were trained from it (give the --work that holds it, or another "
-                             "--state)")
+            rebuild_warm(args, plan, state, seed, splits, held, steps, out)
         return out
     tasks = ev.tasks_of(splits["train"][: args.warm_tasks])
     resume = (out / "config.json").exists() and bool(phase["epochs"])
@@ -251,6 +249,71 @@ def warm_start(args: argparse.Namespace, plan: Plan, state: dict[str, Any], seed
     phase.update(done=True, model=str(args.model), tasks=len(tasks), max_length=args.max_length)
     ev.save_state(args.state, state)
     return out
+
+
+def rebuild_warm(args: argparse.Namespace, plan: Plan, state: dict[str, Any], seed: int, splits: dict[str, Any],
+                 held: list[Task], steps: list[dict[str, Any]], out: Path) -> None:
+    """A seed's warm start replayed from its recorded recipe when its checkpoint is gone (a new machine: checkpoints
+    are not committed).  Every recorded epoch's first and last training loss must come out the same, and the
+    rebuilt model must score every held-out step as the recorded warm start did (its ``warm`` record, or the last
+    epoch's held-out exact before that record exists); otherwise the run stops: the seed's records were made from
+    the original."""
+    phase = _seed_state(state, seed)["warm"]
+    tasks = ev.tasks_of(splits["train"][: phase["tasks"]])
+    trainer = ev.Trainer(str(phase["model"]), plan.lr, seed, None, legacy=ev.LEGACY)
+    examples = trainer.examples(tasks, phase["max_length"])
+    ev.say(f"seed {seed} warm start: checkpoint missing under {args.work}; replaying its {len(phase['epochs'])} "
+           "recorded epochs")
+    t0 = time.perf_counter()
+    for e, epoch in enumerate(phase["epochs"]):
+        order = list(range(len(examples)))
+        random.Random(f"evidence-plan/warm/{seed}/{e}").shuffle(order)
+        losses = []
+        for i in order:
+            trainer.model.train()
+            losses.append(trainer.step(examples[i]))
+        if not (math.isclose(losses[0], epoch["first_loss"], rel_tol=1e-6)
+                and math.isclose(losses[-1], epoch["last_loss"], rel_tol=1e-6)):
+            raise SystemExit(f"error: seed {seed}'s rebuilt warm start epoch {e + 1} trains with losses "
+                             f"{losses[0]:.6f} .. {losses[-1]:.6f}, recorded {epoch['first_loss']:.6f} .. "
+                             f"{epoch['last_loss']:.6f}; its records were made from the original, so the run stops")
+    result = ev.evaluate(trainer.policy(), held, steps, set())
+    original = next((r for r in state["records"] if r["arm"] == "warm" and r["seed"] == seed), None)
+    same = (result["step_exact"] == original["step_exact"] if original is not None
+            else result["all_exact"] == phase["epochs"][-1]["held_out_exact"])
+    state.setdefault("notes", []).append({
+        "when": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()), "seed": seed,
+        "what": "warm start rebuilt from its recorded recipe (checkpoint lost with the machine)",
+        "same_scores": same, "all_exact": result["all_exact"],
+        "train_seconds": round(time.perf_counter() - t0, 1), "commit": ev.commit()})
+    ev.save_state(args.state, state)
+    if not same:
+        raise SystemExit(f"error: seed {seed}'s rebuilt warm start scores the held-out steps differently from the "
+                         "recorded one; its records were made from the original, so the run stops")
+    trainer.save(out)
+    ev.say(f"seed {seed} warm start rebuilt: same losses and held-out scores as recorded")
+
+
+def ensure_diagnosis_scope(args: argparse.Namespace, state: dict[str, Any], store: GraphStore, seed: int,
+                           splits: dict[str, Any], warm: Path) -> None:
+    """The warm start's pool scope back in the graph when it is not there (a new machine's Neo4j): the curriculum's
+    first round reads it.  Re-scored from the warm start and checked against the recorded diagnosis."""
+    diag = _seed_state(state, seed)["diagnosis"]
+    rows = [r for r in store.run("composition-success", scope=diag["scope"], level="tool") if r["kind"] == "composition"]
+    if rows:
+        return
+    pool = ev.tasks_of(splits["pool"])
+    tokenizer, model, template = load_model(str(warm))
+    run = score_tasks(HFPolicy.from_model("hf:warm", tokenizer, model, template, cache_tokens=0), pool,
+                      share_prefix=not ev.LEGACY)
+    exact = round(sum(bool(s.exact) for s in run.scores) / max(len(run.scores), 1), 4)
+    if exact != diag["exact"] or len(run.scores) != diag["steps"]:
+        raise SystemExit(f"error: seed {seed}'s warm start re-scores its pool at exact {exact} over {len(run.scores)} "
+                         f"steps, recorded {diag['exact']} over {diag['steps']}; the run stops")
+    by_id = {t.id: t for t in pool}
+    ingest_records(store, records(run.scores, by_id, diag["scope"]), by_id, args.experiment, f"warm-{seed}", "pool",
+                   mode=GOLD_PREFIX)
+    ev.say(f"seed {seed}: the warm start's pool scope {diag['scope']} re-ingested (same exact as recorded)")
 
 
 def corpus_steps() -> list[dict[str, Any]]:
@@ -425,8 +488,9 @@ class Curriculum:
 
     def __init__(self, args: argparse.Namespace, state: dict[str, Any], store: GraphStore, seed: int,
                  tasks: list[Task], examples: list[dict[str, Any]], budgets: list[int], diag_scope: str,
-                 pool: list[Task]):
+                 pool: list[Task], splits: dict[str, Any], warm: Path):
         self.args, self.state, self.store, self.seed = args, state, store, seed
+        self.splits, self.warm = splits, warm
         self.tasks, self.examples, self.budgets, self.pool = tasks, examples, budgets, pool
         self.config = CurriculumConfig(level="tool", min_rounds=1)
         self.phase = _seed_state(state, seed).setdefault("curriculum", {"rounds": []})
@@ -460,6 +524,7 @@ class Curriculum:
         r = len(self.phase["rounds"])
         if r == 0:
             scope = self.diag_scope
+            ensure_diagnosis_scope(self.args, self.state, self.store, self.seed, self.splits, self.warm)
         else:
             scope = f"{self.args.experiment}/curriculum-{self.seed}/t{self.budgets[r - 1]}"
             by_id = {t.id: t for t in self.pool}
@@ -525,7 +590,7 @@ def run_arm(args: argparse.Namespace, plan: Plan, state: dict[str, Any], store: 
         tasks, examples = [t for t, _ in pairs], [e for _, e in pairs]
         trainer.window = window
         curriculum = Curriculum(args, state, store, seed, tasks, examples, budgets,
-                                _seed_state(state, seed)["diagnosis"]["scope"], ev.tasks_of(splits["pool"]))
+                                _seed_state(state, seed)["diagnosis"]["scope"], ev.tasks_of(splits["pool"]), splits, warm)
 
     def example(k: int, policy: Callable[[], HFPolicy]) -> dict[str, Any]:
         if curriculum is not None:

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -171,6 +172,21 @@ def test_evidence_replication_quick_runs_resumes_and_reports(clean_db, tmp_path)
     again = _run("evidence_bench.py", *argv)
     assert "warm start epoch" not in again and "supervised tokens (" not in again and ": round " not in again
     assert json.loads(state.read_text())["records"] == json.loads(before)["records"]
+    # a new machine: the committed state only (no checkpoints or data files, an empty graph), the curriculum arm not yet run
+    old = json.loads(before)
+    cur = [r for r in old["records"] if r["arm"] == "curriculum-mixed"]
+    moved = dict(old, records=[r for r in old["records"] if r["arm"] != "curriculum-mixed"])
+    for seed in ("0", "1"):
+        moved["seeds"][seed].pop("curriculum")
+    state.write_text(json.dumps(moved))
+    shutil.rmtree(work)
+    clean_db.execute_query("MATCH (n) DETACH DELETE n")
+    resumed = _run("evidence_bench.py", *argv)
+    assert resumed.count("warm start rebuilt: same losses and held-out scores as recorded") == 2, resumed[-3000:]
+    assert resumed.count("re-ingested (same exact as recorded)") == 2, resumed[-3000:]
+    again_cur = [r for r in json.loads(state.read_text())["records"] if r["arm"] == "curriculum-mixed"]
+    key = ("seed", "budget", "step_exact", "step_nll", "loss_tokens", "samples", "order_sha256")
+    assert [{k: r[k] for k in key} for r in again_cur] == [{k: r[k] for k in key} for r in cur]
     report = _run("evidence_bench.py", "--plan", str(plan_path), "--quick", "--state", str(state), "--report")
     assert re.search(r"(?m)^verdict: (established|refuted|not decidable) -- ", report), report[-2000:]
     assert re.search(r"(?m)^ace - random, primary exact: .* @500, .* @1500 \(seeds \[0, 1\]\)$", report)
