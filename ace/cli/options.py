@@ -357,6 +357,10 @@ def number_option(default: Any, *flags: str, min: int | float, max: int | float,
     return info
 
 
+#: ``config_options(names=...)`` for a ``policy`` field: the flag is ``--policy/-p``, as everywhere.
+POLICY_FLAGS = {"policy": ("--policy", "-p")}
+
+
 def limit_field(help: str) -> Any:
     """A config field for ``--limit N``: only the first N tasks (after any ``--skip``); ``None``, all of them."""
     return field(default=None, metadata={"help": help, "min": 1, "max": MAX_TASKS})

@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 from ace.cli import app, progress_bar
 from ace.cli.options import (
+    POLICY_FLAGS,
     budget_options,
     check_policy_spec,
     checkpoint_option,
@@ -44,9 +45,6 @@ POLICY_HELP = (
     "openai:<model>@<base_url>[,<base_url>...] (OpenAI-compatible servers; several comma-separated URLs share "
     "the conversations) or sim:<weakness.toml> (the simulated agent)."
 )
-
-
-POLICY_FLAGS = {"policy": ("--policy", "-p")}
 
 
 @dataclass(frozen=True)

@@ -38,13 +38,9 @@ HAND_TYPED: dict[str, set[str]] = {
     # ace/cli/synthcmd.py
     "synth": {"--target", "--weakness", "--strategy", "--ray", "--rewriter-url", "--out", "--rewriter-model",
               "--policy"},
-    # ace/cli/exportcmd.py, grpocmd.py, loopcmd.py, traincmd.py
+    # ace/cli/exportcmd.py, loopcmd.py
     "export": {"--out", "--format", "--force"},
     "loop": {"--policy"},
-    "train grpo": {"--name", "--skip", "--force", "--eval-every", "--eval-limit", "--out", "--policy", "--metrics-out",
-                   "--experiment", "--report-to", "--limit"},
-    "train sft": {"--skip", "--force", "--out", "--policy", "--limit", "--json"},
-    "train user-sim": {"--skip", "--force", "--out", "--policy", "--limit"},
 }
 
 #: A flag of this name stands for this constant: its default is the constant, wherever it is declared.
