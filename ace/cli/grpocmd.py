@@ -5,13 +5,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-import typer
-
 from ace.cli.graphcmd import with_store
-from ace.cli.options import MAX_TASKS, config_options, json_option, number_option, tasks_option
+from ace.cli.options import (
+    POLICY_FLAGS,
+    config_options,
+    experiment_option,
+    force_option,
+    json_option,
+    limit_field,
+    name_option,
+    out_option,
+    skip_field,
+    tasks_option,
+)
 from ace.cli.render import console, esc, table
 from ace.cli.traincmd import LR_FLAGS, train_app
 from ace_env.environments import environment_of
@@ -34,6 +44,36 @@ from train.users_tau2 import tau2_user_rows
 log = logging.getLogger(__name__)
 
 
+#: Where ``ace train grpo --report-to`` also logs (TRL's ``report_to``); ``none``: only ACE's own metrics.
+REPORTERS = ("none", "tensorboard", "wandb")
+
+
+@dataclass(frozen=True)
+class GrpoRun:
+    """What `ace train grpo` trains, on which of the tasks, where its metrics go and how often it evaluates."""
+
+    policy: str = field(default=DEFAULT_POLICY, metadata={"help": "hf:<model folder or name> to train."})
+    skip: int = skip_field("Leave out the first N tasks (e.g. the ones evaluated).")
+    limit: Optional[int] = limit_field("Train on at most N tasks (after --skip).")
+    metrics_out: Optional[Path] = field(default=None, metadata={
+        "help": "Per-step metrics JSONL (default: OUT/metrics.jsonl)."})
+    eval_every: int = field(default=0, metadata={"help": "Evaluate every N steps and at the end (0: never).",
+                                                 "min": 0, "max": 100_000})
+    eval_limit: int = field(default=5, metadata={"help": "Evaluate on the first N of --eval-tasks.",
+                                                 "min": 1, "max": 10_000})
+    report_to: str = field(default=REPORTERS[0], metadata={
+        "help": "Also log to: none, tensorboard or wandb (TRL's report_to)."})
+
+
+@dataclass(frozen=True)
+class UserSimRun:
+    """Which model `ace train user-sim` turns into a user simulator, and which of the tasks it learns from."""
+
+    policy: str = field(default=DEFAULT_POLICY, metadata={"help": "hf:<model> to turn into a user simulator."})
+    skip: int = skip_field("Leave out the first N tasks (held out for fidelity).")
+    limit: Optional[int] = limit_field("At most N tasks (after --skip).")
+
+
 def _local_model(policy: str) -> Path:
     kind, _, model = policy.partition(":")
     if kind != "hf" or not model:
@@ -52,22 +92,18 @@ def _select(spec: str, skip: int, limit: Optional[int]) -> list[Any]:
 
 @train_app.command("grpo")
 @config_options(GRPORunConfig, names=LR_FLAGS)
+@config_options(GrpoRun, in_place=True, param="run", names=POLICY_FLAGS,
+                before={"skip": "out", "limit": "out", "metrics_out": "eval_tasks", "eval_every": "eval_tasks",
+                        "eval_limit": "experiment", "report_to": "as_json"})
 def grpo_cmd(
     config: GRPORunConfig,
-    policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help="hf:<model folder or name> to train."),
+    run: GrpoRun = None,  # type: ignore[assignment]
     tasks: str = tasks_option(note="Prompts (e.g. a task file from ace synth)."),
-    skip: int = number_option(0, "--skip", min=0, max=MAX_TASKS, help="Leave out the first N tasks (e.g. the ones evaluated)."),
-    limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="Train on at most N tasks (after --skip)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Folder of the trained model; load it with --policy hf:OUT."),
-    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
-    metrics_out: Optional[Path] = typer.Option(
-        None, "--metrics-out", help="Per-step metrics JSONL (default: OUT/metrics.jsonl)."),
-    eval_every: int = number_option(0, "--eval-every", min=0, max=100_000, help="Evaluate every N steps and at the end (0: never)."),
+    out: Path = out_option(help="Folder of the trained model; load it with --policy hf:OUT."),
+    force: bool = force_option(),
     eval_tasks: Optional[str] = tasks_option(None, "--eval-tasks", note="Tasks of the evaluation (default: --tasks)."),
-    eval_limit: int = number_option(5, "--eval-limit", min=1, max=10_000, help="Evaluate on the first N of --eval-tasks."),
-    experiment: str = typer.Option("grpo", "--experiment", "-e", help="Experiment the evaluations are written to."),
-    name: Optional[str] = typer.Option(None, "--name", help="The policy's name in the graph (default: from --policy)."),
-    report_to: str = typer.Option("none", "--report-to", help="Also log to: none, tensorboard or wandb (TRL's report_to)."),
+    experiment: str = experiment_option("grpo", help="Experiment the evaluations are written to."),
+    name: Optional[str] = name_option(None, "--name", help="The policy's name in the graph (default: from --policy)."),
     as_json: bool = json_option("Print the metrics as JSON lines."),
 ) -> None:
     """Train a local model with GRPO (TRL), the verifier's verdict as the reward.
@@ -85,6 +121,8 @@ def grpo_cmd(
     `ace query capability-history` shows the run's progress per skill.
     Several GPUs or machines: `accelerate launch --num_processes K -m ace.cli train grpo ...`.
     """
+    policy, skip, limit, metrics_out, eval_every, eval_limit, report_to = (
+        run.policy, run.skip, run.limit, run.metrics_out, run.eval_every, run.eval_limit, run.report_to)
     check_name(experiment, "--experiment")  # evaluations go to $ACE_HOME/runs/grpo-eval/E/NAME and scope E/NAME/step-K
     if name is not None:
         check_name(name, "--name")
@@ -94,7 +132,7 @@ def grpo_cmd(
     check_mode(task_list, config)  # before the model resolves
     model_dir = _local_model(policy)
     reporters = [] if report_to == "none" else [report_to]
-    if report_to not in ("none", "tensorboard", "wandb"):
+    if report_to not in REPORTERS:
         raise ConfigError(f"--report-to {report_to!r}: choose none, tensorboard or wandb")
     graph_name = name if name is not None else policy_name(policy)  # an empty --name is refused, not the default
     eval_list = _select(eval_tasks or tasks, 0, eval_limit) if eval_every else []
@@ -139,13 +177,12 @@ def grpo_cmd(
 
 @train_app.command("user-sim")
 @config_options(SFTRunConfig, include=("epochs", "learning_rate", "max_length", "seed"), names=LR_FLAGS)
+@config_options(UserSimRun, in_place=True, param="run", names=POLICY_FLAGS, before={"skip": "out", "limit": "out"})
 def user_sim_cmd(
-    policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help="hf:<model> to turn into a user simulator."),
+    run: UserSimRun = None,  # type: ignore[assignment]
     tasks: str = tasks_option(note="Tasks whose dialogs it learns from."),
-    skip: int = number_option(0, "--skip", min=0, max=MAX_TASKS, help="Leave out the first N tasks (held out for fidelity)."),
-    limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="At most N tasks (after --skip)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Folder of the user simulator; use it as an `llm` user."),
-    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
+    out: Path = out_option(help="Folder of the user simulator; use it as an `llm` user."),
+    force: bool = force_option(),
     as_json: bool = json_option("Print the report as JSON."),
     config: SFTRunConfig = None,  # type: ignore[assignment]
 ) -> None:
@@ -160,6 +197,7 @@ def user_sim_cmd(
     dialogue, built from the scenario and the gold actions (train/users_tau2.py); dialogues
     the fidelity check flags are left out.  Measure it with benchmarks/tau2_user_bench.py.
     """
+    policy, skip, limit = run.policy, run.skip, run.limit
     out = check_out(Path(out), force, directory=True)
     _local_model(policy)
     skipped: list[str] = []

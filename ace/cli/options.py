@@ -24,7 +24,7 @@ import tempfile
 import textwrap
 import threading
 import typing
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, field, fields
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -357,6 +357,20 @@ def number_option(default: Any, *flags: str, min: int | float, max: int | float,
     return info
 
 
+#: ``config_options(names=...)`` for a ``policy`` field: the flag is ``--policy/-p``, as everywhere.
+POLICY_FLAGS = {"policy": ("--policy", "-p")}
+
+
+def limit_field(help: str) -> Any:
+    """A config field for ``--limit N``: only the first N tasks (after any ``--skip``); ``None``, all of them."""
+    return field(default=None, metadata={"help": help, "min": 1, "max": MAX_TASKS})
+
+
+def skip_field(help: str) -> Any:
+    """A config field for ``--skip N``: leave out the first N tasks (0, none)."""
+    return field(default=0, metadata={"help": help, "min": 0, "max": MAX_TASKS})
+
+
 @functools.lru_cache(maxsize=None)
 def _attribute_docs(cls: type) -> dict[str, str]:
     """Docstrings written under dataclass fields (``x: int = 1`` then ``\"\"\"help\"\"\"``)."""
@@ -388,6 +402,7 @@ def config_options(
     param: str = "config",
     env: bool = False,
     in_place: bool = False,
+    before: dict[str, str] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Add one ``--field-name`` option per field of the dataclass ``cls`` to a command.
 
@@ -404,7 +419,9 @@ def config_options(
     ``(cls, field, default)`` so a test can hold every flag to its field.
 
     The flags come after the command's own parameters; with ``in_place`` they stand where
-    the command declares ``<param>``, so a command orders its help as it orders its parameters.  A ``bool`` field is a
+    the command declares ``<param>``, so a command orders its help as it orders its parameters; ``before`` stands
+    a field's flag just before one of the command's own parameters instead (field -> parameter name), so one
+    config's flags can sit among shared ones where the help has always shown them.  A ``bool`` field is a
     ``--x/--no-x`` switch unless its metadata says ``"negatable": False`` (then ``--x``
     alone turns it on); a ``Path`` field is a path flag; a field that is not an int/float/str/bool/Path (``Optional[list[Path]]``,
     say) takes its type from the dataclass's annotation and its default must be ``None``.  A field without a
@@ -414,6 +431,7 @@ def config_options(
     skip = set(exclude)
     overrides = dict(defaults or {})
     renames = dict(names or {})
+    positions = dict(before or {})
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         helps = field_help(cls)
@@ -422,10 +440,16 @@ def config_options(
         sig = inspect.signature(fn, eval_str=True)
         own = sig.parameters.get(param)
         params = [p for p in sig.parameters.values() if p.name != param]
+        targets = {p.name: p for p in params}
+        for name, target in positions.items():
+            if name not in {f.name for f in chosen} or target not in targets:
+                raise TypeError(f"config_options({cls.__name__}): before={{{name!r}: {target!r}}} needs a field "
+                                f"that is a flag and a parameter of {fn.__name__}")
         at = list(sig.parameters).index(param) if in_place and own is not None else len(params)
         kind_of_added = own.kind if in_place and own is not None else inspect.Parameter.KEYWORD_ONLY
         taken = {p.name for p in params}
         added, keys = [], []
+        placed: dict[str, list[inspect.Parameter]] = {}  # a command parameter -> the flags that stand before it
         shown: dict[str, str] = {}  # field -> its flags as the user types them, for error messages
         fixed = {k: v for k, v in overrides.items() if k not in {f.name for f in chosen}}  # set, not a flag
         for f in chosen:
@@ -469,7 +493,12 @@ def config_options(
             info.ace_field = (cls, f.name, default)  # type: ignore[attr-defined]
             if f.name == "tasks":
                 info.ace_tasks = True  # type: ignore[attr-defined]
-            added.append(inspect.Parameter(pname, kind_of_added, annotation=annotation, default=info))
+            if f.name in positions:
+                target = targets[positions[f.name]]
+                placed.setdefault(target.name, []).append(
+                    inspect.Parameter(pname, target.kind, annotation=annotation, default=info))
+            else:
+                added.append(inspect.Parameter(pname, kind_of_added, annotation=annotation, default=info))
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -487,7 +516,14 @@ def config_options(
                 raise ConfigError(f"{cls.__name__}: {e}") from e
             return fn(*args, **{param: config}, **kwargs)
 
-        wrapper.__signature__ = sig.replace(parameters=params[:at] + added + params[at:])  # type: ignore[attr-defined]
+        ordered: list[inspect.Parameter] = []
+        for i, p in enumerate([*params, None]):
+            if i == at:
+                ordered.extend(added)
+            if p is not None:
+                ordered.extend(placed.get(p.name, []))
+                ordered.append(p)
+        wrapper.__signature__ = sig.replace(parameters=ordered)  # type: ignore[attr-defined]
         return wrapper
 
     return decorate

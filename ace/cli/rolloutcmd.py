@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-import typer
-
 from ace.cli import app, progress_bar
 from ace.cli.options import (
-    MAX_TASKS,
+    POLICY_FLAGS,
     budget_options,
     check_policy_spec,
+    checkpoint_option,
     config_options,
+    experiment_option,
     force_option,
     json_option,
-    number_option,
+    limit_field,
+    name_option,
+    out_option,
     ray_option,
     tasks_option,
 )
@@ -42,6 +45,56 @@ POLICY_HELP = (
     "openai:<model>@<base_url>[,<base_url>...] (OpenAI-compatible servers; several comma-separated URLs share "
     "the conversations) or sim:<weakness.toml> (the simulated agent)."
 )
+
+
+@dataclass(frozen=True)
+class PolicyRun:
+    """Which policy `ace rollout` and `ace eval` roll out, on how many of the tasks."""
+
+    policy: str = field(default=DEFAULT_POLICY, metadata={"help": POLICY_HELP})
+    limit: Optional[int] = limit_field("Only the first N tasks of --tasks.")
+
+
+@dataclass(frozen=True)
+class RolloutRun(PolicyRun):
+    """`ace rollout`'s own settings: how tools are listed, and how many Ray actors share the work."""
+
+    full_schemas: bool = field(default=False, metadata={
+        "help": "List tools as full JSON schemas (default: compact signatures).", "negatable": False})
+    ray_workers: Optional[int] = field(default=None, metadata={
+        "help": "With --ray and a non-openai policy: actors, one CPU each (default: the cluster's CPUs).",
+        "min": 1, "max": 1024})
+
+
+#: `ace eval --min-support`, apart from ace_graph.stats.MIN_SUPPORT on purpose: one checkpoint's evaluation is
+#: tens of tasks, and at 20 attempts most compositions of a small run would not be listed (issue 33).
+EVAL_MIN_SUPPORT = 5
+
+
+@dataclass(frozen=True)
+class EvalRun(PolicyRun):
+    """`ace eval`'s own settings: what counts as a weak composition, the gold prefix, τ²'s user and judge."""
+
+    min_support: int = field(default=EVAL_MIN_SUPPORT, metadata={
+        "help": "Least attempts for a weak composition.", "min": 1, "max": 1_000_000})
+    gold_prefix: bool = field(default=False, metadata={
+        "help": "Score every oracle step with the oracle's own calls and outputs before it in context, instead of "
+                "rolling out freely (hf: policies: NLL and teacher-forced exact match from one forward pass per "
+                "task). The scope is marked gold-prefix.", "negatable": False})
+    generate: bool = field(default=False, metadata={
+        "help": "With --gold-prefix: the policy writes each step and its call is verified by execution (needed "
+                "for sim: and openai: policies).", "negatable": False})
+    user: Optional[str] = field(default=None, metadata={
+        "help": f"τ² tasks: who plays the user: `{SCRIPTED}` (the default: deterministic and faithful, the same "
+                "user for every checkpoint) or a policy, hf:MODEL or openai:MODEL@URL, given τ²'s user prompt and "
+                "stop signals."})
+    judge: Optional[str] = field(default=None, metadata={
+        "help": "τ² tasks: judge the tasks' natural-language assertions through an OpenAI-compatible endpoint, "
+                "openai:MODEL@URL (off by default). Judged verdicts are reported and stored apart from the exact "
+                "ones and never count in an exact pass rate."})
+    max_turns: Optional[int] = field(default=None, metadata={
+        "help": f"τ² tasks: most messages in a dialogue, both sides (default {DEFAULT_MAX_TURNS}).",
+        "min": 2, "max": 1000})
 
 
 def _tasks(spec: str, limit: int | None, budget: Budget, any_environment: bool = False) -> list[Task]:
@@ -96,19 +149,17 @@ def rollout_flags(fn: Any) -> Any:
 
 @app.command("rollout")
 @rollout_flags
+@config_options(RolloutRun, in_place=True, param="run", names=POLICY_FLAGS,
+                before={"limit": "ray", "full_schemas": "ray", "ray_workers": "as_json"})
 def rollout_cmd(
-    policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help=POLICY_HELP),
+    run: RolloutRun = None,  # type: ignore[assignment]
     tasks: str = tasks_option(),
-    out: Path = typer.Option(..., "--out", "-o", help="Rollout JSONL to write (ACE rollouts with full messages)."),
+    out: Path = out_option(help="Rollout JSONL to write (ACE rollouts with full messages)."),
     force: bool = force_option(),
-    limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="Only the first N tasks of --tasks."),
-    full_schemas: bool = typer.Option(False, "--full-schemas", help="List tools as full JSON schemas (default: compact signatures)."),
     ray: Optional[str] = ray_option(
         "Spread the conversations over a Ray cluster: its address (host:port), `auto` (the running local one) "
         "or `local` (a private one for this command). openai: one Ray actor per base URL; other policies: "
         "--ray-workers actors. The file is the one a local run writes."),
-    ray_workers: Optional[int] = number_option(
-        None, "--ray-workers", min=1, max=1024, help="With --ray and a non-openai policy: actors, one CPU each (default: the cluster's CPUs)."),
     as_json: bool = json_option("Print the totals as JSON."),
     rollout: RolloutConfig = None,  # type: ignore[assignment]
     generation: GenerationConfig = None,  # type: ignore[assignment]
@@ -132,6 +183,7 @@ def rollout_cmd(
     `ace rollout -p hf:smollm2-135m --tasks bfcl:base --limit 5 --out runs/r.jsonl`;
     `ace rollout -p openai:smollm2@http://10.0.0.1:8000/v1,http://10.0.0.2:8000/v1 --ray 10.0.0.1:6379 ...`.
     """
+    policy, limit, ray_workers = run.policy, run.limit, run.ray_workers
     out = Path(out)
     check_policy_spec(policy)
     check_specs(policy)
@@ -140,7 +192,7 @@ def rollout_cmd(
     config = _config(rollout, generation, budget, request)
     if ray_workers is not None and ray is None:
         raise ConfigError("--ray-workers needs --ray")
-    totals = run_rollouts(policy, task_list, config, out, compact_tools=not full_schemas, quiet=as_json,
+    totals = run_rollouts(policy, task_list, config, out, compact_tools=not run.full_schemas, quiet=as_json,
                           ray=ray, ray_workers=ray_workers)
     if as_json:
         print(json.dumps(totals))
@@ -169,35 +221,19 @@ def _table(title: str, rows: list[dict[str, Any]], cols: list[str]):
 
 @app.command("eval")
 @rollout_flags
+@config_options(EvalRun, in_place=True, param="run", names=POLICY_FLAGS,
+                before={"limit": "out", **{f: "as_json" for f in ("min_support", "gold_prefix", "generate", "user",
+                                                                   "judge", "max_turns")}})
 def eval_cmd(
-    policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help=POLICY_HELP),
+    run: EvalRun = None,  # type: ignore[assignment]
     tasks: str = tasks_option(),
-    experiment: str = typer.Option(..., "--experiment", "-e", help="Experiment name (scope)."),
-    checkpoint: str = typer.Option(..., "--checkpoint", "-c", help="Checkpoint name; its last number is the round."),
-    name: Optional[str] = typer.Option(
+    experiment: str = experiment_option(help="Experiment name (scope)."),
+    checkpoint: str = checkpoint_option(),
+    name: Optional[str] = name_option(
         None, "--name", help="The policy's name in the graph (default: from --policy, e.g. hf-smollm2-135m). "
         "Give two checkpoints of one model the same name to see them in capability-history."),
-    limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="Only the first N tasks of --tasks."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep the rollouts here (default: under $ACE_HOME/runs/eval)."),
+    out: Optional[Path] = out_option(None, "Keep the rollouts here (default: under $ACE_HOME/runs/eval)."),
     force: bool = force_option(),
-    min_support: int = number_option(5, "--min-support", min=1, max=1_000_000, help="Least attempts for a weak composition."),
-    gold_prefix: bool = typer.Option(
-        False, "--gold-prefix", help="Score every oracle step with the oracle's own calls and outputs before it "
-        "in context, instead of rolling out freely (hf: policies: NLL and teacher-forced exact match from one "
-        "forward pass per task). The scope is marked gold-prefix."),
-    generate: bool = typer.Option(
-        False, "--generate", help="With --gold-prefix: the policy writes each step and its call is verified by "
-        "execution (needed for sim: and openai: policies)."),
-    user: Optional[str] = typer.Option(
-        None, "--user", help=f"τ² tasks: who plays the user: `{SCRIPTED}` (the default: deterministic and "
-        "faithful, the same user for every checkpoint) or a policy, hf:MODEL or openai:MODEL@URL, given τ²'s "
-        "user prompt and stop signals."),
-    judge: Optional[str] = typer.Option(
-        None, "--judge", help="τ² tasks: judge the tasks' natural-language assertions through an OpenAI-compatible "
-        "endpoint, openai:MODEL@URL (off by default). Judged verdicts are reported and stored apart from the "
-        "exact ones and never count in an exact pass rate."),
-    max_turns: Optional[int] = number_option(
-        None, "--max-turns", min=2, max=1000, help=f"τ² tasks: most messages in a dialogue, both sides (default {DEFAULT_MAX_TURNS})."),
     as_json: bool = json_option("Print the result as JSON."),
     rollout: RolloutConfig = None,  # type: ignore[assignment]
     generation: GenerationConfig = None,  # type: ignore[assignment]
@@ -236,6 +272,8 @@ def eval_cmd(
     """
     from rich.console import Console
 
+    policy, limit, min_support, gold_prefix, generate, user, judge, max_turns = (
+        run.policy, run.limit, run.min_support, run.gold_prefix, run.generate, run.user, run.judge, run.max_turns)
     check_specs(policy, user, judge)
     graph_name = name if name is not None else policy_name(policy)  # an empty --name is refused, not the default
     for value, flag in ((experiment, "--experiment"), (graph_name, "--name"), (checkpoint, "--checkpoint")):

@@ -5,13 +5,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from ace.cli import app
-from ace.cli.options import MAX_TASKS, config_options, number_option, tasks_option
+from ace.cli.options import (
+    POLICY_FLAGS,
+    config_options,
+    force_option,
+    json_option,
+    limit_field,
+    out_option,
+    skip_field,
+    tasks_option,
+)
 from ace_env.tasksets import load_task_set
 from ace_env.workspace import check_out
 from ace_graph.errors import ConfigError
@@ -27,16 +37,25 @@ SFT_FLAGS = ("epochs", "learning_rate", "batch_size", "max_length", "seed")
 LR_FLAGS = {"learning_rate": ("--lr", "--learning-rate")}
 
 
+@dataclass(frozen=True)
+class SftRun:
+    """Which model `ace train sft` starts from, and which of the tasks it learns from."""
+
+    policy: str = field(default=DEFAULT_POLICY, metadata={"help": "hf:<model folder or name> to start from."})
+    skip: int = skip_field("Leave out the first N tasks (e.g. the ones `ace eval --limit N` uses).")
+    limit: Optional[int] = limit_field("Train on at most N tasks (after --skip).")
+
+
 @train_app.command("sft")
 @config_options(SFTRunConfig, include=SFT_FLAGS, names=LR_FLAGS)
+@config_options(SftRun, in_place=True, param="run", names=POLICY_FLAGS,
+                before={"skip": "as_json", "limit": "as_json"})
 def sft_cmd(
-    policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help="hf:<model folder or name> to start from."),
+    run: SftRun = None,  # type: ignore[assignment]
     tasks: str = tasks_option(note="Tasks whose oracle transcripts it learns from (e.g. a file from ace synth)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Folder of the trained model; load it with --policy hf:OUT."),
-    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
-    skip: int = number_option(0, "--skip", min=0, max=MAX_TASKS, help="Leave out the first N tasks (e.g. the ones `ace eval --limit N` uses)."),
-    limit: Optional[int] = number_option(None, "--limit", min=1, max=MAX_TASKS, help="Train on at most N tasks (after --skip)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    out: Path = out_option(help="Folder of the trained model; load it with --policy hf:OUT."),
+    force: bool = force_option(),
+    as_json: bool = json_option("Print the report as JSON."),
     config: SFTRunConfig = None,  # type: ignore[assignment]
 ) -> None:
     """Fine-tune on oracle transcripts (the ground truth played as a conversation, tool results
@@ -47,6 +66,7 @@ def sft_cmd(
     `ace train sft --tasks bfcl:base --skip 10 --limit 40 --out runs/sft`.
     Torch uses ACE_TORCH_THREADS threads (default 1; faster on a busy 2-core machine).
     """
+    policy, skip, limit = run.policy, run.skip, run.limit
     kind, _, model = policy.partition(":")
     if kind != "hf" or not model:
         raise ConfigError(f"--policy {policy!r}: SFT trains a local model, give hf:<folder or name>")
