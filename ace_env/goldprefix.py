@@ -23,10 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ace_env.errors import AceError
-from ace_env.worker import Budget
+
+if TYPE_CHECKING:  # a type only: ace_env.twins imports this module, and the worker imports the executor
+    from ace_env.worker import Budget
 
 #: The system message of an agent that calls tools (BFCL's rollouts, exports, SFT and gold transcripts).
 SYSTEM_PROMPT = (
@@ -45,7 +47,8 @@ ABSTAIN_MESSAGE = (
 
 
 class GoldPrefixError(AceError):
-    """A task whose gold transcript cannot be built (its gold does not run cleanly, or is malformed)."""
+    """A task whose gold cannot be written as a transcript (it does not run cleanly, is malformed, or calls
+    what fits no function)."""
 
 
 @dataclass(frozen=True)
@@ -101,3 +104,9 @@ class GoldPrefix:
     prefix: str
     transcript: Callable[[Any], GoldTranscript]
     judge: Callable[[Mapping[str, Any], Budget], AbstractContextManager[Judge]]
+
+
+def sft_row(transcript: GoldTranscript) -> dict[str, Any]:
+    """A gold transcript as an OpenAI chat fine-tuning example (``{"messages", "tools"}``): what an environment
+    without rows of its own writes for ``ace export --format openai-sft`` (its entry's ``export_rows``)."""
+    return {"messages": [dict(m) for m in transcript.messages], "tools": transcript.tools_for(0)}

@@ -7,8 +7,9 @@ entry alone: ``ace env replay toy``, ``ace sim rollouts --tasks toy``, ``ace ver
 gold replay, its simulated agent, its verifier (:class:`ToyVerifier`), its step reader for the skill graph's
 tagger (:func:`steps`), its tools' base skills (:data:`SKILLS`), its part of gold-prefix scoring
 (:data:`GOLD_PREFIX`: a task's gold transcript and the judging of an answer at a step, for ``ace eval
---tasks toy --gold-prefix``) and its simulated agent's answer at one such step (:func:`gold_prefix_step`); see
-docs/environments.md for what an environment implements.
+--tasks toy --gold-prefix``), its simulated agent's answer at one such step (:func:`gold_prefix_step`) and
+its exports (``ace export --tasks toy``: its own task file, :func:`write_tasks`, and ``openai-sft`` rows of its
+gold transcripts); see docs/environments.md for what an environment implements.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ace_env.bounded import LineError
 from ace_env.calls import Call, parse_call
 from ace_env.environments import ENVIRONMENTS, ToolEnvironment
 from ace_env.errors import ConfigError, TaskLoadError
-from ace_env.goldprefix import DONE_MESSAGE, SYSTEM_PROMPT, GoldPrefix, GoldTranscript, Judge, StepVerdict
+from ace_env.goldprefix import DONE_MESSAGE, SYSTEM_PROMPT, GoldPrefix, GoldTranscript, Judge, StepVerdict, sft_row
 from ace_env.goldprefix import GoldStep as PrefixStep
 from ace_env.modelout import is_malformed, parse_message
 from ace_env.sim import MALFORMED, WRONG_TOOL, WeaknessSpec, load_weakness, simulate, slip_chance
@@ -345,6 +346,24 @@ def gold_prefix_step(task: ToyTask, turn: int, index: int, spec: WeaknessSpec,
     return made, {"turn": turn, "index": index, "tool": tool, "kind": kind, "cause": cause}
 
 
+# --------------------------------------------------------------------------- export
+
+#: The file of its own export format (``ace export --format toy``): one task per line.
+TASKS_FILE = "toy_tasks.jsonl"
+
+
+def write_tasks(tasks: Iterable[ToyTask], folder: Path, report: Any) -> None:
+    """``ace export --format toy``: its tasks as JSON lines (id, group, prompt, gold calls, expected store)."""
+    with open(folder / TASKS_FILE, "w", encoding="utf-8") as f:
+        for task in tasks:
+            if not isinstance(task, ToyTask):
+                report.skip(task.id, "not a toy task")
+                continue
+            f.write(json.dumps({"id": task.id, "group": task.group, "prompt": task.prompt,
+                                "gold": [[t, dict(a)] for t, a in task.gold], "expected": dict(task.expected)}) + "\n")
+            report.written += 1
+
+
 TOY = ToolEnvironment(
     name=NAME, title="Toy key-value store", task_type=ToyTask,
     replay=replay,
@@ -367,6 +386,8 @@ TOY = ToolEnvironment(
     tool_skills=SKILLS,
     gold_prefix=GOLD_PREFIX,
     gold_prefix_step=gold_prefix_step,
+    export_writer=write_tasks,
+    export_rows={"openai-sft": lambda task: sft_row(transcript(task))},  # its gold transcript, as it is
 )
 
 

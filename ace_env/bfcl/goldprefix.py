@@ -37,19 +37,6 @@ from ace_env.worker import Budget
 # --------------------------------------------------------------------------- the gold transcript
 
 
-def tool_arguments(call: Call) -> dict[str, Any]:
-    """A call's arguments by parameter name, as an assistant tool call carries them (JSON values)."""
-    name = call.name
-    sig = twins.signature(name)
-    if sig is None:
-        raise GoldPrefixError(f"call {call.render()}: {name!r} is not a BFCL function")
-    try:
-        bound = sig.bind(*call.args, **call.kwargs)
-    except TypeError as e:
-        raise GoldPrefixError(f"call {call.render()} does not fit {name}'s signature: {e}") from e
-    return json.loads(json.dumps(dict(bound.arguments)))
-
-
 def user_message(task: Task, turn: int) -> dict[str, Any]:
     """The task's own user turn as one message (BFCL's sentence for tools-only turns), as the rollout engine's
     scripted user says it."""
@@ -92,7 +79,7 @@ def bfcl_transcript(task: Task) -> GoldTranscript:
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [{"id": call_id, "type": "function",
-                                "function": {"name": call.name, "arguments": json.dumps(tool_arguments(call))}}],
+                                "function": {"name": call.name, "arguments": json.dumps(twins.tool_arguments(call))}}],
             })
             messages.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": ostep.output})
         if not turn.ground_truth:

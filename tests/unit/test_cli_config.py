@@ -43,7 +43,7 @@ HAND_TYPED: dict[str, set[str]] = {
     "synth": {"--target", "--weakness", "--strategy", "--ray", "--rewriter-url", "--out", "--rewriter-model",
               "--policy"},
     # ace/cli/exportcmd.py, grpocmd.py, loopcmd.py, traincmd.py
-    "export": {"--out", "--format", "--force"},
+    "export": {"--out"},
     "loop": {"--policy"},
     "train grpo": {"--name", "--skip", "--force", "--eval-every", "--eval-limit", "--out", "--policy", "--metrics-out",
                    "--experiment", "--report-to", "--limit"},

@@ -210,3 +210,32 @@ def test_ace_eval_gold_prefix_runs_it(toy, tmp_path, monkeypatch, capsys):
         ("toy:put_then_incr", "put", True), ("toy:put_then_incr", "incr", False), ("toy:put_then_incr", "get", True)]
     assert result["exact_match"] == 0.4 and {r["attribution"] for r in rows if not r["passed"]} == {"wrong_tool"}
     assert ingested["toy:put_then_incr"].fail_prev_tool == "put" and ingested["toy:count_twice"].reward == 0.0
+
+
+def test_ace_export_writes_its_tasks_and_its_gold_transcripts(toy, tmp_path, capsys):
+    """`ace export --tasks toy`: its own task file (its entry's export_writer) and openai-sft rows of its gold
+    transcripts (its export_rows); trl, which it does not give, is refused at load."""
+    assert main(["export", "--tasks", "toy:counter", "--format", "toy", "--out", str(tmp_path / "own"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["files"] == [toyenv.TASKS_FILE]
+    rows = [json.loads(line) for line in (tmp_path / "own" / toyenv.TASKS_FILE).read_text().splitlines()]
+    assert rows == [{"id": "toy:count_twice", "group": "counter", "prompt": "Count n up twice.",
+                     "gold": [["incr", {"key": "n"}], ["incr", {"key": "n"}]], "expected": {"n": 2}},
+                    {"id": "toy:put_then_incr", "group": "counter", "prompt": "Set n to 5, add one, and read n.",
+                     "gold": [["put", {"key": "n", "value": 5}], ["incr", {"key": "n"}], ["get", {"key": "n"}]],
+                     "expected": {"n": 6}}]
+    assert main(["export", "--tasks", "toy", "--format", "openai-sft", "--out", str(tmp_path / "sft"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["written"], report["skipped"]) == (4, 0)
+    lines = [json.loads(line) for line in (tmp_path / "sft" / "train.jsonl").read_text().splitlines()]
+    ids = [json.loads(line)["task_id"] for line in (tmp_path / "sft" / "task_ids.jsonl").read_text().splitlines()]
+    assert ids == [t.id for t in toyenv.TASKS] and all(set(row) == {"messages", "tools"} for row in lines)
+    last = lines[3]["messages"]  # put(n, 5), incr(n), get(n): each call, its real output, then the closing text
+    assert [m["role"] for m in last] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant",
+                                         "tool", "assistant"]
+    assert last[1]["content"] == "Set n to 5, add one, and read n."
+    assert [m["content"] for m in last if m["role"] == "tool"] == [
+        '{"key": "n", "value": 5}', '{"key": "n", "value": 6}', '{"key": "n", "value": 6}']
+    assert last[4]["tool_calls"][0]["function"] == {"name": "incr", "arguments": '{"key": "n"}'}
+    assert [t["function"]["name"] for t in lines[0]["tools"]] == ["put", "get", "incr"]
+    assert main(["export", "--tasks", "toy", "--format", "trl", "--out", str(tmp_path / "trl")]) == 1
+    assert "not supported by" in capsys.readouterr().err
