@@ -39,7 +39,7 @@ HAND_TYPED: dict[str, set[str]] = {
     "synth": {"--target", "--weakness", "--strategy", "--ray", "--rewriter-url", "--out", "--rewriter-model",
               "--policy"},
     # ace/cli/exportcmd.py, loopcmd.py
-    "export": {"--out", "--format", "--force"},
+    "export": {"--out"},
     "loop": {"--policy"},
 }
 
