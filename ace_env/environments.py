@@ -38,6 +38,9 @@ A :class:`ToolEnvironment` is a table of functions, one per thing the layers abo
 ``gold_prefix_step``      the simulated agent's answer at one gold-prefix step (``sim:`` policies)
 ``gold_prefix``           what gold-prefix scoring asks of it (:mod:`ace_env.goldprefix`): a task's gold
                           transcript and the judging of an answer at a step (``ace eval --gold-prefix``)
+``policy_dialogues``      what a policy's dialogues with its simulated user need (:mod:`ace_env.dialogues`:
+                          ``ace eval`` of a policy as its agent, ``ace train user-sim``); None: no dialogues
+``results_agent``         the agent a result file in its own format names (``ace ingest``), or None
 ========================  ==========================================================================
 
 Each environment is a package, ``ace_env/<name>/`` (:mod:`ace_env.bfcl`, :mod:`ace_env.tau2`), whose
@@ -54,12 +57,14 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from ace_env.bfcl.environment import bfcl_tool_info, bfcl_verifier, replay_bfcl
 from ace_env.bfcl.export import write_bfcl
 from ace_env.bfcl.goldprefix import BFCL_GOLD_PREFIX
+from ace_env.dialogues import PolicyDialogues
 from ace_env.errors import ConfigError
 from ace_env.goldprefix import GoldPrefix
 from ace_env.sim import DEMO_WEAKNESS, WeaknessSpec, gold_prefix_step, load_weakness, simulate, simulate_one
 from ace_env.steps import GoldSteps
 from ace_env.tasks import Task
-from ace_env.tau2.environment import tau2_results_spec, tau2_steps, tau2_verifier, tau2_weakness
+from ace_env.tau2.dialogue import TAU2_DIALOGUES
+from ace_env.tau2.environment import tau2_results_agent, tau2_results_spec, tau2_steps, tau2_verifier, tau2_weakness
 from ace_env.tau2.export import write_tau2
 from ace_env.tau2.goldprefix import TAU2_GOLD_PREFIX
 from ace_env.tau2.replay import replay_tasks as replay_tau2
@@ -115,6 +120,11 @@ class ToolEnvironment:
     #: task it cannot write raises ``ace_env.goldprefix.GoldPrefixError``).  Empty for BFCL, the default
     #: environment, whose rows (the task's own turns) the training layer writes, and for τ² (refused).
     export_rows: Mapping[str, Callable[[Any], dict[str, Any]]] = field(default_factory=dict, hash=False)
+    #: What a policy's dialogues with its simulated user need of it (:class:`~ace_env.dialogues.PolicyDialogues`:
+    #: ``ace eval`` of a policy as its agent, ``ace train user-sim``); None: its rollouts are no dialogues.
+    policy_dialogues: PolicyDialogues | None = None
+    #: The agent (its ``policy`` name) a result file in its own format names (``results_spec``); None: none.
+    results_agent: Callable[[Path], str | None] | None = None
 
     def owns(self, task: Any) -> bool:
         return isinstance(task, self.task_type)
@@ -172,6 +182,8 @@ TAU2 = ToolEnvironment(
     steps=tau2_steps,
     gold_prefix=TAU2_GOLD_PREFIX,
     export_writer=write_tau2,
+    policy_dialogues=TAU2_DIALOGUES,
+    results_agent=tau2_results_agent,
 )
 
 

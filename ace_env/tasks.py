@@ -17,6 +17,11 @@ from typing import Any
 from ace_env.errors import TaskLoadError
 from ace_env.views import check_views
 
+#: The user's message in a turn whose only news is new tools (``tools_added``, no words of the user's): BFCL's
+#: harness sends this sentence in its miss_func turns (:mod:`ace_env.bfcl` writes it into those turns), and a
+#: rollout's scripted user says it for any such turn.
+ADDED_TOOLS_PROMPT = "I have updated some more functions you can choose from. What about now?"
+
 
 def _need(ok: bool, name: str, what: str, value: Any) -> None:
     if not ok:

@@ -11,7 +11,7 @@ alone: a user who states its business, gives the identifiers it knows when asked
 
 Users, K samples per task at temperature > 0 (the scripted one is deterministic):
 
-* ``scripted``: the ideal dialogue's user (train/users_tau2.py ScriptedTau2User), the ceiling;
+* ``scripted``: the ideal dialogue's user (ace_env/tau2/users.py ScriptedTau2User), the ceiling;
 * ``base``: SmolLM2-135M-Instruct (``hf:smollm2-135m``) given τ²'s user prompt (guidelines + scenario);
 * ``sft``: the same model fine-tuned here on tau2_user_rows of the training tasks (``ace train user-sim``'s
   training, a small budget).
@@ -44,23 +44,16 @@ from typing import Any
 
 from _common import quick_workspace
 
+from ace_env.tau2.ideal import ANYTHING_ELSE, ask_text, identifiers, norm, report_text
 from ace_env.tau2.orchestrate import AGENT_STOP, run_dialogue
 from ace_env.tau2.tasks import Tau2Task, load_tasks
 from ace_env.tau2.user import FLAG_KINDS, check_fidelity
+from ace_env.tau2.users import ScriptedTau2User, Tau2LLMUser, tau2_user_rows
 from train.models import resolve_model
 from train.policies import load_policy
 from train.policies.base import GenerationConfig
 from train.sft import SFTRunConfig, train_sft_rows
-from train.users_tau2 import (
-    ANYTHING_ELSE,
-    ScriptedTau2User,
-    Tau2LLMUser,
-    ask_text,
-    identifiers,
-    norm,
-    report_text,
-    tau2_user_rows,
-)
+from train.tau2_eval import PolicyGenerate
 
 #: Held-out airline tasks (τ² ids): gold writes to the database, and an identifier only the user knows.
 HELD_OUT = ("7", "9", "11", "20", "27", "30", "37", "40")
@@ -159,8 +152,8 @@ def llm_user(spec: str, temperature: float, max_tokens: int):
     policy = load_policy(spec)
 
     def make(task: Tau2Task, sample: int) -> Tau2LLMUser:
-        return Tau2LLMUser(policy, GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=sample),
-                           task)
+        return Tau2LLMUser(PolicyGenerate(policy, GenerationConfig(temperature=temperature, max_tokens=max_tokens,
+                                                                    seed=sample)), task)
 
     return make
 

@@ -36,12 +36,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
-from ace_env import bfcl, twins
+from ace_env import twins
 from ace_env.boundedcalls import BoundedCalls, Overrun
 from ace_env.executor import Environment, StepResult
 from ace_env.fields import check_bounds
 from ace_env.modelout import parse_message
-from ace_env.tasks import Task
+from ace_env.tasks import ADDED_TOOLS_PROMPT, Task
 from ace_env.worker import Budget
 from train.export import SYSTEM_PROMPT  # the system message of rollouts, exports and SFT alike
 from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError
@@ -97,12 +97,13 @@ class User(Protocol):
 
 
 class ScriptedUser:
-    """The task's own user turns, one message per turn (BFCL's sentence for tools-only turns)."""
+    """The task's own user turns, one message per turn (:data:`~ace_env.tasks.ADDED_TOOLS_PROMPT` for a
+    tools-only turn)."""
 
     def message(self, task: Task, turn: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
         texts = [m.get("content", "") for m in task.turns[turn].user if m.get("role", "user") == "user"]
         text = "\n\n".join(t for t in texts if t)
-        return {"role": "user", "content": text or bfcl.ADDED_TOOLS_PROMPT}
+        return {"role": "user", "content": text or ADDED_TOOLS_PROMPT}
 
 
 def offered_schemas(task: Task, turn: int) -> list[dict[str, Any]]:

@@ -1,21 +1,25 @@
 """``ace eval`` on τ²-bench tasks: a policy plays τ²'s agent against a user simulator, verified and stored.
 
-For each task (and each of ``n_per_task`` samples) :func:`ace_env.tau2.orchestrate.run_dialogue` runs one
-dialogue on a copy-on-write environment, every tool call in the bounded worker:
+What the dialogue is comes from the tasks' environment, its entry's ``policy_dialogues``
+(:class:`ace_env.dialogues.PolicyDialogues`; τ²'s is :mod:`ace_env.tau2.dialogue`): this module is the policy
+side (loading, sampling, the judge, the graph) and imports no environment.  For each task (and each of
+``n_per_task`` samples) τ²'s :func:`ace_env.tau2.orchestrate.run_dialogue` runs one dialogue on a
+copy-on-write environment, every tool call in the bounded worker:
 
 * **the agent** (:class:`PolicyAgent`) is the evaluated policy (``hf:`` or ``openai:``), given τ²'s own
-  agent system prompt (:data:`AGENT_INSTRUCTION` and the domain policy, as τ²'s ``LLMAgent`` builds it)
+  agent system prompt (:data:`ace_env.tau2.agent.AGENT_INSTRUCTION` and the domain policy, as τ²'s
+  ``LLMAgent`` builds it)
   and the domain's agent tools, offered the way ACE offers BFCL's (the policy's chat template, compact
   signatures by default).  Its answer is parsed as data (:func:`ace_env.modelout.parse_message`: OpenAI
   ``tool_calls``, ``<tool_call>`` JSON or a python-list call, read with ``json``/``ast`` only, never
   evaluated); a call that cannot be read runs as an erroring call, as BFCL's malformed calls do.
-* **the user** is ``scripted`` by default (:class:`train.users_tau2.ScriptedTau2User`: the opening of the
+* **the user** is ``scripted`` by default (:class:`ace_env.tau2.users.ScriptedTau2User`: the opening of the
   task's ideal dialogue, then exactly the identifiers it is asked for, then τ²'s stop signal once asked
   whether there is anything else).  Why: it is deterministic (two checkpoints meet the same user, so the
   user adds no reward variance to a comparison) and faithful (it never invents or leaks), where the base
   SmolLM2-135M measured as a user plays the assistant, invents identifiers and never stops
   (benchmarks/RESULTS.md, τ² user simulator).  ``--user hf:...|openai:...`` makes any policy the user
-  (:class:`train.users_tau2.Tau2LLMUser`, τ²'s user prompt and stop signals), e.g. a fine-tuned one.
+  (:class:`ace_env.tau2.users.Tau2LLMUser`, τ²'s user prompt and stop signals), e.g. a fine-tuned one.
 
 Each dialogue becomes an ACE rollout row (``rollout_id``, ``task_id``, ``turns``: one flat list of
 ``{name, arguments[, requestor]}`` calls, ``messages``, ``meta``), the format of ``ace sim rollouts
@@ -28,9 +32,9 @@ Verdicts say how they were reached (:mod:`train.judge`):
   database, assertions and actions), the final-state checks alone (``meta.state_reward``: what τ²'s
   evaluator checks, so a skipped read call passes there) and the ``COMMUNICATE`` check, which is
   deterministic: τ²'s own ``CommunicateEvaluator`` (each info string in an agent message,
-  case-insensitive, commas dropped) on the dialogue (:func:`communicate_check`).  ``tau2_reward`` is
-  the final-state checks times COMMUNICATE where the task's reward basis names it: τ²'s reward without
-  its NL assertions (for airline, whose basis is DB and COMMUNICATE, the whole of it).
+  case-insensitive, commas dropped) on the dialogue (:func:`ace_env.tau2.dialogue.communicate_check`).
+  ``tau2_reward`` is the final-state checks times COMMUNICATE where the task's reward basis names it: τ²'s
+  reward without its NL assertions (for airline, whose basis is DB and COMMUNICATE, the whole of it).
 * ``judged``: the task's natural-language assertions, only with ``--judge openai:MODEL@URL``
   (:class:`train.judge.Judge`); each assertion's yes/no/unparseable/error and the rollout's judged
   outcome.  Stored on the Rollout node under ``judged_*`` properties and reported under ``judged`` in
@@ -42,21 +46,16 @@ Verdicts say how they were reached (:mod:`train.judge`):
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
+from ace_env.dialogues import PolicyDialogues
 from ace_env.environments import environment_of
 from ace_env.errors import ConfigError
 from ace_env.fields import offset_seed
-from ace_env.tau2.calls import Tau2Calls
-from ace_env.tau2.orchestrate import Dialogue, run_dialogue
-from ace_env.tau2.package import tau2_modules
-from ace_env.tau2.rollouts import call_dict
-from ace_env.tau2.tasks import Tau2Task
 from ace_graph.ingest import ingest_file
 from ace_graph.store import GraphStore, scope_key
 from train.engine import RolloutConfig
@@ -64,8 +63,6 @@ from train.evaluation import _tables, atomic_file
 from train.judge import EXACT, JUDGED, Judge, judged_outcome
 from train.policies import RequestConfig, load_policy
 from train.policies.base import Conversation, GenerationConfig, Policy
-from train.tau2_agent import agent_message, agent_system_prompt
-from train.users_tau2 import ScriptedTau2User, Tau2LLMUser
 
 #: The default user simulator (see the module docstring for why).
 SCRIPTED = "scripted"
@@ -73,16 +70,40 @@ SCRIPTED = "scripted"
 #: Messages per dialogue by default (both sides; τ² allows 100 steps, tool results included).
 DEFAULT_MAX_TURNS = 30
 
+
+def dialogues_of(tasks: Any) -> PolicyDialogues:
+    """What the tasks' environment gives a policy's dialogues (its entry's ``policy_dialogues``); refused in
+    one line for an environment whose rollouts are no dialogues."""
+    env = environment_of(tasks)
+    if env.policy_dialogues is None:
+        raise ConfigError(f"{env.title} tasks are not dialogues with a simulated user (its entry gives no "
+                          "policy_dialogues): a policy cannot play their agent against one")
+    return env.policy_dialogues
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyGenerate:
+    """``generate(view, tools, key)`` (:data:`ace_env.dialogues.Generate`): the policy's one reply to a
+    conversation, sampled with ``generation`` (a simulated user's turn)."""
+
+    policy: Policy
+    generation: GenerationConfig
+
+    def __call__(self, view: list[dict[str, Any]], tools: list[dict[str, Any]], key: str) -> Any:
+        return self.policy.generate([Conversation(view, tools, key, None, len(view))], self.generation)[0]
+
+
 class PolicyAgent:
     """A policy playing τ²'s agent on one dialogue; a ``run_dialogue`` agent.  Keeps what it cost."""
 
-    def __init__(self, policy: Policy, generation: GenerationConfig, task: Tau2Task, key: str) -> None:
+    def __init__(self, policy: Policy, generation: GenerationConfig, task: Any, key: str) -> None:
         self.policy, self.generation, self.task, self.key = policy, generation, task, key
+        self.dialogues = dialogues_of([task])
         self.prompt_tokens = self.completion_tokens = self.replies = 0
         self.errors: list[str] = []
 
     def __call__(self, view: list[dict[str, Any]]) -> dict[str, Any]:
-        messages = [{"role": "system", "content": agent_system_prompt(self.task.domain)}, *view]
+        messages = [{"role": "system", "content": self.dialogues.agent_prompt(self.task)}, *view]
         conv = Conversation(messages, list(self.task.tools), self.key, None, 0)
         reply = self.policy.generate([conv], self.generation)[0]
         self.replies += 1
@@ -91,29 +112,7 @@ class PolicyAgent:
         if reply.finish_reason == "error":
             self.errors.append(str(reply.error)[:300])
             return {"role": "assistant", "content": ""}  # the dialogue ends: agent_error
-        return agent_message(reply.message)
-
-
-def communicate_check(task: Tau2Task, messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """τ²'s COMMUNICATE check, exact: τ²'s ``CommunicateEvaluator`` on the dialogue's agent texts.
-    ``ok`` is None when the task has no information to communicate."""
-    info = list(task.communicate_info)
-    if not info:
-        return {"method": EXACT, "ok": None, "missing": []}
-    m = tau2_modules()  # τ² imported ACE's way first (no .env read, no litellm)
-    evaluator = importlib.import_module("tau2.evaluator.evaluator_communicate").CommunicateEvaluator
-    said = [m.message.AssistantMessage(role="assistant", content=x["content"]) for x in messages
-            if x.get("role") == "assistant" and isinstance(x.get("content"), str) and x["content"].strip()]
-    missing = [c.info for c in evaluator.evaluate_communicate_info(said, info) if not c.met]
-    return {"method": EXACT, "ok": not missing, "missing": missing}
-
-
-def tau2_reward(task: Tau2Task, reward: float, communicate_ok: bool | None) -> float:
-    """The exact part of τ²'s reward: the final-state checks (``reward``) times COMMUNICATE where the reward
-    basis names it (NL_ASSERTION, judged, is left out: airline's and most of retail's basis do not name it)."""
-    if "COMMUNICATE" in task.reward_basis and communicate_ok is False:
-        return 0.0
-    return reward
+        return self.dialogues.agent_message(reply.message)
 
 
 def check_tau2_options(policy_spec: str, user: str | None) -> None:
@@ -127,20 +126,21 @@ def check_tau2_options(policy_spec: str, user: str | None) -> None:
 
 
 def user_factory(spec: str | None, agent_spec: str, agent_policy: Policy, generation: GenerationConfig,
-                 request: RequestConfig | None = None) -> tuple[str, Callable[[Tau2Task, int], Any], Policy | None]:
+                 request: RequestConfig | None = None) -> tuple[str, Callable[[Any, int], Any], Policy | None]:
     """(the user's name, ``make(task, sample)`` -> a user callable, the policy it loaded to close or None)."""
     check_tau2_options(agent_spec, spec)
     if spec in (None, SCRIPTED):
-        return SCRIPTED, lambda task, sample: ScriptedTau2User(task), None
+        return SCRIPTED, lambda task, sample: dialogues_of([task]).scripted_user(task), None
     policy = agent_policy if spec == agent_spec else load_policy(spec, request=request)
 
-    def make(task: Tau2Task, sample: int) -> Tau2LLMUser:
-        return Tau2LLMUser(policy, dataclasses.replace(generation, seed=offset_seed(generation.seed, sample)), task)
+    def make(task: Any, sample: int) -> Any:
+        sampled = dataclasses.replace(generation, seed=offset_seed(generation.seed, sample))
+        return dialogues_of([task]).llm_user(PolicyGenerate(policy, sampled), task)
 
     return spec, make, (None if policy is agent_policy else policy)
 
 
-def rollout_row(task: Tau2Task, sample: int, d: Dialogue, agent: PolicyAgent, policy_spec: str, user: str,
+def rollout_row(task: Any, sample: int, d: Any, agent: PolicyAgent, policy_spec: str, user: str,
                 config: RolloutConfig, max_turns: int) -> dict[str, Any]:
     """A dialogue as an ACE rollout row (``ace ingest`` reads it as it reads ``ace sim rollouts``' τ² rows)."""
     verdict = d.verdict(task)
@@ -159,19 +159,14 @@ def rollout_row(task: Tau2Task, sample: int, d: Dialogue, agent: PolicyAgent, po
     if d.overrun:
         meta["ended"], meta["ended_detail"] = d.termination, d.detail[:500]
     return {"rollout_id": f"{task.id}#{sample}", "task_id": task.id,
-            "turns": [[call_dict(s.call.name, s.call.arguments, s.call.requestor) for s in d.steps]],
+            "turns": dialogues_of([task]).turns(d),
             "messages": d.messages, "meta": meta}
 
 
-def add_checks(task: Tau2Task, row: dict[str, Any], judge: Judge | None) -> None:
+def add_checks(task: Any, row: dict[str, Any], judge: Judge | None) -> None:
     """The row's checks beyond ACE's step verifier, each labelled: COMMUNICATE (exact), τ²'s reward without
     its NL assertions (exact: the final-state checks times COMMUNICATE), NL assertions (judged)."""
-    comm = communicate_check(task, row["messages"])
-    checks: dict[str, Any] = {
-        "communicate": comm,
-        "tau2_reward": {"method": EXACT, "value": tau2_reward(task, row["meta"]["state_reward"], comm["ok"]),
-                        "basis": list(task.reward_basis)},
-    }
+    checks: dict[str, Any] = dialogues_of([task]).exact_checks(task, row["messages"], row["meta"]["state_reward"])
     if task.nl_assertions:
         if judge is None:
             checks["nl_assertions"] = {"method": None, "outcome": None, "note": "not checked (no --judge)"}
@@ -182,16 +177,17 @@ def add_checks(task: Tau2Task, row: dict[str, Any], judge: Judge | None) -> None
     row["meta"]["checks"] = checks
 
 
-def run_tau2(policy_spec: str, tasks: list[Tau2Task], config: RolloutConfig, out: Path, user: str | None = None,
+def run_tau2(policy_spec: str, tasks: list[Any], config: RolloutConfig, out: Path, user: str | None = None,
              judge: str | None = None, max_turns: int = DEFAULT_MAX_TURNS, compact_tools: bool = True,
              on_done: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Every task's dialogues (``n_per_task`` each, task by task) into ``out``, written whole or not at all;
     the totals.  Dialogues run one at a time; their tool calls share one watched worker (``config.budget``;
     None runs them here, unbounded)."""
     check_tau2_options(policy_spec, user)
+    dialogues = dialogues_of(tasks)
     policy = load_policy(policy_spec, compact_tools=compact_tools, request=config.request)
     judge_ = Judge(judge, request=config.request) if judge else None
-    runner = Tau2Calls({t.id: t for t in tasks}, config.budget) if config.budget is not None else None
+    runner = dialogues.calls({t.id: t for t in tasks}, config.budget) if config.budget is not None else None
     user_policy = None
     start = time.perf_counter()
     totals: dict[str, Any] = {"rollouts": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0,
@@ -204,8 +200,8 @@ def run_tau2(policy_spec: str, tasks: list[Tau2Task], config: RolloutConfig, out
                     rid = f"{task.id}#{sample}"
                     generation = dataclasses.replace(config.generation, seed=offset_seed(config.generation.seed, sample))
                     agent = PolicyAgent(policy, generation, task, rid)
-                    d = run_dialogue(task, agent, make_user(task, sample), max_turns=max_turns,
-                                     budget=config.budget, calls=runner)
+                    d = dialogues.run(task, agent, make_user(task, sample), max_turns=max_turns,
+                                      budget=config.budget, calls=runner)
                     row = rollout_row(task, sample, d, agent, policy_spec, user_name, config, max_turns)
                     add_checks(task, row, judge_)
                     f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
@@ -297,7 +293,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def evaluate_tau2(store: GraphStore, policy_spec: str, tasks: list[Tau2Task], experiment: str, name: str,
+def evaluate_tau2(store: GraphStore, policy_spec: str, tasks: list[Any], experiment: str, name: str,
                   checkpoint: str, config: RolloutConfig, out: Path, user: str | None = None,
                   judge: str | None = None, max_turns: int = DEFAULT_MAX_TURNS, min_support: int = 5,
                   compact_tools: bool = True, on_done: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
@@ -324,6 +320,6 @@ def evaluate_tau2(store: GraphStore, policy_spec: str, tasks: list[Tau2Task], ex
 
 __all__ = [
     "DEFAULT_MAX_TURNS", "SCRIPTED", "PolicyAgent",
-    "add_checks", "check_tau2_options", "communicate_check", "evaluate_tau2", "graph_rows",
-    "rollout_row", "run_tau2", "summarize", "tau2_reward", "user_factory",
+    "PolicyGenerate", "add_checks", "check_tau2_options", "dialogues_of", "evaluate_tau2", "graph_rows",
+    "rollout_row", "run_tau2", "summarize", "user_factory",
 ]

@@ -1,8 +1,8 @@
 """A tiny, randomly initialised Qwen2-style model with a BPE tokenizer, built offline.
 
 For tests and smoke runs: nothing is downloaded.  The tokenizer is trained on
-the fly on ACE's own prompts (the chat template, BFCL's tool docs and user
-turns), has ChatML's special tokens, and carries ACE's tool-aware template, so
+the fly on ACE's own prompts (the chat template, the default environment's
+(BFCL's) tool docs and user turns), has ChatML's special tokens, and carries ACE's tool-aware template, so
 the model goes through exactly the code paths of a real one (template, batched
 generation, SFT, GRPO), in well under a second per step on a CPU.
 """
@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ace_env import bfcl
+from ace_env import twins
+from ace_env.environments import DEFAULT
+from ace_env.tasksets import load_task_set
 from train.policies.template import ACE_CHAT_TEMPLATE
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -20,9 +22,10 @@ SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 def _corpus(n_tasks: int = 40) -> list[str]:
     texts = [ACE_CHAT_TEMPLATE]
-    for info in bfcl.functions().values():
-        texts.append(json.dumps(info.doc))
-    for task in bfcl.load_tasks("base")[:n_tasks]:
+    for name, info in twins.all_functions().items():  # the default environment's functions, twins left out
+        if not twins.is_twin(name):
+            texts.append(json.dumps(info.doc))
+    for task in list(load_task_set(f"{DEFAULT.name}:base").values())[:n_tasks]:  # its first base tasks
         for turn in task.turns:
             texts.extend(m.get("content", "") for m in turn.user)
             texts.extend(turn.ground_truth)

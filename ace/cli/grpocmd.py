@@ -25,7 +25,7 @@ from ace.cli.options import (
 from ace.cli.render import console, esc, table
 from ace.cli.traincmd import LR_FLAGS, train_app
 from ace_env.environments import environment_of
-from ace_env.tasksets import load_task_set, load_tau2_task_set, parse_task_spec
+from ace_env.tasksets import environment_of_spec, load_every_task, load_task_set
 from ace_env.workspace import ace_home, check_name, check_out
 from ace_graph.errors import ConfigError
 from ace_graph.taskfiles import refuse_changes_to_stored_tasks
@@ -39,7 +39,6 @@ from train.policies import DEFAULT_POLICY, policy_name
 from train.policies.base import GenerationConfig
 from train.sft import SFTRunConfig, train_sft_rows
 from train.users import user_sim_rows
-from train.users_tau2 import tau2_user_rows
 
 log = logging.getLogger(__name__)
 
@@ -194,19 +193,21 @@ def user_sim_cmd(
 
     τ² tasks (tau2:airline, tau2:retail, tau2:telecom): the user's view as τ² shows it (its
     system prompt and scenario, the agent's texts) -> each user message of the task's ideal
-    dialogue, built from the scenario and the gold actions (train/users_tau2.py); dialogues
+    dialogue, built from the scenario and the gold actions (ace_env/tau2/users.py); dialogues
     the fidelity check flags are left out.  Measure it with benchmarks/tau2_user_bench.py.
     """
     policy, skip, limit = run.policy, run.skip, run.limit
     out = check_out(Path(out), force, directory=True)
     _local_model(policy)
     skipped: list[str] = []
-    if parse_task_spec(tasks).tau2_domains:
-        task_list = list(load_tau2_task_set(tasks).values())[skip:]
+    named = environment_of_spec(tasks)
+    dialogues = named.policy_dialogues if named is not None else None  # its user is a simulator (τ²)
+    if dialogues is not None:
+        task_list = list(load_every_task(tasks).values())[skip:]
         task_list = task_list[:limit] if limit is not None else task_list
         if not task_list:
             raise ConfigError(f"no tasks left in {tasks!r} after --skip {skip}")
-        rows = tau2_user_rows(task_list, skipped)
+        rows = dialogues.user_rows(task_list, skipped)
         unit = "user messages"
     else:
         task_list = _select(tasks, skip, limit)

@@ -31,9 +31,9 @@ from typing import Any, Callable, Iterable
 import typer
 
 from ace.errors import Stopped
+from ace_env.environments import spec_of_results
 from ace_env.fields import bound_error, bounds_text
-from ace_env.tasksets import TASK_SPEC_HELP, parse_task_spec
-from ace_env.tau2.results import read_results_cached, sniff
+from ace_env.tasksets import TASK_SPEC_HELP, environment_of_spec, parse_task_spec
 from ace_env.worker import Budget
 from ace_env.workspace import check_name, check_readable
 from ace_graph.errors import ConfigError
@@ -296,7 +296,8 @@ def inputs_task_spec(paths: list[Path], tasks: str | None, fmt: str = "auto",
     one command: a scope's rollouts come from one kind of source."""
     if fmt not in ROLLOUT_FORMATS:
         raise ConfigError(f"--format {fmt!r}: use one of {', '.join(ROLLOUT_FORMATS)}")
-    results = [p for p in paths if sniff(p)]
+    specs = {p: spec_of_results(p) for p in paths}  # the spec a benchmark's own result file names (its entry's)
+    results = [p for p in paths if specs[p] is not None]
     if fmt == "tau2-results" and len(results) != len(paths):
         other = next(p for p in paths if p not in results)
         raise ConfigError(f"--format tau2-results: {other} is not a τ²-bench result file (a JSON document with "
@@ -307,17 +308,20 @@ def inputs_task_spec(paths: list[Path], tasks: str | None, fmt: str = "auto",
         other = next(p for p in paths if p not in results)
         raise ConfigError(f"{other} is not a τ²-bench result file while {results[0]} is; give τ² result files "
                           "and other rollout files in separate commands")
-    read = [read_results_cached(p) for p in results]
-    domains = sorted({r.domain for r in read})
+    env = environment_of_spec(str(specs[results[0]]))  # a result file's spec names its environment
+    agent_of = env.results_agent if env is not None else None
+    domain = {p: parse_task_spec(str(specs[p])).tau2_domains[0] for p in results}
+    domains = sorted(set(domain.values()))
     if tasks is not None:
         named = parse_task_spec(tasks).tau2_domains or ()
         missing = [d for d in domains if d not in named]
         if missing:
             raise ConfigError(f"--tasks {tasks} does not name τ² {', '.join(missing)}, the domain of "
-                              f"{next(r.path for r in read if r.domain in missing)}; leave --tasks out (the files "
+                              f"{next(Path(p).resolve() for p in results if domain[p] in missing)}; leave --tasks out (the files "
                               "say their domain)")
-    policies = {r.policy for r in read}
-    return tasks or "tau2:" + ",".join(domains), (policies.pop() if len(policies) == 1 else None)
+    policies = {agent_of(p) if agent_of is not None else None for p in results}
+    prefix = str(specs[results[0]]).partition(":")[0]
+    return tasks or f"{prefix}:" + ",".join(domains), (policies.pop() if len(policies) == 1 else None)
 
 
 # --------------------------------------------------------------------------- config-derived flags

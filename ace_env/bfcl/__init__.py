@@ -22,7 +22,7 @@ from ace_env.cache import cached_pickle
 from ace_env.calls import Call, parse_call
 from ace_env.errors import TaskLoadError
 from ace_env.taskfile import check_task_file_size, task_file_lines
-from ace_env.tasks import Task, Turn
+from ace_env.tasks import ADDED_TOOLS_PROMPT, Task, Turn  # ADDED_TOOLS_PROMPT: BFCL's miss_func sentence
 from ace_env.workspace import check_readable
 
 BFCL_VERSION = "2026.3.23"
@@ -42,9 +42,6 @@ CLASSES = (
     "VehicleControlAPI",
 )
 
-#: Shown to the agent in a miss_func turn whose only news is new tools
-#: (BFCL's harness sends the same sentence).
-ADDED_TOOLS_PROMPT = "I have updated some more functions you can choose from. What about now?"
 
 
 def installed_version() -> str:

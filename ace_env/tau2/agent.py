@@ -1,9 +1,10 @@
 """τ²'s agent as ACE prompts it and reads it: τ²'s own agent instruction and system prompt around the
 domain policy, and a policy's answer turned into the OpenAI message τ²'s orchestrator takes.
 
-Shared by free-running τ² evaluation (:mod:`train.tau2_eval`) and gold-prefix scoring (τ²'s entry's
-``gold_prefix``, :mod:`ace_env.tau2.goldprefix`), so both ask the agent the same way.  (Moved here from
-``train/tau2_agent.py``, which keeps its names: it imports nothing from the layers above.)
+Shared by free-running τ² evaluation (:mod:`train.tau2_eval`, through τ²'s entry's ``policy_dialogues``,
+:mod:`ace_env.tau2.dialogue`) and gold-prefix scoring (τ²'s entry's ``gold_prefix``,
+:mod:`ace_env.tau2.goldprefix`), so both ask the agent the same way.  (Moved here from
+``train/tau2_agent.py``, now gone: it imports nothing from the layers above.)
 """
 
 from __future__ import annotations

@@ -33,6 +33,11 @@ def tau2_results_spec(path: Path) -> str | None:
     return f"tau2:{read_results_cached(path).domain}" if sniff(path) else None
 
 
+def tau2_results_agent(path: Path) -> str | None:
+    """The agent (``info.agent_info.llm``) a τ²-bench result file names; None for another file or none named."""
+    return read_results_cached(path).policy if sniff(path) else None
+
+
 def tau2_steps(task: Tau2Task, removed: int | None = None) -> GoldSteps:
     """The tagger's reading of a τ² task (:mod:`ace_env.steps`): the user's scenario and the gold agent
     actions replayed (:func:`~ace_env.tau2.rollouts.gold_agent_steps`), or replayed without action

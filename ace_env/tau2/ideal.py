@@ -1,7 +1,7 @@
 """τ²'s ideal dialogue: a task's gold calls played with a scripted user who says exactly the identifying
-values each call needs (moved from :mod:`train.users_tau2`, whose module doc describes it, so that the
-environment's gold-prefix transcript, :mod:`ace_env.tau2.goldprefix`, is built below the training layer;
-the user simulator's SFT rows and its users stay there)."""
+values each call needs (moved from ``train/users_tau2.py``, so that the environment's gold-prefix transcript,
+:mod:`ace_env.tau2.goldprefix`, is built below the training layer; :mod:`ace_env.tau2.users`, where the user
+simulator's SFT rows and its users moved too, describes it)."""
 
 from __future__ import annotations
 

@@ -12,9 +12,10 @@ for the sites that tie code to one environment (the names come from the registry
 * in a ``.cypher`` file: a file name, or a string in the query (comments aside), that names one.
 
 :data:`ALLOWED` lists the sites that remain, each in a file this change did not own (synth/: its synthesis
-contract; train/ and the training commands: its side; options.py: the command-line helpers; schema.cypher,
-run by ace_graph/db.py without parameters; tau2-rollout-checks.cypher, written by train/tau2_eval.py). It is
-a ratchet: a new site fails, and so does a listed site that is gone (take it off the list).
+contract; schema.cypher, run by ace_graph/db.py without parameters; tau2-rollout-checks.cypher, written by
+train/tau2_eval.py). The training side has none: it asks the tasks' environment (``policy_dialogues``, a
+spec's or a result file's environment). It is a ratchet: a new site fails, and so does a listed site that is
+gone (take it off the list).
 """
 
 from __future__ import annotations
@@ -32,16 +33,6 @@ NAMES = tuple(ENVIRONMENTS)
 
 #: Sites still there, by file: {site: count}.  Only shrinks (see the module doc).
 ALLOWED: dict[str, dict[str, int]] = {
-    # command-line helpers: a τ² result file read for its domain (ace_env.environments.spec_of_results
-    # answers the same without the name)
-    'ace/cli/options.py': {'import ace_env.tau2.results': 1},
-    # training side: τ²'s round trip, GRPO on τ² scopes, τ²'s policies and evaluation
-    'ace/cli/grpocmd.py': {'import load_tau2_task_set': 1},
-    'train/engine.py': {'import ace_env.bfcl': 1},
-    'train/tau2_agent.py': {'import ace_env.tau2.agent': 1},  # its names, kept where they were
-    'train/tau2_eval.py': {'import Tau2Calls': 1, 'import Tau2Task': 1, 'import ace_env.tau2.calls': 1, 'import ace_env.tau2.orchestrate': 1, 'import ace_env.tau2.package': 1, 'import ace_env.tau2.rollouts': 1, 'import ace_env.tau2.tasks': 1, 'import tau2_modules': 1},
-    'train/tiny.py': {'import ace_env.bfcl': 1},
-    'train/users_tau2.py': {'import Tau2Task': 1, 'import ace_env.tau2.env': 1, 'import ace_env.tau2.ideal': 1, 'import ace_env.tau2.orchestrate': 1, 'import ace_env.tau2.tasks': 1, 'import ace_env.tau2.user': 1},
     # synthesis: BFCL's strategies and checks, the τ² pipeline and strategies, synth's τ² branch
     'ace/cli/synthcmd.py': {'import Tau2Task': 1, 'import ace_env.tau2.sim': 1, 'import ace_env.tau2.tasks': 1, 'import load_tau2_weakness': 1},
     'synth/checks/values.py': {'import ace_env.bfcl': 1},

@@ -10,6 +10,7 @@ import pytest
 import torch  # the train extra is part of setup: without it these tests fail, never skip
 
 from ace_env.sim import parse_weakness
+from ace_env.tau2.agent import agent_system_prompt
 from ace_env.tau2.goldprefix import judge_tau2
 from ace_env.tau2.sim import agent_tools
 from ace_env.tau2.tasks import load_tasks
@@ -18,7 +19,6 @@ from train.goldprefix import records, score_tasks, transcript
 from train.policies.base import GenerationConfig, Reply
 from train.policies.hf import HFPolicy
 from train.policies.sim import SimPolicy
-from train.tau2_agent import agent_system_prompt
 
 AIRLINE = {t.tau2_id: t for t in load_tasks("airline")}
 #: Airline tasks with two or more gold agent calls, and one without any (an abstain step).

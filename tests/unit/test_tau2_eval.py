@@ -1,5 +1,6 @@
-"""``ace eval`` on τ² (train/tau2_eval.py): τ²'s agent prompt, the agent's answers read as data, the exact
-COMMUNICATE check, verdict labels (exact apart from judged), the rows ingest reads, and the CLI's refusals.
+"""``ace eval`` on τ² (train/tau2_eval.py; τ²'s side in ace_env/tau2/dialogue.py): τ²'s agent prompt, the
+agent's answers read as data, the exact COMMUNICATE check, verdict labels (exact apart from judged), the rows
+ingest reads, and the CLI's refusals.
 
 The agent here is an in-process policy that answers with the gold calls in the forms models write them
 (``<tool_call>`` JSON, a python-list call, a broken block), so the dialogue, the row and ACE's verifier
@@ -17,28 +18,28 @@ import tau2
 
 from ace.cli import main
 from ace_env.errors import ConfigError
+from ace_env.tau2.agent import AGENT_INSTRUCTION, MALFORMED_NAME, SYSTEM_PROMPT, agent_message, agent_system_prompt
+from ace_env.tau2.dialogue import communicate_check, tau2_reward
 from ace_env.tau2.env import new_environment
+from ace_env.tau2.ideal import ANYTHING_ELSE
 from ace_env.tau2.orchestrate import run_dialogue
 from ace_env.tau2.rollouts import calls_of, verify_calls
 from ace_env.tau2.tasks import load_tasks
+from ace_env.tau2.users import ScriptedTau2User
 from ace_env.verifier import MALFORMED_CALL
 from train.engine import RolloutConfig
 from train.judge import EXACT, JUDGED, NO, PASS, UNPARSEABLE, YES, Judge
 from train.policies.base import GenerationConfig, Reply
-from train.tau2_agent import AGENT_INSTRUCTION, MALFORMED_NAME, SYSTEM_PROMPT, agent_message, agent_system_prompt
 from train.tau2_eval import (
     SCRIPTED,
     PolicyAgent,
     add_checks,
     check_tau2_options,
-    communicate_check,
     graph_rows,
     rollout_row,
     summarize,
-    tau2_reward,
     user_factory,
 )
-from train.users_tau2 import ANYTHING_ELSE, ScriptedTau2User
 
 AIRLINE = {t.tau2_id: t for t in load_tasks("airline")}
 
@@ -269,7 +270,8 @@ def test_the_default_user_is_scripted_and_a_policy_user_is_its_own():
     agent = object()
     name, make, loaded = user_factory("hf:x", "hf:x", agent, GenerationConfig(seed=3))
     user = make(AIRLINE["7"], 2)
-    assert name == "hf:x" and loaded is None and user.policy is agent and user.generation.seed == 5
+    assert name == "hf:x" and loaded is None and user.generate.policy is agent
+    assert user.generate.generation.seed == 5
 
 
 @pytest.mark.parametrize("policy, user", [("sim:ace_env/demo_weakness.toml", None), ("hf:x", "sim:w.toml"),

@@ -1,4 +1,4 @@
-"""The τ² user simulator for real (train/users_tau2.py): SFT rows from each task's ideal dialogue, the LLM user
+"""The τ² user simulator for real (ace_env/tau2/users.py, the ideal dialogue in ace_env/tau2/ideal.py): SFT rows from each task's ideal dialogue, the LLM user
 as run_dialogue's user, and `ace train user-sim --tasks tau2:airline`."""
 
 from __future__ import annotations
@@ -10,15 +10,9 @@ import re
 import pytest
 
 from ace.cli import main
-from ace_env.tau2.orchestrate import GREETING, run_dialogue, user_view
-from ace_env.tau2.tasks import GoldAction, load_tasks
-from ace_env.tau2.user import check_fidelity, parse_user_turn, scenario_fields, tokens
-from train.policies.base import GenerationConfig, Reply
-from train.users_tau2 import (
+from ace_env.tau2.ideal import (
     ANYTHING_ELSE,
     IDENTIFYING,
-    ScriptedTau2User,
-    Tau2LLMUser,
     ask_text,
     asked_params,
     asks_anything_else,
@@ -26,8 +20,13 @@ from train.users_tau2 import (
     ideal_dialogue,
     known_text,
     norm,
-    tau2_user_rows,
 )
+from ace_env.tau2.orchestrate import GREETING, run_dialogue, user_view
+from ace_env.tau2.tasks import GoldAction, load_tasks
+from ace_env.tau2.user import check_fidelity, parse_user_turn, scenario_fields, tokens
+from ace_env.tau2.users import ScriptedTau2User, Tau2LLMUser, tau2_user_rows
+from train.policies.base import GenerationConfig, Reply
+from train.tau2_eval import PolicyGenerate
 
 AIRLINE = load_tasks("airline")
 
@@ -173,7 +172,7 @@ def test_llm_user_answers_from_the_users_view_and_drops_calls_in_airline():
     task = AIRLINE[1]
     call = '<tool_call>{"name": "get_user_details", "arguments": {"user_id": "x"}}</tool_call>'
     policy = _Canned({"role": "assistant", "content": f"Hello there. {call}"})
-    user = Tau2LLMUser(policy, GenerationConfig(max_tokens=8))
+    user = Tau2LLMUser(PolicyGenerate(policy, GenerationConfig(max_tokens=8)))
     view = user_view(task, [{"role": "assistant", "content": GREETING}])
     msg = user(view)
     assert msg == {"role": "user", "content": "Hello there."}
@@ -195,7 +194,7 @@ def test_llm_user_keeps_a_telecom_user_tool_call_but_not_an_agent_tool():
     for name, kept in ((user_tool, True), (agent_tool, False)):
         policy = _Canned({"role": "assistant", "content": f'<tool_call>{{"name": "{name}", "arguments": {{}}}}'
                                                           "</tool_call>"})
-        msg = Tau2LLMUser(policy, GenerationConfig(max_tokens=8))(view)
+        msg = Tau2LLMUser(PolicyGenerate(policy, GenerationConfig(max_tokens=8)))(view)
         assert policy.seen[0].tools == list(task.user_tools)
         if kept:
             assert [c["function"]["name"] for c in msg["tool_calls"]] == [name]
@@ -214,7 +213,8 @@ def test_llm_user_with_a_tiny_model_runs_a_dialogue_and_never_calls_a_tool_in_ai
     from train.policies import load_policy
 
     task = AIRLINE[1]
-    user = Tau2LLMUser(load_policy(f"hf:{tiny}"), GenerationConfig(temperature=1.0, max_tokens=12, seed=1))
+    user = Tau2LLMUser(PolicyGenerate(load_policy(f"hf:{tiny}"),
+                                      GenerationConfig(temperature=1.0, max_tokens=12, seed=1)))
     d = run_dialogue(task, lambda view: "Could you please tell me your user id?", user, max_turns=5)
     users = [m for m in d.messages if m["role"] == "user"]
     assert users and all(set(m) <= {"role", "content"} and isinstance(m["content"], str) for m in users)

@@ -1,25 +1,28 @@
-"""The τ² user simulator, for real: a policy playing the user, and SFT rows that teach it.
+"""The τ² user simulator, for real: a policy playing the user, the scripted user, and SFT rows that teach it
+(moved here from ``train/users_tau2.py``: it imports nothing from the layers above; τ²'s entry's
+``policy_dialogues`` hands it to them, :mod:`ace_env.tau2.dialogue`).
 
 :class:`Tau2LLMUser` is a callable for :func:`ace_env.tau2.orchestrate.run_dialogue`'s ``user``: it gets
 the user's view of the dialogue (:func:`~ace_env.tau2.orchestrate.user_view`: τ²'s user system prompt,
 the agent's texts as ``user``, its own messages as ``assistant``), or the dialogue itself when it is bound
-to a task, and asks any policy (``hf:``, ``openai:``) for the next user message.  The answer is text; it
+to a task, and asks a policy (``hf:``, ``openai:``, through the ``generate`` the training layer gives it,
+:data:`ace_env.dialogues.Generate`) for the next user message.  The answer is text; it
 is a tool call only when the domain gives the user tools (telecom) and every call the policy wrote names
 one of them.  Otherwise the calls are dropped and the text around them is the message (a user of airline
 or retail never calls a tool).
 
 :func:`tau2_user_rows` builds SFT rows for that user, deterministically, from each task's scenario and
-gold actions: an *ideal dialogue* (:func:`ideal_dialogue`) in which
+gold actions: an *ideal dialogue* (:func:`ace_env.tau2.ideal.ideal_dialogue`) in which
 
 * the agent greets (τ²'s greeting);
 * the user states the reason for the call, in the first person, without its identifiers;
 * a template agent makes the gold calls in order; before a call whose identifying arguments
-  (:data:`IDENTIFYING`: user id, reservation id, order id, email, zip, names, phone number) hold a value
+  (:data:`~ace_env.tau2.ideal.IDENTIFYING`: user id, reservation id, order id, email, zip, names, phone number) hold a value
   the user knows (it is in the scenario, outside its unknown info) and the dialogue has not yet shown
   (neither said by the user nor in an earlier call's result), it asks for those values
-  (:func:`ask_text`), and the user answers with exactly them (:func:`answer_text`); a gold call the user
+  (:func:`~ace_env.tau2.ideal.ask_text`), and the user answers with exactly them (:func:`~ace_env.tau2.ideal.answer_text`); a gold call the user
   makes (telecom) is asked for, and the user makes it and says so;
-* the agent reports each call's outcome (:func:`report_text`) and asks whether there is anything else;
+* the agent reports each call's outcome (:func:`~ace_env.tau2.ideal.report_text`) and asks whether there is anything else;
   the user ends with ``###STOP###``.
 
 Each user message is a training target, its view before it the input, in the row form of
@@ -38,31 +41,21 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from ace_env.dialogues import Generate
 from ace_env.modelout import is_malformed, parse_message
 from ace_env.tau2.env import USER, tool_schemas
-from ace_env.tau2.ideal import (  # the ideal dialogue lives beside τ²'s environment; __all__ keeps its names here
-    ANYTHING_ELSE,
-    IDENTIFYING,
-    LABELS,
+from ace_env.tau2.ideal import (
     IdealDialogue,
     answer_text,
-    ask_text,
     asked_params,
     asks_anything_else,
-    first_person,
     ideal_dialogue,
-    identifiers,
     known_text,
     norm,
-    opening_text,
-    report_text,
-    user_action_text,
-    user_knows,
 )
 from ace_env.tau2.orchestrate import user_view
 from ace_env.tau2.tasks import Tau2Task
 from ace_env.tau2.user import check_fidelity, scenario_fields, signal_tokens
-from train.policies.base import Conversation, GenerationConfig
 
 
 def ideal_problems(task: Tau2Task, d: IdealDialogue) -> list[str]:
@@ -161,19 +154,20 @@ class Tau2LLMUser:
     it; called with the dialogue itself (the agent's greeting first) it builds the view with
     :func:`~ace_env.tau2.orchestrate.user_view`, which needs ``task``.  The domain's user tools (telecom)
     are offered to the policy; a call is kept only when every call of the answer names one of them.
+    ``generate(view, tools, key)`` asks the policy for one reply (the training layer builds it from a
+    policy and its sampling: ``train.tau2_eval.PolicyGenerate``).
     """
 
     name = "llm"
 
-    def __init__(self, policy: Any, generation: GenerationConfig, task: Tau2Task | None = None) -> None:
-        self.policy = policy
-        self.generation = generation
+    def __init__(self, generate: Generate, task: Tau2Task | None = None) -> None:
+        self.generate = generate
         self.task = task
         self.replies: list[Any] = []  # every policy reply, in order (tokens, finish reason)
 
     def for_task(self, task: Tau2Task) -> "Tau2LLMUser":
         """The same policy and sampling, bound to ``task``."""
-        return Tau2LLMUser(self.policy, self.generation, task)
+        return Tau2LLMUser(self.generate, task)
 
     def _view(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if messages and messages[0].get("role") == "system":
@@ -189,7 +183,7 @@ class Tau2LLMUser:
             scenario_fields(system.partition("<scenario>")[2].rpartition("</scenario>")[0].strip("\n")).get("domain")
         tools = list(self.task.user_tools if self.task is not None else _user_tools(domain) if domain else ())
         key = "tau2-user:" + hashlib.sha256(system.encode()).hexdigest()[:12]
-        reply = self.policy.generate([Conversation(view, tools, key, None, len(view))], self.generation)[0]
+        reply = self.generate(view, tools, key)
         self.replies.append(reply)
         parsed = parse_message(reply.message)
         names = _tool_names(tools)
@@ -201,6 +195,3 @@ class Tau2LLMUser:
                 for k, c in enumerate(calls)]}
         text = parsed.text if parsed.calls else (reply.message.get("content") or "")
         return {"role": USER, "content": text.strip()}
-
-
-__all__ = ["ANYTHING_ELSE", "IDENTIFYING", "IdealDialogue", "LABELS", "ScriptedTau2User", "Tau2LLMUser", "answer_text", "ask_text", "asked_params", "asks_anything_else", "first_person", "ideal_dialogue", "ideal_problems", "identifiers", "known_text", "norm", "opening_text", "report_text", "tau2_user_rows", "user_action_text", "user_knows"]
