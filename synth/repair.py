@@ -22,6 +22,7 @@ from synth.checks.parts import flat_calls, task_fingerprint, user_text_upto
 from synth.checks.seeds import deferred_turns, seed_problems
 from synth.checks.text import repair_text
 from synth.checks.values import Produced, value_provenance
+from synth.seedfix import repair_weekdays
 
 #: Lookups that turn a name into an id: (tool, its one parameter).
 RESOLVERS = (
@@ -86,12 +87,13 @@ def _lookup_for(task: Task, turn: int, index: int, value: object) -> str | None:
 
 def text_repaired(task: Task) -> Task:
     """A copy of the task with the safe text repairs made (:func:`synth.taskcheck.repair_text`: glued sentences
-    spaced, a quote made equal to the ground truth's value it nearly equals); the task itself when none is."""
+    spaced, a quote made equal to the ground truth's value it nearly equals; :func:`synth.seedfix.repair_weekdays`:
+    weekday words a written date contradicts dropped); the task itself when none is."""
     turns = [Turn([dict(m) for m in t.user], list(t.ground_truth), list(t.tools_added)) for t in task.turns]
     copy = Task(task.id, task.source, task.category, turns, task.initial_config, list(task.involved_classes),
                 list(task.tools), task.long_context, dict(task.provenance), list(task.distractors),
                 list(task.output_views))
-    fixed = repair_text(copy)
+    fixed = repair_text(copy) + repair_weekdays(copy)
     if not fixed:
         return task
     copy.provenance = {**copy.provenance, "text_repaired": fixed}
