@@ -18,7 +18,7 @@ import re
 from ace_env.calls import Call
 from ace_env.executor import Environment
 from ace_env.tasks import Task, Turn
-from synth.checks.parts import flat_calls, task_fingerprint, user_text_upto
+from synth.checks.parts import flat_calls, user_text_upto
 from synth.checks.seeds import deferred_turns, seed_problems
 from synth.checks.text import repair_text
 from synth.checks.values import Produced, value_provenance
@@ -116,14 +116,14 @@ def repair_provenance(task: Task) -> Task | None:
     return None
 
 
-#: Seeds as used, by (id, fingerprint): the seed itself, its repaired version, or None.
+#: Seeds as used, by (id, the whole task's fingerprint): the seed itself, its repaired version, or None.
 _USABLE: dict[tuple[str, str], Task | None] = {}
 
 
 def usable_version(seed: Task) -> Task | None:
     """The seed as synthesis may use it: itself when it passes :func:`synth.taskcheck.seed_problems`, else
     its repaired version (:func:`repair_provenance`) when that passes, else None (not used)."""
-    key = (seed.id, task_fingerprint(seed))
+    key = (seed.id, seed.fingerprint())  # the whole task, text included
     if key not in _USABLE:
         if len(_USABLE) >= 8192:
             _USABLE.pop(next(iter(_USABLE)))
