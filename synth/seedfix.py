@@ -40,10 +40,10 @@ _UNITS = (
     ("km/h", "speed", r"\bkm/h\b|\bkph\b|\bkilomet(?:er|re)s? per hour\b"),
     ("mph", "speed", r"\bmph\b|\bm/h\b|\bmiles? per hour\b"),
     ("km", "length", r"\bkm\b|\bkilomet(?:er|re)s?\b"),
-    ("mile", "length", r"\bmiles?\b"),
-    ("meter", "length", r"\bmet(?:er|re)s?\b"),
-    ("gallon", "volume", r"\bgallons?\b"),
-    ("liter", "volume", r"\blit(?:er|re)s?\b"),
+    ("miles", "length", r"\bmiles?\b"),
+    ("meters", "length", r"\bmet(?:er|re)s?\b"),
+    ("gallons", "volume", r"\bgallons?\b"),
+    ("liters", "volume", r"\blit(?:er|re)s?\b"),
     ("celsius", "temperature", r"\bcelsius\b|°\s?c\b"),
     ("fahrenheit", "temperature", r"\bfahrenheit\b|°\s?f\b"),
 )
@@ -54,8 +54,8 @@ _WITH_UNIT = re.compile(r"(?<![\w.])(-?\d+(?:,\d{3})*(?:\.\d+)?)\s*(" + _UNIT_AN
 
 
 def unit_in(text: str) -> str | None:
-    """The one unit a doc text names ('The distance to travel in miles.' -> 'mile'); None when it names none,
-    or two of one dimension ('in km or miles')."""
+    """The one unit a doc text names ('The distance to travel in miles.' -> 'miles'); None when it names none
+    or two ('in km or miles')."""
     found: list[str] = []
     rest = text
     for unit, _, rx in _UNITS:
@@ -138,6 +138,13 @@ def _call_unit(name: str, param: str, arguments: dict[str, Any]) -> str | None:
     return unit
 
 
+def _other_unit(n: float, unit: str, known: list[tuple[float, str, str]]) -> str | None:
+    """Where ``n`` comes from in another unit of ``unit``'s dimension, when every source of it in that
+    dimension has another unit; None when one has ``unit`` or none has that dimension."""
+    found = [(u, where) for m, u, where in known if _same_number(m, n) and _DIMENSION[u] == _DIMENSION[unit]]
+    return found[0][1] if found and all(u != unit for u, _ in found) else None
+
+
 def unit_problems(task: Task) -> list[str]:
     """Values passed on in another unit than the consumer's: a number an earlier call returned in a field
     documented in unit U (or the user wrote with unit U), passed to a parameter documented in unit V of the same
@@ -145,39 +152,32 @@ def unit_problems(task: Task) -> list[str]:
     ``estimate_distance``'s km), with no source of that number in unit V."""
     oracle = oracle_of(task)
     out = []
-    produced: list[tuple[str, str, float, str]] = []  # (tool, field, number, unit)
+    sources: list[tuple[float, str, str]] = []  # (number, unit, where it comes from)
     for t, turn in enumerate(oracle.turns):
-        written = [(float(m.group(1).replace(",", "")), _unit_word(m.group(2)))
+        written = [(float(m.group(1).replace(",", "")), _unit_word(m.group(2)), m.group(0))
                    for m in _WITH_UNIT.finditer(user_text_upto(task, t))]
+        known = sources + [(n, u, f"the user's {w!r}") for n, u, w in written if u is not None]
         for step in turn.steps:
-            def sources(v: float) -> list[tuple[str, str]]:
-                got = [(u, f"{tool}'s {field_} ({u})") for tool, field_, n, u in produced if _same_number(n, v)]
-                return got + [(u, f"the user's '{n:g} {u}'") for n, u in written if u and _same_number(n, v)]
-
             for param, arg in step.arguments.items():
                 want = _call_unit(step.name, param, step.arguments)
-                if want is not None:
-                    for v in leaves(arg):
-                        if number(v) is None or is_trivial(v):
-                            continue
-                        found = [(u, s) for u, s in sources(float(v)) if _DIMENSION[u] == _DIMENSION[want]]
-                        if found and all(u != want for u, _ in found):
-                            out.append(f"turn {t}: {step.call}: {param}={v!r} is documented in {want}s; "
-                                       f"the value is {found[0][1]}")
                 for v in leaves(arg):
-                    if not isinstance(v, str):
-                        continue
-                    for m in _WITH_UNIT.finditer(v):
-                        n, said = float(m.group(1).replace(",", "")), _unit_word(m.group(2))
-                        found = [(u, s) for u, s in sources(n) if said and _DIMENSION[u] == _DIMENSION[said]]
-                        if found and all(u != said for u, _ in found):
-                            out.append(f"turn {t}: {step.call}: {param} writes {m.group(0)!r}; "
-                                       f"the number is {found[0][1]}")
+                    if want is not None and number(v) is not None and not is_trivial(v):
+                        other = _other_unit(float(v), want, known)
+                        if other is not None:
+                            out.append(f"turn {t}: {step.call}: {param}={v!r} is documented in {want}; "
+                                       f"the value is {other}")
+                    for m in _WITH_UNIT.finditer(v) if isinstance(v, str) else ():
+                        said = _unit_word(m.group(2))
+                        other = _other_unit(float(m.group(1).replace(",", "")), said, known) if said else None
+                        if other is not None:
+                            out.append(f"turn {t}: {step.call}: {param} writes {m.group(0)!r}; the number is {other}")
             units = result_units(step.name)
             if units and step.status == "ok":
                 for field_, n in _numbers_by_field(_json(step.output)):
                     if field_ in units:
-                        produced.append((step.name, field_, n, units[field_]))
+                        src = (n, units[field_], f"{step.name}'s {field_} ({units[field_]})")
+                        sources.append(src)
+                        known.append(src)
     return out
 
 

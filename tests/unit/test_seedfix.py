@@ -45,10 +45,10 @@ def _with_text(task, turn, old, new):
 
 
 def test_units_are_read_from_the_function_docs():
-    assert param_units("estimate_drive_feasibility_by_mileage") == {"distance": "mile"}
+    assert param_units("estimate_drive_feasibility_by_mileage") == {"distance": "miles"}
     assert result_units("estimate_distance") == {"distance": "km"}
-    assert param_units("fillFuelTank") == {"fuelAmount": "gallon"}
-    assert result_units("liter_to_gallon") == {"gallon": "gallon"}
+    assert param_units("fillFuelTank") == {"fuelAmount": "gallons"}
+    assert result_units("liter_to_gallon") == {"gallon": "gallons"}
     assert param_units("setCruiseControl")["speed"] == "mph"  # "in m/h", not meters
     assert unit_in("The distance in km or miles.") is None and unit_in("Second number.") is None
 
@@ -68,6 +68,10 @@ def test_values_in_their_documented_unit_are_not_flagged(tasks):
     # converts 40 liters to gallons before filling the tank
     for i in ("multi_turn_base_62", "multi_turn_base_66", "multi_turn_base_69"):
         assert unit_problems(tasks[i]) == [], i
+    # the user's own number, written in km, passed as miles
+    km = _with_text(tasks["multi_turn_base_66"], 0, "450 miles", "450 km")
+    assert unit_problems(km) == ["turn 0: estimate_drive_feasibility_by_mileage(distance=450.0): distance=450.0 is "
+                                 "documented in miles; the value is the user's '450 km'"]
 
 
 def test_a_message_to_another_id_than_the_text_gives_is_flagged_and_not_repaired(tasks):
