@@ -26,12 +26,18 @@ A :class:`ToolEnvironment` is a table of functions, one per thing the layers abo
 ``dialogues``             whether a policy's rollout is a dialogue with a simulated user (``ace eval``)
 ``gold_steps``            a task's steps as ``ace eval --gold-prefix`` scores them
 ``export_format``         the ``ace export --format`` of its own task files
+``export_writer``         what writes them (``ace export``)
+``export_rows``           its tasks as rows of the common JSON-lines formats (``trl``, ``openai-sft``); the
+                          default environment's are the training layer's task-turns rows
 ``results_spec``          the task spec a result file in the benchmark's own format names (``ace ingest``)
 ``fill_hint``             how to fill a graph with its rollouts (the dashboard says it)
 ``load_spec``             its tasks by id from the groups of a ``NAME[:GROUP,...]`` spec (None for BFCL
                           and τ², whose grammar :mod:`ace_env.tasksets` spells out)
 ``probes``                whether ``ace diagnose`` can build probe tasks for its edges (BFCL only, today)
 ``demo_weakness``         the weakness file a simulated agent uses when none is named (BFCL only)
+``gold_prefix_step``      the simulated agent's answer at one gold-prefix step (``sim:`` policies)
+``gold_prefix``           what gold-prefix scoring asks of it (:mod:`ace_env.goldprefix`): a task's gold
+                          transcript and the judging of an answer at a step (``ace eval --gold-prefix``)
 ========================  ==========================================================================
 
 Each environment is a package, ``ace_env/<name>/`` (:mod:`ace_env.bfcl`, :mod:`ace_env.tau2`), whose
@@ -46,11 +52,17 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ace_env.bfcl.environment import bfcl_tool_info, bfcl_verifier, replay_bfcl
+from ace_env.bfcl.export import OWN_SOURCE as BFCL_SOURCE
+from ace_env.bfcl.export import write_bfcl
+from ace_env.bfcl.goldprefix import BFCL_GOLD_PREFIX
 from ace_env.errors import ConfigError
+from ace_env.goldprefix import GoldPrefix
 from ace_env.sim import DEMO_WEAKNESS, WeaknessSpec, gold_prefix_step, load_weakness, simulate, simulate_one
 from ace_env.steps import GoldSteps
 from ace_env.tasks import Task
 from ace_env.tau2.environment import tau2_results_spec, tau2_steps, tau2_verifier, tau2_weakness
+from ace_env.tau2.export import write_tau2
+from ace_env.tau2.goldprefix import TAU2_GOLD_PREFIX
 from ace_env.tau2.replay import replay_tasks as replay_tau2
 from ace_env.tau2.sim import gold_prefix_step as tau2_gold_prefix_step
 from ace_env.tau2.sim import simulate as simulate_tau2
@@ -94,6 +106,16 @@ class ToolEnvironment:
     #: Base skills (1-3 skill ids of ``ace_graph/skills.toml``) of its tools that skills.toml's ``[tools]``
     #: does not map, by tool name: an environment's own tools, tagged without editing the taxonomy.
     tool_skills: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    #: What gold-prefix scoring asks of it (:class:`~ace_env.goldprefix.GoldPrefix`): a task's gold transcript
+    #: and the judging of an answer at one of its steps; None: ``ace eval --gold-prefix`` refuses its tasks.
+    gold_prefix: GoldPrefix | None = None
+    #: The writer of its own ``export_format`` (tasks, folder, report): the report (``train.export.ExportReport``)
+    #: takes ``skip(task_id, reason)``, ``note(task_id, note)`` and counts ``written``; None: no such format.
+    export_writer: Callable[[Iterable[Any], Path, Any], None] | None = None
+    #: Its tasks as rows of the common JSON-lines formats (``trl``, ``openai-sft``), by format: task -> row (a
+    #: task it cannot write raises ``ace_env.goldprefix.GoldPrefixError``).  Empty for BFCL, the default
+    #: environment, whose rows (the task's own turns) the training layer writes, and for τ² (refused).
+    export_rows: Mapping[str, Callable[[Any], dict[str, Any]]] = field(default_factory=dict, hash=False)
 
     def owns(self, task: Any) -> bool:
         return isinstance(task, self.task_type)
@@ -110,7 +132,7 @@ BFCL = ToolEnvironment(
     verifier=bfcl_verifier,
     tool_info=bfcl_tool_info,
     tagging="oracle",
-    own_source="bfcl",
+    own_source=BFCL_SOURCE,
     dialogues=False,
     gold_steps=lambda task: sum(max(len(t.ground_truth), 1) for t in task.turns),
     export_format="bfcl",
@@ -120,6 +142,8 @@ BFCL = ToolEnvironment(
     probes=True,
     demo_weakness=DEMO_WEAKNESS,
     gold_prefix_step=gold_prefix_step,
+    gold_prefix=BFCL_GOLD_PREFIX,
+    export_writer=write_bfcl,
 )
 
 
@@ -147,6 +171,8 @@ TAU2 = ToolEnvironment(
     demo_weakness=None,
     gold_prefix_step=lambda task, turn, index, spec, rng: tau2_gold_prefix_step(task, index, spec, rng),
     steps=tau2_steps,
+    gold_prefix=TAU2_GOLD_PREFIX,
+    export_writer=write_tau2,
 )
 
 

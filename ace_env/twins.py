@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 from ace_env import bfcl
+from ace_env.calls import Call
+from ace_env.goldprefix import GoldPrefixError
 
 
 @dataclass(frozen=True)
@@ -419,6 +421,21 @@ def signature(name: str) -> Optional[inspect.Signature]:
     """The signature (without ``self``) of a BFCL function or a twin (its real tool's); None when unknown."""
     twin = TWINS.get(name)
     return bfcl.signature(twin.real if twin else name)
+
+
+def tool_arguments(call: Call) -> dict[str, Any]:
+    """A call's arguments by parameter name, as an assistant tool call carries them (JSON values); a call that
+    fits no BFCL function or twin raises :class:`~ace_env.goldprefix.GoldPrefixError` (its gold cannot be written
+    as a transcript)."""
+    name = call.name
+    sig = signature(name)
+    if sig is None:
+        raise GoldPrefixError(f"call {call.render()}: {name!r} is not a BFCL function")
+    try:
+        bound = sig.bind(*call.args, **call.kwargs)
+    except TypeError as e:
+        raise GoldPrefixError(f"call {call.render()} does not fit {name}'s signature: {e}") from e
+    return json.loads(json.dumps(dict(bound.arguments)))
 
 
 def tool_schema(name: str) -> dict[str, Any]:

@@ -5,8 +5,11 @@ It is registered as BFCL and τ²-bench are (a :class:`~ace_env.environments.Too
 entry alone: ``ace env replay toy``, ``ace sim rollouts --tasks toy``, ``ace verify --tasks toy``, ``ace ingest
 --tasks toy`` and the graph's queries on what it stored.  Everything it needs is in this module: its tasks, its
 gold replay, its simulated agent, its verifier (:class:`ToyVerifier`), its step reader for the skill graph's
-tagger (:func:`steps`) and its tools' base skills (:data:`SKILLS`); see docs/environments.md for what an
-environment implements.
+tagger (:func:`steps`), its tools' base skills (:data:`SKILLS`), its part of gold-prefix scoring
+(:data:`GOLD_PREFIX`: a task's gold transcript and the judging of an answer at a step, for ``ace eval
+--tasks toy --gold-prefix``), its simulated agent's answer at one such step (:func:`gold_prefix_step`) and
+its exports (``ace export --tasks toy``: its own task file, :func:`write_tasks`, and ``openai-sft`` rows of its
+gold transcripts); see docs/environments.md for what an environment implements.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -22,6 +26,9 @@ from ace_env.bounded import LineError
 from ace_env.calls import Call, parse_call
 from ace_env.environments import ENVIRONMENTS, ToolEnvironment
 from ace_env.errors import ConfigError, TaskLoadError
+from ace_env.goldprefix import DONE_MESSAGE, SYSTEM_PROMPT, GoldPrefix, GoldTranscript, Judge, StepVerdict, sft_row
+from ace_env.goldprefix import GoldStep as PrefixStep
+from ace_env.modelout import is_malformed, parse_message
 from ace_env.sim import MALFORMED, WRONG_TOOL, WeaknessSpec, load_weakness, simulate, slip_chance
 from ace_env.steps import GoldStep, GoldSteps
 from ace_env.verifier import MALFORMED_CALL, STATE_DIVERGED, STOPPED_EARLY, WRONG_ARGUMENT, Verdict
@@ -32,6 +39,13 @@ NAME = "toy"
 
 #: The tools and their descriptions: ``put(key, value)``, ``get(key)``, ``incr(key)`` (a missing key is 0).
 TOOLS = {"put": "Store value under key.", "get": "The value under key.", "incr": "Add one to the number under key."}
+
+#: Its tools' OpenAI schemas (what a policy is offered under the gold prefix).
+SCHEMAS = [{"type": "function", "function": {
+    "name": name, "description": doc, "parameters": {
+        "type": "object", "required": ["key", "value"] if name == "put" else ["key"],
+        "properties": {"key": {"type": "string"}, **({"value": {}} if name == "put" else {})}}}}
+    for name, doc in TOOLS.items()]
 
 #: Its tools' base skills (skill ids of ace_graph/skills.toml, whose [tools] does not name them).
 SKILLS = {"put": ("create_state",), "get": ("query_lookup",), "incr": ("modify_state", "arithmetic")}
@@ -224,7 +238,7 @@ def simulate_one(task: ToyTask, spec: WeaknessSpec, rng: random.Random) -> tuple
     calls, slips, previous = [], [], None
     for i, (tool, args) in enumerate(task.gold):
         chance, weakness, cause = slip_chance(spec, tool, previous)
-        text = f"{tool}({', '.join(f'{k}={v!r}' for k, v in args)})"
+        text = render(tool, args)
         if rng.random() < chance:
             kind = weakness.kind if weakness.kind in (WRONG_TOOL, MALFORMED) else WRONG_TOOL
             text = f"{'get' if tool != 'get' else 'put'}(key='?')" if kind == WRONG_TOOL else text[:-1]
@@ -237,6 +251,117 @@ def simulate_one(task: ToyTask, spec: WeaknessSpec, rng: random.Random) -> tuple
 def toy_simulate(tasks: Sequence[ToyTask], n: int, spec: WeaknessSpec, seed: int,
                  prefix: str = "sim") -> Iterator[dict[str, Any]]:
     return simulate(list(tasks), n, spec, seed, prefix, one=simulate_one)
+
+
+# --------------------------------------------------------------------------- gold-prefix scoring
+
+
+def render(tool: str, args: Iterable[tuple[str, Any]]) -> str:
+    """A call as its call string: ``put(key='a', value=1)``."""
+    return f"{tool}({', '.join(f'{k}={v!r}' for k, v in args)})"
+
+
+def transcript(task: ToyTask) -> GoldTranscript:
+    """The gold transcript of a task: the system prompt, the user's prompt, each gold call as one assistant
+    tool call with its real output, and the closing text; one step per gold call."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
+                                      {"role": "user", "content": task.prompt}]
+    steps: list[PrefixStep] = []
+    store: dict[str, Any] = {}
+    for j, (tool, args) in enumerate(task.gold):
+        output, _ = call(store, tool, dict(args))
+        steps.append(PrefixStep(j, 0, j, tool, render(tool, args), len(messages), j - 1 if j else None))
+        call_id = f"call_{j}"
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": tool, "arguments": json.dumps(dict(args))}}]})
+        messages.append({"role": "tool", "tool_call_id": call_id, "name": tool, "content": output})
+    messages.append({"role": "assistant", "content": DONE_MESSAGE})
+    return GoldTranscript(task, messages, steps, tools=SCHEMAS)
+
+
+def _first_call(reply: Any) -> tuple[str, dict[str, Any]] | str | None:
+    """The reply's first call as (tool, arguments); "malformed" for one that does not read; None without one."""
+    calls = parse_message(reply.message).calls
+    if not calls:
+        return None
+    first = calls[0]
+    if isinstance(first, dict) and not is_malformed(first) and isinstance(first.get("arguments"), dict):
+        return str(first["name"]), dict(first["arguments"])
+    parsed = parse_call(first) if isinstance(first, str) else None
+    if isinstance(parsed, Call) and not parsed.args:
+        return parsed.name, dict(parsed.kwargs)
+    return "malformed"
+
+
+def judge_reply(tr: GoldTranscript, s: PrefixStep, reply: Any) -> StepVerdict:
+    """An answer at step ``s``: its first call in place of gold call ``s``, then the rest of the gold, run; it
+    passes when the run leaves the expected store and the call returned what the gold call returned."""
+    task: ToyTask = tr.task
+    verdict = StepVerdict(answer=str(reply.message.get("content") or "")[:500])
+    if reply.finish_reason == "error":
+        verdict.attribution = "inference_error"
+        return verdict
+    made = _first_call(reply)
+    if made is None or made == "malformed":
+        verdict.attribution = STOPPED_EARLY if made is None else MALFORMED_CALL
+        return verdict
+    tool, args = made
+    gold_tool, gold_args = task.gold[s.index]
+    verdict.tool_right = tool == gold_tool
+    verdict.exact = verdict.tool_right and args == dict(gold_args)
+    calls = [(t, dict(a)) for t, a in task.gold]
+    calls[s.index] = (tool, args)
+    store: dict[str, Any] = {}
+    outputs = [call(store, t, a) for t, a in calls]
+    gold_output = tr.messages[s.message + 1]["content"]
+    verdict.passed = store == dict(task.expected) and not any(failed for _, failed in outputs) \
+        and outputs[s.index][0] == gold_output
+    if not verdict.passed:
+        verdict.attribution = WRONG_ARGUMENT if verdict.tool_right else WRONG_TOOL_ATTRIBUTION
+    return verdict
+
+
+@contextmanager
+def toy_judge(tasks: Mapping[str, ToyTask], budget: Budget) -> Iterator[Judge]:
+    """The toy's judge: every answer run in this process (its calls are a dictionary's)."""
+    yield lambda steps, replies: [judge_reply(tr, s, r) for (tr, s), r in zip(steps, replies, strict=True)]
+
+
+#: The toy's part of gold-prefix scoring: its prefix is the user's prompt and the gold calls before the step.
+GOLD_PREFIX = GoldPrefix("task-prompt", transcript, toy_judge)
+
+
+def gold_prefix_step(task: ToyTask, turn: int, index: int, spec: WeaknessSpec,
+                     rng: random.Random) -> tuple[str, dict[str, Any] | None]:
+    """The simulated agent's answer at gold call ``index``: the gold call, or (with the weakness file's chance,
+    keyed on the gold call before it) the slip :func:`simulate_one` would make there."""
+    tool, args = task.gold[index]
+    previous = task.gold[index - 1][0] if index else None
+    chance, weakness, cause = slip_chance(spec, tool, previous)
+    text = render(tool, args)
+    if rng.random() >= chance:
+        return text, None
+    kind = weakness.kind if weakness.kind in (WRONG_TOOL, MALFORMED) else WRONG_TOOL
+    made = f"{'get' if tool != 'get' else 'put'}(key='?')" if kind == WRONG_TOOL else text[:-1]
+    return made, {"turn": turn, "index": index, "tool": tool, "kind": kind, "cause": cause}
+
+
+# --------------------------------------------------------------------------- export
+
+#: The file of its own export format (``ace export --format toy``): one task per line.
+TASKS_FILE = "toy_tasks.jsonl"
+
+
+def write_tasks(tasks: Iterable[ToyTask], folder: Path, report: Any) -> None:
+    """``ace export --format toy``: its tasks as JSON lines (id, group, prompt, gold calls, expected store)."""
+    with open(folder / TASKS_FILE, "w", encoding="utf-8") as f:
+        for task in tasks:
+            if not isinstance(task, ToyTask):
+                report.skip(task.id, "not a toy task")
+                continue
+            f.write(json.dumps({"id": task.id, "group": task.group, "prompt": task.prompt,
+                                "gold": [[t, dict(a)] for t, a in task.gold], "expected": dict(task.expected)}) + "\n")
+            report.written += 1
 
 
 TOY = ToolEnvironment(
@@ -259,6 +384,10 @@ TOY = ToolEnvironment(
     demo_weakness=None,
     steps=steps,
     tool_skills=SKILLS,
+    gold_prefix=GOLD_PREFIX,
+    gold_prefix_step=gold_prefix_step,
+    export_writer=write_tasks,
+    export_rows={"openai-sft": lambda task: sft_row(transcript(task))},  # its gold transcript, as it is
 )
 
 

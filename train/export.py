@@ -3,7 +3,8 @@
 Four formats:
 
 ``bfcl``
-    BFCL v4 multi-turn files, so BFCL's own harness can evaluate on ACE's
+    BFCL v4 multi-turn files (written by BFCL's entry's ``export_writer``,
+    :mod:`ace_env.bfcl.export`), so BFCL's own harness can evaluate on ACE's
     tasks: ``BFCL_v4_multi_turn_ace_question.json`` (one JSON per line:
     ``id, question, initial_config, path, involved_classes`` and, when they
     apply, ``missed_function`` and ``excluded_function``) and
@@ -66,7 +67,7 @@ Four formats:
 ``tau2``
     τ²-bench tasks (τ²'s own and ACE's synthesized ones) in τ²'s own task schema, one
     ``<domain>/tasks.json`` per domain, each task written only after its exported gold passed τ²'s
-    evaluator (:mod:`train.export_tau2`).
+    evaluator (:mod:`ace_env.tau2.export`, τ²'s entry's ``export_writer``).
 
 Writing is atomic: files go to a temporary folder next to ``out`` that is
 renamed into place; a non-empty ``out`` is refused unless ``force``.
@@ -83,45 +84,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ace_env import bfcl, twins
+from ace_env import twins
 from ace_env.calls import Call, parse_call
-from ace_env.environments import ENVIRONMENTS, environment_of
+from ace_env.environments import DEFAULT, ENVIRONMENTS, ToolEnvironment, environment_of
 from ace_env.errors import ConfigError
 from ace_env.executor import OK
+from ace_env.goldprefix import ABSTAIN_MESSAGE, SYSTEM_PROMPT, GoldPrefixError
 from ace_env.oracle import oracle_for
 from ace_env.tasks import Task
 from ace_env.workspace import check_out, check_writable_kind
 from train.errors import ExportError
-from train.export_tau2 import OWN_FORMAT_WRITER as TAU2_WRITER
 
-#: Formats any environment's tasks export to; beside them, each environment's own (its ``export_format``).
+#: Formats tasks export to as JSON lines: the default environment's task-turns rows (:func:`to_trl`,
+#: :func:`to_openai_sft`), and another environment's where its entry gives them (its ``export_rows``).
 COMMON_FORMATS = ("trl", "openai-sft")
+
+
+#: The formats of the environments registered when this module was imported (:func:`formats` asks again).
 FORMATS = tuple(env.export_format for env in ENVIRONMENTS.values() if env.export_format) + COMMON_FORMATS
 
-BFCL_QUESTION_FILE = "BFCL_v4_multi_turn_ace_question.json"
-BFCL_ANSWER_FILE = "possible_answer/BFCL_v4_multi_turn_ace_possible_answer.json"
-BFCL_LONG_QUESTION_FILE = "BFCL_v4_multi_turn_ace_long_context_question.json"
-BFCL_LONG_ANSWER_FILE = "possible_answer/BFCL_v4_multi_turn_ace_long_context_possible_answer.json"
-#: Note of a task written without its output views (BFCL shows tools' results as they are).
-VIEWS_DROPPED = "written without its output views: BFCL's executor shows tools' results unformatted"
-#: Where the wrong-way twins a BFCL export offers are written: their implementation, and their docs by BFCL doc file.
-TWIN_MODULE_FILE = "ace_twins.py"
-TWIN_DOC_DIR = "multi_turn_func_doc"
-#: Note of a task that offers twins (BFCL runs them once ace_twins.install() is called and their docs are added).
-TWINS_WRITTEN = f"offers ACE wrong-way twins: docs in {TWIN_DOC_DIR}/, implementation in {TWIN_MODULE_FILE}"
+
+def formats() -> tuple[str, ...]:
+    """Every ``--format``: each environment's own (its ``export_format``, written by its ``export_writer``), then
+    the common ones."""
+    return tuple(env.export_format for env in ENVIRONMENTS.values() if env.export_format) + COMMON_FORMATS
+
+
+
 JSONL_FILE = "train.jsonl"
 INFO_FILE = "dataset_info.json"
 
-#: System message of TRL prompts and SFT transcripts.
-SYSTEM_PROMPT = (
-    "You are an assistant that completes the user's requests by calling the tools provided. "
-    "Call tools only when they are needed and only with arguments you know from the user or "
-    "from earlier tool results. If a request lacks information or no tool can do it, say so "
-    "instead of guessing."
-)
-#: The closing message gold-prefix scoring (:mod:`train.goldprefix`) puts after a turn's calls, as context only.
-#: Exports never use it: their closing message is :func:`closing_text`, marked so trainers can mask it.
-DONE_MESSAGE = "Done."
+# SYSTEM_PROMPT (of TRL prompts and SFT transcripts) and ABSTAIN_MESSAGE are ace_env.goldprefix's, imported above.
 #: Side file of an ``openai-sft`` export: ``{"task_id"}`` of each line of ``train.jsonl``, in the same order.
 TASK_IDS_FILE = "task_ids.jsonl"
 #: Characters of one tool result kept in a closing message (:func:`closing_text`).
@@ -129,11 +122,15 @@ CLOSING_RESULT_CHARS = 200
 #: Why an ``openai-sft`` export skips a task with a no-call turn before a turn that offers more tools.
 REFUSES_A_LATER_TOOL = ("makes no call in a turn that lacks tools a later turn offers: OpenAI's format has one tool "
                 "list per conversation, and listing those tools from the start would teach refusing an offered tool")
-#: Assistant message of a turn whose right behaviour is to make no call.
-ABSTAIN_MESSAGE = (
-    "I can't do that with the information and tools I have. Could you give me the missing "
-    "details, or a tool that can do it?"
-)
+
+
+@dataclass(frozen=True)
+class ExportConfig:
+    """What ``ace export`` writes (its flags; ``--out``, a required folder, is the command's own: a required flag
+    derived from a field is a str, int, float or bool one)."""
+
+    format: str = field(metadata={"help": "bfcl, trl, openai-sft or tau2 (τ²-bench's task schema; τ² tasks only)."})
+    force: bool = field(default=False, metadata={"help": "Replace an earlier export in --out.", "negatable": False})
 
 
 @dataclass
@@ -169,62 +166,6 @@ class ExportReport:
             "notes": {r: len(ids) for r, ids in sorted(self.notes.items())},
             "files": self.files,
         }
-
-
-# --------------------------------------------------------------------------- bfcl
-
-
-def bfcl_problem(task: Task) -> str | None:
-    """Why the task cannot be written in BFCL's format, or None when it can."""
-    functions = bfcl.functions()
-    unknown_classes = [c for c in task.involved_classes if c not in bfcl.CLASSES]
-    if unknown_classes:
-        return "involves classes BFCL does not have"
-    offerable = twins.all_functions()  # BFCL's functions and ACE's twins (written beside the files)
-    foreign = [t for t in task.tools if t not in offerable or offerable[t].class_name not in task.involved_classes]
-    if foreign:
-        return "offers tools that are not functions of its BFCL classes"
-    for turn in task.turns:
-        if any(t not in task.tools for t in turn.tools_added):
-            return "adds tools it does not offer"
-        for raw in turn.ground_truth:
-            c = parse_call(raw)
-            if not isinstance(raw, str) or not isinstance(c, Call) or c.name not in functions:
-                return "ground truth holds a call that is not a BFCL call string"
-    return None
-
-
-def bfcl_id(task: Task) -> str:
-    """The task's id in the exported files (long-context ACE tasks name their category, as BFCL needs)."""
-    entry_id = bfcl.raw_entry(task)["id"]
-    if task.long_context and "long_context" not in entry_id:
-        entry_id = entry_id.replace("multi_turn_ace_", "multi_turn_ace_long_context_", 1)
-    return entry_id
-
-
-def _added_only(turn: Any) -> bool:
-    return bool(turn.tools_added) and turn.user == [{"role": "user", "content": bfcl.ADDED_TOOLS_PROMPT}]
-
-
-def to_bfcl(task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The task's BFCL question entry and possible-answer entry (check :func:`bfcl_problem` first)."""
-    entry_id = bfcl_id(task)
-    offered = set(task.tools)
-    excluded = [f for c in task.involved_classes for f in bfcl.class_functions(c) if f not in offered]
-    question: dict[str, Any] = {
-        "id": entry_id,
-        "question": [[] if _added_only(t) else [dict(m) for m in t.user] for t in task.turns],
-        "initial_config": task.initial_config,
-        "path": [],
-        "involved_classes": list(task.involved_classes),
-    }
-    missed = {str(i): list(t.tools_added) for i, t in enumerate(task.turns) if t.tools_added}
-    if missed:
-        question["missed_function"] = missed
-    if excluded:
-        question["excluded_function"] = excluded
-    answer = {"id": entry_id, "ground_truth": [list(t.ground_truth) for t in task.turns]}
-    return question, answer
 
 
 # --------------------------------------------------------------------------- trl / sft
@@ -300,15 +241,10 @@ TRL_COLUMNS = {
 
 def tool_arguments(call: Call) -> dict[str, Any]:
     """A call's arguments by parameter name, as an assistant tool call carries them (JSON values)."""
-    name = call.name
-    sig = twins.signature(name)
-    if sig is None:
-        raise ExportError(f"call {call.render()}: {name!r} is not a BFCL function")
     try:
-        bound = sig.bind(*call.args, **call.kwargs)
-    except TypeError as e:
-        raise ExportError(f"call {call.render()} does not fit {name}'s signature: {e}") from e
-    return json.loads(json.dumps(dict(bound.arguments)))
+        return twins.tool_arguments(call)
+    except GoldPrefixError as e:
+        raise ExportError(str(e)) from e
 
 
 def closing_text(results: list[tuple[str, str]]) -> str:
@@ -415,8 +351,8 @@ def _install(tmp: Path, out: Path) -> None:
 
 def export(tasks: Iterable[Task], fmt: str, out: str | Path, force: bool = False) -> ExportReport:
     """Write ``tasks`` in format ``fmt`` to the folder ``out``; see the module doc."""
-    if fmt not in FORMATS:
-        raise ExportError(f"unknown export format {fmt!r}; use one of: {', '.join(FORMATS)}")
+    if fmt not in formats():
+        raise ExportError(f"unknown export format {fmt!r}; use one of: {', '.join(formats())}")
     out = Path(out).resolve()
     _check_out(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -441,77 +377,40 @@ def export(tasks: Iterable[Task], fmt: str, out: str | Path, force: bool = False
     return report
 
 
-def _write_bfcl(tasks: Iterable[Task], tmp: Path, report: ExportReport) -> None:
-    (tmp / "possible_answer").mkdir()
-    seen: set[str] = set()
-    files: dict[bool, tuple[Any, Any]] = {}
-    offered_twins: list[str] = []
-    try:
-        for task in tasks:
-            problem = bfcl_problem(task)
-            if problem is None and bfcl_id(task) in seen:
-                problem = "duplicate id"
-            if problem:
-                report.skip(task.id, problem)
-                continue
-            long = task.long_context and task.source != environment_of((task,)).own_source
-            if long not in files:
-                q_name, a_name = (BFCL_LONG_QUESTION_FILE, BFCL_LONG_ANSWER_FILE) if long else \
-                    (BFCL_QUESTION_FILE, BFCL_ANSWER_FILE)
-                files[long] = (open(tmp / q_name, "w", encoding="utf-8"), open(tmp / a_name, "w", encoding="utf-8"))
-            fq, fa = files[long]
-            q, a = to_bfcl(task)
-            seen.add(q["id"])
-            fq.write(json.dumps(q) + "\n")
-            fa.write(json.dumps(a) + "\n")
-            report.written += 1
-            if task.output_views:
-                report.note(task.id, VIEWS_DROPPED)
-            mine = [t for t in task.tools if twins.is_twin(t)]
-            if mine:
-                offered_twins += mine
-                report.note(task.id, TWINS_WRITTEN)
-    finally:
-        for fq, fa in files.values():
-            fq.close()
-            fa.close()
-    if False not in files:  # the main pair always exists, even when empty
-        (tmp / BFCL_QUESTION_FILE).touch()
-        (tmp / BFCL_ANSWER_FILE).touch()
-    if offered_twins:
-        _write_twins(offered_twins, tmp)
-
-
 def own_format_writers() -> dict[str, Any]:
-    """The writer of each environment's own format (its ``export_format``), found by the environment's task type."""
-    by_type = dict([(Task, _write_bfcl), TAU2_WRITER])
-    return {env.export_format: by_type[env.task_type] for env in ENVIRONMENTS.values()
-            if env.export_format and env.task_type in by_type}
+    """The writer of each environment's own format (its ``export_format``): its entry's ``export_writer``."""
+    return {env.export_format: env.export_writer for env in ENVIRONMENTS.values()
+            if env.export_format and env.export_writer is not None}
 
 
-def _write_twins(names: list[str], tmp: Path) -> None:
-    """The twins the written tasks offer, as real functions: docs by BFCL doc file, and a module implementing them."""
-    (tmp / TWIN_DOC_DIR).mkdir()
-    for file_name, lines in sorted(twins.doc_lines(sorted(set(names))).items()):
-        (tmp / TWIN_DOC_DIR / file_name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    (tmp / TWIN_MODULE_FILE).write_text(twins.module_source(sorted(set(names))), encoding="utf-8")
+def _row_writer(env: ToolEnvironment, fmt: str) -> Any:
+    """What writes a task of ``env`` as a row of ``fmt``: its entry's ``export_rows``, else (the default
+    environment's tasks) :func:`to_trl` or :func:`to_openai_sft`; None: not this format."""
+    own = env.export_rows.get(fmt)
+    if own is not None or env is not DEFAULT:
+        return own
+    return to_trl if fmt == "trl" else to_openai_sft
 
 
 def _write_jsonl(tasks: Iterable[Task], fmt: str, tmp: Path, report: ExportReport) -> None:
-    convert = to_trl if fmt == "trl" else to_openai_sft
     ids = open(tmp / TASK_IDS_FILE, "w", encoding="utf-8") if fmt == "openai-sft" else None
     try:
         with open(tmp / JSONL_FILE, "w", encoding="utf-8") as f:
             for task in tasks:
-                if not task.turns:
+                env = environment_of((task,))
+                convert = _row_writer(env, fmt)
+                if convert is None:
+                    report.skip(task.id, f"{env.title} tasks are not written as {fmt}")
+                    continue
+                if env is DEFAULT and not task.turns:
                     report.skip(task.id, "has no turns")
                     continue
-                if ids is not None and refuses_a_later_tool(task):
+                if env is DEFAULT and ids is not None and refuses_a_later_tool(task):
                     report.skip(task.id, REFUSES_A_LATER_TOOL)
                     continue
                 try:
                     row = convert(task)
-                except ExportError as e:
+                except (ExportError, GoldPrefixError) as e:
                     report.skip(task.id, str(e).split(": ", 1)[-1] if str(e).startswith("task ") else str(e))
                     continue
                 f.write(json.dumps(row) + "\n")

@@ -6,7 +6,7 @@ task, with the oracle's calls and real outputs before it in context
 replaces the oracle's call at that step and the turn is verified by execution in
 the bounded worker: reward 1 when the turn still verifies (the call reproduced
 the step's effect), else 0.  Each environment's steps are built and judged by its gold-prefix hooks
-(:data:`train.goldprefix.HOOKS`: BFCL's task turns, τ²'s ideal dialogue), so a run on τ² tasks is the
+(its environment's ``gold_prefix``: BFCL's task turns, τ²'s ideal dialogue), so a run on τ² tasks is the
 same run.  A 135M model gets some of these right, so groups
 have variance and dynamic filtering keeps them, where whole multi-turn episodes
 give it 0 every time.
@@ -27,7 +27,7 @@ from ace_env.tasks import Task
 from ace_env.worker import Budget
 from train.errors import ExportError
 from train.filtering import Group
-from train.goldprefix import GoldStep, Transcript, hooks_of, transcript
+from train.goldprefix import GoldStep, Transcript, judge_steps, transcript
 from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError
 
 
@@ -100,7 +100,7 @@ class Transitions:
         replies = policy.generate(convs, generation)
         timing["generate"] += time.perf_counter() - start
         start = time.perf_counter()
-        scores = hooks_of([tr.task for tr, _ in pairs]).judge(pairs, replies, budget)
+        scores = judge_steps(pairs, replies, budget)
         timing["verify"] += time.perf_counter() - start
         groups = []
         for j, key in enumerate(keys):

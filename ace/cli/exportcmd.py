@@ -8,20 +8,20 @@ from pathlib import Path
 import typer
 
 from ace.cli import app
-from ace.cli.options import json_option, tasks_option
+from ace.cli.options import config_options, json_option, tasks_option
 from ace.cli.render import console, esc
 from ace_env.environments import DEFAULT, ENVIRONMENTS
 from ace_env.tasksets import environment_of_spec, load_every_task, load_task_set
 from ace_env.workspace import check_out
-from train.export import MARKER, export
+from train.export import MARKER, ExportConfig, export
 
 
 @app.command("export")
+@config_options(ExportConfig, names={"format": ("--format", "-f")}, in_place=True)
 def export_cmd(
     tasks: str = tasks_option(),
-    fmt: str = typer.Option(..., "--format", "-f", help="bfcl, trl, openai-sft or tau2 (τ²-bench's task schema; τ² tasks only)."),
+    config: ExportConfig = None,  # type: ignore[assignment]
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (written atomically). Refused if it holds files, unless --force."),
-    force: bool = typer.Option(False, "--force", help="Replace an earlier export in --out."),
     as_json: bool = json_option("Print the report as JSON."),
 ) -> None:
     """Export tasks as a dataset: BFCL's multi-turn files, a TRL prompt dataset, oracle chat transcripts, or τ² tasks.
@@ -29,15 +29,17 @@ def export_cmd(
     Tasks a format cannot express are skipped and counted by reason. Example:
     `ace export --tasks bfcl:base --format openai-sft --out runs/sft-base`.
     """
+    fmt, force = config.format, config.force
     check_out(out, force, directory=True, marker=MARKER)  # before the tasks load; export() checks it again
     # A format that is an environment's own (τ²'s task schema) takes that environment's tasks: every task its
-    # spec names (telecom too: the round trip needs no simulated agent); the others take BFCL's and task files.
+    # spec names (telecom too: the round trip needs no simulated agent); the others take BFCL's and task files,
+    # and another environment's tasks where its entry writes them as rows of the format (its export_rows).
     own = any(env.export_format == fmt and env is not DEFAULT for env in ENVIRONMENTS.values())
     named = environment_of_spec(tasks)
     if own and named is not None and named.export_format == fmt:
         task_set = load_every_task(tasks)
     else:
-        task_set = load_task_set(tasks, any_environment=own)
+        task_set = load_task_set(tasks, any_environment=own or (named is not None and fmt in named.export_rows))
     report = export(task_set.values(), fmt, out, force=force)
     d = report.to_dict()
     if as_json:

@@ -298,7 +298,8 @@ def eval_cmd(
         force = True
     out = Path(out)
     check_out(out, force)
-    task_list = _tasks(tasks, limit, budget, any_environment=dialogues)
+    # any environment's tasks through the gold prefix (its entry's gold_prefix), free-running only dialogues'
+    task_list = _tasks(tasks, limit, budget, any_environment=dialogues or gold_prefix)
     config = _config(rollout, generation, budget, request)
     settings = neo4j_settings()
     driver = get_driver(settings)

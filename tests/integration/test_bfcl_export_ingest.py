@@ -6,8 +6,8 @@ import json
 
 from ace.cli import main
 from ace_env import bfcl
+from ace_env.bfcl.export import BFCL_ANSWER_FILE, BFCL_LONG_ANSWER_FILE, BFCL_LONG_QUESTION_FILE, BFCL_QUESTION_FILE
 from ace_env.tasks import Task
-from train.export import BFCL_ANSWER_FILE, BFCL_LONG_ANSWER_FILE, BFCL_LONG_QUESTION_FILE, BFCL_QUESTION_FILE
 
 
 def _jsonl(path):

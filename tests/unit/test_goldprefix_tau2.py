@@ -10,10 +10,11 @@ import pytest
 import torch  # the train extra is part of setup: without it these tests fail, never skip
 
 from ace_env.sim import parse_weakness
+from ace_env.tau2.goldprefix import judge_tau2
 from ace_env.tau2.sim import agent_tools
 from ace_env.tau2.tasks import load_tasks
 from ace_graph.tagger import tag_task
-from train.goldprefix import judge_tau2, records, score_tasks, transcript
+from train.goldprefix import records, score_tasks, transcript
 from train.policies.base import GenerationConfig, Reply
 from train.policies.hf import HFPolicy
 from train.policies.sim import SimPolicy

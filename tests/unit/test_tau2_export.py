@@ -11,15 +11,15 @@ import pytest
 from docblocks import bash_commands
 
 from ace.cli import main
+from ace_env.tau2 import export as export_tau2
+from ace_env.tau2.export import NOT_THE_ORACLE, ROUND_TRIP_NOTE, TASKS_FILE, roundtrip
 from ace_env.tau2.package import tau2_modules
 from ace_env.tau2.synthtasks import SynthTau2Task, tau2_json
 from ace_env.tau2.tasks import load_tasks
 from synth.pipeline import write_tasks
 from synth.tau2.pipeline import synthesize_tau2
 from synth.tau2.strategies import STRATEGIES
-from train import export_tau2
 from train.export import export
-from train.export_tau2 import NOT_THE_ORACLE, ROUND_TRIP_NOTE, TASKS_FILE, roundtrip
 
 ROOT = Path(__file__).resolve().parents[2]
 EDGES = [{"from": "get_reservation_details", "to": "update_reservation_flights"},

@@ -8,17 +8,22 @@ import dataclasses
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import toyenv
 
-from ace.cli import main
+from ace.cli import main, rolloutcmd
 from ace_env.environments import ToolEnvironment, environment_names, environment_of
 from ace_env.errors import TaskLoadError
 from ace_env.tasksets import environment_of_spec, load_every_task, load_task_set, parse_task_spec
 from ace_graph.errors import ConfigError
 from ace_graph.tagger import base_skills, clear_cache, tag_task
 from ace_graph.taxonomy import tool_skills
+from train import evaluation
+from train.goldprefix import records, score_tasks, transcript
+from train.policies import load_policy
+from train.policies.base import Reply
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "environments.md"
 
@@ -123,3 +128,114 @@ def test_docs_say_what_an_environment_implements():
     names = {n for pair in documented for n in pair if n}
     assert names == {f.name for f in dataclasses.fields(ToolEnvironment)}
     assert "tests/toyenv.py" in text and "ace_env/<name>/" in text
+
+
+# --------------------------------------------------------------------------- gold-prefix scoring and export
+
+
+def _weakness(tmp_path, text):
+    path = tmp_path / "w.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_gold_prefix_scores_its_steps_through_its_entry(toy, tmp_path):
+    """Its entry's gold_prefix: a transcript per task, and each answer judged by running it in the gold's place."""
+    tr = transcript(toyenv.TASKS[3])
+    assert [(s.flat, s.tool, s.call, s.prev) for s in tr.steps] == [
+        (0, "put", "put(key='n', value=5)", None), (1, "incr", "incr(key='n')", 0), (2, "get", "get(key='n')", 1)]
+    conv = tr.conversation(tr.steps[1])  # the prompt, the gold put and its real output
+    assert [m["role"] for m in conv.messages] == ["system", "user", "assistant", "tool"]
+    assert conv.messages[-1]["content"] == '{"key": "n", "value": 5}' and [t["function"]["name"] for t in conv.tools] \
+        == ["put", "get", "incr"]
+    never = _weakness(tmp_path, "[defaults]\nerror = 0.0\n")
+    perfect = load_policy(f"sim:{never}", tasks=list(toyenv.TASKS))
+    run = score_tasks(perfect, toyenv.TASKS, generate=True)
+    assert run.summary()["steps"] == 9 and run.summary()["exact_match"] == 1.0 and run.prefix == "task-prompt"
+    assert all(s.passed and s.exact for s in run.scores) and not run.skipped
+    incr = _weakness(tmp_path, '[defaults]\nerror = 0.0\n[[tool]]\nname = "incr"\nerror = 1.0\nkind = "wrong_tool"\n')
+    weak = load_policy(f"sim:{incr}", tasks=list(toyenv.TASKS))
+    run = score_tasks(weak, toyenv.TASKS, generate=True)
+    failed = {(s.task_id, s.flat): (s.tool, s.attribution, s.prev_tool, s.answer) for s in run.scores if not s.passed}
+    assert failed == {("toy:count_twice", 0): ("incr", "wrong_tool", None, "[get(key='?')]"),
+                      ("toy:count_twice", 1): ("incr", "wrong_tool", "incr", "[get(key='?')]"),
+                      ("toy:put_then_incr", 1): ("incr", "wrong_tool", "put", "[get(key='?')]")}
+    stored = {r.task_id: (r.reward, r.fail_tool, r.fail_prev_tool, r.detail)
+              for r, _ in records(run.scores, {t.id: t for t in toyenv.TASKS}, "E/toy/0")}
+    assert stored["toy:put_then_incr"] == (0.0, "incr", "put", "gold-prefix: 2 of 3 steps passed")
+    assert stored["toy:put_get"] == (1.0, None, None, "gold-prefix: 2 of 2 steps passed")
+
+
+def test_its_judge_reads_each_kind_of_answer(toy):
+    tr = transcript(toyenv.TASKS[3])
+    step = tr.steps[1]  # incr(key='n') after put(n, 5)
+
+    def judged(message, finish="stop"):
+        return toyenv.judge_reply(tr, step, Reply(message, finish_reason=finish))
+
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "incr", "arguments": '{"key": "n"}'}}]}
+    assert (judged(call).passed, judged(call).exact) == (True, True)
+    text = {"role": "assistant", "content": "[incr(key='m')]"}
+    assert (judged(text).passed, judged(text).tool_right, judged(text).attribution) == (False, True, "wrong_argument")
+    assert judged({"role": "assistant", "content": "[incr(key='n'"}).attribution == "malformed_call"
+    assert judged({"role": "assistant", "content": "Done."}).attribution == "stopped_early"
+    assert judged({"role": "assistant", "content": ""}, "error").attribution == "inference_error"
+
+
+def test_ace_eval_gold_prefix_runs_it(toy, tmp_path, monkeypatch, capsys):
+    """`ace eval --tasks toy --gold-prefix --generate` with a sim: policy: every step scored and written; the
+    graph (Neo4j, in the integration tests) is replaced by a recorder of what would be ingested."""
+    ingested = {}
+
+    def ingest(store, recs, by_id, experiment, name, checkpoint, mode):
+        ingested.update({r.task_id: r for r, _ in recs})
+        return SimpleNamespace(scope="E/sim/0", read=len(ingested), to_dict=lambda: {"rollouts": len(ingested)})
+
+    monkeypatch.setattr(rolloutcmd, "neo4j_settings", lambda: SimpleNamespace(database="neo4j"))
+    monkeypatch.setattr(rolloutcmd, "get_driver", lambda settings: SimpleNamespace(close=lambda: None))
+    monkeypatch.setattr(rolloutcmd, "refuse_changes_to_stored_tasks", lambda store, tasks, spec: None)
+    monkeypatch.setattr(evaluation, "ingest_records", ingest)
+    monkeypatch.setattr(evaluation, "_tables", lambda store, scope, *a: {
+        "scope": scope, "skills": [], "tools": [], "weak_compositions": []})
+    out = tmp_path / "toy.gold-prefix.jsonl"
+    weakness = toyenv.weakness_file(tmp_path)  # incr always slips to the wrong tool
+    assert main(["eval", "--policy", f"sim:{weakness}", "--tasks", "toy:counter", "--gold-prefix", "--generate",
+                 "-e", "E", "-c", "0", "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["steps"], result["prefix"], result["mode"]) == (5, "task-prompt", "gold-prefix")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["task_id"], r["tool"], r["passed"]) for r in rows] == [
+        ("toy:count_twice", "incr", False), ("toy:count_twice", "incr", False),
+        ("toy:put_then_incr", "put", True), ("toy:put_then_incr", "incr", False), ("toy:put_then_incr", "get", True)]
+    assert result["exact_match"] == 0.4 and {r["attribution"] for r in rows if not r["passed"]} == {"wrong_tool"}
+    assert ingested["toy:put_then_incr"].fail_prev_tool == "put" and ingested["toy:count_twice"].reward == 0.0
+
+
+def test_ace_export_writes_its_tasks_and_its_gold_transcripts(toy, tmp_path, capsys):
+    """`ace export --tasks toy`: its own task file (its entry's export_writer) and openai-sft rows of its gold
+    transcripts (its export_rows); trl, which it does not give, is refused at load."""
+    assert main(["export", "--tasks", "toy:counter", "--format", "toy", "--out", str(tmp_path / "own"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["files"] == [toyenv.TASKS_FILE]
+    rows = [json.loads(line) for line in (tmp_path / "own" / toyenv.TASKS_FILE).read_text().splitlines()]
+    assert rows == [{"id": "toy:count_twice", "group": "counter", "prompt": "Count n up twice.",
+                     "gold": [["incr", {"key": "n"}], ["incr", {"key": "n"}]], "expected": {"n": 2}},
+                    {"id": "toy:put_then_incr", "group": "counter", "prompt": "Set n to 5, add one, and read n.",
+                     "gold": [["put", {"key": "n", "value": 5}], ["incr", {"key": "n"}], ["get", {"key": "n"}]],
+                     "expected": {"n": 6}}]
+    assert main(["export", "--tasks", "toy", "--format", "openai-sft", "--out", str(tmp_path / "sft"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["written"], report["skipped"]) == (4, 0)
+    lines = [json.loads(line) for line in (tmp_path / "sft" / "train.jsonl").read_text().splitlines()]
+    ids = [json.loads(line)["task_id"] for line in (tmp_path / "sft" / "task_ids.jsonl").read_text().splitlines()]
+    assert ids == [t.id for t in toyenv.TASKS] and all(set(row) == {"messages", "tools"} for row in lines)
+    last = lines[3]["messages"]  # put(n, 5), incr(n), get(n): each call, its real output, then the closing text
+    assert [m["role"] for m in last] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant",
+                                         "tool", "assistant"]
+    assert last[1]["content"] == "Set n to 5, add one, and read n."
+    assert [m["content"] for m in last if m["role"] == "tool"] == [
+        '{"key": "n", "value": 5}', '{"key": "n", "value": 6}', '{"key": "n", "value": 6}']
+    assert last[4]["tool_calls"][0]["function"] == {"name": "incr", "arguments": '{"key": "n"}'}
+    assert [t["function"]["name"] for t in lines[0]["tools"]] == ["put", "get", "incr"]
+    assert main(["export", "--tasks", "toy", "--format", "trl", "--out", str(tmp_path / "trl")]) == 1
+    assert "not supported by" in capsys.readouterr().err

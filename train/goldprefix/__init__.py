@@ -1,9 +1,10 @@
 """Gold-prefix scoring: every oracle step of every task, with the oracle's own prefix in context.
 
-Modules by concern: :mod:`~train.goldprefix.transcript` (the gold transcript), :mod:`~train.goldprefix.scores`,
-:mod:`~train.goldprefix.forced` (teacher forcing), :mod:`~train.goldprefix.generated` (BFCL's generated
-steps), :mod:`~train.goldprefix.tau2` (τ²'s prefix and steps), :mod:`~train.goldprefix.run` (a run, each
-environment's part found by its task type, and the stored records).
+Modules by concern: :mod:`~train.goldprefix.transcript` (the gold transcript as a policy is asked it),
+:mod:`~train.goldprefix.scores`, :mod:`~train.goldprefix.forced` (teacher forcing),
+:mod:`~train.goldprefix.generated` (generated steps, judged by their environment), :mod:`~train.goldprefix.run`
+(a run and the stored records).  What a step's prefix is and how an answer is judged is each environment's,
+asked of its entry (``gold_prefix``, :mod:`ace_env.goldprefix`: BFCL's task turns, τ²'s ideal dialogue).
 
 A free-running rollout of a weak model fails at its first or second call, so the
 compositions deeper in a task are never reached and say nothing.  Here the unit
@@ -44,12 +45,10 @@ first token starts the text rather than a call.
 from __future__ import annotations
 
 from train.goldprefix.forced import teacher_forced, teacher_forced_shared
-from train.goldprefix.generated import generated, judge_replies
-from train.goldprefix.run import HOOKS, hooks_of, records, score_tasks, transcript
+from train.goldprefix.generated import generated, step_score
+from train.goldprefix.run import gold_prefix_of, judge_steps, records, score_tasks, transcript
 from train.goldprefix.scores import Scoring, StepScore, summarize
-from train.goldprefix.tau2 import generated_tau2, judge_tau2, tau2_transcript
-from train.goldprefix.transcript import GoldPrefixHooks, GoldStep, Transcript, bfcl_transcript
+from train.goldprefix.transcript import GoldStep, Transcript
 
-__all__ = ["GoldPrefixHooks", "GoldStep", "HOOKS", "Scoring", "StepScore", "Transcript", "bfcl_transcript", "generated",
-           "generated_tau2", "hooks_of", "judge_replies", "judge_tau2", "records", "score_tasks", "summarize",
-           "tau2_transcript", "teacher_forced", "teacher_forced_shared", "transcript"]
+__all__ = ["GoldStep", "Scoring", "StepScore", "Transcript", "generated", "gold_prefix_of", "judge_steps", "records",
+           "score_tasks", "step_score", "summarize", "teacher_forced", "teacher_forced_shared", "transcript"]

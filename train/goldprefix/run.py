@@ -1,4 +1,4 @@
-"""A gold-prefix run: every oracle step of a task set scored (:func:`score_tasks`), and the scores as stored rollouts (:func:`records`); each environment's part found by its task type (:data:`HOOKS`)."""
+"""A gold-prefix run: every oracle step of a task set scored (:func:`score_tasks`), and the scores as stored rollouts (:func:`records`); each environment's part (its transcript, its judging) asked of its entry (``gold_prefix``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from ace_env.environments import environment_of
 from ace_env.errors import ConfigError
+from ace_env.goldprefix import GoldPrefix, GoldPrefixError, GoldStep
 from ace_env.tasks import Task
 from ace_env.verifier import WRONG_ARGUMENT, WRONG_TOOL
 from ace_env.worker import Budget
@@ -18,28 +19,35 @@ from ace_graph.stats import NEAR_SUCCESS
 from ace_graph.tagger import tag_task
 from train.errors import ExportError
 from train.goldprefix.forced import teacher_forced, teacher_forced_shared
-from train.goldprefix.generated import BFCL_HOOKS
+from train.goldprefix.generated import generated, judge_with
 from train.goldprefix.scores import Scoring, StepScore
-from train.goldprefix.tau2 import TAU2_HOOKS
-from train.goldprefix.transcript import GoldPrefixHooks, Transcript
+from train.goldprefix.transcript import Transcript
 from train.policies.base import GenerationConfig, Policy, PolicyError
 
-#: Each environment's gold-prefix hooks, by its task type (no environment is named here).
-HOOKS: dict[type, GoldPrefixHooks] = {h.task_type: h for h in (BFCL_HOOKS, TAU2_HOOKS)}
 
-
-def hooks_of(tasks: Iterable[Any]) -> GoldPrefixHooks:
-    """The gold-prefix hooks of the environment ``tasks`` belong to; one line when it has none."""
+def gold_prefix_of(tasks: Iterable[Any]) -> GoldPrefix:
+    """What the environment ``tasks`` belong to gives gold-prefix scoring (its entry's ``gold_prefix``); one
+    line when it gives nothing."""
     env = environment_of(tasks)
-    try:
-        return HOOKS[env.task_type]
-    except KeyError:
-        raise ConfigError(f"gold-prefix scoring does not know {env.title} tasks") from None
+    if env.gold_prefix is None:
+        raise ConfigError(f"gold-prefix scoring does not know {env.title} tasks")
+    return env.gold_prefix
 
 
 def transcript(task: Any) -> Transcript:
-    """The gold transcript of a task of any environment (:data:`HOOKS`)."""
-    return hooks_of((task,)).transcript(task)
+    """The gold transcript of a task of any environment (its entry's ``gold_prefix.transcript``).
+
+    Raises :class:`train.errors.ExportError` when its environment cannot build it (a gold that does not run)."""
+    try:
+        return Transcript.of(gold_prefix_of((task,)).transcript(task))
+    except GoldPrefixError as e:
+        raise ExportError(str(e)) from e
+
+
+def judge_steps(steps: list[tuple[Transcript, GoldStep]], replies: list[Any], budget: Budget) -> list[StepScore]:
+    """The scores of ``replies`` at their ``steps``, judged by the steps' environment (what a transition-mode GRPO
+    run, :mod:`train.transitions`, rewards)."""
+    return judge_with(gold_prefix_of([tr.task for tr, _ in steps]), steps, replies, budget)
 
 
 # --------------------------------------------------------------------------- a run
@@ -62,7 +70,8 @@ def score_tasks(policy: Policy, tasks: Iterable[Task], generate: bool = False,
     if not forcing and not generate:
         raise PolicyError(f"policy {policy.spec} gives no likelihoods: score it with --generate")
     tasks = list(tasks)
-    run.prefix = hooks_of(tasks).prefix
+    gold = gold_prefix_of(tasks)
+    run.prefix = gold.prefix
     transcripts: list[Transcript] = []
     for task in tasks:
         try:
@@ -85,8 +94,7 @@ def score_tasks(policy: Policy, tasks: Iterable[Task], generate: bool = False,
                 on_step(len(tr.steps))
     made: dict[tuple[str, int], StepScore] = {}
     if generate and transcripts:
-        generate_in = hooks_of([tr.task for tr in transcripts]).generated
-        made = generate_in(policy, transcripts, config or GenerationConfig(), budget, batch_size, on_step)
+        made = generated(gold, policy, transcripts, config or GenerationConfig(), budget, batch_size, on_step)
     for tr in transcripts:
         tools = {s.flat: s.tool for s in tr.steps}
         for s in tr.steps:

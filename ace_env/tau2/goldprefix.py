@@ -1,31 +1,36 @@
-"""Gold-prefix scoring of τ² tasks: the ideal dialogue as prefix, generated steps run in the bounded τ² worker."""
+"""τ²'s part of gold-prefix scoring (its entry's ``gold_prefix``, :class:`ace_env.goldprefix.GoldPrefix`): the
+task's ideal dialogue as prefix, and a step's answer run in the bounded τ² worker.
+
+Moved here from ``train/goldprefix/tau2.py`` (the model side, teacher forcing and generation, stays in
+:mod:`train.goldprefix`); what it builds and judges is unchanged.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
+from ace_env.goldprefix import GoldPrefix, GoldPrefixError, GoldStep, GoldTranscript, Judge, StepVerdict
 from ace_env.modelout import is_malformed, parse_message
+from ace_env.tau2.agent import MALFORMED_NAME, agent_system_prompt
 from ace_env.tau2.bounded import Tau2Runner
 from ace_env.tau2.env import ASSISTANT, USER, Tau2Call
+from ace_env.tau2.ideal import ideal_dialogue
 from ace_env.tau2.rollouts import to_call
 from ace_env.tau2.tasks import Tau2Task
 from ace_env.tau2.verify import gold_calls
 from ace_env.verifier import MALFORMED_CALL, WRONG_ARGUMENT, WRONG_TOOL
 from ace_env.worker import Budget
-from train.goldprefix.scores import StepScore
-from train.goldprefix.transcript import GoldPrefixHooks, GoldStep, Transcript
-from train.policies.base import GenerationConfig, Policy, PolicyError
-from train.tau2_agent import MALFORMED_NAME, agent_system_prompt
-from train.users_tau2 import ideal_dialogue
 
 # --------------------------------------------------------------------------- τ² tasks
 #
-# Gold-prefix scoring on τ² tasks (train.goldprefix.transcript and .generated are BFCL's).
+# Gold-prefix scoring on τ² tasks (ace_env.bfcl.goldprefix is BFCL's); the model side is train.goldprefix's.
 #
 # A τ² task's gold holds the agent's calls but no user turns: its user is simulated.  The prefix of a step
-# is therefore the task's *ideal dialogue* (:func:`train.users_tau2.ideal_dialogue`): the gold calls in
+# is therefore the task's *ideal dialogue* (:func:`ace_env.tau2.ideal.ideal_dialogue`): the gold calls in
 # order, executed on the task's database, with the scripted user who answers exactly the identifying
 # values each call needs (checked by τ²'s fidelity rules, the dialogue the user simulator is fine-tuned
 # on).  The agent sees it as in a τ² rollout: τ²'s agent system prompt and policy, the domain's agent
@@ -44,7 +49,6 @@ from train.users_tau2 import ideal_dialogue
 #   and a call equal in effect but not in form passes.
 
 
-
 def _agent_view(message: dict[str, Any]) -> dict[str, Any] | None:
     """A message of the ideal dialogue as the agent sees it (None: the user's own tool call or its output)."""
     if message["role"] == USER and message.get("tool_calls"):
@@ -59,7 +63,7 @@ def _agent_view(message: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
-def tau2_transcript(task: Tau2Task) -> Transcript:
+def tau2_transcript(task: Tau2Task) -> GoldTranscript:
     """The gold transcript of a τ² task: τ²'s agent prompt, then the ideal dialogue in the agent's view."""
     dialogue = ideal_dialogue(task)
     messages: list[dict[str, Any]] = [{"role": "system", "content": agent_system_prompt(task.domain)}]
@@ -77,9 +81,9 @@ def tau2_transcript(task: Tau2Task) -> Transcript:
         last = max(i for i, m in enumerate(messages) if m["role"] == ASSISTANT)
         steps.append(GoldStep(0, 0, 0, None, None, last, None))
     if len(steps) != max(len(task.agent_actions), 1):
-        raise PolicyError(f"task {task.id}: the ideal dialogue holds {len(steps)} agent calls for "
+        raise GoldPrefixError(f"task {task.id}: the ideal dialogue holds {len(steps)} agent calls for "
                           f"{len(task.agent_actions)} gold agent actions")
-    return Transcript(task, messages, steps, tools=[dict(t) for t in task.tools])
+    return GoldTranscript(task, messages, steps, tools=[dict(t) for t in task.tools])
 
 
 def _first_call(reply: Any) -> Tau2Call | None:
@@ -117,11 +121,11 @@ def _with_step(task: Tau2Task, j: int, made: Tau2Call | None) -> tuple[list[Tau2
     return calls, at
 
 
-def judge_tau2(runner: Tau2Runner, tr: Transcript, s: GoldStep, reply: Any) -> StepScore:
+def judge_tau2(runner: Tau2Runner, tr: GoldTranscript, s: GoldStep, reply: Any) -> StepVerdict:
     """The verdict on one reply at its step (the module doc)."""
     task = tr.task
     text = (reply.message.get("content") or "") if reply.finish_reason != "error" else ""
-    score = StepScore(task.id, s.flat, s.turn, s.index, s.tool, None, answer=str(text)[:500])
+    score = StepVerdict(answer=str(text)[:500])
     if reply.finish_reason == "error":
         score.passed = score.exact = score.tool_right = False
         score.attribution = "inference_error"
@@ -155,29 +159,16 @@ def judge_tau2(runner: Tau2Runner, tr: Transcript, s: GoldStep, reply: Any) -> S
     return score
 
 
-def generated_tau2(policy: Policy, transcripts: list[Transcript], config: GenerationConfig, budget: Budget | None,
-                   batch_size: int = 8, on_step: Callable[[int], None] | None = None) -> dict[tuple[str, int], StepScore]:
-    """Every step of τ² transcripts answered by the policy and verified by execution, in batches."""
-    todo = [(tr, s) for tr in transcripts for s in tr.steps]
-    out: dict[tuple[str, int], StepScore] = {}
-    with Tau2Runner({tr.task.id: tr.task for tr in transcripts}, budget or Budget()) as runner:
-        for at in range(0, len(todo), batch_size):
-            batch = todo[at:at + batch_size]
-            replies = policy.generate([tr.conversation(s) for tr, s in batch], config)
-            if len(replies) != len(batch):
-                raise PolicyError(f"policy {policy.spec} answered {len(replies)} of {len(batch)} conversations")
-            for (tr, s), reply in zip(batch, replies):
-                out[(tr.task.id, s.flat)] = judge_tau2(runner, tr, s, reply)
-            if on_step:
-                on_step(len(batch))
-    return out
+def _judge_all(runner: Tau2Runner, steps: list[tuple[GoldTranscript, GoldStep]], replies: list[Any]) -> list[StepVerdict]:
+    return [judge_tau2(runner, tr, s, reply) for (tr, s), reply in zip(steps, replies, strict=True)]
 
 
-def judge_tau2_steps(steps: list[tuple[Transcript, GoldStep]], replies: list[Any], budget: Budget) -> list[StepScore]:
-    """The verdicts on ``replies`` at their τ² ``steps`` (:func:`judge_tau2`), in a bounded τ² worker of its own."""
-    with Tau2Runner({tr.task.id: tr.task for tr, _ in steps}, budget) as runner:
-        return [judge_tau2(runner, tr, s, reply) for (tr, s), reply in zip(steps, replies, strict=True)]
+@contextmanager
+def tau2_judge(tasks: Mapping[str, Tau2Task], budget: Budget) -> Iterator[Judge]:
+    """A bounded τ² worker over ``tasks``, judging replies at their steps one by one (:func:`judge_tau2`)."""
+    with Tau2Runner(dict(tasks), budget) as runner:
+        yield functools.partial(_judge_all, runner)
 
 
 #: τ²'s gold prefix: the task's ideal dialogue with a scripted user.
-TAU2_HOOKS = GoldPrefixHooks(Tau2Task, "ideal-dialogue", tau2_transcript, generated_tau2, judge_tau2_steps)
+TAU2_GOLD_PREFIX = GoldPrefix("ideal-dialogue", tau2_transcript, tau2_judge)

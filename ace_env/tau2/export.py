@@ -1,4 +1,5 @@
-"""``ace export --format tau2``: τ² tasks (τ²'s own and ACE's synthesized ones) in τ²'s own task schema.
+"""``ace export --format tau2`` (τ²'s entry's ``export_writer``; moved here from ``train/export_tau2.py``): τ² tasks
+(τ²'s own and ACE's synthesized ones) in τ²'s own task schema.
 
 One folder per domain, ``<out>/<domain>/tasks.json``: a JSON list of τ² ``Task`` objects
 (``Task.model_dump(mode="json")``), the form of τ²'s own ``data/tau2/domains/<domain>/tasks.json``, which
@@ -22,8 +23,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from ace_env.tasksets import Tau2Task
 from ace_env.tau2.synthtasks import replay_json, tau2_json
+from ace_env.tau2.tasks import Tau2Task
 from ace_env.tau2.verify import verify
 
 TASKS_FILE = "tasks.json"
@@ -85,7 +86,3 @@ def roundtrip(folder: str | Path, tasks: dict[tuple[str, str], Tau2Task] | None 
                   if judge((tasks or {}).get((domain, r["id"])), domain, r, fresh) is not None]
         out[domain] = {"tasks": len(rows), "passed": len(rows) - len(failed), "failed": failed}
     return out
-
-
-#: This module's writer of an environment's own format, with the task type it writes (train.export's registry).
-OWN_FORMAT_WRITER = (Tau2Task, write_tau2)
