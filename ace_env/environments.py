@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ace_env.bfcl.environment import bfcl_tool_info, bfcl_verifier, replay_bfcl
+from ace_env.bfcl.export import OWN_SOURCE as BFCL_SOURCE
 from ace_env.bfcl.export import write_bfcl
 from ace_env.bfcl.goldprefix import BFCL_GOLD_PREFIX
 from ace_env.dialogues import PolicyDialogues
@@ -141,7 +142,7 @@ BFCL = ToolEnvironment(
     verifier=bfcl_verifier,
     tool_info=bfcl_tool_info,
     tagging="oracle",
-    own_source="bfcl",
+    own_source=BFCL_SOURCE,
     dialogues=False,
     gold_steps=lambda task: sum(max(len(t.ground_truth), 1) for t in task.turns),
     export_format="bfcl",

@@ -48,6 +48,7 @@ import time
 from collections import Counter
 
 from ace_env import bfcl
+from ace_env.bfcl.export import BFCL_ANSWER_FILE, BFCL_LONG_ANSWER_FILE, BFCL_LONG_QUESTION_FILE, BFCL_QUESTION_FILE
 from ace_env.official import official_check, official_check_entry
 from ace_env.sim import parse_weakness
 from ace_env.tasksets import load_task_set
@@ -62,14 +63,7 @@ from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks
 from synth.repair import usable_version
 from synth.strategies import synthesize as apply_strategy
 from synth.taskcheck import check_task
-from train.export import (
-    BFCL_ANSWER_FILE,
-    BFCL_LONG_ANSWER_FILE,
-    BFCL_LONG_QUESTION_FILE,
-    BFCL_QUESTION_FILE,
-    FORMATS,
-    export,
-)
+from train.export import FORMATS, export
 
 TARGETS = [
     ("get_zipcode_based_on_city", "estimate_distance"),

@@ -18,10 +18,11 @@ import re
 from ace_env.calls import Call
 from ace_env.executor import Environment
 from ace_env.tasks import Task, Turn
-from synth.checks.parts import flat_calls, task_fingerprint, user_text_upto
+from synth.checks.parts import flat_calls, user_text_upto
 from synth.checks.seeds import deferred_turns, seed_problems
 from synth.checks.text import repair_text
 from synth.checks.values import Produced, value_provenance
+from synth.seedfix import repair_weekdays
 
 #: Lookups that turn a name into an id: (tool, its one parameter).
 RESOLVERS = (
@@ -86,12 +87,13 @@ def _lookup_for(task: Task, turn: int, index: int, value: object) -> str | None:
 
 def text_repaired(task: Task) -> Task:
     """A copy of the task with the safe text repairs made (:func:`synth.taskcheck.repair_text`: glued sentences
-    spaced, a quote made equal to the ground truth's value it nearly equals); the task itself when none is."""
+    spaced, a quote made equal to the ground truth's value it nearly equals; :func:`synth.seedfix.repair_weekdays`:
+    weekday words a written date contradicts dropped); the task itself when none is."""
     turns = [Turn([dict(m) for m in t.user], list(t.ground_truth), list(t.tools_added)) for t in task.turns]
     copy = Task(task.id, task.source, task.category, turns, task.initial_config, list(task.involved_classes),
                 list(task.tools), task.long_context, dict(task.provenance), list(task.distractors),
                 list(task.output_views))
-    fixed = repair_text(copy)
+    fixed = repair_text(copy) + repair_weekdays(copy)
     if not fixed:
         return task
     copy.provenance = {**copy.provenance, "text_repaired": fixed}
@@ -114,14 +116,14 @@ def repair_provenance(task: Task) -> Task | None:
     return None
 
 
-#: Seeds as used, by (id, fingerprint): the seed itself, its repaired version, or None.
+#: Seeds as used, by (id, the whole task's fingerprint): the seed itself, its repaired version, or None.
 _USABLE: dict[tuple[str, str], Task | None] = {}
 
 
 def usable_version(seed: Task) -> Task | None:
     """The seed as synthesis may use it: itself when it passes :func:`synth.taskcheck.seed_problems`, else
     its repaired version (:func:`repair_provenance`) when that passes, else None (not used)."""
-    key = (seed.id, task_fingerprint(seed))
+    key = (seed.id, seed.fingerprint())  # the whole task, text included
     if key not in _USABLE:
         if len(_USABLE) >= 8192:
             _USABLE.pop(next(iter(_USABLE)))

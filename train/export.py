@@ -3,7 +3,8 @@
 Four formats:
 
 ``bfcl``
-    BFCL v4 multi-turn files, so BFCL's own harness can evaluate on ACE's
+    BFCL v4 multi-turn files (written by BFCL's entry's ``export_writer``,
+    :mod:`ace_env.bfcl.export`), so BFCL's own harness can evaluate on ACE's
     tasks: ``BFCL_v4_multi_turn_ace_question.json`` (one JSON per line:
     ``id, question, initial_config, path, involved_classes`` and, when they
     apply, ``missed_function`` and ``excluded_function``) and
@@ -66,7 +67,7 @@ Four formats:
 ``tau2``
     τ²-bench tasks (τ²'s own and ACE's synthesized ones) in τ²'s own task schema, one
     ``<domain>/tasks.json`` per domain, each task written only after its exported gold passed τ²'s
-    evaluator (:mod:`train.export_tau2`).
+    evaluator (:mod:`ace_env.tau2.export`, τ²'s entry's ``export_writer``).
 
 Writing is atomic: files go to a temporary folder next to ``out`` that is
 renamed into place; a non-empty ``out`` is refused unless ``force``.
@@ -97,6 +98,10 @@ from train.errors import ExportError
 #: Formats tasks export to as JSON lines: the default environment's task-turns rows (:func:`to_trl`,
 #: :func:`to_openai_sft`), and another environment's where its entry gives them (its ``export_rows``).
 COMMON_FORMATS = ("trl", "openai-sft")
+
+
+#: The formats of the environments registered when this module was imported (:func:`formats` asks again).
+FORMATS = tuple(env.export_format for env in ENVIRONMENTS.values() if env.export_format) + COMMON_FORMATS
 
 
 def formats() -> tuple[str, ...]:

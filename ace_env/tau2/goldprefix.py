@@ -49,7 +49,6 @@ from ace_env.worker import Budget
 #   and a call equal in effect but not in form passes.
 
 
-
 def _agent_view(message: dict[str, Any]) -> dict[str, Any] | None:
     """A message of the ideal dialogue as the agent sees it (None: the user's own tool call or its output)."""
     if message["role"] == USER and message.get("tool_calls"):

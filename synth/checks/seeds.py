@@ -1,12 +1,15 @@
 """The seeds that may be copied: a seed whose text breaks a text rule, whose ground truth uses a value nothing
-provides, or whose turn defers its action is repaired or not used (:func:`seed_problems`)."""
+provides, passes a value on in another unit than documented, sends a message to another person or id than the
+text names, writes a date beside a weekday the calendar contradicts (:mod:`synth.seedfix`), or whose turn defers
+its action is repaired or not used (:func:`seed_problems`)."""
 
 from __future__ import annotations
 
 from ace_env.tasks import Task
-from synth.checks.parts import DEFERRED_TURN, VALUE_UNOBTAINABLE, task_fingerprint
+from synth.checks.parts import DEFERRED_TURN, VALUE_UNOBTAINABLE
 from synth.checks.text import text_problems
 from synth.checks.values import value_provenance
+from synth.seedfix import seedfix_problems
 
 _SEED_PROBLEMS: dict[tuple[str, str], tuple[str, ...]] = {}
 
@@ -31,15 +34,18 @@ def deferred_turns(task: Task) -> list[str]:
 def seed_problems(seed: Task) -> tuple[str, ...]:
     """Why a task may not be used as a seed (empty when it may): a turn puts a request off to a later turn
     (:func:`deferred_turns`: BFCL miss_func and miss_param), its ground truth uses a value nothing provides
-    (:func:`value_provenance`), or its text breaks a text rule."""
-    key = (seed.id, task_fingerprint(seed))
+    (:func:`value_provenance`), its text breaks a text rule, or it has an error the reviewers caught
+    (:func:`synth.seedfix.seedfix_problems`: a unit mismatch, a message to the wrong person or id, a weekday the
+    date contradicts)."""
+    key = (seed.id, seed.fingerprint())  # the whole task: a text repair alone makes another key
     if key not in _SEED_PROBLEMS:
         if len(_SEED_PROBLEMS) >= 8192:
             _SEED_PROBLEMS.pop(next(iter(_SEED_PROBLEMS)))
         deferred = [f"{DEFERRED_TURN}: {d}" for d in deferred_turns(seed)]
         _SEED_PROBLEMS[key] = tuple(deferred) if deferred else tuple(
             [f"{VALUE_UNOBTAINABLE}: {u}" for u in value_provenance(seed)]
-            + [f"{reason}: {d}" for reason, d in text_problems(seed)])
+            + [f"{reason}: {d}" for reason, d in text_problems(seed)]
+            + [f"{reason}: {d}" for reason, d in seedfix_problems(seed)])
     return _SEED_PROBLEMS[key]
 
 

@@ -8,8 +8,8 @@ import json
 
 from ace.cli import main
 from ace_env.tasksets import load_task_set
+from ace_env.tau2.export import TASKS_FILE, roundtrip
 from ace_env.tau2.package import tau2_modules
-from train.export_tau2 import TASKS_FILE, roundtrip
 
 FROM, TO = "get_user_details", "get_reservation_details"
 SCOPE = "tau2-synth/sim/round-0"

@@ -58,3 +58,21 @@ def test_the_toy_runs_from_simulation_to_a_weak_composition(toy, clean_db, neo4j
     # rerun: the same rollouts are already stored
     assert main(["ingest", str(out), "--scope", SCOPE, "--tasks", "toy", "--show", "none", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["already_stored"] == 400
+
+
+def test_the_toy_is_scored_through_the_gold_prefix(toy, clean_db, neo4j_database, tmp_path, capsys):
+    """`ace eval --tasks toy --gold-prefix --generate` with a sim: policy planting put -> incr: every gold step
+    scored with the gold before it (its entry's gold_prefix), stored as one gold-prefix rollout per task."""
+    weakness = tmp_path / "w.toml"
+    weakness.write_text('[defaults]\nerror = 0.0\n[[composition]]\nfrom = "put"\nto = "incr"\nerror = 1.0\n'
+                        'kind = "wrong_tool"\n', encoding="utf-8")
+    out = tmp_path / "toy.gold-prefix.jsonl"
+    assert main(["eval", "--policy", f"sim:{weakness}", "--tasks", "toy", "--gold-prefix", "--generate",
+                 "-e", "toy-gp", "-c", "0", "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["steps"], result["rollouts"], result["rewarded"], result["prefix"]) == (9, 4, 3, "task-prompt")
+    tools = {r["key"]: (r["attempts"], r["successes"]) for r in result["tools"]}
+    assert tools == {"put": (4, 4), "incr": (3, 2), "get": (2, 2)}  # incr fails only after put
+    failed = [json.loads(line) for line in out.read_text().splitlines() if not json.loads(line)["passed"]]
+    assert [(r["task_id"], r["tool"], r["prev_tool"], r["attribution"]) for r in failed] == [
+        ("toy:put_then_incr", "incr", "put", "wrong_tool")]

@@ -38,7 +38,7 @@ HAND_TYPED: dict[str, set[str]] = {
     # ace/cli/synthcmd.py
     "synth": {"--target", "--weakness", "--strategy", "--ray", "--rewriter-url", "--out", "--rewriter-model",
               "--policy"},
-    # ace/cli/exportcmd.py, loopcmd.py
+    # ace/cli/exportcmd.py (--out: a required path), loopcmd.py
     "export": {"--out"},
     "loop": {"--policy"},
 }
