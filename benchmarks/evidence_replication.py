@@ -231,12 +231,7 @@ def warm_start(args: argparse.Namespace, plan: Plan, state: dict[str, Any], seed
         raise SystemExit(f"error: seed {seed}'s warm start: no transcript fits in --max-length {args.max_length}")
     while len(phase["epochs"]) < args.warm_epochs:
         t0 = time.perf_counter()
-        order = list(range(len(examples)))
-        random.Random(f"evidence-plan/warm/{seed}/{len(phase['epochs'])}").shuffle(order)
-        losses = []
-        for i in order:
-            trainer.model.train()
-            losses.append(trainer.step(examples[i]))
+        losses = _warm_epoch(trainer, examples, seed, len(phase["epochs"]))
         result = ev.evaluate(trainer.policy(), held, steps, set())
         phase["epochs"].append({"train_seconds": round(time.perf_counter() - t0, 1), "first_loss": losses[0],
                                 "last_loss": losses[-1], "held_out_exact": result["all_exact"],
@@ -249,6 +244,17 @@ def warm_start(args: argparse.Namespace, plan: Plan, state: dict[str, Any], seed
     phase.update(done=True, model=str(args.model), tasks=len(tasks), max_length=args.max_length)
     ev.save_state(args.state, state)
     return out
+
+
+def _warm_epoch(trainer: Any, examples: list[dict[str, list[int]]], seed: int, epoch: int) -> list[float]:
+    """One warm-start epoch (0-based ``epoch``) in the order the seed fixes; the training loss of each step."""
+    order = list(range(len(examples)))
+    random.Random(f"evidence-plan/warm/{seed}/{epoch}").shuffle(order)
+    losses = []
+    for i in order:
+        trainer.model.train()
+        losses.append(trainer.step(examples[i]))
+    return losses
 
 
 def rebuild_warm(args: argparse.Namespace, plan: Plan, state: dict[str, Any], seed: int, splits: dict[str, Any],
@@ -266,12 +272,7 @@ def rebuild_warm(args: argparse.Namespace, plan: Plan, state: dict[str, Any], se
            "recorded epochs")
     t0 = time.perf_counter()
     for e, epoch in enumerate(phase["epochs"]):
-        order = list(range(len(examples)))
-        random.Random(f"evidence-plan/warm/{seed}/{e}").shuffle(order)
-        losses = []
-        for i in order:
-            trainer.model.train()
-            losses.append(trainer.step(examples[i]))
+        losses = _warm_epoch(trainer, examples, seed, e)
         if not (math.isclose(losses[0], epoch["first_loss"], rel_tol=1e-6)
                 and math.isclose(losses[-1], epoch["last_loss"], rel_tol=1e-6)):
             raise SystemExit(f"error: seed {seed}'s rebuilt warm start epoch {e + 1} trains with losses "
