@@ -232,10 +232,15 @@ def synthesize_sample(seeds: dict[str, Task], per_strategy: int, seed: int, stra
 
 def load_or_make_sample(work: Path, seeds: dict[str, Task], per_strategy: int, seed: int,
                         strategies: list[str], long_context: bool = False) -> list[Task]:
-    path = work / "tasks.jsonl"
+    path, recipe_path = work / "tasks.jsonl", work / "sample.json"
+    recipe = {"per_strategy": per_strategy, "seed": seed, "strategies": strategies, "long_context": long_context}
     if not path.exists():
         write_tasks(path, synthesize_sample(seeds, per_strategy, seed, strategies, long_context))
+        recipe_path.write_text(json.dumps(recipe))
     else:
+        made = json.loads(recipe_path.read_text()) if recipe_path.exists() else recipe
+        if made != recipe:
+            raise SystemExit(f"{path} was synthesized with {made}, not {recipe}: give another --work or the same flags")
         say(f"sample: reusing {path}")
     return list(load_task_set(str(path)).values())
 
@@ -375,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, default=ROOT / "out" / "synth-hardness",
                     help="folder of the sample, the warm start, the scores and the report (a rerun resumes)")
-    ap.add_argument("--per-strategy", type=int, default=10, help="tasks to synthesize per strategy")
+    ap.add_argument("--per-strategy", type=int, default=12, help="tasks to synthesize per strategy")
     ap.add_argument("--seed", type=int, default=0, help="synthesis, warm-start choice and bootstrap seed")
     ap.add_argument("--model", default="smollm2-135m", help="model to warm-start from")
     ap.add_argument("--warm-tasks", type=int, default=40, help="BFCL base tasks of the warm start (1 epoch)")

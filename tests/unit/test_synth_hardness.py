@@ -104,3 +104,13 @@ def test_scoring_order_takes_each_strategy_in_turn(hb):
     tasks = [_task(f"{s}{i}", [["a()"]], strategy=s) for s, n in (("x", 3), ("y", 1), ("z", 2)) for i in range(n)]
     assert [t.id for t in hb.interleaved(tasks)] == ["x0", "y0", "z0", "x1", "z1", "x2"]
     assert hb.interleaved([]) == []
+
+
+def test_a_sample_is_reused_only_with_the_flags_it_was_made_with(hb, tmp_path, monkeypatch):
+    hb.write_tasks(tmp_path / "tasks.jsonl", [])
+    monkeypatch.setattr(hb, "load_task_set", lambda path: {})
+    (tmp_path / "sample.json").write_text('{"per_strategy": 3, "seed": 0, "strategies": ["cascade"], '
+                                          '"long_context": false}')
+    assert hb.load_or_make_sample(tmp_path, {}, 3, 0, ["cascade"]) == []
+    with pytest.raises(SystemExit, match="give another --work or the same flags"):
+        hb.load_or_make_sample(tmp_path, {}, 4, 0, ["cascade"])
