@@ -24,6 +24,7 @@ agent that has exactly those weaknesses as the policy, and prints in one run:
     .venv/bin/python benchmarks/synth_bench.py --quick      # --n 20 --rollouts 2 (CI smoke)
     .venv/bin/python benchmarks/synth_bench.py --n 100 --phases   # and where the CPU goes
     .venv/bin/python benchmarks/synth_bench.py --n 100 --compare 7  # copy prediction vs the old path
+    .venv/bin/python benchmarks/synth_bench.py --hardness [--work DIR] [--quick]  # benchmarks/synth_hardness.py
 
 ``--compare K`` runs the targeted synthesis alone in 2K fresh processes, in pairs (one with the copy
 prediction, ``SynthConfig.predict_copies``, one on the old path that builds and executes every candidate
@@ -160,6 +161,11 @@ def compare(n: int, seed: int, pairs: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--hardness" in argv:  # the warm-started model's NLL at the target steps, synthesized vs seed tasks
+        import synth_hardness  # beside this script; it imports this one (TARGETS)
+
+        sys.exit(synth_hardness.main([a for a in argv if a != "--hardness"]))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=400, help="tasks to synthesize for each arm")
     ap.add_argument("--rollouts", type=int, default=8, help="simulated rollouts per task for pass rates")
@@ -172,6 +178,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="run the targeted synthesis only and print its figures as one JSON line")
     ap.add_argument("--compare", type=int, default=0, metavar="K",
                     help="K pairs of fresh --synth-only processes, copy prediction vs the old path")
+    ap.add_argument("--hardness", action="store_true",
+                    help="instead: synthesis hardness per strategy (benchmarks/synth_hardness.py; its flags follow)")
     args = ap.parse_args(argv)
     if args.quick:
         args.n, args.rollouts = 20, 2
