@@ -31,6 +31,7 @@ line per scored task, written as it is scored); the report goes to ``report.json
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -87,8 +88,7 @@ def target_transcript(task: Task, keys: list[tuple[int, int]]) -> Transcript:
     last of them).  Raises ExportError when the ground truth does not execute cleanly."""
     tr = transcript(task)
     wanted = set(keys)
-    return Transcript(tr.task, tr.messages, [s for s in tr.steps if s.tool and (s.turn, s.index) in wanted],
-                      tr.tools)
+    return dataclasses.replace(tr, steps=[s for s in tr.steps if s.tool and (s.turn, s.index) in wanted])
 
 
 def task_value(steps: list[dict[str, Any]]) -> tuple[float, float] | None:
