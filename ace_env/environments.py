@@ -32,6 +32,7 @@ A :class:`ToolEnvironment` is a table of functions, one per thing the layers abo
                           and τ², whose grammar :mod:`ace_env.tasksets` spells out)
 ``probes``                whether ``ace diagnose`` can build probe tasks for its edges (BFCL only, today)
 ``demo_weakness``         the weakness file a simulated agent uses when none is named (BFCL only)
+``synthesis``             its synthesis strategies and their checks (:mod:`ace_env.synthesis`): ``ace synth``
 ========================  ==========================================================================
 
 Each environment is a package, ``ace_env/<name>/`` (:mod:`ace_env.bfcl`, :mod:`ace_env.tau2`), whose
@@ -55,6 +56,7 @@ from ace_env.tau2.replay import replay_tasks as replay_tau2
 from ace_env.tau2.sim import gold_prefix_step as tau2_gold_prefix_step
 from ace_env.tau2.sim import simulate as simulate_tau2
 from ace_env.tau2.sim import simulate_turns
+from ace_env.tau2.synthesis import SYNTHESIS as TAU2_SYNTHESIS
 from ace_env.tau2.tasks import Tau2Task, tau2_tool_info
 from ace_env.worker import Budget
 
@@ -94,6 +96,9 @@ class ToolEnvironment:
     #: Base skills (1-3 skill ids of ``ace_graph/skills.toml``) of its tools that skills.toml's ``[tools]``
     #: does not map, by tool name: an environment's own tools, tagged without editing the taxonomy.
     tool_skills: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    #: Its synthesis (:class:`ace_env.synthesis.Synthesis`): its strategies with their checks, and what the one
+    #: pipeline calls on its tasks; None: BFCL's, registered by ``synth`` itself, or none (``ace synth`` refuses).
+    synthesis: Any = None
 
     def owns(self, task: Any) -> bool:
         return isinstance(task, self.task_type)
@@ -147,6 +152,7 @@ TAU2 = ToolEnvironment(
     demo_weakness=None,
     gold_prefix_step=lambda task, turn, index, spec, rng: tau2_gold_prefix_step(task, index, spec, rng),
     steps=tau2_steps,
+    synthesis=TAU2_SYNTHESIS,
 )
 
 

@@ -45,15 +45,12 @@ ALLOWED: dict[str, dict[str, int]] = {
     'train/tau2_eval.py': {'import Tau2Calls': 1, 'import Tau2Task': 1, 'import ace_env.tau2.calls': 1, 'import ace_env.tau2.orchestrate': 1, 'import ace_env.tau2.package': 1, 'import ace_env.tau2.rollouts': 1, 'import ace_env.tau2.tasks': 1, 'import tau2_modules': 1},
     'train/tiny.py': {'import ace_env.bfcl': 1},
     'train/users_tau2.py': {'import Tau2Call': 1, 'import Tau2Task': 1, 'import ace_env.tau2.env': 1, 'import ace_env.tau2.orchestrate': 1, 'import ace_env.tau2.tasks': 1, 'import ace_env.tau2.user': 1},
-    # synthesis: BFCL's strategies and checks, the τ² pipeline and strategies, synth's τ² branch
-    'ace/cli/synthcmd.py': {'import Tau2Task': 1, 'import ace_env.tau2.sim': 1, 'import ace_env.tau2.tasks': 1, 'import load_tau2_weakness': 1},
+    # synthesis: BFCL's strategies and checks
     'synth/checks/values.py': {'import ace_env.bfcl': 1},
     'synth/strategies/baseline.py': {'import ace_env.bfcl': 1},
     'synth/strategies/build.py': {'import ace_env.bfcl': 1},
     'synth/strategies/distractor.py': {'import ace_env.bfcl': 1},
     'synth/strategies/probe.py': {'import ace_env.bfcl': 1},
-    'synth/tau2/pipeline.py': {'import SynthTau2Task': 1, 'import Tau2Task': 1, 'import ace_env.tau2.env': 1, 'import ace_env.tau2.rollouts': 1, 'import ace_env.tau2.synthtasks': 1, 'import ace_env.tau2.tasks': 1},
-    'synth/tau2/strategies.py': {'import Tau2Call': 1, 'import Tau2Task': 1, 'import ace_env.tau2.cow': 1, 'import ace_env.tau2.env': 1, 'import ace_env.tau2.tasks': 1, 'import ace_env.tau2.verify': 1},
     # ace_graph/db.py applies the schema without parameters: tasks stored before sources were BFCL's
     'cypher/schema.cypher': {"literal 'bfcl'": 1},
     # train/tau2_eval.py writes it by this name

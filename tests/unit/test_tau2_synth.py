@@ -1,4 +1,4 @@
-"""τ² synthesis (synth/tau2): each strategy makes a task that ACE's verifier and τ²'s own evaluator pass, aimed
+"""τ² synthesis (ace_env/tau2/strategies.py, synthesis.py, through the one pipeline): each strategy makes a task that ACE's verifier and τ²'s own evaluator pass, aimed
 at its target, faithful in what it changed; perturbed tasks are rejected; task files read back exactly."""
 
 from __future__ import annotations
@@ -11,6 +11,15 @@ import pytest
 from ace_env.errors import TaskLoadError
 from ace_env.tasksets import load_task_set
 from ace_env.tau2.env import tool_kinds
+from ace_env.tau2.strategies import (
+    ANSWER_IN_SCENARIO,
+    TRAP_NOT_LIVE,
+    Draft,
+    _listed_with_others,
+    _replace_id,
+    target_positions,
+)
+from ace_env.tau2.synthesis import SYNTHESIS, assemble, usable_seeds
 from ace_env.tau2.synthtasks import (
     GOLD_ERRORS,
     UNGROUNDED,
@@ -18,25 +27,24 @@ from ace_env.tau2.synthtasks import (
     build_task,
     tau2_reward,
 )
-from ace_env.tau2.tasks import GoldAction, load_tasks
+from ace_env.tau2.tasks import GoldAction, Tau2Task, load_tasks
 from ace_env.tau2.verify import gold, replay_gold
-from synth.pipeline import write_tasks
-from synth.tau2.pipeline import (
-    TARGET_LOST,
-    assemble,
-    check,
-    synthesize_tau2,
-    usable_seeds,
-)
-from synth.tau2.strategies import (
-    ANSWER_IN_SCENARIO,
-    STRATEGIES,
-    TRAP_NOT_LIVE,
-    Draft,
-    _listed_with_others,
-    _replace_id,
-    target_positions,
-)
+from synth.pipeline import TARGET_LOST, SynthConfig, run, task_problems, write_tasks
+from synth.registry import get, table_for
+
+#: τ²'s strategies as the one registry holds them (callable: seed, target, strength, rng -> draft).
+STRATEGIES = table_for(Tau2Task)
+
+
+def check(task, draft, target, strategy):
+    """Why a drafted τ² task may not be written: the one pipeline's checks (target, generic, declared)."""
+    return task_problems(SYNTHESIS, get(strategy, Tau2Task), task, draft, target)
+
+
+def synthesize_tau2(edge_rows, seeds, n, strategies=tuple(STRATEGIES), seed=0):
+    """The one pipeline on τ² seeds, no rollouts."""
+    return run(SYNTHESIS, Tau2Task, edge_rows, seeds, None, None,
+               SynthConfig(n=n, strategies=tuple(strategies), seed=seed))
 
 EDGES = {
     "airline": [("get_reservation_details", "update_reservation_flights"),
