@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -109,7 +110,37 @@ def check_url(url: str) -> str:
         raise ConfigError(f"--rewriter-url: {e}") from None
 
 
+@dataclass(frozen=True)
+class SynthRequest:
+    """What one `ace synth` run is asked: the strategies and targets, the attacked policy, where the tasks go,
+    the optional rewriter and Ray cluster."""
+
+    strategy: Optional[list[str]] = field(default=None, metadata={"help": (
+        "Strategies to use (repeatable), of the seeds' environment: " + ", ".join(
+            f"{n}{'' if s.targeted else ' (not targeted)'}" for n, s in STRATEGIES.items() if n != "probe")
+        + " for the default environment's. Default: the targeted ones.")})
+    out: Optional[Path] = field(default=None, metadata={
+        "help": "Where to write the tasks (JSONL). Refused if it exists, unless --force."})
+    policy: Optional[str] = field(default=None, metadata={"help": POLICY_HELP})
+    weakness: Optional[Path] = field(default=None, metadata={
+        "help": "Planted weaknesses of the simulated agent (with a sim policy)."})
+    rewriter_url: Optional[str] = field(default=None, metadata={"help": (
+        "OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1) to paraphrase user turns; off by default.")})
+    rewriter_model: str = field(default="default", metadata={"help": "Model name sent to the rewriter."})
+    ray: Optional[str] = field(default=None, metadata={"help": (
+        "Run the simulated agent's trajectory rollouts and their verification on a Ray cluster: its address "
+        "(host:port), `auto` (the running local one) or `local` (a private one for this command). Same tasks as a "
+        "local run. A model policy (hf:, openai:) is refused: it rolls a round out in one batched run here.")})
+    target: Optional[list[str]] = field(default=None, metadata={"help": (
+        "Aim at this composition FROM>TO of the scope's frontier instead of its top --limit rows (repeatable): a "
+        "tool pair (--target 'get_flight_cost>book_flight') or a skill pair, which is aimed at through the tool "
+        "pairs that realize it in the scope's rollouts. A name not on the frontier is refused, with the nearest "
+        "ones.")})
+
+
 @synth_app.callback()
+@config_options(SynthRequest, names={"out": ("--out", "-o"), "policy": ("--policy", "-p")}, param="ask",
+                in_place=True)
 @config_options(SynthConfig, include=("n", "seed", "plans", "rounds", "rollouts_per_task"), param="synth_config")
 @config_options(FrontierConfig, include=("min_support", "min_lift", "min_prereq", "limit"),
                 defaults=SYNTH_FRONTIER, param="frontier_config")
@@ -121,35 +152,12 @@ def check_url(url: str) -> str:
 def synth(
     ctx: typer.Context,
     experiment: Optional[str] = experiment_option(None, "Experiment whose frontier to attack."),
-    strategy: list[str] = typer.Option(
-        [], "--strategy", help="Strategies to use (repeatable): " + ", ".join(
-            f"{n}{'' if s.targeted else ' (not targeted)'}" for n, s in STRATEGIES.items() if n != "probe")
-        + ". Default: the targeted ones."
-    ),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the tasks (JSONL). Refused if it exists, unless --force."),
+    ask: "SynthRequest" = None,  # type: ignore[assignment]
     force: bool = force_option(),
     scope: Optional[str] = scope_option(None, "Scope E/P/C of the experiment to read the frontier from (default: its newest)."),
-    policy: Optional[str] = typer.Option(None, "--policy", "-p", help=POLICY_HELP),
-    weakness: Optional[Path] = typer.Option(None, "--weakness", help="Planted weaknesses of the simulated agent (with a sim policy)."),
     tasks: Optional[str] = tasks_option(
         None, note="Seed tasks the synthesized ones are made from. Default: the groups of the scope's environment "
         "its rollouts were made on (every BFCL category, a τ² domain)."),
-    rewriter_url: Optional[str] = typer.Option(
-        None, "--rewriter-url", help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1) to paraphrase user turns; off by default."
-    ),
-    rewriter_model: str = typer.Option("default", "--rewriter-model", help="Model name sent to the rewriter."),
-    ray: Optional[str] = typer.Option(
-        None, "--ray", metavar="ADDRESS",
-        help="Run the simulated agent's trajectory rollouts and their verification on a Ray cluster: its address "
-        "(host:port), `auto` (the running local one) or `local` (a private one for this command). Same tasks as a "
-        "local run. A model policy (hf:, openai:) is refused: it rolls a round out in one batched run here.",
-    ),
-    target: list[str] = typer.Option(
-        [], "--target", metavar="FROM>TO",
-        help="Aim at this composition of the scope's frontier instead of its top --limit rows (repeatable): a tool "
-        "pair (--target 'get_flight_cost>book_flight') or a skill pair, which is aimed at through the tool pairs "
-        "that realize it in the scope's rollouts. A name not on the frontier is refused, with the nearest ones.",
-    ),
     as_json: bool = json_option("Print the summary as JSON."),
     synth_config: SynthConfig = None,  # type: ignore[assignment]
     frontier_config: FrontierConfig = None,  # type: ignore[assignment]
@@ -171,6 +179,8 @@ def synth(
     """
     if ctx.invoked_subcommand is not None:
         return
+    strategy, out, policy, weakness = list(ask.strategy or []), ask.out, ask.policy, ask.weakness
+    rewriter_url, rewriter_model, ray, target = ask.rewriter_url, ask.rewriter_model, ask.ray, list(ask.target or [])
     if not experiment or out is None:
         raise ConfigError("`ace synth` needs --experiment and --out (or use `ace synth check FILE`).")
     for t in target:

@@ -39,9 +39,6 @@ HAND_TYPED: dict[str, set[str]] = {
     "eval": {"--name", "--judge", "--min-support", "--max-turns", "--gold-prefix", "--checkpoint", "--out",
              "--user", "--experiment", "--policy", "--generate", "--limit"},
     "rollout": {"--ray-workers", "--out", "--policy", "--full-schemas", "--limit"},
-    # ace/cli/synthcmd.py
-    "synth": {"--target", "--weakness", "--strategy", "--ray", "--rewriter-url", "--out", "--rewriter-model",
-              "--policy"},
     # ace/cli/exportcmd.py, grpocmd.py, loopcmd.py, traincmd.py
     "export": {"--out", "--format", "--force"},
     "loop": {"--policy"},
