@@ -39,9 +39,8 @@ HAND_TYPED: dict[str, set[str]] = {
     "eval": {"--name", "--judge", "--min-support", "--max-turns", "--gold-prefix", "--checkpoint", "--out",
              "--user", "--experiment", "--policy", "--generate", "--limit"},
     "rollout": {"--ray-workers", "--out", "--policy", "--full-schemas", "--limit"},
-    # ace/cli/exportcmd.py, grpocmd.py, loopcmd.py, traincmd.py
+    # ace/cli/exportcmd.py, grpocmd.py, traincmd.py
     "export": {"--out", "--format", "--force"},
-    "loop": {"--policy"},
     "train grpo": {"--name", "--skip", "--force", "--eval-every", "--eval-limit", "--out", "--policy", "--metrics-out",
                    "--experiment", "--report-to", "--limit"},
     "train sft": {"--skip", "--force", "--out", "--policy", "--limit", "--json"},
