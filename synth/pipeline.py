@@ -52,7 +52,7 @@ from synth.bases import (
     seeds_by_target,
     target_present_in,
 )
-from synth.checks.parts import Seen
+from synth.checks.parts import DUPLICATE, Seen
 from synth.planner import STYLES, Plan, apply_style, make_plans, reflect
 from synth.registry import Candidate, depth_of, run_checks, targeted
 from synth.registry import get as get_strategy
@@ -60,16 +60,14 @@ from synth.repair import usable_version
 from synth.rewriter import rewrite_task
 from synth.strategies import synthesize as apply_strategy
 from synth.strategies.build import deferred_execution, executes, seed_memo
-from synth.taskcheck import check_task, copy_check
+from synth.taskcheck import TARGET_LOST, check_task, copy_check
 
 #: Rejection reason: the run already holds ``max_per_base`` tasks of this task's base task.
 SAME_BASE = "same_base_task"
 #: Rejection reason: the strategy made no task from the seed, or its ground truth does not execute cleanly.
 SYNTHESIS_FAILED = "synthesis_failed"
-#: Rejection reasons of the ``in_turn`` schedule: the target's two calls no longer in a row in the new gold; a
-#: task with the same content (so the same id) made earlier in the run.
-TARGET_LOST = "target_lost"
-DUPLICATE = "duplicate"
+#: Rejection reasons of the ``in_turn`` schedule (:data:`synth.taskcheck.TARGET_LOST`,
+#: :data:`synth.checks.parts.DUPLICATE`: a task with the same content, so the same id, made earlier in the run).
 #: The ``in_turn`` schedule's attempts per task asked for.
 IN_TURN_ATTEMPTS = 8
 

@@ -41,7 +41,7 @@ from synth.registry import synthesis_of, table_for
 from synth.registry import targeted as targeted_strategies
 from synth.rewriter import Rewriter
 from synth.strategies import STRATEGIES
-from synth.taskcheck import check_task
+from synth.taskcheck import recheck
 from train.engine import RolloutConfig, TaskRollouts
 from train.models import EMBEDDED
 from train.policies import GenerationConfig, RequestConfig, load_policy
@@ -336,15 +336,17 @@ def check(
     file: Path = typer.Argument(..., help="Synthesized tasks (JSONL)."),
     as_json: bool = json_option("Print {tasks, valid, invalid, reasons} as JSON."),
 ) -> None:
-    """Re-run task verification on every task of a file (execution, verifier, rejection tests, duplicates, text)."""
-    tasks = load_task_set(str(check_input(file, "task file")))
+    """Re-run task verification on every task of a file (execution, verifier, rejection tests, duplicates, text),
+    as the tasks' environment's synthesis checks them."""
+    tasks = load_task_set(str(check_input(file, "task file")), any_environment=True)
+    synthesis = synthesis_of(environment_of(tasks.values()))
     seen: set[str] = set()
     reasons: Counter[str] = Counter()
     valid = 0
     for task in tasks.values():
-        result = check_task(task, seen)
-        valid += result.valid
-        reasons.update(result.reasons)
+        found = recheck(synthesis, task, seen)
+        valid += not found
+        reasons.update(found)
     summary = {"tasks": len(tasks), "valid": valid, "invalid": len(tasks) - valid, "reasons": dict(reasons)}
     if as_json:
         print(json.dumps(summary))

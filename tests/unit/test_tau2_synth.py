@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from ace.cli import main
 from ace_env.errors import TaskLoadError
 from ace_env.tasksets import load_task_set
 from ace_env.tau2.env import tool_kinds
@@ -337,3 +338,18 @@ def test_a_task_whose_added_records_are_not_a_valid_database_is_refused_when_bui
                    agent_data={"orders": {twin: {"order_id": twin, "status": "no such status"}}})
     with pytest.raises(TaskLoadError, match="not a valid retail database"):
         assemble(seed, target, "distractor", broken)
+
+
+def test_ace_synth_check_rechecks_a_tau2_task_file(made, tmp_path, capsys):
+    """`ace synth check` asks the file's environment for its synthesis: τ²'s generic checks, the target kept."""
+    tasks = [r.tasks[0] for (d, s), (r, _) in made.items() if r.tasks]
+    path = tmp_path / "t.jsonl"
+    write_tasks(path, tasks)
+    assert main(["synth", "check", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"tasks": len(tasks), "valid": len(tasks), "invalid": 0,
+                                                   "reasons": {}}
+    row = json.loads(path.read_text().splitlines()[0])
+    row["origin"]["target"] = "no_such_tool>other"  # provenance only: the task's id and gold unchanged
+    (tmp_path / "lost.jsonl").write_text(json.dumps(row) + "\n")
+    assert main(["synth", "check", str(tmp_path / "lost.jsonl"), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["reasons"] == {TARGET_LOST: 1}
