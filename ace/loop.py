@@ -12,12 +12,19 @@ Round ``k`` of experiment ``E``:
    scores move;
 2. **frontier** — the weak compositions next to the capability boundary of
    that scope (:func:`ace_graph.frontier.frontier`);
-3. **synth** — tasks aimed at the frontier, their learnability measured with
-   *this* policy's own rollouts (not the simulated agent's);
+3. **synth** — tasks aimed at the frontier by the one synthesis pipeline
+   (:func:`synth.pipeline.run`, on the schedule of the tasks' environment), their
+   learnability measured with *this* policy's own rollouts (not the simulated
+   agent's) where the environment's synthesis lets a model roll them out (BFCL;
+   τ²'s tasks are dialogues with a simulated user: none);
 4. **curriculum** — one curriculum round from the scope, then the training mix
    of synthesized and seed tasks (:func:`train.curriculum.mix.mix`);
-5. **train** — an SFT warm start in round 0 when asked, then GRPO on the mix;
-   the result is checkpoint ``k+1``.
+5. **train** — an SFT warm start in round 0 when asked, then GRPO on the mix
+   (on its gold-prefix steps, transition mode, for an environment whose rollouts
+   are dialogues); the result is checkpoint ``k+1``.
+
+Every stage asks the tasks' environment (:func:`ace_env.environments.environment_of`), never which one
+it is: ``--tasks tau2:airline`` runs the same rounds on τ² (evaluated through the gold prefix only).
 
 After the last round the final checkpoint is evaluated as well (round K's
 eval and frontier stages only).  Every stage writes its result to ``$ACE_HOME/runs/E/round-k/<stage>.json``
@@ -38,13 +45,15 @@ from pathlib import Path
 from typing import Any
 
 from ace.stages import curriculum_round
+from ace_env.environments import environment_of
 from ace_env.fields import SEED_MAX
 from ace_env.tasksets import load_task_set
 from ace_env.workspace import ace_home
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier
 from ace_graph.store import GraphStore
-from synth.pipeline import SynthConfig, seeds_by_target, synthesize, write_tasks
+from synth.pipeline import SynthConfig, run, write_tasks
+from synth.registry import synthesis_of, targeted
 from train.curriculum.core import CurriculumConfig
 from train.curriculum.mix import mix
 from train.curriculum.store import load_state, scopes_read
@@ -139,7 +148,11 @@ class Loop:
         self.config = config
         self.say = say
         self.root = run_root(experiment)
-        all_tasks = list(load_task_set(config.tasks).values())
+        all_tasks = list(load_task_set(config.tasks, any_environment=True).values())
+        self.env = environment_of(all_tasks)  # what the stages ask, never which environment it is
+        if self.env.dialogues and not config.gold_prefix:
+            raise ConfigError(f"{self.env.title} tasks are dialogues with a simulated user: the loop evaluates them "
+                              "through the gold prefix only (drop --no-gold-prefix)")
         if len(all_tasks) < config.seeds + config.eval_limit:
             raise ConfigError(f"{config.tasks!r} has {len(all_tasks)} tasks; --seeds {config.seeds} and "
                               f"--eval-limit {config.eval_limit} need {config.seeds + config.eval_limit}")
@@ -212,14 +225,18 @@ class Loop:
             write_tasks(path, [])
             return {"file": str(path), "tasks": 0, "note": "the frontier was empty: nothing to aim at"}
         config = SynthConfig(n=self.config.synth, rounds=1, plans=4, rollouts_per_task=self.config.synth_rollouts,
-                             seed=self.config.seed + k)
-        result = synthesize(edges, seeds, seeds_by_target(edges, seeds), engine_policy(self.checkpoint(k), self.config),
-                            config)
+                             seed=self.config.seed + k, strategies=targeted(self.env.task_type))
+        # the one pipeline, on the environment's schedule; its tasks' learnability is measured with this policy
+        # where the environment's synthesis lets a model roll them out (not where they are dialogues with a
+        # simulated user: no rollouts, then)
+        synthesis = synthesis_of(self.env)
+        policy = engine_policy(self.checkpoint(k), self.config) if synthesis.models else None
+        result = run(synthesis, self.env.task_type, edges, seeds, None, policy, config)
         write_tasks(path, result.tasks)
         self.store.upsert_tasks(result.tasks)
         self.store.upsert_plans(self.experiment, result.plans)
         self.store.upsert_lineage(self.experiment, result.lineage)
-        return {"file": str(path), "tasks": len(result.tasks), "policy": self.checkpoint(k),
+        return {"file": str(path), "tasks": len(result.tasks), "policy": self.checkpoint(k) if policy else None,
                 "learnable": sum(bool(t.provenance.get("learnable")) for t in result.tasks)}
 
     def _curriculum(self, k: int) -> dict[str, Any]:
@@ -229,8 +246,8 @@ class Loop:
             states = report.states
         else:  # stored before the stage file was written (killed in between): read it, never twice
             states = None
-        synthesized = list(load_task_set(self.done(k, "synth")["file"]).values()) if self.done(k, "synth")["tasks"] else []
         state = load_state(self.store, self.experiment)
+        synthesized = self._synthesized(k)
         pool = synthesized + self.seeds
         chosen = mix(state, pool, self.config.train_tasks, random.Random(self.config.seed + k))
         by_id = {t.id: t for t in pool}
@@ -238,7 +255,22 @@ class Loop:
         path = self.root / f"round-{k}" / "train-tasks.jsonl"
         write_tasks(path, picked)
         return {"file": str(path), "tasks": len(picked), "focus": len(chosen.focus), "replay": len(chosen.replay),
-                "synthesized": sum(t.id in {s.id for s in synthesized} for t in picked), "states": states}
+                "synthesized": sum(t.id in {s.id for s in synthesized} for t in picked), "states": states,
+                "ids": [t.id for t in picked]}
+
+    def _synthesized(self, k: int) -> list[Any]:
+        """Round ``k``'s synthesized tasks, read back from their file (every gold re-verified)."""
+        synth = self.done(k, "synth")
+        return list(load_task_set(synth["file"], any_environment=True).values()) if synth["tasks"] else []
+
+    def _training_tasks(self, k: int) -> dict[str, Any]:
+        """Round ``k``'s training mix by id, from its seeds and synthesized tasks (an environment's own tasks
+        need not read back from a task file); a curriculum stage written before the ids were kept: its file."""
+        chosen = self.done(k, "curriculum")
+        if "ids" not in chosen:
+            return load_task_set(chosen["file"], any_environment=True)
+        by_id = {t.id: t for t in self._synthesized(k) + self.seeds}
+        return {i: by_id[i] for i in chosen["ids"]}
 
     def _train(self, k: int) -> dict[str, Any]:
         start = resolve_model(self.checkpoint(k).partition(":")[2])
@@ -249,13 +281,13 @@ class Loop:
             report["sft"] = train_sft(SFTRunConfig(model=str(start), out=str(sft_out), epochs=self.config.sft_epochs,
                                                    max_length=1024, seed=self.config.seed), self.seeds)
             start = sft_out
-        tasks = load_task_set(self.done(k, "curriculum")["file"])
+        tasks = self._training_tasks(k)
         if not tasks:
             raise ConfigError(f"round {k}: the curriculum picked no training tasks")
         grpo = GRPORunConfig(steps=self.config.grpo_steps, prompts_per_step=self.config.prompts_per_step,
                              generations=self.config.generations, max_groups_sampled=self.config.max_groups_sampled,
-                             max_tokens=self.config.max_tokens,
-                             step_cap=self.config.step_cap, seed=self.config.seed + k)
+                             max_tokens=self.config.max_tokens, step_cap=self.config.step_cap, seed=self.config.seed + k,
+                             transitions=self.env.dialogues)  # a dialogue's steps train through the gold prefix
         lines = train_grpo(start, tasks, out, grpo, metrics_out=self.root / f"round-{k}" / "grpo-metrics.jsonl")
         report.update({"model": str(out), "grpo_steps": len(lines), "metrics": lines})
         return report

@@ -41,6 +41,7 @@ A :class:`ToolEnvironment` is a table of functions, one per thing the layers abo
 ``policy_dialogues``      what a policy's dialogues with its simulated user need (:mod:`ace_env.dialogues`:
                           ``ace eval`` of a policy as its agent, ``ace train user-sim``); None: no dialogues
 ``results_agent``         the agent a result file in its own format names (``ace ingest``), or None
+``synthesis``             its synthesis strategies and their checks (:mod:`ace_env.synthesis`): ``ace synth``
 ========================  ==========================================================================
 
 Each environment is a package, ``ace_env/<name>/`` (:mod:`ace_env.bfcl`, :mod:`ace_env.tau2`), whose
@@ -72,6 +73,7 @@ from ace_env.tau2.replay import replay_tasks as replay_tau2
 from ace_env.tau2.sim import gold_prefix_step as tau2_gold_prefix_step
 from ace_env.tau2.sim import simulate as simulate_tau2
 from ace_env.tau2.sim import simulate_turns
+from ace_env.tau2.synthesis import SYNTHESIS as TAU2_SYNTHESIS
 from ace_env.tau2.tasks import Tau2Task, tau2_tool_info
 from ace_env.worker import Budget
 
@@ -126,6 +128,9 @@ class ToolEnvironment:
     policy_dialogues: PolicyDialogues | None = None
     #: The agent (its ``policy`` name) a result file in its own format names (``results_spec``); None: none.
     results_agent: Callable[[Path], str | None] | None = None
+    #: Its synthesis (:class:`ace_env.synthesis.Synthesis`): its strategies with their checks, and what the one
+    #: pipeline calls on its tasks; None: BFCL's, registered by ``synth`` itself, or none (``ace synth`` refuses).
+    synthesis: Any = None
 
     def owns(self, task: Any) -> bool:
         return isinstance(task, self.task_type)
@@ -185,6 +190,7 @@ TAU2 = ToolEnvironment(
     export_writer=write_tau2,
     policy_dialogues=TAU2_DIALOGUES,
     results_agent=tau2_results_agent,
+    synthesis=TAU2_SYNTHESIS,
 )
 
 

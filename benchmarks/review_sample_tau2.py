@@ -26,9 +26,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from ace_env.tau2.tasks import load_tasks
+from ace_env.tau2.synthesis import SYNTHESIS
+from ace_env.tau2.tasks import Tau2Task, load_tasks
 from ace_env.tau2.verify import gold
-from synth.tau2.pipeline import TAU2_STRATEGIES, synthesize_tau2
+from synth.pipeline import SynthConfig, run
+from synth.registry import targeted
+
+TAU2_STRATEGIES = targeted(Tau2Task)
 
 HERE = Path(__file__).resolve().parent
 TOTAL = 20  # about this many tasks in all, spread evenly over the strategies
@@ -50,7 +54,8 @@ def build(n: int, seed: int) -> tuple[list, dict]:
         base = {t.id: t for t in load_tasks(domain)}
         seeds.update(base)
         rows = [dict(zip(("from", "to"), e.split(">"))) for e in edges]
-        tasks += synthesize_tau2(rows, base, n, strategies=TAU2_STRATEGIES, seed=seed).tasks
+        tasks += run(SYNTHESIS, Tau2Task, rows, base, None, None,
+                     SynthConfig(n=n, strategies=TAU2_STRATEGIES, seed=seed)).tasks
     return tasks, seeds
 
 

@@ -1,41 +1,27 @@
-"""The self-evolving synthesis pipeline (AReaL-SEA's four stages plus reflection).
+"""The one synthesis pipeline, for every environment (AReaL-SEA's four stages plus reflection).
 
-Per plan and round: **task synthesis** (a strategy applied to a seed that
-contains the target composition) → **task verification**
-(:func:`synth.taskcheck.check_task`) → **trajectory rollout** by the policy
-whose frontier is attacked → **trajectory verification** with attribution
-(:func:`ace_env.verifier.verify`, every tool call under
-``SynthConfig.budget`` in a watched worker, :mod:`ace_env.worker`: a real
-model's rollout may ask for a call that never returns).  After each round a
-**reflection** step updates every plan from its statistics (validity, share
-of tasks in the learnable zone where the policy succeeds sometimes but not
-always, attributions) and retires or adjusts it; retired plans are replaced
-by plans on untried (target, strategy, style) combinations.
+:func:`run` takes any environment's seeds and its :class:`~ace_env.synthesis.Synthesis` (from the one registry,
+:func:`synth.registry.synthesis_of`): per plan (a frontier edge, a strategy), **task synthesis** (the strategy's
+builder on a seed holding the edge) → **task verification** (the generic checks, then exactly the checks the
+strategy declares) → **trajectory rollout** by the policy whose frontier is attacked → **trajectory
+verification** with attribution → tally, on the schedule the environment declares:
 
-A policy is either a plain callable ``(task, rng) -> turns`` (one rollout;
-:func:`sim_policy`, the simulated agent) or a :class:`BatchPolicy`, whose
-``rollouts(tasks, n, seed)`` rolls out all the valid tasks of a round at once,
-``n`` times each — a language model through the rollout engine, which the CLI
-builds (``synth`` never imports ``train``).  Its ``name`` is recorded in every
-task's provenance (``policy``) and in every plan's history.
+* ``rounds`` (BFCL's, :func:`synthesize`): K rounds; after each, **reflection** updates every plan from its
+  statistics (validity, share of tasks in the learnable zone where the policy succeeds sometimes but not always,
+  attributions) and retires or adjusts it; retired plans are replaced by untried (target, strategy, style) ones.
+  Checks: :func:`synth.taskcheck.check_task`; rollouts verified with every tool call under ``SynthConfig.budget``
+  in a watched worker (:mod:`ace_env.worker`).  A policy is a plain callable ``(task, rng) -> turns``
+  (:func:`sim_policy`) or a :class:`BatchPolicy` (a model through the rollout engine, which the CLI builds:
+  ``synth`` never imports ``train``), which rolls a whole round out at once.  Most candidates are copies; a copy
+  is predicted before its ground truth is executed (:func:`synth.strategies.build.deferred_execution`,
+  :func:`synth.taskcheck.copy_check`) and what a strategy derives from a seed alone is kept for the run
+  (:func:`synth.strategies.build.seed_memo`): the same tasks as the old path (``predict_copies=False``).  A plain
+  callable's rollouts can go to a Ray runner (:func:`ace_env.scaleout.runner_for`), seeded by (seed, task id, k).
+* ``in_turn`` (τ²'s, the toy's; :func:`synthesize_in_turn`): one round, every plan in turn, each drawing its
+  target's seeds without replacement; the environment assembles a task from each draft; no reflection.
 
-Everything is seeded from one integer: the same seed gives the same tasks.
-
-Most candidates of a run are copies (the same seed drawn again gives the same task, or one the
-near-duplicate rule turns away).  A copy is predicted before it costs anything to verify: the targeted
-strategies leave the execution of a candidate's ground truth to this module
-(:func:`synth.strategies.build.deferred_execution`), which asks the diversity rules first
-(:func:`synth.taskcheck.copy_check` reads the task's parts and text, never executes them), and what a
-strategy derives from a seed alone is computed once per run (:func:`synth.strategies.build.seed_memo`).
-Every decision is the one the old path (``SynthConfig.predict_copies=False``) makes: the same tasks.
-
-The trajectory rollouts and their verification, the per-candidate work that
-does not steer the round (a valid task counts as made whatever its pass rate),
-run once the round's valid tasks are known, before its reflection.  A plain
-callable's rollouts can go to a Ray runner (:func:`ace_env.scaleout.runner_for`),
-a task per job, collected in order; each is seeded by (seed, task id, k), so
-the tasks are the same locally and on Ray.  A model (a :class:`BatchPolicy`)
-rolls out here, batched; ``ace synth --ray`` refuses it.
+The policy's ``name`` is recorded in every task's provenance.  Everything is seeded from one integer: the same
+seed gives the same tasks.
 """
 
 from __future__ import annotations
@@ -43,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,26 +38,41 @@ from ace_env.bounded import BoundedVerifier, LineError
 from ace_env.fields import SEED_MAX
 from ace_env.scaleout import LocalRunner, RayRunner
 from ace_env.sim import simulate_one
+from ace_env.synthesis import Synthesis
 from ace_env.tasks import Task
 from ace_env.worker import Budget
 from ace_env.workspace import check_writable_kind
-from ace_graph.compositions import adjacent_pairs
 from ace_graph.errors import ConfigError
-from ace_graph.tagger import tag_task
-from synth.checks.parts import Seen, adjacent_positions
+from synth.bases import (
+    _base_of,
+    base_task,
+    one_per_base,
+    per_base_cap,
+    per_base_strategy_cap,
+    seeds_by_target,
+    target_present_in,
+)
+from synth.checks.parts import DUPLICATE, Seen
 from synth.planner import STYLES, Plan, apply_style, make_plans, reflect
+from synth.registry import Candidate, depth_of, run_checks, targeted
 from synth.registry import get as get_strategy
-from synth.registry import targeted
 from synth.repair import usable_version
 from synth.rewriter import rewrite_task
 from synth.strategies import synthesize as apply_strategy
 from synth.strategies.build import deferred_execution, executes, seed_memo
-from synth.taskcheck import check_task, copy_check
+from synth.taskcheck import TARGET_LOST, check_task, copy_check
 
 #: Rejection reason: the run already holds ``max_per_base`` tasks of this task's base task.
 SAME_BASE = "same_base_task"
 #: Rejection reason: the strategy made no task from the seed, or its ground truth does not execute cleanly.
 SYNTHESIS_FAILED = "synthesis_failed"
+#: Rejection reasons of the ``in_turn`` schedule (:data:`synth.taskcheck.TARGET_LOST`,
+#: :data:`synth.checks.parts.DUPLICATE`: a task with the same content, so the same id, made earlier in the run).
+#: The ``in_turn`` schedule's attempts per task asked for.
+IN_TURN_ATTEMPTS = 8
+
+__all__ = ["BatchPolicy", "SynthConfig", "SynthResult", "base_task", "infeasible", "one_per_base", "per_base_cap",
+           "per_base_strategy_cap", "run", "seeds_by_target", "seeds_for", "sim_policy", "synthesize", "write_tasks"]
 
 #: A policy maps (task, rng) to a rollout: one list of calls per user turn.
 Policy = Callable[[Task, random.Random], list[list[Any]]]
@@ -88,11 +88,12 @@ class BatchPolicy(Protocol):
         ...
 
 
-def sim_policy(spec: Any, name: str = "sim") -> Policy:
-    """The simulated agent with planted weaknesses as a policy (``name``: how it is recorded)."""
+def sim_policy(spec: Any, name: str = "sim", turns: Callable[..., tuple[list[Any], Any]] = simulate_one) -> Policy:
+    """The simulated agent with planted weaknesses as a policy (``name``: how it is recorded); ``turns``: its
+    environment's ``simulate_turns`` (BFCL's by default)."""
 
     def policy(task: Task, rng: random.Random) -> list[list[Any]]:
-        return simulate_one(task, spec, rng)[0]
+        return turns(task, spec, rng)[0]
 
     policy.name = name  # type: ignore[attr-defined]
     return policy
@@ -172,9 +173,11 @@ class SynthResult:
     reflections: list[dict[str, Any]] = field(default_factory=list)
     rejections: Counter = field(default_factory=Counter)
     attempted: int = 0
+    in_turn: bool = False
+    """Made by the ``in_turn`` schedule: the summary also counts each strategy by what it did."""
 
     def summary(self) -> dict[str, Any]:
-        return {
+        out = {
             "policy": self.policy,
             "tasks": len(self.tasks),
             "attempted": self.attempted,
@@ -184,65 +187,22 @@ class SynthResult:
             "by_strategy": dict(Counter(t.provenance.get("strategy") for t in self.tasks)),
             "by_target": dict(Counter(t.provenance.get("target_edge") for t in self.tasks)),
         }
+        if self.in_turn:
+            out["per_strategy"] = self.per_strategy()
+        return out
 
-
-_BFCL_ID = re.compile(r"^multi_turn_(?:base|long_context|miss_func|miss_param|composite)_(\d+)$")
-
-
-def base_task(task: Task) -> str:
-    """The base task a synthesized task comes from: its first parent, with BFCL's category variants of one
-    task (``multi_turn_base_62``, ``multi_turn_long_context_62``, ...) counted as one."""
-    parents = task.provenance.get("parents") or [task.id]
-    return _base_of(str(parents[0]))
-
-
-def _base_of(seed_id: str) -> str:
-    m = _BFCL_ID.match(seed_id)
-    return f"bfcl:{m.group(1)}" if m else seed_id
-
-
-def per_base_cap(config: "SynthConfig", seeds: dict[str, Task], by_target: dict[tuple[str, str], list[str]]) -> int:
-    """How many tasks one base task may give a run (:attr:`SynthConfig.max_per_base`)."""
-    if config.max_per_base:
-        return config.max_per_base
-    bases = {_base_of(i) for ids in by_target.values() for i in ids if i in seeds}
-    return max(2, -(-2 * config.n // max(1, len(bases))))
-
-
-def per_base_strategy_cap(config: "SynthConfig", seeds: dict[str, Task],
-                          by_target: dict[tuple[str, str], list[str]]) -> int:
-    """How many tasks one base task may give a run by one strategy (:attr:`SynthConfig.max_per_base_strategy`)."""
-    if config.max_per_base_strategy:
-        return config.max_per_base_strategy
-    bases = {_base_of(i) for ids in by_target.values() for i in ids if i in seeds}
-    return max(2, -(-config.n // max(1, len(bases) * len(config.strategies))))
-
-
-def one_per_base(tasks: list[Task], n: int, rng: random.Random) -> list[Task]:
-    """Up to ``n`` tasks drawn evenly across strategies, at most one per base task and strategy (a base task's
-    BFCL variants counted as one), a base task not drawn yet by any strategy preferred; a strategy without
-    another base task drops out."""
-    by_strategy: dict[str, list[Task]] = {}
-    for t in tasks:
-        by_strategy.setdefault(str(t.provenance.get("strategy")), []).append(t)
-    pools = {k: rng.sample(v, len(v)) for k, v in sorted(by_strategy.items())}
-    used: dict[str, set[str]] = {k: set() for k in pools}
-    every: set[str] = set()
-    picked: list[Task] = []
-    while len(picked) < n and any(pools.values()):
-        for k in sorted(pools):
-            if len(picked) >= n:
-                break
-            pools[k] = [t for t in pools[k] if base_task(t) not in used[k]]
-            if not pools[k]:
-                continue
-            fresh = [t for t in pools[k] if base_task(t) not in every]
-            task = (fresh or pools[k])[-1]
-            pools[k].remove(task)
-            picked.append(task)
-            used[k].add(base_task(task))
-            every.add(base_task(task))
-    return picked
+    def per_strategy(self) -> dict[str, dict[str, Any]]:
+        """Each strategy counted by what it did: no draft (the seed cannot carry it), built, rejected by a check."""
+        rows: dict[str, dict[str, Any]] = {}
+        for p in self.plans:
+            row = rows.setdefault(p.strategy, {"attempted": 0, "no_draft": 0, "built": 0, "rejected": 0,
+                                               "rejections": Counter()})
+            row["attempted"] += p.stats.attempted
+            row["no_draft"] += p.stats.attempted - p.stats.synthesized
+            row["built"] += p.stats.valid
+            row["rejected"] += p.stats.synthesized - p.stats.valid
+            row["rejections"].update(p.stats.rejections)
+        return {k: {**v, "rejections": dict(v["rejections"])} for k, v in sorted(rows.items())}
 
 
 #: Seeds of a target tried per strategy before a plan on it is made.
@@ -261,10 +221,6 @@ def infeasible(seeds: dict[str, Task], by_target: dict[tuple[str, str], list[str
                        is not None for s in tries):
                 out.append((target, strategy))
     return out
-
-
-def target_present_in(task: Task, target: tuple[str, str]) -> bool:
-    return bool(adjacent_positions(task, tuple(target)))
 
 
 def seeded(seed: int, *parts: Any) -> random.Random:
@@ -471,6 +427,102 @@ def _synthesize(
     return result
 
 
+def seeds_for(synthesis: Synthesis, frontier: list[dict[str, Any]],
+              seeds: dict[str, Any]) -> dict[tuple[str, str], list[str]]:
+    """For each frontier edge, the ids of the usable seeds whose gold holds it (the environment's own rule)."""
+    if synthesis.schedule == "rounds":
+        return seeds_by_target(frontier, seeds)
+    return synthesis.seeds_by_target(frontier, synthesis.usable(seeds))
+
+
+def run(synthesis: Synthesis, task_type: type, frontier: list[dict[str, Any]], seeds: dict[str, Any],
+        by_target: dict[tuple[str, str], list[str]] | None, policy: Policy | BatchPolicy | None,
+        config: SynthConfig, progress: Callable[[int], None] | None = None,
+        runner: LocalRunner | RayRunner | None = None) -> SynthResult:
+    """The one pipeline for any environment's seeds: plans on the frontier's edges, each strategy's drafts made
+    into tasks, checked (the generic checks, then the ones the strategy declares), rolled out by ``policy`` and
+    verified, on the schedule the environment's synthesis declares (``rounds``: :func:`synthesize`, with
+    reflection; ``in_turn``: :func:`synthesize_in_turn`).  ``by_target``: :func:`seeds_for`, when known."""
+    by_target = seeds_for(synthesis, frontier, seeds) if by_target is None else by_target
+    if synthesis.schedule == "rounds":
+        return synthesize(frontier, seeds, by_target, policy, config, progress=progress, runner=runner)
+    return synthesize_in_turn(synthesis, task_type, seeds, by_target, policy, config, progress)
+
+
+def synthesize_in_turn(synthesis: Synthesis, task_type: type, seeds: dict[str, Any],
+                       by_target: dict[tuple[str, str], list[str]], policy: Policy | None, config: SynthConfig,
+                       progress: Callable[[int], None] | None = None) -> SynthResult:
+    """Up to ``config.n`` checked tasks on the ``in_turn`` schedule: one round, one plan per (target, strategy),
+    plans taking turns; each attempt draws one of the target's seeds not tried yet by the plan, drafts, assembles
+    and checks; at most :data:`IN_TURN_ATTEMPTS` attempts per task asked for.  With a ``policy`` every valid task
+    is rolled out ``config.rollouts_per_task`` times and verified, its pass rate in its provenance."""
+    result = SynthResult(policy=policy_label(policy) if policy is not None else "", in_turn=True)
+    by_target = {t: ids for t, ids in by_target.items() if ids}
+    plans = [Plan(id=f"r0-p{i}-{a}-{b}-{s}-plain", round=0, target=(a, b), strategy=s, strength=0.5,
+                  depth=depth_of(s, task_type), domain=tuple(sorted({synthesis.domain(seeds[x]) for x in ids})),
+                  style="plain", seeds=list(ids), evidence={})
+             for i, ((a, b), ids, s) in enumerate((t, ids, s) for t, ids in by_target.items()
+                                                  for s in config.strategies)]
+    result.plans = plans
+    tried: dict[str, set[str]] = {p.id: set() for p in plans}
+    made: set[str] = set()
+    budget = IN_TURN_ATTEMPTS * config.n
+    open_plans = list(plans)
+    while open_plans and len(result.tasks) < config.n and result.attempted < budget:
+        for plan in list(open_plans):
+            if len(result.tasks) >= config.n or result.attempted >= budget:
+                break
+            left = [s for s in plan.seeds if s not in tried[plan.id]]
+            if not left:
+                open_plans.remove(plan)
+                continue
+            rng = seeded(config.seed, plan.id, len(tried[plan.id]))
+            seed_task = seeds[left[rng.randrange(len(left))]]
+            tried[plan.id].add(seed_task.id)
+            result.attempted += 1
+            plan.stats.attempted += 1
+            spec = get_strategy(plan.strategy, task_type)
+            draft = spec(seed_task, plan.target, plan.strength, rng)
+            if draft is None:
+                reject(result, plan, SYNTHESIS_FAILED)
+                continue
+            plan.stats.synthesized += 1
+            task = synthesis.assemble(seed_task, plan.target, plan.strategy, draft)
+            reasons = [DUPLICATE] if task.id in made else task_problems(synthesis, spec, task, draft, plan.target)
+            if reasons:
+                for r in reasons:
+                    reject(result, plan, r)
+                continue
+            made.add(task.id)
+            plan.stats.valid += 1
+            if policy is not None:
+                task = _rolled_out(synthesis, task, plan, policy, result.policy, config)
+            result.tasks.append(task)
+            result.lineage.append({"task": task.id, "key": f"{task.source}:{task.id}", "plan": plan.id,
+                                   "parents": [seed_task.id], "strategy": plan.strategy,
+                                   "target": f"{plan.target[0]}>{plan.target[1]}", "round": 0})
+            if progress:
+                progress(1)
+    return result
+
+
+def task_problems(synthesis: Synthesis, spec: Any, task: Any, draft: Any, target: tuple[str, str]) -> list[str]:
+    """Why a drafted task may not be written (empty: it may): the target lost, else the environment's generic
+    checks, then exactly the checks the strategy declares, in their declared order."""
+    if not synthesis.has_target(task, target):
+        return [TARGET_LOST]
+    return list(synthesis.check(task)) + [reason for reason, _ in run_checks(spec, Candidate(task, draft=draft))]
+
+
+def _rolled_out(synthesis: Synthesis, task: Any, plan: Plan, policy: Policy, name: str, config: SynthConfig) -> Any:
+    """The task with the attacked policy's pass rate over ``config.rollouts_per_task`` rollouts in its provenance."""
+    n = config.rollouts_per_task
+    verdicts = [synthesis.verify(task, policy(task, seeded(config.seed, "rollout", task.id, k)), f"{task.id}#{k}")
+                for k in range(n)]
+    passes, learnable = tally(plan, verdicts, n)
+    return synthesis.with_outcome(task, {"policy": name, "pass_rate": passes / n, "learnable": learnable})
+
+
 def _verdicts(tasks: list[Task], turns: list[list[list[list[Any]]]], n: int,
               budget: Budget | None) -> list[list[tuple[float, str | None]]]:
     """(reward, attribution) of every rollout, verified with every tool call under the budget."""
@@ -521,29 +573,6 @@ def _score(plan: Plan, task: Task, verdicts: list[tuple[float, str | None]], n: 
     """A valid task's rollout verdicts into its plan's statistics and its provenance."""
     passes, learnable = tally(plan, verdicts, n)
     task.provenance = {**task.provenance, "pass_rate": passes / n, "learnable": learnable}
-
-
-def seeds_by_target(frontier: list[dict[str, Any]], seeds: dict[str, Task]) -> dict[tuple[str, str], list[str]]:
-    """For each frontier edge, the usable seed tasks whose oracle makes the two calls adjacently (sorted ids).
-
-    A seed that fails :func:`synth.taskcheck.seed_problems` (a ground-truth value
-    nothing provides, a text that breaks a text rule) is used in its repaired
-    version (:func:`synth.repair.usable_version`) or not at all.
-
-    Computed from the seeds themselves, not from the graph, so tasks synthesized
-    earlier and stored there never change which seeds a run uses.
-    """
-
-    wanted = {f"{r['from']}>{r['to']}": (r["from"], r["to"]) for r in frontier}
-    out: dict[tuple[str, str], list[str]] = {pair: [] for pair in wanted.values()}
-    for task_id in sorted(seeds):
-        seed = usable_version(seeds[task_id])
-        if seed is None:
-            continue  # a value of its ground truth comes from nowhere and no lookup provides it: not copied
-        for pair in adjacent_pairs(tag_task(seed))[0]:
-            if pair in wanted:
-                out[wanted[pair]].append(task_id)
-    return out
 
 
 def write_tasks(path: Any, tasks: Iterable[Task]) -> int:

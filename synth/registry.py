@@ -1,20 +1,24 @@
 """The strategy registry: the one place a strategy is declared, for every environment.
 
-A strategy is declared once, with :func:`register`: its name, the kind of task it applies to (the task class
-of an environment: :class:`ace_env.tasks.Task` for BFCL, :class:`ace_env.tau2.tasks.Tau2Task` for τ²; asked
-of a seed with :func:`strategies_for`, never of an environment's name), its builder, and the checks that
-belong to it (:class:`Check`).  One name may be declared for several task kinds (τ²'s four strategies bear
-the names of their BFCL counterparts); a duplicate (name, kind) is refused.
+A strategy is declared once: its name, the kind of task it applies to (the task class of an environment, asked
+of a seed with :func:`strategies_for`, never of an environment's name), its builder, and the checks that belong
+to it (:class:`ace_env.synthesis.Check`).  An environment declares its strategies on its entry
+(``ToolEnvironment.synthesis``, an :class:`ace_env.synthesis.Synthesis`: τ²'s in :mod:`ace_env.tau2.synthesis`);
+they are registered here under its task type the first time they are asked for (:func:`synthesis_of`,
+:func:`table_for`).  BFCL's strategies live in :mod:`synth.strategies` and register themselves with
+:func:`register`; its :class:`~ace_env.synthesis.Synthesis` is :mod:`synth.pipeline`'s (:func:`register_synthesis`).
+One name may be declared for several task kinds (τ²'s four strategies bear the names of their BFCL
+counterparts); a duplicate (name, kind) is refused.
 
 Every builder has one signature, ``(seed, target, strength, rng) -> draft | None``: None where the seed does
-not offer what the strategy needs.  A BFCL draft is the new task itself; a τ² draft is what changes (new
-gold, new scenario), which τ²'s pipeline assembles into a task.  Every check has one signature too,
+not offer what the strategy needs.  A BFCL draft is the new task itself; another environment's draft is what
+changes, which its ``assemble`` turns into a task.  Every check has one signature too,
 ``find(candidate) -> details`` (empty: it passes), reading the :class:`Candidate` (the task, its replayed
-ground truth where the environment replays one, the builder's draft); the task checks
-(:func:`synth.taskcheck.check_task`, :func:`synth.tau2.pipeline.check`) run the generic checks and then
-exactly the checks the task's strategy declares here, in the order declared.
+ground truth where the environment replays one, the builder's draft); the pipeline (and
+:func:`synth.taskcheck.check_task`) runs the generic checks and then exactly the checks the task's strategy
+declares here, in the order declared (:func:`run_checks`).
 
-The planner reads each strategy's composition depth here, the pipelines and the CLI the targeted
+The planner reads each strategy's composition depth here, the pipeline and the CLI the targeted
 strategies, and the random baseline dispatches its edits through the ``edit`` each strategy registers
 (:func:`register_edit`).  Items are seeded per index (:func:`item_rng`).
 """
@@ -25,36 +29,16 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ace_env.environments import ENVIRONMENTS, ToolEnvironment
 from ace_env.errors import ConfigError
+from ace_env.synthesis import Candidate, Check, Synthesis
 from ace_env.tasks import Task
+
+__all__ = ["Candidate", "Check", "Spec", "Synthesis", "get", "register", "run_checks", "synthesis_of", "table_for"]
 
 Strategy = Callable[[Any, tuple[str, str], float, random.Random], Any]
 #: The random baseline's edit of a strategy's kind at flat position ``k`` (``a`` = call k, ``b`` = call k + 1).
 Edit = Callable[[Task, tuple[str, str], int, float, random.Random], "Task | None"]
-
-
-@dataclass
-class Candidate:
-    """What a strategy's checks read: the task built, and what its builder and the generic checks know of it."""
-
-    task: Any
-    """The candidate task."""
-    oracle: Any = None
-    """Its replayed ground truth (BFCL: :class:`ace_env.oracle.Oracle`); None where none is replayed."""
-    draft: Any = None
-    """What the builder returned (τ²: the :class:`synth.tau2.strategies.Draft` with its trap and details)."""
-
-
-@dataclass(frozen=True)
-class Check:
-    """A check that belongs to a strategy."""
-
-    reason: str
-    """The reason code a task that fails it is rejected with (counted once, however many details)."""
-    find: Callable[[Candidate], list[str]]
-    """``(candidate) -> details``: what is wrong (empty: the check passes)."""
-    needs_clean_run: bool = False
-    """It reads the ground truth's outputs: run only when the ground truth executes with no error."""
 
 
 @dataclass
@@ -123,8 +107,49 @@ def register_edit(name: str) -> Callable[[Edit], Edit]:
     return deco
 
 
+#: Each task kind's synthesis (what the pipeline calls on its tasks), by task type.
+SYNTHESES: dict[type, Synthesis] = {}
+
+
+def register_synthesis(task_type: type, synthesis: Synthesis) -> Synthesis:
+    """Register an environment's synthesis for tasks of ``task_type``: its declared strategies (in their order)
+    and the functions the pipeline calls (one per task kind)."""
+    if task_type in SYNTHESES:
+        raise ValueError(f"a synthesis is already registered for {task_type.__name__}")
+    for d in synthesis.strategies:
+        register(d.name, definition=d.definition, needs=d.needs, depth=d.depth, targeted=d.targeted,
+                 checks=d.checks, task_type=task_type)(d.build)
+    SYNTHESES[task_type] = synthesis
+    return synthesis
+
+
+def _declared(task_type: type) -> Synthesis | None:
+    """The synthesis an environment's entry declares for ``task_type`` (or a base class), registered now."""
+    for env in ENVIRONMENTS.values():
+        if env.synthesis is not None and issubclass(task_type, env.task_type):
+            return SYNTHESES.get(env.task_type) or register_synthesis(env.task_type, env.synthesis)
+    return None
+
+
+def synthesis_of(env: ToolEnvironment) -> Synthesis:
+    """The synthesis of an environment (its entry's, registered on first use); one line when it has none."""
+    for kind in env.task_type.__mro__:
+        if kind in SYNTHESES:
+            return SYNTHESES[kind]
+    found = _declared(env.task_type)
+    if found is None:
+        raise ConfigError(f"{env.title} ({env.name}) declares no synthesis strategies: `ace synth` cannot make its "
+                          "tasks (its entry's `synthesis`, see docs/environments.md)")
+    return found
+
+
 def table_for(task_type: type) -> dict[str, Spec]:
-    """The strategies that apply to tasks of ``task_type`` (its class or the nearest registered base class)."""
+    """The strategies that apply to tasks of ``task_type`` (its class or the nearest registered base class;
+    an environment's declared ones are registered on first use)."""
+    for kind in task_type.__mro__:
+        if kind in REGISTRY:
+            return REGISTRY[kind]
+    _declared(task_type)
     for kind in task_type.__mro__:
         if kind in REGISTRY:
             return REGISTRY[kind]

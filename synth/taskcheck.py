@@ -54,6 +54,7 @@ stable strings (:data:`synth.checks.parts.REASONS`).
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from ace_env.perturb import alter_call
 from ace_env.tasks import Task
@@ -82,7 +83,10 @@ from synth.checks.parts import (
 )
 from synth.checks.text import text_problems
 from synth.checks.values import _values_missing, text_order_problems, value_provenance
-from synth.registry import Candidate, run_checks, spec_of
+from synth.registry import Candidate, Synthesis, run_checks, spec_of
+
+#: Rejection reason of a drafted task whose gold no longer makes its target's two calls in a row.
+TARGET_LOST = "target_lost"
 
 
 def copy_check(task: Task, seen_fingerprints: set[str] | None) -> TaskCheck | None:
@@ -185,3 +189,19 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
     elif valid and seen_fingerprints is not None:
         seen_fingerprints.add(fp)
     return TaskCheck(valid, reasons, notes, fp)
+
+
+def recheck(synthesis: Synthesis, task: Any, seen: set[str]) -> list[str]:
+    """Why a written task of any environment fails task verification again (``ace synth check``; empty: it
+    passes): on the ``rounds`` schedule every rule of :func:`check_task`; otherwise a task seen before in the
+    file (same id), the target (its provenance's ``target_edge``) no longer in a row, the environment's generic
+    checks.  (The checks a strategy declares read its draft, which a task file does not keep.)"""
+    if synthesis.schedule == "rounds":
+        return check_task(task, seen).reasons
+    if task.id in seen:
+        return [DUPLICATE]
+    seen.add(task.id)
+    a, _, b = str(task.provenance.get("target_edge") or "").partition(">")
+    if not (a and b) or not synthesis.has_target(task, (a, b)):
+        return [TARGET_LOST]
+    return list(synthesis.check(task))

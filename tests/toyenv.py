@@ -413,3 +413,104 @@ def composition_file(folder: Path, error: float = 0.8) -> Path:
     path.write_text(f'[[composition]]\nfrom = "{COMPOSITION[0]}"\nto = "{COMPOSITION[1]}"\nerror = {error}\n'
                     'kind = "wrong_tool"\n', encoding="utf-8")
     return path
+
+
+# --------------------------------------------------------------------------- synthesis (the one contract)
+#
+# The toy's synthesis, declared on its entry (``ToolEnvironment.synthesis``) as BFCL's and τ²'s are reached:
+# one strategy with its own check, and what the one pipeline (synth.pipeline) calls on toy tasks.  ``ace synth
+# --tasks toy`` (or on a toy scope) runs it with nothing of it outside this module.
+
+import dataclasses  # noqa: E402  (this section's own imports, kept with it)
+
+from ace_env.synthesis import Check, Declared, Synthesis  # noqa: E402
+
+READ_BACK = "not_read_back"
+
+
+@dataclass(frozen=True)
+class ToySynthTask(ToyTask):
+    """A toy task ``ace synth`` made: a seed's task with what the strategy changed, and where it came from."""
+
+    origin: tuple[tuple[str, Any], ...] = ()  # seed, strategy, target, and the rollouts' outcome
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        o = dict(self.origin)
+        return {"synthesized": True, "parents": [o.get("seed")], "strategy": o.get("strategy"),
+                "target_edge": o.get("target"), **{k: v for k, v in o.items() if k not in ("seed", "strategy", "target")}}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "group": self.group, "prompt": self.prompt, "gold": [[t, dict(a)] for t, a in self.gold],
+                "expected": dict(self.expected), "source": self.source, "provenance": self.provenance}
+
+
+def _adjacent(gold: Sequence[tuple[str, Any]], target: tuple[str, str]) -> list[int]:
+    return [j for j in range(len(gold) - 1) if (gold[j][0], gold[j + 1][0]) == tuple(target)]
+
+
+def read_back(seed: ToyTask, target: tuple[str, str], strength: float, rng: random.Random) -> dict[str, Any] | None:
+    """Two more dependent steps, last: B once more on the key it wrote, then that key read back (None when B
+    only reads)."""
+    spots = _adjacent(seed.gold, target)
+    if not spots:
+        return None
+    tool, args = seed.gold[spots[-1] + 1]
+    key = dict(args).get("key")
+    if tool == "get" or key is None:
+        return None
+    gold = seed.gold + ((tool, args), ("get", (("key", key),)))
+    store, _ = run([(t, dict(a)) for t, a in gold])
+    return {"gold": gold, "expected": tuple(sorted(store.items())), "what": f"{tool} {key} again, then get {key}",
+            "prompt": f"{seed.prompt} Then {tool} {key} once more and read {key} back."}
+
+
+def _read_back_problems(c: Any) -> list[str]:
+    """read_back: the new last step reads a key the gold wrote."""
+    tool, args = c.task.gold[-1]
+    written = {dict(a).get("key") for t, a in c.task.gold[:-1] if t != "get"}
+    return [] if tool == "get" and dict(args).get("key") in written else ["the last step reads nothing written"]
+
+
+def _usable(seeds: Mapping[str, ToyTask]) -> dict[str, ToyTask]:
+    return {i: t for i, t in seeds.items() if not isinstance(t, ToySynthTask) and not _gold_problems(t)}
+
+
+def _gold_problems(task: ToyTask) -> list[str]:
+    store, errors = run([(t, dict(a)) for t, a in task.gold])
+    return ["gold_error"] if errors else [] if store == dict(task.expected) else ["gold_rejected"]
+
+
+def _seeds_by_target(edges: list[dict[str, Any]], seeds: Mapping[str, ToyTask]) -> dict[tuple[str, str], list[str]]:
+    return {(r["from"], r["to"]): sorted(i for i, t in seeds.items() if _adjacent(t.gold, (r["from"], r["to"])))
+            for r in edges}
+
+
+def _assemble(seed: ToyTask, target: tuple[str, str], strategy: str, draft: dict[str, Any]) -> ToySynthTask:
+    digest = hashlib.sha256(json.dumps([seed.id, strategy, draft["gold"]]).encode()).hexdigest()[:8]
+    origin = (("seed", seed.id), ("strategy", strategy), ("target", f"{target[0]}>{target[1]}"),
+              ("what", draft["what"]))
+    return ToySynthTask(f"{seed.id}-{strategy}-{digest}", seed.group, draft["prompt"], draft["gold"],
+                        draft["expected"], origin=origin)
+
+
+def _verify(task: ToyTask, turns: list[Any], rollout_id: str) -> tuple[float, str | None]:
+    v = verify(task, turns, rollout_id)
+    return v.reward, v.attribution
+
+
+def _synthesis() -> Synthesis:
+    return Synthesis(
+        strategies=(Declared("depth", build=read_back, depth=3, checks=(Check(READ_BACK, _read_back_problems),),
+                             definition="B once more on the key it wrote, then that key read back, last",
+                             needs="B writes a key"),),
+        usable=_usable, seeds_by_target=_seeds_by_target,
+        has_target=lambda task, target: bool(_adjacent(task.gold, target)),
+        assemble=_assemble, check=_gold_problems, verify=_verify,
+        with_outcome=lambda task, outcome: dataclasses.replace(task, origin=task.origin + tuple(outcome.items())),
+        domain=lambda task: task.group)
+
+
+SYNTHESIS = _synthesis()
+#: The toy's entry, with its synthesis declared (what :func:`register` puts in the registry).
+TOY = dataclasses.replace(TOY, synthesis=SYNTHESIS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
 import typer
 
@@ -22,26 +23,37 @@ loop_app = typer.Typer(
 app.add_typer(loop_app, name="loop")
 
 
+@dataclass(frozen=True)
+class LoopStart:
+    """The model a loop starts from (kept apart from LoopConfig, whose fields a run folder records)."""
+
+    policy: str = field(default=DEFAULT_POLICY, metadata={"help": "hf:<model> to start from (checkpoint 0)."})
+
+
 @loop_app.callback()
 @config_options(LoopConfig)
+@config_options(LoopStart, names={"policy": ("--policy", "-p")}, param="start", in_place=True)
 def loop_cmd(
     ctx: typer.Context,
     config: LoopConfig,
     experiment: str = experiment_option(None, "Experiment name (its runs: $ACE_HOME/runs/E)."),
-    policy: str = typer.Option(DEFAULT_POLICY, "--policy", "-p", help="hf:<model> to start from (checkpoint 0)."),
+    start: LoopStart = None,  # type: ignore[assignment]
     as_json: bool = json_option("Print the round summaries as JSON."),
 ) -> None:
     """Run K rounds of the loop (or resume: finished stages are never run again).
 
     Round k evaluates checkpoint k on held-out tasks and ingests the verdicts as
     scope E/NAME/round-k, pulls the frontier from it, synthesizes tasks aimed there
-    (learnability measured with this policy), advances the curriculum and takes its
-    mix, then trains (SFT warm start in round 0 with --sft-warm-start; GRPO) into
-    checkpoint k+1.  Artifacts: $ACE_HOME/runs/E/round-k/.  `ace loop status -e E`
+    (the one synthesis pipeline, on the tasks' environment's schedule; learnability
+    measured with this policy where the environment lets a model roll its tasks out),
+    advances the curriculum and takes its mix, then trains (SFT warm start in round 0
+    with --sft-warm-start; GRPO, on the gold-prefix steps of dialogue environments
+    such as τ²) into checkpoint k+1.  Artifacts: $ACE_HOME/runs/E/round-k/.  `ace loop status -e E`
     shows the rounds.
     """
     if ctx.invoked_subcommand is not None:
         return
+    policy = start.policy
     if not experiment:
         raise ConfigError("ace loop needs --experiment E (or a subcommand: ace loop status -e E)")
     check_name(experiment, "--experiment")  # its runs go to $ACE_HOME/runs/E

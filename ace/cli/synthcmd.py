@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -26,22 +27,21 @@ from ace.cli.options import (
 )
 from ace.cli.render import Progress, console, esc
 from ace.cli.rolloutcmd import request_options
+from ace_env.environments import DEFAULT, ENVIRONMENTS, ToolEnvironment, environment_of
 from ace_env.scaleout import runner_for
-from ace_env.sim import load_weakness
+from ace_env.synthesis import Synthesis
 from ace_env.tasksets import load_task_set
-from ace_env.tau2.sim import load_tau2_weakness, simulate_one
-from ace_env.tau2.tasks import Tau2Task
 from ace_env.worker import Budget
 from ace_env.workspace import check_out
 from ace_graph.errors import ConfigError
 from ace_graph.frontier import FrontierConfig, frontier, parse_target, targeted, why_empty
 from ace_graph.scopes import list_scopes, require_scope
-from synth.pipeline import SynthConfig, seeds_by_target, sim_policy, synthesize, write_tasks
-from synth.registry import strategies_for
+from synth.pipeline import SynthConfig, run, seeds_for, sim_policy, write_tasks
+from synth.registry import synthesis_of, table_for
+from synth.registry import targeted as targeted_strategies
 from synth.rewriter import Rewriter
 from synth.strategies import STRATEGIES
-from synth.taskcheck import check_task
-from synth.tau2.pipeline import synthesize_tau2
+from synth.taskcheck import recheck
 from train.engine import RolloutConfig, TaskRollouts
 from train.models import EMBEDDED
 from train.policies import GenerationConfig, RequestConfig, load_policy
@@ -81,15 +81,21 @@ def scope_policy_spec(name: str) -> str:
     )
 
 
-def load_synth_policy(spec: str, weakness: Optional[Path], rollout: RolloutConfig):
-    """(the pipeline's policy, its name): the simulated agent directly, any other policy through the engine."""
+def load_synth_policy(spec: str, weakness: Optional[Path], rollout: RolloutConfig, env: ToolEnvironment = DEFAULT,
+                      seeds: tuple = ()):
+    """(the pipeline's policy, its name): the environment's simulated agent directly, any other policy through
+    the engine (refused in one line where the environment's synthesis takes the simulated agent only)."""
     kind, _, rest = spec.partition(":")
     if kind == "sim":
         if rest and weakness is not None:
             raise ConfigError(f"--policy {spec!r} names a weakness file and so does --weakness: give it once")
         path = Path(rest) if rest else weakness
         name = f"sim:{path}" if path is not None else "sim"
-        return sim_policy(load_weakness(path), name=name), name
+        return sim_policy(env.load_weakness(path, list(seeds)), name=name, turns=env.simulate_turns), name
+    synthesis = synthesis_of(env)
+    if not synthesis.models:
+        raise ConfigError(synthesis.notes.get("models") or f"{env.title} synthesis rolls its tasks out with the "
+                          "simulated agent only: --policy sim[:WEAKNESS.toml]")
     if weakness is not None:
         raise ConfigError(f"--weakness is for the simulated agent, not for --policy {spec!r}")
     return TaskRollouts(load_policy(spec, request=rollout.request), rollout), spec
@@ -104,7 +110,37 @@ def check_url(url: str) -> str:
         raise ConfigError(f"--rewriter-url: {e}") from None
 
 
+@dataclass(frozen=True)
+class SynthRequest:
+    """What one `ace synth` run is asked: the strategies and targets, the attacked policy, where the tasks go,
+    the optional rewriter and Ray cluster."""
+
+    strategy: Optional[list[str]] = field(default=None, metadata={"help": (
+        "Strategies to use (repeatable), of the seeds' environment: " + ", ".join(
+            f"{n}{'' if s.targeted else ' (not targeted)'}" for n, s in STRATEGIES.items() if n != "probe")
+        + " for the default environment's. Default: the targeted ones.")})
+    out: Optional[Path] = field(default=None, metadata={
+        "help": "Where to write the tasks (JSONL). Refused if it exists, unless --force."})
+    policy: Optional[str] = field(default=None, metadata={"help": POLICY_HELP})
+    weakness: Optional[Path] = field(default=None, metadata={
+        "help": "Planted weaknesses of the simulated agent (with a sim policy)."})
+    rewriter_url: Optional[str] = field(default=None, metadata={"help": (
+        "OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1) to paraphrase user turns; off by default.")})
+    rewriter_model: str = field(default="default", metadata={"help": "Model name sent to the rewriter."})
+    ray: Optional[str] = field(default=None, metadata={"help": (
+        "Run the simulated agent's trajectory rollouts and their verification on a Ray cluster: its address "
+        "(host:port), `auto` (the running local one) or `local` (a private one for this command). Same tasks as a "
+        "local run. A model policy (hf:, openai:) is refused: it rolls a round out in one batched run here.")})
+    target: Optional[list[str]] = field(default=None, metadata={"help": (
+        "Aim at this composition FROM>TO of the scope's frontier instead of its top --limit rows (repeatable): a "
+        "tool pair (--target 'get_flight_cost>book_flight') or a skill pair, which is aimed at through the tool "
+        "pairs that realize it in the scope's rollouts. A name not on the frontier is refused, with the nearest "
+        "ones.")})
+
+
 @synth_app.callback()
+@config_options(SynthRequest, names={"out": ("--out", "-o"), "policy": ("--policy", "-p")}, param="ask",
+                in_place=True)
 @config_options(SynthConfig, include=("n", "seed", "plans", "rounds", "rollouts_per_task"), param="synth_config")
 @config_options(FrontierConfig, include=("min_support", "min_lift", "min_prereq", "limit"),
                 defaults=SYNTH_FRONTIER, param="frontier_config")
@@ -116,33 +152,12 @@ def check_url(url: str) -> str:
 def synth(
     ctx: typer.Context,
     experiment: Optional[str] = experiment_option(None, "Experiment whose frontier to attack."),
-    strategy: list[str] = typer.Option(
-        [], "--strategy", help="Strategies to use (repeatable): " + ", ".join(
-            f"{n}{'' if s.targeted else ' (not targeted)'}" for n, s in STRATEGIES.items() if n != "probe")
-        + ". Default: the targeted ones."
-    ),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the tasks (JSONL). Refused if it exists, unless --force."),
+    ask: "SynthRequest" = None,  # type: ignore[assignment]
     force: bool = force_option(),
     scope: Optional[str] = scope_option(None, "Scope E/P/C of the experiment to read the frontier from (default: its newest)."),
-    policy: Optional[str] = typer.Option(None, "--policy", "-p", help=POLICY_HELP),
-    weakness: Optional[Path] = typer.Option(None, "--weakness", help="Planted weaknesses of the simulated agent (with a sim policy)."),
-    tasks: str = tasks_option("bfcl:all", note="Seed tasks the synthesized ones are made from."),
-    rewriter_url: Optional[str] = typer.Option(
-        None, "--rewriter-url", help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1) to paraphrase user turns; off by default."
-    ),
-    rewriter_model: str = typer.Option("default", "--rewriter-model", help="Model name sent to the rewriter."),
-    ray: Optional[str] = typer.Option(
-        None, "--ray", metavar="ADDRESS",
-        help="Run the simulated agent's trajectory rollouts and their verification on a Ray cluster: its address "
-        "(host:port), `auto` (the running local one) or `local` (a private one for this command). Same tasks as a "
-        "local run. A model policy (hf:, openai:) is refused: it rolls a round out in one batched run here.",
-    ),
-    target: list[str] = typer.Option(
-        [], "--target", metavar="FROM>TO",
-        help="Aim at this composition of the scope's frontier instead of its top --limit rows (repeatable): a tool "
-        "pair (--target 'get_flight_cost>book_flight') or a skill pair, which is aimed at through the tool pairs "
-        "that realize it in the scope's rollouts. A name not on the frontier is refused, with the nearest ones.",
-    ),
+    tasks: Optional[str] = tasks_option(
+        None, note="Seed tasks the synthesized ones are made from. Default: the groups of the scope's environment "
+        "its rollouts were made on (every BFCL category, a τ² domain)."),
     as_json: bool = json_option("Print the summary as JSON."),
     synth_config: SynthConfig = None,  # type: ignore[assignment]
     frontier_config: FrontierConfig = None,  # type: ignore[assignment]
@@ -164,6 +179,8 @@ def synth(
     """
     if ctx.invoked_subcommand is not None:
         return
+    strategy, out, policy, weakness = list(ask.strategy or []), ask.out, ask.policy, ask.weakness
+    rewriter_url, rewriter_model, ray, target = ask.rewriter_url, ask.rewriter_model, ask.ray, list(ask.target or [])
     if not experiment or out is None:
         raise ConfigError("`ace synth` needs --experiment and --out (or use `ace synth check FILE`).")
     for t in target:
@@ -171,62 +188,103 @@ def synth(
     check_out(out, force)
     if policy is not None:
         check_policy_spec(policy)
-    seed_tasks = load_task_set(tasks, any_environment=True, budget=budget)
-    if seed_tasks and all(isinstance(s, Tau2Task) for s in seed_tasks.values()):
-        # τ² seeds: the registry's strategies for τ² tasks and τ²'s task form
-        return _synth_tau2(experiment=experiment, scope=scope, out=out, policy=policy, weakness=weakness,
-                           strategies=strategy, seeds=seed_tasks, n=synth_config.n, seed=synth_config.seed,
-                           rollouts_per_task=synth_config.rollouts_per_task, frontier_config=frontier_config, ray=ray,
-                           as_json=as_json, targets=target)
-    unknown = [s for s in strategy if s not in STRATEGIES]
-    if unknown:
-        raise ConfigError(f"unknown strategy {unknown[0]!r}; known: {', '.join(sorted(STRATEGIES))}")
     config = synth_config
-    if strategy:
-        config.strategies = tuple(strategy)
     if rewriter_url is not None:
         config.rewriter = Rewriter(check_url(rewriter_url), rewriter_model, api_key=os.environ.get("OPENAI_API_KEY"))
     config.budget = budget
     rollout = dataclasses.replace(rollout, budget=budget, generation=generation, request=request)
-    chosen: dict[str, object] = {}
-    if policy is not None:  # a policy named on the command line is loaded (and checked) before any work
-        chosen["policy"], chosen["name"] = load_synth_policy(policy, weakness, rollout)
-        chosen["source"] = "--policy"
+    run_ = _Run(strategy=list(strategy), policy=policy, weakness=weakness, rollout=rollout, ray=ray, config=config)
+    if tasks is not None:  # seeds named on the command line: checked (and a named policy loaded) before any work
+        run_.prepare(load_task_set(tasks, any_environment=True, budget=budget), tasks)
 
     def work(store):
         key = scope or _newest_scope(store, experiment)
         require_scope(store, key, experiment=experiment)
-        if not chosen:
-            spec = scope_policy_spec(key.split("/")[1])
-            chosen["policy"], chosen["name"] = load_synth_policy(spec, weakness, rollout)
-            chosen["source"] = "the scope's policy"
-        if ray is not None and callable(getattr(chosen["policy"], "rollouts", None)):
-            raise ConfigError(f"--ray spreads the simulated agent's rollouts; {chosen['name']} (a model) rolls a "
+        if run_.seeds is None:
+            spec = scope_task_spec(store, key)
+            run_.prepare(load_task_set(spec, any_environment=True, budget=budget), spec)
+        if "policy" not in run_.chosen:
+            run_.load_policy(scope_policy_spec(key.split("/")[1]), "the scope's policy")
+        if ray is not None and callable(getattr(run_.chosen["policy"], "rollouts", None)):
+            raise ConfigError(f"--ray spreads the simulated agent's rollouts; {run_.chosen['name']} (a model) rolls a "
                               "round out in one batched run on this machine: drop --ray")
         edges = _edges(store, key, target, frontier_config)
-        by_target = seeds_by_target(edges, seed_tasks)
-        if target and not any(by_target.values()):
-            pairs = ", ".join(f"{a}>{b}" for a, b in by_target)
-            raise ConfigError(f"no seed task of --tasks {tasks} makes the two calls of {pairs} in a row, so nothing can be "
-                              "synthesized there: give the scope's tasks with --tasks")
+        by_target = seeds_for(run_.synthesis, edges, run_.seeds)
+        if not any(by_target.values()):
+            what = ", ".join(f"{a}>{b}" for a, b in by_target) if target else f"a frontier edge of {key!r}"
+            raise ConfigError(f"no seed task of --tasks {run_.spec} makes the two calls of {what} in a row (seeds "
+                              "whose own gold is a sound oracle), so nothing can be synthesized there: give the "
+                              "scope's tasks with --tasks")
         with Progress("synthesizing", config.n, disable=as_json) as progress, runner_for(ray) as runner:
-            result = synthesize(edges, seed_tasks, by_target, chosen["policy"], config,
-                                progress=progress.advance, runner=runner)
+            result = run(run_.synthesis, run_.env.task_type, edges, run_.seeds, by_target, run_.chosen["policy"],
+                         config, progress=progress.advance, runner=runner)
         _store(store, experiment, out, result)
         return key, edges, result
 
     try:
         key, edges, result = with_store(work)
     finally:
-        close = getattr(chosen.get("policy"), "close", None)
+        close = getattr(run_.chosen.get("policy"), "close", None)
         if close is not None:
             close()
-    summary = {"scope": key, "out": str(out), **result.summary(), "policy_source": chosen["source"]}
+    summary = {"scope": key, "out": str(out), **result.summary(), "policy_source": run_.chosen["source"]}
     if config.rewriter is not None:
         summary["paraphrases"] = {"accepted": config.rewriter.accepted, "rejected": config.rewriter.rejected}
+    plans = (f"{summary['plans']} plans (target × strategy)" if result.in_turn
+             else f"{summary['plans']} plans ({summary['retired']} retired by reflection)")
     _report(summary, as_json, f"Rollouts by {summary['policy']} ({summary['policy_source']})",
-           f"Frontier of {key}: {len(edges)} edges; {summary['plans']} plans ({summary['retired']} retired by reflection)",
-           f"Wrote {summary['tasks']} verified tasks to {out} from {summary['attempted']} attempts")
+            f"Frontier of {key}: {len(edges)} edges; {plans}",
+            f"Wrote {summary['tasks']} verified tasks to {out} from {summary['attempted']} attempts")
+
+
+class _Run:
+    """What one ``ace synth`` run settles before it synthesizes: its seeds, their environment and its synthesis
+    (from the one registry), the strategies and the attacked policy."""
+
+    def __init__(self, *, strategy: list[str], policy: Optional[str], weakness: Optional[Path],
+                 rollout: RolloutConfig, ray: Optional[str], config: SynthConfig):
+        self.strategy, self.policy, self.weakness, self.rollout = strategy, policy, weakness, rollout
+        self.ray, self.config = ray, config
+        self.seeds: dict | None = None
+        self.spec = ""
+        self.env: ToolEnvironment = DEFAULT
+        self.synthesis: Synthesis | None = None
+        self.chosen: dict[str, object] = {}
+
+    def prepare(self, seeds: dict, spec: str) -> None:
+        """The seeds' environment asked for its synthesis; the options checked against it; a --policy loaded."""
+        self.seeds, self.spec = seeds, spec
+        self.env = environment_of(seeds.values())
+        self.synthesis = synthesis_of(self.env)
+        known = table_for(self.env.task_type)
+        unknown = [s for s in self.strategy if s not in known]
+        if unknown:
+            raise ConfigError(f"unknown strategy {unknown[0]!r} for {self.env.title} tasks; known: "
+                              f"{', '.join(sorted(known))}")
+        self.config.strategies = tuple(self.strategy) if self.strategy else targeted_strategies(self.env.task_type)
+        if self.ray is not None and not self.synthesis.ray:
+            raise ConfigError(f"--ray: {self.synthesis.notes.get('ray') or 'this environment synthesizes here'}")
+        if self.config.rewriter is not None and self.synthesis.schedule != "rounds":
+            raise ConfigError(f"--rewriter-url: {self.env.title} synthesis does not paraphrase its tasks")
+        if self.policy is not None:
+            self.load_policy(self.policy, "--policy")
+
+    def load_policy(self, spec: str, source: str) -> None:
+        self.chosen["policy"], self.chosen["name"] = load_synth_policy(
+            spec, self.weakness, self.rollout, self.env, tuple((self.seeds or {}).values()))
+        self.chosen["source"] = source
+
+
+def scope_task_spec(store, key: str) -> str:
+    """The task spec of the scope's environment's groups its rollouts were made on (``NAME:GROUP,...``): the
+    seeds ``ace synth`` takes when no --tasks is given; one line when the scope has no tasks of one environment."""
+    rows = store.run("scope-task-groups", scope=key)
+    sources = sorted({r["source"] for r in rows if r["source"] in ENVIRONMENTS})
+    if len(sources) != 1:
+        found = ", ".join(sources) or "none of a known environment"
+        raise ConfigError(f"the tasks of scope {key!r}'s rollouts are of {found}: name the seed tasks with --tasks")
+    groups = sorted({str(r["category"]) for r in rows if r["source"] == sources[0]})
+    return f"{sources[0]}:{','.join(groups)}"
 
 
 def _edges(store, key: str, targets: list[str], frontier_config: FrontierConfig) -> list[dict]:
@@ -278,15 +336,17 @@ def check(
     file: Path = typer.Argument(..., help="Synthesized tasks (JSONL)."),
     as_json: bool = json_option("Print {tasks, valid, invalid, reasons} as JSON."),
 ) -> None:
-    """Re-run task verification on every task of a file (execution, verifier, rejection tests, duplicates, text)."""
-    tasks = load_task_set(str(check_input(file, "task file")))
+    """Re-run task verification on every task of a file (execution, verifier, rejection tests, duplicates, text),
+    as the tasks' environment's synthesis checks them."""
+    tasks = load_task_set(str(check_input(file, "task file")), any_environment=True)
+    synthesis = synthesis_of(environment_of(tasks.values()))
     seen: set[str] = set()
     reasons: Counter[str] = Counter()
     valid = 0
     for task in tasks.values():
-        result = check_task(task, seen)
-        valid += result.valid
-        reasons.update(result.reasons)
+        found = recheck(synthesis, task, seen)
+        valid += not found
+        reasons.update(found)
     summary = {"tasks": len(tasks), "valid": valid, "invalid": len(tasks) - valid, "reasons": dict(reasons)}
     if as_json:
         print(json.dumps(summary))
@@ -296,63 +356,3 @@ def check(
             print(f"  {reason:28s} {count}")
     if summary["invalid"]:
         raise typer.Exit(1)
-
-
-# --------------------------------------------------------------------------- τ² seeds
-
-MODEL_REFUSED = ("τ² synthesis rolls its tasks out with the simulated agent only (--policy sim:WEAKNESS.toml "
-                 "naming τ² tools); a model plays τ² against a user simulator (`ace eval`)")
-
-
-def _tau2_policy(spec: str | None, weakness: Path | None, seeds: dict) -> tuple:
-    """(the simulated agent on τ² tasks, its name); a model policy is refused in one line."""
-    kind, _, rest = (spec or "sim").partition(":")
-    if kind != "sim":
-        raise ConfigError(MODEL_REFUSED)
-    if rest and weakness is not None:
-        raise ConfigError(f"--policy {spec!r} names a weakness file and so does --weakness: give it once")
-    path = Path(rest) if rest else weakness
-    spec_ = load_tau2_weakness(path, seeds.values())
-
-    def policy(task, rng) -> list[dict]:
-        return simulate_one(task, spec_, rng)[0]
-
-    return policy, f"sim:{path}" if path is not None else "sim"
-
-
-def _synth_tau2(*, experiment: str, scope: Optional[str], out: Path, policy: Optional[str],
-                weakness: Optional[Path], strategies: list[str], seeds: dict, n: int, seed: int,
-                rollouts_per_task: int, frontier_config: FrontierConfig, ray: Optional[str], as_json: bool,
-                targets: list[str]) -> None:
-    """``ace synth`` on τ² seed tasks (its options already checked): the scope's frontier is read as for BFCL,
-    :func:`synth.tau2.pipeline.synthesize_tau2` makes verified τ² tasks aimed at its edges with the registry's
-    strategies for τ² tasks, and they are written and stored as BFCL's.  The attacked policy is the simulated
-    agent (``sim`` or ``sim:WEAKNESS`` naming τ² tools): on τ² a model plays against a user simulator."""
-    if ray is not None:
-        raise ConfigError("--ray: τ² synthesis runs here (its rollouts are the simulated agent's); leave --ray out")
-    known = tuple(strategies_for(next(iter(seeds.values()))))
-    unknown = [s for s in strategies if s not in known]
-    if unknown:
-        raise ConfigError(f"strategy {unknown[0]!r} has no τ² form; τ² strategies: {', '.join(known)}")
-    chosen_policy, name = _tau2_policy(policy, weakness, seeds)
-
-    def work(store):
-        key = scope or _newest_scope(store, experiment)
-        require_scope(store, key, experiment=experiment)
-        edges = _edges(store, key, targets, frontier_config)
-        with Progress("synthesizing τ²", n, disable=as_json) as progress:
-            result = synthesize_tau2(edges, seeds, n, tuple(strategies or known), seed, chosen_policy, name,
-                                     rollouts_per_task, progress=progress.advance)
-        if not result.plans:
-            raise ConfigError(f"no seed task of --tasks makes the two calls of a frontier edge of {key!r} in a row "
-                              "(seeds are τ²'s own tasks whose gold is a valid oracle): give the scope's tasks, "
-                              "e.g. --tasks tau2:airline")
-        _store(store, experiment, out, result)
-        return key, edges, result
-
-    key, edges, result = with_store(work)
-    summary = {"scope": key, "out": str(out), **result.summary(), "policy_source": "--policy" if policy else
-               "the simulated agent"}
-    _report(summary, as_json, f"Rollouts by {summary['policy']}",
-           f"Frontier of {key}: {len(edges)} edges; {summary['plans']} plans (target × τ² strategy)",
-           f"Wrote {summary['tasks']} verified τ² tasks to {out} from {summary['attempted']} attempts")

@@ -64,3 +64,9 @@ def test_a_simulated_tau2_scope_to_verified_tasks_to_tau2_files(clean_db, neo4j_
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not on the frontier" in err[0] and f"{FROM}>{TO}" in err[0]
     assert not (tmp_path / "typo.jsonl").exists()
+
+    # without --tasks, the scope's environment and domain give the seeds: the same tasks as --tasks tau2:airline
+    no_tasks = [a for a in synth if a not in ("--tasks", "tau2:airline")]
+    assert main([*no_tasks, "--target", f"{FROM}>{TO}", "--out", str(tmp_path / "from-scope.jsonl")]) == 0
+    assert json.loads(capsys.readouterr().out)["tasks"] == 4
+    assert (tmp_path / "from-scope.jsonl").read_text() == (tmp_path / "targeted.jsonl").read_text()

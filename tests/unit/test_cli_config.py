@@ -35,12 +35,8 @@ from train.policies import DEFAULT_POLICY
 #: option) means taking it out of here; the test fails until it is.  The command files named in the comments
 #: belong to other owners this session (/work/OWNERS.md); their flags wait here.
 HAND_TYPED: dict[str, set[str]] = {
-    # ace/cli/synthcmd.py
-    "synth": {"--target", "--weakness", "--strategy", "--ray", "--rewriter-url", "--out", "--rewriter-model",
-              "--policy"},
-    # ace/cli/exportcmd.py (--out: a required path), loopcmd.py
+    # ace/cli/exportcmd.py (--out: a required path)
     "export": {"--out"},
-    "loop": {"--policy"},
 }
 
 #: A flag of this name stands for this constant: its default is the constant, wherever it is declared.

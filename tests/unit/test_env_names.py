@@ -33,15 +33,12 @@ NAMES = tuple(ENVIRONMENTS)
 
 #: Sites still there, by file: {site: count}.  Only shrinks (see the module doc).
 ALLOWED: dict[str, dict[str, int]] = {
-    # synthesis: BFCL's strategies and checks, the τ² pipeline and strategies, synth's τ² branch
-    'ace/cli/synthcmd.py': {'import Tau2Task': 1, 'import ace_env.tau2.sim': 1, 'import ace_env.tau2.tasks': 1, 'import load_tau2_weakness': 1},
+    # synthesis: BFCL's strategies and checks
     'synth/checks/values.py': {'import ace_env.bfcl': 1},
     'synth/strategies/baseline.py': {'import ace_env.bfcl': 1},
     'synth/strategies/build.py': {'import ace_env.bfcl': 1},
     'synth/strategies/distractor.py': {'import ace_env.bfcl': 1},
     'synth/strategies/probe.py': {'import ace_env.bfcl': 1},
-    'synth/tau2/pipeline.py': {'import SynthTau2Task': 1, 'import Tau2Task': 1, 'import ace_env.tau2.env': 1, 'import ace_env.tau2.rollouts': 1, 'import ace_env.tau2.synthtasks': 1, 'import ace_env.tau2.tasks': 1},
-    'synth/tau2/strategies.py': {'import Tau2Call': 1, 'import Tau2Task': 1, 'import ace_env.tau2.cow': 1, 'import ace_env.tau2.env': 1, 'import ace_env.tau2.tasks': 1, 'import ace_env.tau2.verify': 1},
     # ace_graph/db.py applies the schema without parameters: tasks stored before sources were BFCL's
     'cypher/schema.cypher': {"literal 'bfcl'": 1},
     # train/tau2_eval.py writes it by this name

@@ -14,12 +14,20 @@ from ace.cli import main
 from ace_env.tau2 import export as export_tau2
 from ace_env.tau2.export import NOT_THE_ORACLE, ROUND_TRIP_NOTE, TASKS_FILE, roundtrip
 from ace_env.tau2.package import tau2_modules
+from ace_env.tau2.synthesis import SYNTHESIS
 from ace_env.tau2.synthtasks import SynthTau2Task, tau2_json
-from ace_env.tau2.tasks import load_tasks
-from synth.pipeline import write_tasks
-from synth.tau2.pipeline import synthesize_tau2
-from synth.tau2.strategies import STRATEGIES
+from ace_env.tau2.tasks import Tau2Task, load_tasks
+from synth.pipeline import SynthConfig, run, write_tasks
+from synth.registry import targeted
 from train.export import export
+
+STRATEGIES = targeted(Tau2Task)
+
+
+def synthesize_tau2(edges, seeds, n, strategies, seed=0):
+    """The one synthesis pipeline on τ² seeds (no rollouts)."""
+    return run(SYNTHESIS, Tau2Task, edges, seeds, None, None, SynthConfig(n=n, strategies=strategies, seed=seed))
+
 
 ROOT = Path(__file__).resolve().parents[2]
 EDGES = [{"from": "get_reservation_details", "to": "update_reservation_flights"},

@@ -1,4 +1,4 @@
-"""τ² synthesis (synth/tau2): each strategy makes a task that ACE's verifier and τ²'s own evaluator pass, aimed
+"""τ² synthesis (ace_env/tau2/strategies.py, synthesis.py, through the one pipeline): each strategy makes a task that ACE's verifier and τ²'s own evaluator pass, aimed
 at its target, faithful in what it changed; perturbed tasks are rejected; task files read back exactly."""
 
 from __future__ import annotations
@@ -8,9 +8,19 @@ import random
 
 import pytest
 
+from ace.cli import main
 from ace_env.errors import TaskLoadError
 from ace_env.tasksets import load_task_set
 from ace_env.tau2.env import tool_kinds
+from ace_env.tau2.strategies import (
+    ANSWER_IN_SCENARIO,
+    TRAP_NOT_LIVE,
+    Draft,
+    _listed_with_others,
+    _replace_id,
+    target_positions,
+)
+from ace_env.tau2.synthesis import SYNTHESIS, assemble, usable_seeds
 from ace_env.tau2.synthtasks import (
     GOLD_ERRORS,
     UNGROUNDED,
@@ -18,25 +28,24 @@ from ace_env.tau2.synthtasks import (
     build_task,
     tau2_reward,
 )
-from ace_env.tau2.tasks import GoldAction, load_tasks
+from ace_env.tau2.tasks import GoldAction, Tau2Task, load_tasks
 from ace_env.tau2.verify import gold, replay_gold
-from synth.pipeline import write_tasks
-from synth.tau2.pipeline import (
-    TARGET_LOST,
-    assemble,
-    check,
-    synthesize_tau2,
-    usable_seeds,
-)
-from synth.tau2.strategies import (
-    ANSWER_IN_SCENARIO,
-    STRATEGIES,
-    TRAP_NOT_LIVE,
-    Draft,
-    _listed_with_others,
-    _replace_id,
-    target_positions,
-)
+from synth.pipeline import TARGET_LOST, SynthConfig, run, task_problems, write_tasks
+from synth.registry import get, table_for
+
+#: τ²'s strategies as the one registry holds them (callable: seed, target, strength, rng -> draft).
+STRATEGIES = table_for(Tau2Task)
+
+
+def check(task, draft, target, strategy):
+    """Why a drafted τ² task may not be written: the one pipeline's checks (target, generic, declared)."""
+    return task_problems(SYNTHESIS, get(strategy, Tau2Task), task, draft, target)
+
+
+def synthesize_tau2(edge_rows, seeds, n, strategies=tuple(STRATEGIES), seed=0):
+    """The one pipeline on τ² seeds, no rollouts."""
+    return run(SYNTHESIS, Tau2Task, edge_rows, seeds, None, None,
+               SynthConfig(n=n, strategies=tuple(strategies), seed=seed))
 
 EDGES = {
     "airline": [("get_reservation_details", "update_reservation_flights"),
@@ -329,3 +338,18 @@ def test_a_task_whose_added_records_are_not_a_valid_database_is_refused_when_bui
                    agent_data={"orders": {twin: {"order_id": twin, "status": "no such status"}}})
     with pytest.raises(TaskLoadError, match="not a valid retail database"):
         assemble(seed, target, "distractor", broken)
+
+
+def test_ace_synth_check_rechecks_a_tau2_task_file(made, tmp_path, capsys):
+    """`ace synth check` asks the file's environment for its synthesis: τ²'s generic checks, the target kept."""
+    tasks = [r.tasks[0] for (d, s), (r, _) in made.items() if r.tasks]
+    path = tmp_path / "t.jsonl"
+    write_tasks(path, tasks)
+    assert main(["synth", "check", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"tasks": len(tasks), "valid": len(tasks), "invalid": 0,
+                                                   "reasons": {}}
+    row = json.loads(path.read_text().splitlines()[0])
+    row["origin"]["target"] = "no_such_tool>other"  # provenance only: the task's id and gold unchanged
+    (tmp_path / "lost.jsonl").write_text(json.dumps(row) + "\n")
+    assert main(["synth", "check", str(tmp_path / "lost.jsonl"), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["reasons"] == {TARGET_LOST: 1}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ace_env.calls import Call, parse_call
+from ace_env.environments import environment_of
 from ace_graph.compositions import adjacent_pairs, adjacent_tool_pairs
 from ace_graph.errors import ConfigError
 from ace_graph.tagger import tag_task
@@ -33,7 +34,11 @@ class Candidate:
 
 
 def call_names(task: Any) -> list[str]:
-    """The tool names of a task's ground-truth calls, in order (unparsable calls left out)."""
+    """The tool names of a task's ground-truth calls, in order (unparsable calls left out); for an environment
+    whose gold agent actions the tagger reads (its entry's ``steps``: τ², the toy), those actions' tools."""
+    steps = environment_of([task]).steps
+    if steps is not None:
+        return [s.name for s in steps(task, None).steps if s is not None]
     names = []
     for turn in task.turns:
         for raw in turn.ground_truth:

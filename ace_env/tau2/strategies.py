@@ -34,9 +34,10 @@ cannot carry it.  What each does, and why the new user scenario asks for exactly
 New steps go last, after everything the seed's gold does, as the user asks for them: ACE's verifier
 checks the gold's order.
 
-Every draft is checked afterwards (:mod:`synth.tau2.pipeline`): the target still adjacent, the gold valid for
-ACE's verifier and τ²'s evaluator, every identifier grounded, and the checks each strategy declares with it
-in the one registry (:mod:`synth.registry`, at the end of this module).
+Every draft is checked afterwards by the one pipeline (:mod:`synth.pipeline`, through τ²'s
+:mod:`ace_env.tau2.synthesis`): the target still adjacent, the gold valid for ACE's verifier and τ²'s evaluator,
+every identifier grounded, and the checks each strategy declares with it (:data:`STRATEGIES`, at the end of this
+module, which the one registry, :mod:`synth.registry`, registers for τ² tasks).
 """
 
 from __future__ import annotations
@@ -47,11 +48,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_env.synthesis import Candidate, Check, Declared
 from ace_env.tau2.cow import cow_diff
 from ace_env.tau2.env import Tau2Call, pristine, raw_task, run_calls, tool_kinds
 from ace_env.tau2.tasks import GoldAction, Tau2Task
 from ace_env.tau2.verify import gold
-from synth.registry import Candidate, Check, Spec, register, table_for
 
 #: The id argument of each domain's main entity (what a near-miss or a description stands for).
 ENTITY = {"airline": "reservation_id", "retail": "order_id"}
@@ -478,29 +479,28 @@ def answer_problems(c: Candidate) -> list[str]:
             if isinstance(v, str) and v in text and v != added.arguments.get("date")][:1]
 
 
-# --------------------------------------------------------------------------- registered (the one registry)
+# --------------------------------------------------------------------------- declared (for the one registry)
 
-# Registered in this order (the plans' order): ambiguity, distractor, cascade, depth.  The names and depths
-# are their BFCL counterparts' (synth.strategies).
-register("ambiguity", task_type=Tau2Task, depth=2,
-         definition="the scenario describes the reservation (order) A or B acts on instead of naming its id; the "
-                    "gold gains the reads that find it",
-         needs="an id the scenario names, whose owner's other reservations (orders) a description tells apart",
-         checks=(Check(STILL_NAMED, still_named_problems),))(ambiguity)
-register("distractor", task_type=Tau2Task, depth=2,
-         definition="a look-alike of the reservation (order) B acts on, under a near-twin id, joins the user's "
-                    "list; taking it instead runs and leaves another database",
-         needs="B acts on an entity the scenario names and the gold reads the user's list before it writes",
-         checks=(Check(TRAP_NOT_LIVE, trap_problems),))(distractor)
-register("cascade", task_type=Tau2Task, depth=3,
-         definition="a second write after B, the seed's last action, whose arguments depend on B's result",
-         needs="B is the seed's last action and a flight change (airline) or an order's address change (retail)",
-         checks=())(cascade)
-register("depth", task_type=Tau2Task, depth=4,
-         definition="one more dependent read, last, whose argument first appears in B's output; its answer is "
-                    "communicated",
-         needs="B's output names a flight (airline) or a product (retail) nothing earlier shows",
-         checks=(Check(ANSWER_IN_SCENARIO, answer_problems),))(depth)
-
-#: The τ² strategies by name (the registry's entries for τ² tasks; the names of their BFCL counterparts).
-STRATEGIES: dict[str, Spec] = table_for(Tau2Task)
+#: τ²'s strategies, in the plans' order: ambiguity, distractor, cascade, depth.  The names and depths are their
+#: BFCL counterparts' (synth.strategies); :mod:`synth.registry` registers them for τ² tasks.
+STRATEGIES: tuple[Declared, ...] = (
+    Declared("ambiguity", depth=2, build=ambiguity,
+             definition="the scenario describes the reservation (order) A or B acts on instead of naming its id; the "
+                        "gold gains the reads that find it",
+             needs="an id the scenario names, whose owner's other reservations (orders) a description tells apart",
+             checks=(Check(STILL_NAMED, still_named_problems),)),
+    Declared("distractor", depth=2, build=distractor,
+             definition="a look-alike of the reservation (order) B acts on, under a near-twin id, joins the user's "
+                        "list; taking it instead runs and leaves another database",
+             needs="B acts on an entity the scenario names and the gold reads the user's list before it writes",
+             checks=(Check(TRAP_NOT_LIVE, trap_problems),)),
+    Declared("cascade", depth=3, build=cascade,
+             definition="a second write after B, the seed's last action, whose arguments depend on B's result",
+             needs="B is the seed's last action and a flight change (airline) or an order's address change (retail)",
+             checks=()),
+    Declared("depth", depth=4, build=depth,
+             definition="one more dependent read, last, whose argument first appears in B's output; its answer is "
+                        "communicated",
+             needs="B's output names a flight (airline) or a product (retail) nothing earlier shows",
+             checks=(Check(ANSWER_IN_SCENARIO, answer_problems),)),
+)
