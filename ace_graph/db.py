@@ -13,6 +13,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+from ace_env.environments import DEFAULT
 from ace_env.errors import ConfigError
 from ace_env.redact import redact, redact_url
 from ace_graph import queries
@@ -206,5 +207,5 @@ def apply_schema(driver: "neo4j.Driver", database: str | None = None) -> list[st
     """
 
     database = database or neo4j_settings().database
-    queries.run(driver, SCHEMA_QUERY, database=database, write=True)
+    queries.run(driver, SCHEMA_QUERY, {"default_source": DEFAULT.name}, database=database, write=True)
     return list(queries.load(SCHEMA_QUERY).statements)

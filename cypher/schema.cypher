@@ -2,7 +2,8 @@
 //   lookup indexes. Every statement is idempotent (IF [NOT] EXISTS, and one
 //   migration that gives Task nodes of older graphs their key), so `ace init`
 //   can run it any number of times.
-// Parameters: none
+// Parameters: $default_source (the default environment's name: the source of tasks stored before
+//   tasks had one)
 // Columns: none
 // Mode: write
 
@@ -12,8 +13,8 @@ FOR (n:Skill) REQUIRE n.id IS UNIQUE;
 CREATE CONSTRAINT tool_name IF NOT EXISTS
 FOR (n:Tool) REQUIRE n.name IS UNIQUE;
 
-// Task ids are scoped by their source: the key is "source:id" (BFCL's tasks
-// are "bfcl:multi_turn_base_0"; a user's file cannot overwrite them). The
+// Task ids are scoped by their source: the key is "source:id" (the default
+// environment's tasks are "<its name>:<id>"; a user's file cannot overwrite them). The
 // constraint on the bare id, from graphs made before, goes; ids stay indexed.
 DROP CONSTRAINT task_id IF EXISTS;
 
@@ -24,7 +25,7 @@ CREATE INDEX task_id_lookup IF NOT EXISTS
 FOR (n:Task) ON (n.id);
 
 MATCH (t:Task) WHERE t.key IS NULL
-SET t.key = coalesce(t.source, 'bfcl') + ':' + t.id;
+SET t.key = coalesce(t.source, $default_source) + ':' + t.id;
 
 CREATE CONSTRAINT rollout_id IF NOT EXISTS
 FOR (n:Rollout) REQUIRE n.id IS UNIQUE;

@@ -240,7 +240,7 @@ def read_checks(out: Path) -> list[dict[str, Any]]:
 
 
 def graph_rows(scope: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The properties ``tau2-rollout-checks`` sets on each stored Rollout: exact ones, then ``judged_*``."""
+    """The properties ``dialogue-rollout-checks`` sets on each stored Rollout: exact ones, then ``judged_*``."""
     out = []
     for r in rows:
         checks = r["meta"]["checks"]
@@ -308,7 +308,7 @@ def evaluate_tau2(store: GraphStore, policy_spec: str, tasks: list[Any], experim
     by_id = {t.id: t for t in tasks}
     report = ingest_file(store, out, by_id, experiment, name, checkpoint, budget=config.budget)  # type: ignore[arg-type]
     rows = read_checks(out)
-    labelled = store.write("tau2-rollout-checks", rows=graph_rows(report.scope, rows)).get("rollouts", 0)
+    labelled = store.write("dialogue-rollout-checks", rows=graph_rows(report.scope, rows)).get("rollouts", 0)
     if labelled != len(rows):
         raise ConfigError(f"{len(rows)} τ² rollouts were written to {out} but {labelled} are stored in {report.scope}"
                           f" (ingest: {report.to_dict()['invalid']} invalid)")

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 import ace.cli.db  # noqa: F401  (registers `db` and `init` on the app)
 from ace.cli import app
+from ace_env.environments import DEFAULT
 from ace_graph.errors import ConnectionError_, ServerError
 from ace_graph.server import ManagedNeo4j, pinned_version
 
@@ -195,3 +196,15 @@ def test_initial_password_is_never_on_a_command_line(private_server, monkeypatch
     for _ in range(int(rounds) - 1):
         h = hashlib.sha256(h).digest()
     assert (user, algo, h.hex()) == ("neo4j", "SHA-256", digest)
+
+
+def test_init_keys_tasks_of_older_graphs_by_the_default_environment(clean_db, neo4j_database):
+    """The schema's one migration: a Task stored before tasks had a key gets ``source:id``, and one stored before
+    tasks had a source gets the default environment's name (passed in as a parameter, not written in the file)."""
+    clean_db.execute_query("CREATE (:Task {id: 'old_0'}), (:Task {id: 'old_1', source: 'mine'})",
+                           database_=neo4j_database)
+    result = cli("init")
+    assert result.exit_code == 0, f"{result.output}\n{result.exception}"
+    records, _, _ = clean_db.execute_query("MATCH (t:Task) RETURN t.id AS id, t.key AS key ORDER BY id",
+                                           database_=neo4j_database)
+    assert [(r["id"], r["key"]) for r in records] == [("old_0", f"{DEFAULT.name}:old_0"), ("old_1", "mine:old_1")]

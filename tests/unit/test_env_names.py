@@ -11,9 +11,9 @@ for the sites that tie code to one environment (the names come from the registry
 * a keyword argument named after one (``load_task_set(spec, tau2=True)``);
 * in a ``.cypher`` file: a file name, or a string in the query (comments aside), that names one.
 
-:data:`ALLOWED` lists the sites that remain, each in a file this change did not own (synth/: its synthesis
-contract; schema.cypher, run by ace_graph/db.py without parameters; tau2-rollout-checks.cypher, written by
-train/tau2_eval.py). The training side has none: it asks the tasks' environment (``policy_dialogues``, a
+:data:`ALLOWED` lists the sites that remain (synth/: BFCL's strategies and checks, which its synthesis reaches
+directly). No ``.cypher`` file names an environment (the schema's migration takes the default environment's
+name as ``$default_source``). The training side has none: it asks the tasks' environment (``policy_dialogues``, a
 spec's or a result file's environment). It is a ratchet: a new site fails, and so does a listed site that is
 gone (take it off the list).
 """
@@ -39,10 +39,6 @@ ALLOWED: dict[str, dict[str, int]] = {
     'synth/strategies/build.py': {'import ace_env.bfcl': 1},
     'synth/strategies/distractor.py': {'import ace_env.bfcl': 1},
     'synth/strategies/probe.py': {'import ace_env.bfcl': 1},
-    # ace_graph/db.py applies the schema without parameters: tasks stored before sources were BFCL's
-    'cypher/schema.cypher': {"literal 'bfcl'": 1},
-    # train/tau2_eval.py writes it by this name
-    'cypher/tau2-rollout-checks.cypher': {'file name': 1},
 }
 
 

@@ -23,7 +23,7 @@ def write(tmp_path, name, text):
 
 def test_schema_file_parses_into_idempotent_statements():
     q = queries.load("schema")
-    assert q.params == () and q.columns == ()
+    assert q.params == ("default_source",) and q.columns == ()
     assert "schema" in q.description.lower()
     stmts = queries.statements("schema")
     assert len(stmts) == 18

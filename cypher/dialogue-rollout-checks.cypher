@@ -1,4 +1,4 @@
-// Purpose: label the stored rollouts of a τ² evaluation (`ace eval --tasks tau2:...`)
+// Purpose: label the stored rollouts of a dialogue evaluation (`ace eval` of a dialogue environment: τ²)
 //   with the checks ACE's verifier does not make, each by how it was reached.
 //   Exact: reward_method 'exact' (the stored reward is ACE's verifier),
 //   communicate_ok (τ²'s COMMUNICATE check, deterministic; null: nothing to
