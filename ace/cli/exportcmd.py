@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from ace.cli import app
-from ace.cli.options import config_options, json_option, tasks_option
+from ace.cli.options import config_options, json_option, out_option, tasks_option
 from ace.cli.render import console, esc
 from ace_env.environments import DEFAULT, ENVIRONMENTS
 from ace_env.tasksets import environment_of_spec, load_every_task, load_task_set
@@ -21,7 +21,7 @@ from train.export import MARKER, ExportConfig, export
 def export_cmd(
     tasks: str = tasks_option(),
     config: ExportConfig = None,  # type: ignore[assignment]
-    out: Path = typer.Option(..., "--out", "-o", help="Output folder (written atomically). Refused if it holds files, unless --force."),
+    out: Path = out_option(..., "Output folder (written atomically).", refused="Refused if it holds files, unless --force."),
     as_json: bool = json_option("Print the report as JSON."),
 ) -> None:
     """Export tasks as a dataset: BFCL's multi-turn files, a TRL prompt dataset, oracle chat transcripts, or τ² tasks.

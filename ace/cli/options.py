@@ -116,8 +116,9 @@ def json_option(help: str = "Print the result as JSON on stdout.") -> Any:
     return shared(typer.Option(False, "--json", help=help), "json")
 
 
-def out_option(default: Any = ..., help: str = "File to write.") -> Any:
-    return shared(typer.Option(default, "--out", "-o", help=f"{help} Refused if it exists, unless --force."), "out")
+def out_option(default: Any = ..., help: str = "File to write.",
+               refused: str = "Refused if it exists, unless --force.") -> Any:
+    return shared(typer.Option(default, "--out", "-o", help=f"{help} {refused}"), "out")
 
 
 def force_option(help: str = "Replace --out if it exists.") -> Any:
