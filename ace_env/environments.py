@@ -27,8 +27,8 @@ A :class:`ToolEnvironment` is a table of functions, one per thing the layers abo
 ``gold_steps``            a task's steps as ``ace eval --gold-prefix`` scores them
 ``export_format``         the ``ace export --format`` of its own task files
 ``export_writer``         what writes them (``ace export``)
-``export_rows``           its tasks as rows of the common JSON-lines formats (``trl``, ``openai-sft``); the
-                          default environment's are the training layer's task-turns rows
+``export_rows``           its tasks as rows of the common JSON-lines formats (``trl``, ``openai-sft``), by
+                          format (:class:`ExportRows`: the row, why a task is left out, the dataset's info)
 ``results_spec``          the task spec a result file in the benchmark's own format names (``ace ingest``)
 ``fill_hint``             how to fill a graph with its rollouts (the dashboard says it)
 ``load_spec``             its tasks by id from the groups of a ``NAME[:GROUP,...]`` spec (None for BFCL
@@ -42,6 +42,9 @@ A :class:`ToolEnvironment` is a table of functions, one per thing the layers abo
                           ``ace eval`` of a policy as its agent, ``ace train user-sim``); None: no dialogues
 ``results_agent``         the agent a result file in its own format names (``ace ingest``), or None
 ``synthesis``             its synthesis strategies and their checks (:mod:`ace_env.synthesis`): ``ace synth``
+``task_turns``            what the rollout engine plays of a task whose rollout is its own user turns
+                          (:mod:`ace_env.taskturns`: each turn's user message and tools, one rollout's
+                          state): ``ace rollout``, ``ace eval``; None: not rolled out so
 ========================  ==========================================================================
 
 Each environment is a package, ``ace_env/<name>/`` (:mod:`ace_env.bfcl`, :mod:`ace_env.tau2`), whose
@@ -55,9 +58,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from ace_env.bfcl.environment import bfcl_tool_info, bfcl_verifier, replay_bfcl
+from ace_env.bfcl.environment import BFCL_TURNS, bfcl_tool_info, bfcl_verifier, replay_bfcl
 from ace_env.bfcl.export import OWN_SOURCE as BFCL_SOURCE
-from ace_env.bfcl.export import write_bfcl
+from ace_env.bfcl.export import TRL_INFO, openai_sft_refusal, to_openai_sft, to_trl, trl_refusal, write_bfcl
 from ace_env.bfcl.goldprefix import BFCL_GOLD_PREFIX
 from ace_env.dialogues import PolicyDialogues
 from ace_env.errors import ConfigError
@@ -65,6 +68,7 @@ from ace_env.goldprefix import GoldPrefix
 from ace_env.sim import DEMO_WEAKNESS, WeaknessSpec, gold_prefix_step, load_weakness, simulate, simulate_one
 from ace_env.steps import GoldSteps
 from ace_env.tasks import Task
+from ace_env.taskturns import TaskTurns
 from ace_env.tau2.dialogue import TAU2_DIALOGUES
 from ace_env.tau2.environment import tau2_results_agent, tau2_results_spec, tau2_steps, tau2_verifier, tau2_weakness
 from ace_env.tau2.export import write_tau2
@@ -78,6 +82,20 @@ from ace_env.tau2.tasks import Tau2Task, tau2_tool_info
 from ace_env.worker import Budget
 
 OnTask = Callable[[int], None] | None
+
+
+@dataclass(frozen=True)
+class ExportRows:
+    """An environment's tasks as rows of one common JSON-lines format (``ace export --format trl``,
+    ``openai-sft``): its entry's ``export_rows`` by format."""
+
+    #: The task's row (a JSON object); a task it cannot write raises ``ace_env.goldprefix.GoldPrefixError``.
+    row: Callable[[Any], dict[str, Any]]
+    #: Why an export leaves the task out (the reason its report counts), or None to write it.
+    refusal: Callable[[Any], str | None] = lambda task: None
+    #: What the export's ``dataset_info.json`` says of its rows (its columns, how to load them); empty: that
+    #: format's export writes no such file.
+    info: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -119,10 +137,9 @@ class ToolEnvironment:
     #: The writer of its own ``export_format`` (tasks, folder, report): the report (``train.export.ExportReport``)
     #: takes ``skip(task_id, reason)``, ``note(task_id, note)`` and counts ``written``; None: no such format.
     export_writer: Callable[[Iterable[Any], Path, Any], None] | None = None
-    #: Its tasks as rows of the common JSON-lines formats (``trl``, ``openai-sft``), by format: task -> row (a
-    #: task it cannot write raises ``ace_env.goldprefix.GoldPrefixError``).  Empty for BFCL, the default
-    #: environment, whose rows (the task's own turns) the training layer writes, and for τ² (refused).
-    export_rows: Mapping[str, Callable[[Any], dict[str, Any]]] = field(default_factory=dict, hash=False)
+    #: Its tasks as rows of the common JSON-lines formats (``trl``, ``openai-sft``), by format
+    #: (:class:`ExportRows`); a format it does not give is refused for its tasks (τ²'s: none).
+    export_rows: Mapping[str, ExportRows] = field(default_factory=dict, hash=False)
     #: What a policy's dialogues with its simulated user need of it (:class:`~ace_env.dialogues.PolicyDialogues`:
     #: ``ace eval`` of a policy as its agent, ``ace train user-sim``); None: its rollouts are no dialogues.
     policy_dialogues: PolicyDialogues | None = None
@@ -131,6 +148,9 @@ class ToolEnvironment:
     #: Its synthesis (:class:`ace_env.synthesis.Synthesis`): its strategies with their checks, and what the one
     #: pipeline calls on its tasks; None: BFCL's, registered by ``synth`` itself, or none (``ace synth`` refuses).
     synthesis: Any = None
+    #: What the rollout engine plays of its tasks when a policy's rollout is the task's own user turns
+    #: (:class:`~ace_env.taskturns.TaskTurns`: ``ace rollout``, ``ace eval``); None: not rolled out so.
+    task_turns: TaskTurns | None = None
 
     def owns(self, task: Any) -> bool:
         return isinstance(task, self.task_type)
@@ -159,6 +179,9 @@ BFCL = ToolEnvironment(
     gold_prefix_step=gold_prefix_step,
     gold_prefix=BFCL_GOLD_PREFIX,
     export_writer=write_bfcl,
+    export_rows={"trl": ExportRows(to_trl, trl_refusal, TRL_INFO),
+                 "openai-sft": ExportRows(to_openai_sft, openai_sft_refusal)},
+    task_turns=BFCL_TURNS,
 )
 
 
@@ -226,6 +249,17 @@ def environment_of(tasks: Iterable[Any]) -> ToolEnvironment:
         counts = ", ".join(f"{n} {name}" for name, n in found.items())
         raise ConfigError(f"the task set mixes environments ({counts} tasks); use one environment per command")
     return ENVIRONMENTS[next(iter(found))] if found else DEFAULT
+
+
+def task_turns_of(task: Any) -> TaskTurns:
+    """What the rollout engine plays of ``task`` (its environment's ``task_turns``); one line when its
+    environment's rollouts are not its own turns."""
+    env = environment_of((task,))
+    if env.task_turns is None:
+        how = "dialogues with a simulated user" if env.dialogues else "not rolled out freely (use --gold-prefix)"
+        raise ConfigError(f"{env.title} task {getattr(task, 'id', '?')!r}: its rollouts are {how}, not its own "
+                          "user turns played by the rollout engine")
+    return env.task_turns
 
 
 def verifier_for(tasks: Mapping[str, Any], budget: Budget | None = None, address: str | None = None,

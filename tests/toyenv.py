@@ -8,8 +8,10 @@ gold replay, its simulated agent, its verifier (:class:`ToyVerifier`), its step 
 tagger (:func:`steps`), its tools' base skills (:data:`SKILLS`), its part of gold-prefix scoring
 (:data:`GOLD_PREFIX`: a task's gold transcript and the judging of an answer at a step, for ``ace eval
 --tasks toy --gold-prefix``), its simulated agent's answer at one such step (:func:`gold_prefix_step`) and
-its exports (``ace export --tasks toy``: its own task file, :func:`write_tasks`, and ``openai-sft`` rows of its
-gold transcripts); see docs/environments.md for what an environment implements.
+its exports (``ace export --tasks toy``: its own task file, :func:`write_tasks`, ``openai-sft`` rows of its gold transcripts and ``trl``
+rows of its prompts, :func:`trl_row`) and what the rollout engine plays of its tasks (:data:`TURNS`: the prompt
+as the one user turn, its tools, one rollout's store as :class:`ToyState`, for ``ace eval --tasks toy`` of a
+policy rolled out freely); see docs/environments.md for what an environment implements.
 """
 
 from __future__ import annotations
@@ -22,15 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from ace_env import executor
 from ace_env.bounded import LineError
 from ace_env.calls import Call, parse_call
-from ace_env.environments import ENVIRONMENTS, ToolEnvironment
+from ace_env.environments import ENVIRONMENTS, ExportRows, ToolEnvironment
 from ace_env.errors import ConfigError, TaskLoadError
 from ace_env.goldprefix import DONE_MESSAGE, SYSTEM_PROMPT, GoldPrefix, GoldTranscript, Judge, StepVerdict, sft_row
 from ace_env.goldprefix import GoldStep as PrefixStep
 from ace_env.modelout import is_malformed, parse_message
 from ace_env.sim import MALFORMED, WRONG_TOOL, WeaknessSpec, load_weakness, simulate, slip_chance
 from ace_env.steps import GoldStep, GoldSteps
+from ace_env.taskturns import TaskTurns
 from ace_env.verifier import MALFORMED_CALL, STATE_DIVERGED, STOPPED_EARLY, WRONG_ARGUMENT, Verdict
 from ace_env.verifier import WRONG_TOOL as WRONG_TOOL_ATTRIBUTION
 from ace_env.worker import Budget
@@ -136,6 +140,34 @@ def steps(task: ToyTask, removed: int | None = None) -> GoldSteps:
         output, failed = call(store, tool, dict(args))
         out.append(GoldStep(tool, dict(args), output, failed))
     return GoldSteps(task.prompt, tuple(out))
+
+
+# --------------------------------------------------------------------------- free-running rollouts
+
+
+class ToyState:
+    """One rollout's store, as the rollout engine runs a policy's calls on it (its entry's ``task_turns.state``):
+    each call, as the policy wrote it, read (never evaluated) and run; its result is the engine's StepResult."""
+
+    def __init__(self, task: ToyTask):
+        self.task = task
+        self.store: dict[str, Any] = {}
+
+    def call(self, raw: Any, turn: int) -> executor.StepResult:
+        parsed = parse_call(raw)
+        if not isinstance(parsed, Call):
+            return executor.StepResult(parsed.raw, executor.MALFORMED, detail=parsed.reason)
+        if parsed.args:
+            return executor.StepResult(parsed.render(), executor.MALFORMED, parsed.name,
+                                       detail="toy tools take keyword arguments only")
+        output, failed = call(self.store, parsed.name, dict(parsed.kwargs))
+        return executor.StepResult(parsed.render(), executor.ERROR if failed else executor.OK, parsed.name,
+                                   dict(parsed.kwargs), f"Error: {output}" if failed else output)
+
+
+#: What the rollout engine plays of a toy task: its prompt as the one user turn, every tool, a fresh store.
+TURNS = TaskTurns(user_message=lambda task, turn: {"role": "user", "content": task.prompt},
+                  tools=lambda task, turn: SCHEMAS, state=ToyState)
 
 
 # --------------------------------------------------------------------------- the verifier
@@ -352,16 +384,35 @@ def gold_prefix_step(task: ToyTask, turn: int, index: int, spec: WeaknessSpec,
 TASKS_FILE = "toy_tasks.jsonl"
 
 
+def task_line(task: ToyTask) -> dict[str, Any]:
+    """A task as one JSON object: id, group, prompt, gold calls, expected store."""
+    return {"id": task.id, "group": task.group, "prompt": task.prompt,
+            "gold": [[t, dict(a)] for t, a in task.gold], "expected": dict(task.expected)}
+
+
 def write_tasks(tasks: Iterable[ToyTask], folder: Path, report: Any) -> None:
-    """``ace export --format toy``: its tasks as JSON lines (id, group, prompt, gold calls, expected store)."""
+    """``ace export --format toy``: its tasks as JSON lines (:func:`task_line`)."""
     with open(folder / TASKS_FILE, "w", encoding="utf-8") as f:
         for task in tasks:
             if not isinstance(task, ToyTask):
                 report.skip(task.id, "not a toy task")
                 continue
-            f.write(json.dumps({"id": task.id, "group": task.group, "prompt": task.prompt,
-                                "gold": [[t, dict(a)] for t, a in task.gold], "expected": dict(task.expected)}) + "\n")
+            f.write(json.dumps(task_line(task)) + "\n")
             report.written += 1
+
+
+def trl_row(task: ToyTask) -> dict[str, Any]:
+    """``ace export --format trl``: a GRPO row, the prompt a policy starts from, its tools and the task."""
+    return {"prompt": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task.prompt}],
+            "tools": SCHEMAS, "task": json.dumps(task_line(task)), "task_id": task.id}
+
+
+#: What a trl export's dataset_info.json says of the toy's rows.
+TRL_INFO = {"columns": {"prompt": "the system message and the user's prompt", "tools": "the toy's OpenAI tool schemas",
+                        "task": "the task as a JSON string (tests/toyenv.py's task_line): its gold calls and the "
+                                "store they leave, what tests/toyenv.py's verify judges a rollout against",
+                        "task_id": "the task's id"},
+            "system_prompt": SYSTEM_PROMPT}
 
 
 TOY = ToolEnvironment(
@@ -387,7 +438,9 @@ TOY = ToolEnvironment(
     gold_prefix=GOLD_PREFIX,
     gold_prefix_step=gold_prefix_step,
     export_writer=write_tasks,
-    export_rows={"openai-sft": lambda task: sft_row(transcript(task))},  # its gold transcript, as it is
+    export_rows={"openai-sft": ExportRows(lambda task: sft_row(transcript(task))),  # its gold transcript, as it is
+                 "trl": ExportRows(trl_row, info=TRL_INFO)},
+    task_turns=TURNS,
 )
 
 

@@ -3,9 +3,17 @@
 For each task and each of ``n_per_task`` samples, a conversation runs turn by
 turn: the user (by default the task's own scripted turns) says something; the
 policy answers; the calls in its answer (read by :mod:`ace_env.modelout`, never
-evaluated) run in that rollout's own :class:`ace_env.executor.Environment`;
-their results go back as tool messages; the turn ends when the policy answers
-without calls or after ``step_cap`` answers; then the user speaks again.
+evaluated) run against that rollout's own state; their results go back as tool
+messages; the turn ends when the policy answers without calls or after
+``step_cap`` answers; then the user speaks again, until the task's ``n_turns``.
+
+What a turn is belongs to the task's environment: its entry's ``task_turns``
+(:class:`ace_env.taskturns.TaskTurns`: each turn's user message, the tools it
+offers, one rollout's state, whose ``call`` runs a call), so the engine runs
+any environment whose rollouts are the task's own turns (BFCL's: its executor's
+:class:`ace_env.executor.RolloutState`; the tests' toy key-value store) and
+refuses, in one line, one whose rollouts are not (τ²'s are dialogues with a
+simulated user, :mod:`train.tau2_eval`).
 
 All live conversations advance together: each engine step sends up to
 ``batch_size`` of them to the policy in one call, so a model generates for a
@@ -36,14 +44,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
-from ace_env import twins
 from ace_env.boundedcalls import BoundedCalls, Overrun
-from ace_env.executor import Environment, StepResult
+from ace_env.environments import task_turns_of
+from ace_env.executor import StepResult
 from ace_env.fields import check_bounds
+from ace_env.goldprefix import SYSTEM_PROMPT  # the system message of rollouts, exports and SFT alike
 from ace_env.modelout import parse_message
-from ace_env.tasks import ADDED_TOOLS_PROMPT, Task
+from ace_env.tasks import Task
+from ace_env.taskturns import TaskTurns
 from ace_env.worker import Budget
-from train.export import SYSTEM_PROMPT  # the system message of rollouts, exports and SFT alike
 from train.policies.base import Conversation, GenerationConfig, Policy, PolicyError
 from train.policies.openai import RequestConfig
 
@@ -97,20 +106,25 @@ class User(Protocol):
 
 
 class ScriptedUser:
-    """The task's own user turns, one message per turn (:data:`~ace_env.tasks.ADDED_TOOLS_PROMPT` for a
-    tools-only turn)."""
+    """The task's own user turns, one message per turn, as its environment says them (its entry's
+    ``task_turns.user_message``; BFCL's: :data:`~ace_env.tasks.ADDED_TOOLS_PROMPT` for a tools-only turn)."""
 
     def message(self, task: Task, turn: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        texts = [m.get("content", "") for m in task.turns[turn].user if m.get("role", "user") == "user"]
-        text = "\n\n".join(t for t in texts if t)
-        return {"role": "user", "content": text or ADDED_TOOLS_PROMPT}
+        return task_turns_of(task).user_message(task, turn)
 
 
 def offered_schemas(task: Task, turn: int) -> list[dict[str, Any]]:
-    """OpenAI tool schemas of the tools offered in a turn, in the task's order."""
-    offered = task.offered_tools(turn)
-    known = twins.all_functions()  # BFCL's functions and the task's wrong-way twins
-    return [twins.tool_schema(n) for n in task.tools if n in offered and n in known]
+    """OpenAI tool schemas of the tools offered in a turn, in the task's order (its entry's
+    ``task_turns.tools``)."""
+    return task_turns_of(task).tools(task, turn)
+
+
+class TurnCalls(BoundedCalls):
+    """The engine's bounded calls, each rollout's state its task's environment's (``task_turns.state``)."""
+
+    def _new_env(self, rollout_id: str) -> Any:
+        task = self.tasks[rollout_id]
+        return task_turns_of(task).state(task)
 
 
 @dataclass
@@ -120,7 +134,8 @@ class _Live:
     task: Task
     sample: int
     rollout_id: str
-    env: Environment | None  # None: the calls run in the bounded worker (ace_env.boundedcalls)
+    play: TaskTurns  # what the task's environment says a turn is
+    env: Any  # the rollout's state (play.state); None: the calls run in the bounded worker (TurnCalls)
     conv: Conversation
     turns: list[list[Any]] = field(default_factory=list)
     steps_in_turn: int = 0
@@ -148,21 +163,22 @@ class RolloutEngine:
     def _start(self, task: Task, sample: int) -> _Live:
         rid = rollout_id(task, sample)
         messages = [{"role": "system", "content": self.config.system_prompt}]
-        env = Environment(task) if self.config.budget is None else None
-        live = _Live(task, sample, rid, env, Conversation(messages, [], rid, task, 0))
+        play = task_turns_of(task)
+        env = play.state(task) if self.config.budget is None else None
+        live = _Live(task, sample, rid, play, env, Conversation(messages, [], rid, task, 0))
         self._open_turn(live, 0)
         return live
 
     def _open_turn(self, live: _Live, turn: int) -> None:
         live.conv.turn = turn
-        live.conv.tools = offered_schemas(live.task, turn)
+        live.conv.tools = live.play.tools(live.task, turn)
         live.conv.messages.append(self.user.message(live.task, turn, live.conv.messages))
         live.turns.append([])
         live.steps_in_turn = 0
 
     def _close_turn(self, live: _Live) -> None:
         nxt = live.conv.turn + 1
-        if nxt >= len(live.task.turns):
+        if nxt >= live.task.n_turns:
             live.done = True
         else:
             self._open_turn(live, nxt)
@@ -258,8 +274,10 @@ class RolloutEngine:
         by_id = {rollout_id(t, g): t for t, g in pending}
         if len(by_id) != len(pending):
             raise PolicyError("two rollouts would share one id (the same task id and sample number)")
+        for task in {id(t): t for t in by_id.values()}.values():
+            task_turns_of(task)  # a task the engine cannot play is refused before any work
         pending.reverse()
-        runner = None if self.config.budget is None else BoundedCalls(by_id, self.config.budget)
+        runner = None if self.config.budget is None else TurnCalls(by_id, self.config.budget)
         live: list[_Live] = []
         size = self.config.batch_size
         try:

@@ -50,7 +50,7 @@ def rollout_to_file(
         policy = None
         rows = ray_rollouts(policy_spec, tasks, config, ray, compact_tools, workers=ray_workers, on_done=on_done)
     else:
-        policy = load_policy(policy_spec, compact_tools=compact_tools, request=config.request)
+        policy = load_policy(policy_spec, compact_tools=compact_tools, tasks=tasks, request=config.request)
         rows = RolloutEngine(policy, config).run(tasks, on_done=on_done)
     start = time.perf_counter()
     try:

@@ -298,8 +298,10 @@ def eval_cmd(
         force = True
     out = Path(out)
     check_out(out, force)
-    # any environment's tasks through the gold prefix (its entry's gold_prefix), free-running only dialogues'
-    task_list = _tasks(tasks, limit, budget, any_environment=dialogues or gold_prefix)
+    # any environment's tasks through the gold prefix (its entry's gold_prefix); free-running, dialogues' and
+    # those whose rollouts the engine plays over the task's own turns (its entry's task_turns)
+    free = named is not None and (dialogues or named.task_turns is not None)
+    task_list = _tasks(tasks, limit, budget, any_environment=free or gold_prefix)
     config = _config(rollout, generation, budget, request)
     settings = neo4j_settings()
     driver = get_driver(settings)

@@ -1,7 +1,9 @@
 """BFCL multi-turn as a :class:`~ace_env.environments.ToolEnvironment`: the functions its entry names.
 
-Its gold replay counted per category, its verifier (local and watched, or on Ray) and its tools' classes and
-descriptions; the tasks themselves come from :mod:`ace_env.bfcl`.
+Its gold replay counted per category, its verifier (local and watched, or on Ray), its tools' classes and
+descriptions, and what the rollout engine plays of its tasks (:data:`BFCL_TURNS`: the task's own user turns,
+the tools each offers, the executor's state of one rollout); the tasks themselves come from
+:mod:`ace_env.bfcl`.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ from collections import defaultdict
 from typing import Any, Callable, Mapping, Sequence
 
 from ace_env import bfcl
+from ace_env.bfcl.goldprefix import offered_schemas, user_message
 from ace_env.bounded import BoundedVerifier
 from ace_env.errors import ConfigError
+from ace_env.executor import RolloutState
 from ace_env.oracle import replay_oracle
 from ace_env.scaleout import RayVerifier  # imports Ray, an optional extra, only when it connects
 from ace_env.tasks import Task
+from ace_env.taskturns import TaskTurns
 from ace_env.verifier import ground_truth_rollout, verify
 from ace_env.worker import Budget
 
@@ -76,3 +81,9 @@ def bfcl_verifier(tasks: Mapping[str, Task], budget: Budget | None = None, addre
 def bfcl_tool_info(tasks: Sequence[Any]) -> dict[str, tuple[str, str]]:
     """Every BFCL function's class and description (cut to 300 characters), whatever ``tasks`` hold."""
     return {name: (f.class_name, str(f.doc.get("description", ""))[:300]) for name, f in bfcl.functions().items()}
+
+
+#: What the rollout engine plays of a BFCL task (its entry's ``task_turns``): each of the task's own user turns
+#: as one message (BFCL's sentence for a tools-only turn), the tools offered in it, and the executor's
+#: instances of the task's classes as one rollout's state.
+BFCL_TURNS = TaskTurns(user_message=user_message, tools=offered_schemas, state=RolloutState)

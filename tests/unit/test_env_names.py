@@ -156,8 +156,7 @@ def test_the_scanner_finds_each_kind_of_site():
 
 #: The files that still import the executor's rollout state by its old name, ``Environment`` (it is
 #: :class:`ace_env.executor.RolloutState`; an environment is a ToolEnvironment).  Only shrinks.
-OLD_STATE_NAME = {"synth/repair.py", "synth/strategies/build.py", "synth/strategies/depth.py", "synth/strategies/fs.py",
-                  "train/engine.py"}
+OLD_STATE_NAME = {"synth/repair.py", "synth/strategies/build.py", "synth/strategies/depth.py", "synth/strategies/fs.py"}
 
 
 def test_one_name_per_concept_the_old_rollout_state_name_only_shrinks():

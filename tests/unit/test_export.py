@@ -9,7 +9,14 @@ import pytest
 
 from ace.cli import main
 from ace_env import bfcl
-from ace_env.bfcl.export import BFCL_ANSWER_FILE, BFCL_LONG_ANSWER_FILE, BFCL_LONG_QUESTION_FILE, BFCL_QUESTION_FILE
+from ace_env.bfcl.export import (
+    BFCL_ANSWER_FILE,
+    BFCL_LONG_ANSWER_FILE,
+    BFCL_LONG_QUESTION_FILE,
+    BFCL_QUESTION_FILE,
+    REFUSES_A_LATER_TOOL,
+    refuses_a_later_tool,
+)
 from ace_env.formats import parse_openai
 from ace_env.official import official_check_entry
 from ace_env.tasks import Task
@@ -17,7 +24,7 @@ from ace_env.verifier import verify
 from synth import strategies
 from synth.checks.parts import adjacent_positions
 from train.errors import ExportError
-from train.export import INFO_FILE, JSONL_FILE, REFUSES_A_LATER_TOOL, TASK_IDS_FILE, export, refuses_a_later_tool
+from train.export import INFO_FILE, JSONL_FILE, TASK_IDS_FILE, export
 
 DATA = Path(bfcl._package_dir()) / "data"
 

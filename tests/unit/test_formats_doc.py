@@ -13,11 +13,11 @@ import torch  # noqa: F401  (the train extra is part of setup: without it these 
 
 from ace.cli import main
 from ace_env import bfcl
-from ace_env.bfcl.export import BFCL_ANSWER_FILE, BFCL_QUESTION_FILE
+from ace_env.bfcl.export import BFCL_ANSWER_FILE, BFCL_QUESTION_FILE, REFUSES_A_LATER_TOOL, closing_text
 from ace_env.formats import parse_openai
 from ace_env.tasks import Task
 from ace_env.verifier import verify
-from train.export import ABSTAIN_MESSAGE, JSONL_FILE, REFUSES_A_LATER_TOOL, TASK_IDS_FILE, closing_text, export
+from train.export import ABSTAIN_MESSAGE, JSONL_FILE, TASK_IDS_FILE, export
 from train.sft import oracle_transcripts
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """A third environment, the toy in tests/toyenv.py, registered as the others are and driven through the same
-commands (``ace env replay``, ``ace sim rollouts``), with nothing outside its module; docs/environments.md
-says what it implements."""
+commands (``ace env replay``, ``ace sim rollouts``, ``ace eval`` free-running and through the gold prefix, ``ace
+export``), with nothing outside its module; docs/environments.md says what it implements."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ace.cli import main, rolloutcmd
 from ace_env.environments import ToolEnvironment, environment_names, environment_of
 from ace_env.errors import TaskLoadError
 from ace_env.tasksets import environment_of_spec, load_every_task, load_task_set, parse_task_spec
+from ace_graph import ingest as graph_ingest
 from ace_graph.errors import ConfigError
 from ace_graph.tagger import base_skills, clear_cache, tag_task
 from ace_graph.taxonomy import tool_skills
@@ -237,5 +238,107 @@ def test_ace_export_writes_its_tasks_and_its_gold_transcripts(toy, tmp_path, cap
         '{"key": "n", "value": 5}', '{"key": "n", "value": 6}', '{"key": "n", "value": 6}']
     assert last[4]["tool_calls"][0]["function"] == {"name": "incr", "arguments": '{"key": "n"}'}
     assert [t["function"]["name"] for t in lines[0]["tools"]] == ["put", "get", "incr"]
+
+
+def test_ace_export_trl_writes_its_prompts(toy, tmp_path, capsys):
+    """`ace export --format trl`: its entry's trl rows (the prompt a policy starts from, its tools, the task) and
+    what dataset_info.json says of them, through the same writer as BFCL's rows."""
+    out = tmp_path / "trl"
+    assert main(["export", "--tasks", "toy:counter", "--format", "trl", "--out", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["written"], report["skipped"], report["files"]) == (2, 0, ["dataset_info.json", "train.jsonl"])
+    rows = [json.loads(line) for line in (out / "train.jsonl").read_text().splitlines()]
+    assert [r["task_id"] for r in rows] == ["toy:count_twice", "toy:put_then_incr"]
+    assert all(set(r) == {"prompt", "tools", "task", "task_id"} for r in rows)
+    assert [m["role"] for m in rows[1]["prompt"]] == ["system", "user"]
+    assert rows[1]["prompt"][1]["content"] == "Set n to 5, add one, and read n."
+    assert [t["function"]["name"] for t in rows[1]["tools"]] == ["put", "get", "incr"]
+    assert json.loads(rows[1]["task"]) == {"id": "toy:put_then_incr", "group": "counter",
+                                           "prompt": "Set n to 5, add one, and read n.",
+                                           "gold": [["put", {"key": "n", "value": 5}], ["incr", {"key": "n"}],
+                                                    ["get", {"key": "n"}]], "expected": {"n": 6}}
+    info = json.loads((out / "dataset_info.json").read_text())
+    assert (info["format"], info["file"], info["rows"]) == ("trl", "train.jsonl", 2)
+    assert set(info["columns"]) == set(rows[0]) and info["system_prompt"] == rows[0]["prompt"][0]["content"]
+
+
+def test_an_entry_without_rows_of_a_format_has_its_tasks_refused(toy, monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(toyenv.ENVIRONMENTS, "toy", dataclasses.replace(toy, export_rows={}))
     assert main(["export", "--tasks", "toy", "--format", "trl", "--out", str(tmp_path / "trl")]) == 1
     assert "not supported by" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- free-running `ace eval`
+
+
+@pytest.fixture
+def graph(monkeypatch):
+    """The graph replaced by a recorder of what `ace eval` would ingest: the rollout file is read, verified by
+    the toy's verifier and tagged as for the graph (ace_graph.ingest), and the records are kept here."""
+    stored: dict[str, object] = {}
+
+    def ingest_records(store, items, tasks, experiment, policy, checkpoint, *rest):
+        stored.update({rec.rollout_id: rec for rec, _ in items})
+        return SimpleNamespace(scope=f"{experiment}/{policy}/{checkpoint}", read=len(stored),
+                               to_dict=lambda: {"rollouts": len(stored)})
+
+    monkeypatch.setattr(rolloutcmd, "neo4j_settings", lambda: SimpleNamespace(database="neo4j"))
+    monkeypatch.setattr(rolloutcmd, "get_driver", lambda settings: SimpleNamespace(close=lambda: None))
+    monkeypatch.setattr(rolloutcmd, "refuse_changes_to_stored_tasks", lambda store, tasks, spec: None)
+    monkeypatch.setattr(graph_ingest, "check_rollout_ids", lambda *a, **k: {})
+    monkeypatch.setattr(graph_ingest, "ingest_records", ingest_records)
+    monkeypatch.setattr(evaluation, "_tables", lambda store, scope, *a: {
+        "scope": scope, "skills": [], "tools": [], "weak_compositions": []})
+    return stored
+
+
+def test_ace_eval_rolls_a_sim_policy_out_on_its_tasks(toy, graph, tmp_path, capsys):
+    """`ace eval --tasks toy` without --gold-prefix: the rollout engine plays each task through its entry's
+    task_turns (its prompt, its tools, a store per rollout, the calls in the engine's watched worker), the rows
+    are written, verified by its verifier and ingested."""
+    out = tmp_path / "toy.jsonl"
+    weakness = toyenv.weakness_file(tmp_path)  # incr always slips to the wrong tool
+    assert main(["eval", "--policy", f"sim:{weakness}", "--tasks", "toy", "-G", "2", "-e", "E", "-c", "0",
+                 "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["scope"] == "E/sim-toy_weakness/0" and result["rollout"]["rollouts"] == 8
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["rollout_id"] for r in rows] == [f"{t.id}#{g}" for t in toyenv.TASKS for g in range(2)]
+    last = rows[-1]  # put(n, 5), then incr slips to get(key='?'), then get(n)
+    assert last["turns"] == [["put(key='n', value=5)", "get(key='?')", "get(key='n')"]]
+    assert [m["role"] for m in last["messages"]] == ["system", "user", "assistant", "tool", "assistant", "tool",
+                                                     "assistant", "tool", "assistant"]
+    assert last["messages"][1]["content"] == "Set n to 5, add one, and read n."
+    assert [m["content"] for m in last["messages"] if m["role"] == "tool"] == [
+        '{"key": "n", "value": 5}', "Error: no key '?'", '{"key": "n", "value": 5}']
+    assert last["meta"]["slips"] == [{"turn": 0, "step": 1, "tool": "incr", "kind": "wrong_tool", "cause": "tool"}]
+    verdicts = {rid: (r.reward, r.attribution, r.fail_tool, r.fail_prev_tool) for rid, r in graph.items()}
+    assert verdicts == {
+        **{f"toy:{t}#{g}": (1.0, None, None, None) for t in ("put_get", "two_keys") for g in range(2)},
+        **{f"toy:count_twice#{g}": (0.0, "wrong_tool", "incr", None) for g in range(2)},
+        **{f"toy:put_then_incr#{g}": (0.0, "wrong_tool", "incr", "put") for g in range(2)}}
+
+
+def test_ace_eval_rolls_a_tiny_model_out_on_its_tasks(toy, graph, tmp_path, capsys):
+    """A real (tiny, random, built offline) hf: model through the same path: its prompt shows the toy's tools,
+    its rollouts are written whatever it says, and each gets a verdict."""
+    from train.tiny import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "tiny")
+    out = tmp_path / "tiny.jsonl"
+    assert main(["eval", "--policy", f"hf:{model}", "--tasks", "toy:store", "--max-tokens", "16", "--step-cap", "2",
+                 "-e", "E", "-c", "0", "--name", "tiny", "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["task_id"] for r in rows] == ["toy:put_get", "toy:two_keys"] and result["rollout"]["rollouts"] == 2
+    assert all(r["meta"]["prompt_tokens"] > 0 and r["messages"][2]["role"] == "assistant" for r in rows)
+    assert set(graph) == {"toy:put_get#0", "toy:two_keys#0"}
+    assert all(r.reward in (0.0, 1.0) and (r.reward == 1.0 or r.attribution) for r in graph.values())
+
+
+def test_ace_eval_refuses_an_environment_the_engine_cannot_play(toy, graph, monkeypatch, tmp_path, capsys):
+    """Without task_turns (and no dialogues) its tasks are refused free-running, at load, in one line."""
+    monkeypatch.setitem(toyenv.ENVIRONMENTS, "toy", dataclasses.replace(toy, task_turns=None))
+    assert main(["eval", "--policy", f"sim:{toyenv.weakness_file(tmp_path)}", "--tasks", "toy", "-e", "E", "-c",
+                 "0", "--out", str(tmp_path / "r.jsonl")]) == 1
+    assert "not supported by" in capsys.readouterr().err and not graph

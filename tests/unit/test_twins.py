@@ -16,7 +16,7 @@ import pytest
 from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 
 from ace_env import bfcl, twins
-from ace_env.bfcl.export import TWIN_DOC_DIR, TWIN_MODULE_FILE, TWINS_WRITTEN
+from ace_env.bfcl.export import TWIN_DOC_DIR, TWIN_MODULE_FILE, TWINS_WRITTEN, refuses_a_later_tool
 from ace_env.executor import OK, RolloutState
 from ace_env.tasks import Task
 from ace_env.tasksets import check_against_bfcl, load_task_set
@@ -27,7 +27,7 @@ from synth.repair import usable_version
 from synth.strategies.distractor import distractor, distractor_problems, twin_candidates, with_distractors
 from synth.taskcheck import check_task
 from train.engine import offered_schemas
-from train.export import export, refuses_a_later_tool, to_openai_sft, to_trl
+from train.export import export, to_openai_sft, to_trl
 from train.trlenv import environment_class
 
 #: The compositions of issue 26 whose ``to`` tool must have twins.

@@ -1,11 +1,11 @@
 """``sim:<weakness.toml>``: the simulated agent behind the policy interface.
 
-For each conversation it plans a whole rollout once, with
-:func:`ace_env.sim.simulate_one` (the task's ground truth with the planted
-slips of the weakness file), then plays it back one call per step: each answer
-is one call as a BFCL python list (``[cd(folder='x')]``), and a turn's last
-answer is plain text.  The slips it planted are kept in the conversation's
-``state["slips"]``.
+For each conversation it plans a whole rollout once, with its task's
+environment's ``simulate_turns`` (BFCL's :func:`ace_env.sim.simulate_one`: the
+task's ground truth with the planted slips of the weakness file), then plays it
+back one call per step: each answer is one call as a python list
+(``[cd(folder='x')]``), and a turn's last answer is plain text.  The slips it
+planted are kept in the conversation's ``state["slips"]``.
 
 In gold-prefix scoring (:mod:`train.goldprefix`) a conversation's ``state["gold_step"]``
 is ``(turn, index)``: everything before that step is the oracle's, and the agent
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ace_env.environments import environment_of
-from ace_env.sim import WeaknessSpec, load_weakness, simulate_one
+from ace_env.sim import WeaknessSpec, load_weakness
 from train.policies.base import Conversation, GenerationConfig, PolicyError, Reply
 
 DONE_TEXT = "Done."
@@ -49,7 +49,8 @@ class SimPolicy:
             if conv.task is None:
                 raise PolicyError("the simulated agent needs the conversation's task")
             rng = random.Random(seed * 1_000_003 + zlib.crc32(conv.key.encode()))
-            conv.state["plan"], conv.state["slips"] = simulate_one(conv.task, self.weakness, rng)
+            play = environment_of((conv.task,)).simulate_turns  # BFCL's: ace_env.sim.simulate_one
+            conv.state["plan"], conv.state["slips"] = play(conv.task, self.weakness, rng)
         return conv.state["plan"]
 
     def generate(self, conversations: list[Conversation], config: GenerationConfig) -> list[Reply]:
