@@ -188,7 +188,8 @@ def rollout_cmd(
     check_policy_spec(policy)
     check_specs(policy)
     check_out(out, force)
-    task_list = _tasks(tasks, limit, budget)
+    named = environment_of_spec(tasks)  # any environment whose rollouts the engine plays (its entry's task_turns)
+    task_list = _tasks(tasks, limit, budget, any_environment=named is not None and named.task_turns is not None)
     config = _config(rollout, generation, budget, request)
     if ray_workers is not None and ray is None:
         raise ConfigError("--ray-workers needs --ray")

@@ -342,3 +342,18 @@ def test_ace_eval_refuses_an_environment_the_engine_cannot_play(toy, graph, monk
     assert main(["eval", "--policy", f"sim:{toyenv.weakness_file(tmp_path)}", "--tasks", "toy", "-e", "E", "-c",
                  "0", "--out", str(tmp_path / "r.jsonl")]) == 1
     assert "not supported by" in capsys.readouterr().err and not graph
+
+
+def test_ace_rollout_writes_its_tasks_rollouts_and_ace_verify_judges_them(toy, tmp_path, capsys):
+    """`ace rollout --tasks toy` (no graph): the same engine as `ace eval` plays its tasks into a file that
+    `ace verify` judges with its verifier (the planted incr slip fails the two tasks that call incr)."""
+    out = tmp_path / "toy.jsonl"
+    weakness = toyenv.weakness_file(tmp_path)
+    assert main(["rollout", "--policy", f"sim:{weakness}", "--tasks", "toy", "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rollouts"] == len(toyenv.TASKS)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["task_id"] for r in rows] == [t.id for t in toyenv.TASKS]
+    assert main(["verify", str(out), "--tasks", "toy", "--json"]) == 0
+    verdicts = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    failed = {v["task_id"] for v in verdicts if v.get("reward") == 0.0}
+    assert failed == {"toy:count_twice", "toy:put_then_incr"}, verdicts
