@@ -47,13 +47,14 @@ from synth.strategies.text import then
 class Link:
     """``tool`` after ``anchor``: arguments from the anchor's output (``o:key`` or ``o:key.sub``, at least one),
     its arguments (``a:param``) or a literal the intent states (``=value``, or ``=a||b`` for one of several).
-    ``after``: a tool the chain must already hold (the miles a conversion made, not any rounded number)."""
+    ``after``: tools one of which the chain must already hold (the miles a conversion made, not any rounded
+    number); empty: any chain."""
 
     anchor: str
     tool: str
     args: tuple[tuple[str, str], ...]
     say: tuple[str, ...]  # intents (imperatives); a literal the call uses is written in them as {param}
-    after: str | None = None
+    after: tuple[str, ...] = ()
 
 
 #: A stateless class a depth chain may bring into the task for one of its steps (a conversion, a rounding).
@@ -74,12 +75,12 @@ _LINKS = (
          ("convert that distance from km to miles", "turn that distance in km into miles")),
     Link("imperial_si_conversion", "estimate_drive_feasibility_by_mileage", (("distance", "o:result"),),
          ("tell me whether my car can cover those miles on its current fuel",
-          "check if the car can drive that many miles without refuelling"), after="estimate_distance"),
+          "check if the car can drive that many miles without refuelling"), after=("estimate_distance",)),
     Link("imperial_si_conversion", "round_number", (("number", "o:result"), ("decimal_places", "=1")),
-         ("round the miles to {decimal_places} decimal place",), after="estimate_distance"),
+         ("round the miles to {decimal_places} decimal place",), after=("estimate_distance",)),
     Link("round_number", "estimate_drive_feasibility_by_mileage", (("distance", "o:result"),),
          ("tell me whether my car can cover that rounded mileage on its current fuel",),
-         after="imperial_si_conversion"),
+         after=("estimate_distance",)),
     Link("book_flight", "retrieve_invoice", (("access_token", "a:access_token"), ("booking_id", "o:booking_id")),
          ("get me the invoice for that booking", "pull up the invoice of the new booking")),
     # the invoice's total (not known before the invoice) converted: the booking id would be the booking step's
@@ -90,9 +91,27 @@ _LINKS = (
           "tell me what the invoiced amount comes to in {target_currency}, converting from USD",
           "work out the invoice total in {target_currency} (it is in USD)")),
     Link("compute_exchange_rate", "round_number", (("number", "o:exchanged_value"), ("decimal_places", "=2")),
-         ("round the converted amount to {decimal_places} decimal places",), after="retrieve_invoice"),
+         ("round the converted amount to {decimal_places} decimal places",),
+         after=("retrieve_invoice", "get_flight_cost", "get_credit_card_balance")),
     Link("get_stock_info", "round_number", (("number", "o:price"), ("decimal_places", "=0||1")),
-         ("round that price to {decimal_places} decimal places",), after="get_order_details"),
+         ("round that price to {decimal_places} decimal places",), after=("get_order_details",)),
+    # a fare, a card balance: converted, then rounded (a value none of the task's calls had before)
+    Link("get_flight_cost", "compute_exchange_rate",
+         (("base_currency", "=USD"), ("target_currency", "=EUR||GBP||JPY||CAD||AUD"),
+          ("value", "o:travel_cost_list.0")),
+         ("convert that fare from USD to {target_currency}", "tell me what that fare comes to in {target_currency}, "
+                                                              "converting from USD")),
+    Link("get_credit_card_balance", "compute_exchange_rate",
+         (("base_currency", "=USD"), ("target_currency", "=EUR||GBP||JPY||CAD||AUD"), ("value", "o:card_balance")),
+         ("convert that card balance from USD to {target_currency}",)),
+    # the outside temperature is in degrees Celsius: in Fahrenheit, then rounded
+    *(Link(tool, "imperial_si_conversion",
+           (("value", "o:outsideTemperature"), ("unit_in", "=celsius"), ("unit_out", "=fahrenheit")),
+           ("convert that temperature from celsius to fahrenheit",))
+      for tool in ("get_outside_temperature_from_google", "get_outside_temperature_from_weather_com")),
+    Link("imperial_si_conversion", "round_number", (("number", "o:result"), ("decimal_places", "=1")),
+         ("round the fahrenheit figure to {decimal_places} decimal place",),
+         after=("get_outside_temperature_from_google", "get_outside_temperature_from_weather_com")),
     Link("post_tweet", "get_tweet", (("tweet_id", "o:id"),), ("show me the tweet once it's posted",)),
     Link("create_ticket", "get_ticket", (("ticket_id", "o:id"),), ("show me the ticket you created",)),
     Link("get_ticket", "get_user_tickets", (("status", "o:status"),),
@@ -123,10 +142,14 @@ def widened(seed: Task) -> Task:
 
 
 def _get(out: Any, path: str) -> Any:
+    """The value at ``path`` (keys, or a list's index, by dots) of ``out``; None where there is none."""
     for part in path.split("."):
-        if not isinstance(out, dict) or part not in out:
+        if isinstance(out, list) and part.isdigit() and int(part) < len(out):
+            out = out[int(part)]
+        elif isinstance(out, dict) and part in out:
+            out = out[part]
+        else:
             return None
-        out = out[part]
     return out
 
 
@@ -266,7 +289,7 @@ def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str,
     tools_in_chain = {flat[k][3], anchor}
     while len(chosen) < want:
         links = [x for x in LINKS_BY_ANCHOR.get(anchor, [])
-                 if x.tool in seed.tools and (x.after is None or x.after in tools_in_chain)]
+                 if x.tool in seed.tools and (not x.after or any(t in tools_in_chain for t in x.after))]
         rng.shuffle(links)
         for link in links:
             made = render(link, anchor_args, anchor_out, rng)
