@@ -56,6 +56,7 @@ class Stated:
     doc: str
     cue: str
     say: str | None = None
+    topic: str = ""  # the words of the request ``say`` follows (it goes right after the first sentence with them)
 
 
 _NOW = r"\b(?:current(?:ly)?|live|real[- ]time|latest|right now|up[- ]to[- ]date|at the moment|today)\b"
@@ -66,7 +67,8 @@ STATED: dict[str, Stated] = {
     "pressBrakePedalOnce": Stated("the pedal is released again right after the press",
                                   r"\b(?:press|hold|push|keep|apply|engag)\w*"),
     "estimate_flight_distance": Stated("as a plane flies", r"\b(?:driv\w*|road|by car|on the road)\b",
-                                       "I'll be driving there, so I need the road distance."),
+                                       "I'll be driving there, so I need the road distance.",
+                                       r"\bdistance|\bhow far\b|\bfar\b"),
     "get_area_code_based_on_city": Stated("telephone area code", r"\bzip\s?codes?\b|\bzip\b|\bpostal"),
     "print_text": Stated("nothing is written to any file", r"\bfile\b|\bwrite\b|\bsave\b"),
     "touch_existing": Stated("A file that does not exist is not created",
@@ -82,16 +84,18 @@ STATED: dict[str, Stated] = {
     "contact_sales_team": Stated("for upgrades and offers",
                                  r"\b(?:support|complain\w*|issue|problem|assist\w*|concern\w*|feedback)\b"),
     "get_stock_info_delayed": Stated("quotes are 15 minutes behind the market", _NOW,
-                                     "I need the live price, not a delayed one."),
+                                     "I need the live price, not a delayed one.", r"\bprice|\bquote|\bstock|\btrading"),
     "get_stock_quote_cached": Stated("as of the last market close", _NOW,
-                                     "I need today's live price, not yesterday's close."),
+                                     "I need today's live price, not yesterday's close.",
+                                     r"\bprice|\bquote|\bstock|\btrading"),
     "preview_order": Stated("without placing it", r"\b(?:plac|buy|bought|sell|sold|purchas|execut|submit|order)\w*"),
     "schedule_order": Stated("when the market next opens",
                              r"\b(?:now|immediately|right away|at once|straight away|today)\b",
-                             "It should go through right away, not at the next open."),
+                             "It should go through right away, not at the next open.",
+                             r"\border|\bbuy|\bpurchas|\bacquir|\bsell|\bshares\b"),
     "get_order_status_cached": Stated("from the order cache", _NOW),
     "save_message_draft": Stated("as a draft", r"\bsend\w*|\bdeliver\w*|\bnotify\w*|\bsent\b",
-                                 "Make sure it actually goes out, not just saved."),
+                                 "Make sure it actually goes out, not just saved.", r"\bmessage|\bnote\b|\bsend|\btell\b"),
 }
 
 
@@ -111,12 +115,21 @@ def stated_reason(name: str, text: str) -> dict[str, str] | None:
     return None
 
 
-def _request_turn(turns: list[Any], at: int, sentence: str) -> bool:
-    """Append ``sentence`` to the last user message of turn ``at``; False when it has none."""
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=[A-Z])")
+
+
+def _request_turn(turns: list[Any], at: int, sentence: str, topic: str = "") -> bool:
+    """Put ``sentence`` into the last user message of turn ``at``: right after its first sentence with the
+    request's words (``topic``), else at its end; False when the turn has no user message."""
     for m in reversed(turns[at].user):
         if m.get("role") == "user" and m.get("content"):
             body = m["content"].rstrip()
-            m["content"] = body + ("" if body[-1:] in ".?!" else ".") + " " + sentence
+            parts = _SENTENCE_END.split(body)
+            hit = next((i for i, p in enumerate(parts) if topic and re.search(topic, p, re.I)), None)
+            if hit is None or hit == len(parts) - 1 or parts[hit][-1:] not in ".?!":
+                m["content"] = body + ("" if body[-1:] in ".?!" else ".") + " " + sentence
+            else:
+                m["content"] = " ".join(parts[:hit + 1] + [sentence] + parts[hit + 1:])
             return True
     return False
 
@@ -278,7 +291,7 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
     for c in chosen:
         said = reasons[c]["text"]
         if reasons[c]["where"] == "text" and said not in added:
-            if not _request_turn(turns, at, said):
+            if not _request_turn(turns, at, said, STATED[c].topic):
                 return None
             added.append(said)
     return build(seed, "distractor", target, strength,
