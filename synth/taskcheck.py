@@ -43,9 +43,11 @@
     complete result of the check is nowhere in the partial result, and the partial result's flag is its
     first field;
 (n) the user text reads as one request (:func:`coherence_problems`): no narrated or second-person framing,
-    no self-contradicting instruction, no clause glued onto the request.
+    no self-contradicting instruction, no clause glued onto the request;
+(o) no value is passed on in another unit than its consumer documents (:func:`synth.seedfix.unit_problems`:
+    ``estimate_distance``'s km into ``estimate_drive_feasibility_by_mileage``'s miles, issue 34).
 
-The checks (a)-(j) and (n) are generic (:mod:`synth.checks.parts`, :mod:`synth.checks.values`,
+The checks (a)-(j), (n) and (o) are generic (:mod:`synth.checks.parts`, :mod:`synth.checks.values`,
 :mod:`synth.checks.text`); (k)-(m) and the distractor's are declared by their strategy in the registry
 (:mod:`synth.registry`) and run here, after the generic ones, exactly as declared.  Reason codes are short
 stable strings (:data:`synth.checks.parts.REASONS`).
@@ -71,6 +73,7 @@ from synth.checks.parts import (
     TARGET_ALTER_SKIPPED,
     TARGET_DROP_ACCEPTED,
     TEXT_ORDER,
+    UNIT_MISMATCH,
     VALUE_MISSING,
     VALUE_UNOBTAINABLE,
     Seen,
@@ -84,6 +87,7 @@ from synth.checks.parts import (
 from synth.checks.text import text_problems
 from synth.checks.values import _values_missing, text_order_problems, value_provenance
 from synth.registry import Candidate, Synthesis, run_checks, spec_of
+from synth.seedfix import unit_problems
 
 #: Rejection reason of a drafted task whose gold no longer makes its target's two calls in a row.
 TARGET_LOST = "target_lost"
@@ -182,6 +186,10 @@ def check_task(task: Task, seen_fingerprints: set[str] | None = None) -> TaskChe
         if lacking:
             reasons.append(VALUE_UNOBTAINABLE)
             notes.extend(str(u) for u in lacking[:3])
+        units = unit_problems(task)
+        if units:
+            reasons.append(UNIT_MISMATCH)
+            notes.extend(units[:2])
 
     valid = not reasons
     if valid and isinstance(seen_fingerprints, Seen):

@@ -36,6 +36,10 @@ EMPTY_TURN_ACTIONABLE = "empty_turn_asks_for_action"
 DEFERRED_TURN = "seed_turn_deferred"
 CASCADE_MISSES_VALUE = "cascade_misses_value_passed_on"
 INCOHERENT_TEXT = "incoherent_text"
+#: A value passed on in another unit than its consumer documents (km into a parameter in miles; issue 34).
+UNIT_MISMATCH = "unit_mismatch"
+#: A distractor whose wrong way neither the task's text nor the twin's doc states.
+DISTRACTOR_UNSTATED = "distractor_wrong_way_unstated"
 REASONS = (
     GT_ERROR,
     GT_REJECTED,
@@ -59,6 +63,8 @@ REASONS = (
     DEFERRED_TURN,
     CASCADE_MISSES_VALUE,
     INCOHERENT_TEXT,
+    UNIT_MISMATCH,
+    DISTRACTOR_UNSTATED,
 )
 #: Text and oracle similarity (both) at or above which two tasks of a run are near-duplicates.
 NEAR_DUPLICATE = 0.85

@@ -3,22 +3,27 @@
 At the target pair ``a → b`` where ``a``'s output feeds ``b`` and ``a`` only
 reads (calling it twice leaves the state as calling it once), the task declares
 an output view on the one call of ``a`` that feeds the target: its result is
-partial and says so.  The seed must call ``a`` once (with one entity): a view
+partial, and nothing in it says so.  The seed must call ``a`` once (with one entity): a view
 applies to a tool's n-th call, so with two calls of ``a`` (two cities) the
 cut-short result would follow the position, and an agent that orders the
 independent lookups otherwise would meet the other entity cut short —
 
-``truncated_listing``  the list ``b`` reads the fed value from is cut before it
-                       (``"truncated": true`` and the total count are added);
-``stale_value``        the fed number is off by a few percent and the result is
-                       flagged as cached / stale;
-``incomplete_value``   the fed string is cut short (``"4165…"``) and the result
-                       is flagged incomplete.
+``truncated_listing``  the list ``b`` reads the fed value from is cut before it,
+                       and a count (``total``) says how many it should hold;
+``stale_value``        the fed number is off by a few percent, and the previous value
+                       and the change since add up to the complete one, not to it;
+``incomplete_value``   the fed string is cut short (``"4165…"``) beside its length.
+
+No flag announces it ("stale", "cached", ``live: false``, issue 34): the result looks
+plausible, and only the cross-check read off its own fields (a count, a total that
+does not add up, a length) shows it is partial.  There is more than one way back
+(``provenance["recovery_paths"]``): call ``a`` again (the ground truth), or, for a
+stale value, take previous + change.
 
 The damage hits exactly the value ``b`` takes: it is nowhere in the shown
 result afterwards (review v3: a cut moving-average list beside an intact
-price changed nothing ``b`` used), and the flag is the result's first field, so
-it is read before any long field.  The ground truth notices it (a **check**: ``a`` is called again, and this time
+price changed nothing ``b`` used), and the cross-check is the result's first
+field, so it is read before any long field.  The ground truth notices it (a **check**: ``a`` is called again, and this time
 the result is complete) and **recovers** (``b`` with the complete value).  The
 user text states the goal only; it never mentions the failure or the recovery.
 """
@@ -39,13 +44,10 @@ from synth.registry import Check, register
 from synth.strategies.ambiguity import fed_at
 from synth.strategies.build import build, copy_turns, env_before, memoized, parsed_output, pick_position, target_calls
 
-_STALE_FLAGS = [
-    {"status": "stale", "note": "cached result; it may be out of date"},
-    {"cached": True, "as_of": "yesterday's close"},
-    {"data_freshness": "delayed", "live": False},
-]
-_TRUNCATED_FLAGS = [{"truncated": True}, {"partial": True, "more_available": True}, {"complete": False}]
-_INCOMPLETE_FLAGS = [{"complete": False}, {"status": "partial"}, {"warning": "result cut short"}]
+#: The name of the count a cut-short listing keeps (the full length: more than the list holds).
+_COUNT_KEYS = ("total", "count", "total_count", "num_results")
+#: The number of steps ``_exact_parts`` tries for a split of the complete value that adds up exactly.
+_SPLIT_TRIES = 8
 
 
 def _reads_only(seed: Task, k: int) -> bool:
@@ -113,38 +115,73 @@ def _repeating(out: dict[str, Any], key: str, value: Any) -> list[str]:
     return [key] + [k for k, v in out.items() if k != key and _holds(v, value)]
 
 
+def _exact_parts(value: float, factor: float) -> tuple[float, float] | None:
+    """(previous, change) with ``previous + change == value`` exactly in floating point, ``previous`` near
+    ``value / factor``, both with at most 2 decimals; None when no such split is found."""
+    base = round(value / factor, 2)
+    for i in range(_SPLIT_TRIES):
+        previous = round(base + i * 0.01, 2)
+        change = round(value - previous, 2)
+        if previous + change == value and change != 0:
+            return previous, change
+    return None
+
+
 def _damage(out: dict[str, Any], key: str, value: Any, strength: float, rng: random.Random,
-            repeating: Any = _repeating) -> tuple[list[dict[str, Any]], dict[str, Any], str] | None:
-    """(operations that damage ``value`` where it sits, the flag, the pattern), or None.
+            repeating: Any = _repeating) -> tuple[list[dict[str, Any]], dict[str, Any], str, dict[str, Any]] | None:
+    """(operations that damage ``value`` where it sits, the cross-check fields, the pattern, the cross-check),
+    or None.  The result carries no flag ("stale", "cached", ``live: false``): it looks plausible, and only a
+    cross-check read off its own fields shows it is not (issue 34) —
+
+    ``truncated_listing``  a count (``total``) larger than the list holds: the count does not match;
+    ``stale_value``        the previous value and the change since (``previous_price``, ``price_change``):
+                           they add up to the complete value, not to the value shown;
+    ``incomplete_value``   the string's length (``code_length``) is longer than the string shown.
 
     ``repeating(out, key, value)``: the fields a stale value is stale in (:func:`_repeating`, or a memo of it)."""
     listed = _list_with(out, key, value)
     if listed is not None:
         lkey, idx, total = listed
-        flags = dict(rng.choice(_TRUNCATED_FLAGS))
-        if strength < 0.5:
-            flags["total"] = total
-        return [{"op": "truncate", "keys": [lkey], "keep": idx}], flags, "truncated_listing"
-    if number(value) is not None:
+        count = next((c for c in _COUNT_KEYS if c not in out), None)
+        if count is None:
+            return None
+        return ([{"op": "truncate", "keys": [lkey], "keep": idx}], {count: total}, "truncated_listing",
+                {"kind": "count", "fields": [count], "reads": f"{count} = {total}, the list {lkey!r} holds {idx}"})
+    n = number(value)
+    if n is not None and not isinstance(value, bool):
         delta = rng.uniform(0.02, 0.12) * rng.choice([-1, 1])
         factor = round(1 + delta, 4)
         if round(value * factor, 2) == value:
             return None
+        parts = _exact_parts(float(value), factor)
+        if parts is None:
+            return None
         keys = repeating(out, key, value)  # every field that repeats the value is stale with it
-        return [{"op": "perturb", "keys": keys, "factor": factor}], dict(rng.choice(_STALE_FLAGS)), "stale_value"
+        previous, change = parts
+        fields = {f"previous_{key}": previous, f"{key}_change": change}
+        if any(f in out for f in fields):
+            return None
+        return ([{"op": "perturb", "keys": keys, "factor": factor}], fields, "stale_value",
+                {"kind": "total", "fields": list(fields),
+                 "reads": f"previous_{key} + {key}_change = {value}, not the {key} shown"})
     if isinstance(value, str) and len(value) >= 4:
         keep = max(1, len(value) // 2)
-        return [{"op": "mask", "keys": [key], "keep": keep}], dict(rng.choice(_INCOMPLETE_FLAGS)), "incomplete_value"
+        field = f"{key}_length"
+        if field in out:
+            return None
+        return ([{"op": "mask", "keys": [key], "keep": keep}], {field: len(value)}, "incomplete_value",
+                {"kind": "length", "fields": [field], "reads": f"{field} = {len(value)}, longer than the {key} shown"})
     return None
 
 
-def partial_view(seed: Task, k: int, strength: float, rng: random.Random) -> tuple[list[dict[str, Any]], str] | None:
+def partial_view(seed: Task, k: int, strength: float,
+                 rng: random.Random) -> tuple[list[dict[str, Any]], str, dict[str, Any]] | None:
     """Operations that make call ``k``'s result partial exactly where it feeds call ``k + 1``, and the pattern.
 
     The damage must hide the value ``b`` takes: once applied, that value is nowhere in the shown result (a
     price also listed in a moving average is stale there too; a list is cut only when ``b`` reads from it),
     so an agent that goes on without checking passes ``b`` another value or none, and the check changes
-    ``b``'s arguments.  The flag comes first in the result, where it is read before any long field."""
+    ``b``'s arguments.  The cross-check comes first in the result, where it is read before any long field."""
     ra, rb = target_calls(seed, k)
     out = parsed_output(ra.output or "")
     if ra.status != "ok" or not isinstance(out, dict):
@@ -159,10 +196,10 @@ def partial_view(seed: Task, k: int, strength: float, rng: random.Random) -> tup
         made = _damage(out, key, value, strength, rng, repeating)
         if made is None:
             continue
-        ops, flags, pattern = made
+        ops, fields, pattern, cross = made
         if _holds(apply_ops(out, ops), value):
             continue  # the complete value is still readable: the damage would miss the value passed on
-        return ops + [{"op": "add", "fields": flags, "first": True}], pattern
+        return ops + [{"op": "add", "fields": fields, "first": True}], pattern, {**cross, "value": value, "key": key}
     return None
 
 
@@ -178,20 +215,30 @@ def cascade_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng
     made = partial_view(seed, k, strength, rng)
     if made is None:
         return None
-    ops, pattern = made
+    ops, pattern, cross = made
     tool = flat[k][3]
     occurrence = sum(1 for j in range(k) if flat[j][3] == tool)
     view = {"tool": tool, "calls": [occurrence], "ops": ops}
     turns = copy_turns(seed.turns)
     t, i, raw, _ = flat[k]
-    turns[t].ground_truth.insert(i + 1, raw)  # the check: ask again, get the complete result
-    check = raw
     recovery = flat[k + 1][2]
+    if cross["kind"] == "total":
+        # two ways back: the cross-check itself gives the complete value (previous + change, one arithmetic step
+        # from the numbers shown), which the ground truth takes; or a again, an extra read the verifier accepts
+        checks: list[str] = []
+        paths = [f"compute: {' + '.join(cross['fields'])} = {cross['value']!r}, then {recovery}",
+                 f"retry: {raw}, then {recovery}"]
+    else:
+        turns[t].ground_truth.insert(i + 1, raw)  # the check: ask again, get the complete result
+        checks = [raw]
+        paths = [f"retry: {raw}, then {recovery}"]
     return build(seed, strategy, target, strength,
-                 f"{pattern}: the call {raw} returns a partial result; the ground truth checks it again "
-                 f"and continues with the complete value",
+                 f"{pattern}: the call {raw} returns a plausible partial result that only a cross-check "
+                 f"({cross['kind']}) shows; the ground truth {'checks it again and ' if checks else ''}"
+                 f"continues with the complete value",
                  turns=turns, views=list(seed.output_views) + [view],
-                 extra={"pattern": pattern, "check": [check], "recovery": [recovery], "partial_view": view})
+                 extra={"pattern": pattern, "check": checks, "recovery": [recovery], "partial_view": view,
+                        "cross_check": cross, "recovery_paths": paths})
 
 
 # --------------------------------------------------------------------------- its checks
@@ -205,31 +252,48 @@ _RECOVERY_CUES = re.compile(
 
 def cascade_problems(task: Task, oracle: Oracle | None = None) -> list[str]:
     """For a cascade task: the partial result must hide a value ``b`` takes from the complete one (so going on
-    without the check changes ``b``'s arguments) and carry its flag first (read before any long field).
+    without the check changes ``b``'s arguments) and carry its cross-check first (read before any long field).
 
     The target step is ``b``; the call right before it is the check (``a`` again, complete) and the one
-    before that the partial call."""
+    before that the partial call; where the ground truth makes no check (``provenance["check"]`` empty: the
+    cross-check's total gives the complete value), the partial call is right before ``b`` and the complete value
+    is the cross-check's (``provenance["cross_check"]["value"]``), which its fields must add up to."""
     if task.provenance.get("strategy") != "cascade":
         return []
+    checked = bool(task.provenance.get("check", [None]))
     step = target_step(task)
-    if step is None or step < 2:
+    if step is None or step < (2 if checked else 1):
         return ["no partial call and check before the target step"]
     oracle = oracle or replay_oracle(task)
     steps = [s for turn in oracle.turns for s in turn.steps]
-    partial, complete = _json_or_none(steps[step - 2].output or ""), _json_or_none(steps[step - 1].output or "")
-    if not isinstance(partial, dict) or not isinstance(complete, dict):
-        return ["the partial call or the check returns no record"]
-    shown = {_norm(x) for x in leaves(partial)}
-    full = {_norm(x) for x in leaves(complete)}
-    taken = [v for v in leaves(steps[step].arguments) if not is_trivial(v) and _norm(v) in full]
     out = []
+    if checked:
+        partial, complete = _json_or_none(steps[step - 2].output or ""), _json_or_none(steps[step - 1].output or "")
+        if not isinstance(partial, dict) or not isinstance(complete, dict):
+            return ["the partial call or the check returns no record"]
+        full = {_norm(x) for x in leaves(complete)}
+        first_ok = next(iter(partial), None) not in complete
+    else:
+        partial = _json_or_none(steps[step - 1].output or "")
+        cross = task.provenance.get("cross_check") or {}
+        if not isinstance(partial, dict) or "value" not in cross:
+            return ["the partial call returns no record, or the task names no cross-check"]
+        fields = list(cross.get("fields") or [])
+        full = {_norm(cross["value"])}
+        if not fields or any(number(partial.get(f)) is None for f in fields):
+            out.append("the partial result lacks its cross-check")
+        elif sum(number(partial[f]) for f in fields) != number(cross["value"]):
+            out.append(f"the cross-check {fields} does not add up to the complete value {cross['value']!r}")
+        first_ok = bool(fields) and next(iter(partial), None) == fields[0]
+    shown = {_norm(x) for x in leaves(partial)}
+    taken = [v for v in leaves(steps[step].arguments) if not is_trivial(v) and _norm(v) in full]
     if not taken:
-        out.append(f"{steps[step].call} takes nothing from the complete result of {steps[step - 1].call}")
+        out.append(f"{steps[step].call} takes nothing from the complete result")
     elif all(_norm(v) in shown for v in taken):
         out.append(f"the partial result still shows every value {steps[step].call} takes ({taken!r}): "
                    f"the check changes nothing b uses")
-    if next(iter(partial), None) in complete:
-        out.append("the partial result's first field is not its flag")
+    if not first_ok:
+        out.append("the partial result's first field is not its cross-check")
     return out
 
 
@@ -245,7 +309,8 @@ def cascade_text_problems(task: Task) -> list[str]:
 @register("cascade", depth=3, build_last=True,
           checks=(Check(CASCADE_MISSES_VALUE, lambda c: cascade_problems(c.task, c.oracle), needs_clean_run=True),
                   Check(CASCADE_RECOVERY_IN_TEXT, lambda c: cascade_text_problems(c.task))),
-          definition="a (read-only, called once) returns a partial or flagged result that damages the value b takes; "
+          definition="a (read-only, called once) returns a plausible partial result, unflagged, that damages the value b "
+                     "takes and that only a cross-check of its own fields (a count, a total, a length) shows; "
                      "the ground truth checks again and recovers; the text states the goal only",
           needs="a read-only a called once whose result holds the value b takes")
 def cascade(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:

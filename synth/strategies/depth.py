@@ -1,13 +1,16 @@
-"""depth: the target composition itself grows, 2 → up to 5 tools, each added step consuming an earlier result.
+"""depth: the target composition itself grows by 2-4 steps (a chain of 3-5 from ``b``), each consuming the last.
 
 From the target's ``b`` step, the chain is extended by follow-ups drawn from a
 table of data-flow compositions: each added call takes at least one argument
 from the *output* of the call before it in the chain (``place_order`` →
 ``get_order_details(order_id=<its order_id>)`` → ``get_stock_info(symbol=<the
-order's symbol>)``; ``estimate_distance`` →
-``estimate_drive_feasibility_by_mileage(distance=<the distance>)``;
-``book_flight`` → ``retrieve_invoice(booking_id=<its booking_id>)`` →
-``compute_exchange_rate(value=<the invoice's total>, ...)``).  Every value taken from
+order's symbol>)``; ``estimate_distance`` (km) →
+``imperial_si_conversion(value=<the distance>, unit_in='km', unit_out='miles')`` →
+``estimate_drive_feasibility_by_mileage(distance=<the miles>)``, whose parameter is in miles: never the km
+directly (issue 34); ``book_flight`` → ``retrieve_invoice(booking_id=<its booking_id>)`` →
+``compute_exchange_rate(value=<the invoice's total>, ...)`` → ``round_number(number=<the amount>)``).
+A step may bring a stateless class the seed lacks (:data:`ADDABLE`, BFCL's MathAPI, all its tools offered).
+A chain shorter than :data:`MIN_ADDED` added steps makes no task.  Every value taken from
 the previous call's output must be new there: not in the user text up to the
 turn, not an argument or an output of any earlier call of the task (a support message on the
 booking id after the invoice would take the id from the booking step, not the
@@ -22,6 +25,7 @@ the text's order is the oracle's.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +34,7 @@ from ace_env.calls import Call, parse_call
 from ace_env.executor import Environment, copy_json
 from ace_env.oracle import fingerprint
 from ace_env.tasks import Task
+from ace_env.twins import all_functions
 from ace_env.values import leaves, number
 from synth.checks.parts import adjacent_positions, flat_calls, user_text_upto
 from synth.checks.values import value_in_text
@@ -41,13 +46,22 @@ from synth.strategies.text import then
 @dataclass(frozen=True)
 class Link:
     """``tool`` after ``anchor``: arguments from the anchor's output (``o:key`` or ``o:key.sub``, at least one),
-    its arguments (``a:param``) or a literal the intent states (``=value``, or ``=a||b`` for one of several)."""
+    its arguments (``a:param``) or a literal the intent states (``=value``, or ``=a||b`` for one of several).
+    ``after``: tools one of which the chain must already hold (the miles a conversion made, not any rounded
+    number); empty: any chain."""
 
     anchor: str
     tool: str
     args: tuple[tuple[str, str], ...]
     say: tuple[str, ...]  # intents (imperatives); a literal the call uses is written in them as {param}
+    after: tuple[str, ...] = ()
 
+
+#: A stateless class a depth chain may bring into the task for one of its steps (a conversion, a rounding).
+ADDABLE = ("MathAPI",)
+#: Added steps per chain: at least 2 (b and two added calls: a chain of 3 steps, each consuming the last output),
+#: at most 4 (5 steps).
+MIN_ADDED, MAX_ADDED = 2, 4
 
 _LINKS = (
     Link("place_order", "get_order_details", (("order_id", "o:order_id"),),
@@ -55,9 +69,18 @@ _LINKS = (
     Link("get_order_details", "get_stock_info", (("symbol", "o:symbol"),),
          ("look up the current quote for that order's stock", "check how that order's stock is trading now")),
     Link("cancel_order", "get_order_details", (("order_id", "o:order_id"),), ("show me the cancelled order's details",)),
-    Link("estimate_distance", "estimate_drive_feasibility_by_mileage", (("distance", "o:distance"),),
-         ("tell me whether my car can cover that distance on its current fuel",
-          "check if the car can drive that far without refuelling")),
+    # estimate_distance's result is in km, the mileage check's parameter in miles (issue 34): converted first
+    Link("estimate_distance", "imperial_si_conversion",
+         (("value", "o:distance"), ("unit_in", "=km"), ("unit_out", "=miles")),
+         ("convert that distance from km to miles", "turn that distance in km into miles")),
+    Link("imperial_si_conversion", "estimate_drive_feasibility_by_mileage", (("distance", "o:result"),),
+         ("tell me whether my car can cover those miles on its current fuel",
+          "check if the car can drive that many miles without refuelling"), after=("estimate_distance",)),
+    Link("imperial_si_conversion", "round_number", (("number", "o:result"), ("decimal_places", "=1")),
+         ("round the miles to {decimal_places} decimal place",), after=("estimate_distance",)),
+    Link("round_number", "estimate_drive_feasibility_by_mileage", (("distance", "o:result"),),
+         ("tell me whether my car can cover that rounded mileage on its current fuel",),
+         after=("estimate_distance",)),
     Link("book_flight", "retrieve_invoice", (("access_token", "a:access_token"), ("booking_id", "o:booking_id")),
          ("get me the invoice for that booking", "pull up the invoice of the new booking")),
     # the invoice's total (not known before the invoice) converted: the booking id would be the booking step's
@@ -67,6 +90,28 @@ _LINKS = (
          ("convert that invoice's total from USD to {target_currency}",
           "tell me what the invoiced amount comes to in {target_currency}, converting from USD",
           "work out the invoice total in {target_currency} (it is in USD)")),
+    Link("compute_exchange_rate", "round_number", (("number", "o:exchanged_value"), ("decimal_places", "=2")),
+         ("round the converted amount to {decimal_places} decimal places",),
+         after=("retrieve_invoice", "get_flight_cost", "get_credit_card_balance")),
+    Link("get_stock_info", "round_number", (("number", "o:price"), ("decimal_places", "=0||1")),
+         ("round that price to {decimal_places} decimal places",), after=("get_order_details",)),
+    # a fare, a card balance: converted, then rounded (a value none of the task's calls had before)
+    Link("get_flight_cost", "compute_exchange_rate",
+         (("base_currency", "=USD"), ("target_currency", "=EUR||GBP||JPY||CAD||AUD"),
+          ("value", "o:travel_cost_list.0")),
+         ("convert that fare from USD to {target_currency}", "tell me what that fare comes to in {target_currency}, "
+                                                              "converting from USD")),
+    Link("get_credit_card_balance", "compute_exchange_rate",
+         (("base_currency", "=USD"), ("target_currency", "=EUR||GBP||JPY||CAD||AUD"), ("value", "o:card_balance")),
+         ("convert that card balance from USD to {target_currency}",)),
+    # the outside temperature is in degrees Celsius: in Fahrenheit, then rounded
+    *(Link(tool, "imperial_si_conversion",
+           (("value", "o:outsideTemperature"), ("unit_in", "=celsius"), ("unit_out", "=fahrenheit")),
+           ("convert that temperature from celsius to fahrenheit",))
+      for tool in ("get_outside_temperature_from_google", "get_outside_temperature_from_weather_com")),
+    Link("imperial_si_conversion", "round_number", (("number", "o:result"), ("decimal_places", "=1")),
+         ("round the fahrenheit figure to {decimal_places} decimal place",),
+         after=("get_outside_temperature_from_google", "get_outside_temperature_from_weather_com")),
     Link("post_tweet", "get_tweet", (("tweet_id", "o:id"),), ("show me the tweet once it's posted",)),
     Link("create_ticket", "get_ticket", (("ticket_id", "o:id"),), ("show me the ticket you created",)),
     Link("get_ticket", "get_user_tickets", (("status", "o:status"),),
@@ -77,11 +122,34 @@ for _link in _LINKS:
     LINKS_BY_ANCHOR.setdefault(_link.anchor, []).append(_link)
 
 
+def _class_tools(cls: str) -> list[str]:
+    return [n for n, info in all_functions().items() if info.class_name == cls]
+
+
+def widened(seed: Task) -> Task:
+    """The seed with the addable stateless classes (:data:`ADDABLE`) involved and their tools offered, so a chain
+    step may use them; the seed itself when it has them all.  Kept for the run (the environment memos key on it)."""
+    missing = [c for c in ADDABLE if c not in seed.involved_classes]
+    if not missing:
+        return seed
+
+    def compute() -> Task:
+        tools = list(seed.tools) + [n for c in missing for n in _class_tools(c) if n not in seed.tools]
+        return dataclasses.replace(seed, involved_classes=list(seed.involved_classes) + missing, tools=tools,
+                                   _offered={})  # the seed's offered-tools cache would hide the new tools
+
+    return memoized("depth_widened", seed, (), compute)
+
+
 def _get(out: Any, path: str) -> Any:
+    """The value at ``path`` (keys, or a list's index, by dots) of ``out``; None where there is none."""
     for part in path.split("."):
-        if not isinstance(out, dict) or part not in out:
+        if isinstance(out, list) and part.isdigit() and int(part) < len(out):
+            out = out[int(part)]
+        elif isinstance(out, dict) and part in out:
+            out = out[part]
+        else:
             return None
-        out = out[part]
     return out
 
 
@@ -92,7 +160,8 @@ def render(link: Link, args: dict[str, Any], out: Any, rng: random.Random) -> tu
     consumed = False
     for param, source in link.args:
         if source.startswith("="):  # a literal the intent states: one of its '||'-separated choices
-            kwargs[param] = literals[param] = rng.choice(source[1:].split("||"))
+            literals[param] = rng.choice(source[1:].split("||"))
+            kwargs[param] = int(literals[param]) if literals[param].isdigit() else literals[param]
             continue
         kind, _, name = source.partition(":")
         value = args.get(name) if kind == "a" else _get(out, name)
@@ -217,8 +286,10 @@ def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str,
     anchor = flat[k + 1][3]
     text = user_text_upto(seed, turn)
     chosen: list[tuple[str, str, str]] = []
+    tools_in_chain = {flat[k][3], anchor}
     while len(chosen) < want:
-        links = [x for x in LINKS_BY_ANCHOR.get(anchor, []) if x.tool in seed.tools]
+        links = [x for x in LINKS_BY_ANCHOR.get(anchor, [])
+                 if x.tool in seed.tools and (not x.after or any(t in tools_in_chain for t in x.after))]
         rng.shuffle(links)
         for link in links:
             made = render(link, anchor_args, anchor_out, rng)
@@ -232,6 +303,7 @@ def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str,
             if status != "ok" or not same or (isinstance(out, dict) and "error" in out):
                 return chosen or None  # a failing or state-changing step ends the chain here
             chosen.append((made[0], made[1], f"{anchor}>{link.tool}"))
+            tools_in_chain.add(link.tool)
             known |= _values(anchor_out) | _values(arguments)
             anchor, anchor_args, anchor_out = link.tool, dict(arguments), out
             break
@@ -242,9 +314,12 @@ def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str,
 
 def depth_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: random.Random,
              strategy: str = "depth") -> Task | None:
-    want = max(1, min(3, round(strength * 3)))
-    chosen = extend(seed, k, want, rng)
-    if not chosen:
+    """A chain of ``b`` and :data:`MIN_ADDED` to :data:`MAX_ADDED` added steps (3-5 steps, each consuming the
+    output of the one before it); None where the seed's links give a shorter chain."""
+    want = MIN_ADDED + round(strength * (MAX_ADDED - MIN_ADDED))
+    wide = widened(seed)
+    chosen = extend(wide, k, want, rng)
+    if not chosen or len(chosen) < MIN_ADDED:
         return None
     flat = flat_calls(seed)
     t = flat[k + 1][0]
@@ -256,10 +331,16 @@ def depth_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: 
             break
     else:
         return None
+    used = {c[2].partition(">")[2] for c in chosen}
+    brought = [c for c in ADDABLE if c not in seed.involved_classes and any(n in used for n in _class_tools(c))]
+    classes = list(seed.involved_classes) + brought
+    tools = list(seed.tools) + [n for c in brought for n in _class_tools(c) if n not in seed.tools]
     task = build(seed, strategy, target, strength,
                  f"depth +{len(chosen)} after {target[1]}: " + "; ".join(c[0] for c in chosen),
-                 turns=turns, extra={"added_calls": len(chosen), "added": [c[0] for c in chosen],
-                                     "links": [c[2] for c in chosen], "chain": 2 + len(chosen)})
+                 turns=turns, classes=classes, tools=tools,
+                 extra={"added_calls": len(chosen), "added": [c[0] for c in chosen],
+                        "links": [c[2] for c in chosen], "chain": 2 + len(chosen),
+                        "chain_length": 1 + len(chosen), "classes_added": brought})
     if task is None or not adjacent_positions(task, target):
         return None
     return task
@@ -268,7 +349,7 @@ def depth_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: 
 @register("depth", depth=4, build_last=True,
           definition="the target composition grows from 2 to up to 5 tools: each added read consumes the result "
                      "of the call before it in the chain, and each is verified by its output",
-          needs="a read-only follow-up of b that takes a value only b's result provides")
+          needs="two or more read-only follow-ups of b, each taking a value only the step before it provides")
 def depth(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
     k = pick_position(seed, target, rng)
     if k is None:

@@ -16,12 +16,24 @@ A twin is offered only when it is a real choice at that step: called in place of
 seed already offers is never new, and a task whose ground truth would call a twin
 is not made.  A ``b`` without twins gets no distractor (the planner does not plan
 one there).
+
+A twin is offered only when its wrong way is **stated** (issue 34: a flight distance beside the road
+distance in a task that never says the user drives is argued by context the task does not state).  For each
+twin :data:`STATED` holds what its doc says it does not do (a phrase of the twin's own description) and a
+cue: the words of a request that asks for exactly that ("book", "send", "live price", "drive").  The twin is
+offered when the text up to the decision turn has the cue (``doc``: the doc says what the twin does not do,
+the text asks for it); otherwise, when the twin has a sentence that states the requirement ("I'll be driving
+there."), that sentence is added to the decision turn's request (``text``); otherwise it is not offered.
+What was applied is the task's ``provenance["stated"]``: per twin, where (``doc`` or ``text``), the doc's
+phrase and the text's words; a declared check (:func:`stated_problems`) finds both again.
 """
 
 from __future__ import annotations
 
 import functools
 import random
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from ace_env import bfcl, twins
@@ -30,9 +42,96 @@ from ace_env.executor import copy_json
 from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task
 from ace_env.verifier import ground_truth_rollout, verify
-from synth.checks.parts import DISTRACTOR_NOT_NEW, flat_calls
+from synth.checks.parts import DISTRACTOR_NOT_NEW, DISTRACTOR_UNSTATED, flat_calls, user_text_upto
 from synth.registry import Check, register
 from synth.strategies.build import build, copy_turns, memoized, pick_position
+
+
+@dataclass(frozen=True)
+class Stated:
+    """How a twin's wrong way is stated: ``doc`` a phrase of its description saying what it does not do (or what
+    it does instead), ``cue`` the words of a request that asks for what it does not do, ``say`` a sentence that
+    states the requirement, added to the decision turn when the text lacks the cue (None: not offered then)."""
+
+    doc: str
+    cue: str
+    say: str | None = None
+    topic: str = ""  # the words of the request ``say`` follows (it goes right after the first sentence with them)
+
+
+_NOW = r"\b(?:current(?:ly)?|live|real[- ]time|latest|right now|up[- ]to[- ]date|at the moment|today)\b"
+_DATE = (r"\b(?:business|first|economy)(?:[- ]class)?\b|\b\d{4}-\d{2}-\d{2}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|"
+         r"oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b")
+STATED: dict[str, Stated] = {
+    "startEngineCheck": Stated("The engine itself is neither started nor stopped", r"\bstart|\bignit|\bfire up"),
+    "pressBrakePedalOnce": Stated("the pedal is released again right after the press",
+                                  r"\b(?:press|hold|push|keep|apply|engag)\w*"),
+    "estimate_flight_distance": Stated("as a plane flies", r"\b(?:driv\w*|road|by car|on the road)\b",
+                                       "I'll be driving there, so I need the road distance.",
+                                       r"\bdistance|\bhow far\b|\bfar\b"),
+    "get_area_code_based_on_city": Stated("telephone area code", r"\bzip\s?codes?\b|\bzip\b|\bpostal"),
+    "print_text": Stated("nothing is written to any file", r"\bfile\b|\bwrite\b|\bsave\b"),
+    "touch_existing": Stated("A file that does not exist is not created",
+                             r"\b(?:creat|make|generat|new|set up|start)\w*"),
+    "stat": Stated("Show the status of a file", r"\b(?:creat|make|generat|new|set up|start)\w*"),
+    "get_flight_cost_estimate": Stated("the typical economy fare on an ordinary weekday", _DATE),
+    "hold_flight": Stated("Nothing is booked or charged", r"\b(?:book|reserv|purchas|buy|secur|arrang)\w*"),
+    "request_booking_refund": Stated("the request is reviewed by an agent later", r"\bcancel\w*"),
+    "retrieve_invoice_preview": Stated("for the account's booking on file",
+                                       r"\b(?:just|new(?:ly)?|recent(?:ly)?|that|this)\b[^.?!]{0,40}"
+                                       r"\b(?:book\w*|flight|reservation|trip)\b"),
+    "retrieve_payment_receipt": Stated("card payment receipt", r"\binvoice"),
+    "contact_sales_team": Stated("for upgrades and offers",
+                                 r"\b(?:support|complain\w*|issue|problem|assist\w*|concern\w*|feedback)\b"),
+    "get_stock_info_delayed": Stated("quotes are 15 minutes behind the market", _NOW,
+                                     "I need the live price, not a delayed one.", r"\bprice|\bquote|\bstock|\btrading"),
+    "get_stock_quote_cached": Stated("as of the last market close", _NOW,
+                                     "I need today's live price, not yesterday's close.",
+                                     r"\bprice|\bquote|\bstock|\btrading"),
+    "preview_order": Stated("without placing it", r"\b(?:plac|buy|bought|sell|sold|purchas|execut|submit|order)\w*"),
+    "schedule_order": Stated("when the market next opens",
+                             r"\b(?:now|immediately|right away|at once|straight away|today)\b",
+                             "It should go through right away, not at the next open.",
+                             r"\border|\bbuy|\bpurchas|\bacquir|\bsell|\bshares\b"),
+    "get_order_status_cached": Stated("from the order cache", _NOW),
+    "save_message_draft": Stated("as a draft", r"\bsend\w*|\bdeliver\w*|\bnotify\w*|\bsent\b",
+                                 "Make sure it actually goes out, not just saved.", r"\bmessage|\bnote\b|\bsend|\btell\b"),
+}
+
+
+def stated_reason(name: str, text: str) -> dict[str, str] | None:
+    """How the wrong way of twin ``name`` is stated given the request ``text`` (the decision turn's and
+    before): ``{"where": "doc", "doc": ..., "text": <the request's words>}`` when the text asks for what the
+    doc says the twin does not do; ``{"where": "text", ...}`` when the twin's sentence must be added (the
+    caller adds it); None when neither states it."""
+    stated = STATED.get(name)
+    if stated is None or stated.doc not in twins.TWINS[name].description:
+        return None
+    m = re.search(stated.cue, text, re.I)
+    if m is not None:
+        return {"where": "doc", "doc": stated.doc, "text": m.group(0)}
+    if stated.say is not None:
+        return {"where": "text", "doc": stated.doc, "text": stated.say}
+    return None
+
+
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=[A-Z])")
+
+
+def _request_turn(turns: list[Any], at: int, sentence: str, topic: str = "") -> bool:
+    """Put ``sentence`` into the last user message of turn ``at``: right after its first sentence with the
+    request's words (``topic``), else at its end; False when the turn has no user message."""
+    for m in reversed(turns[at].user):
+        if m.get("role") == "user" and m.get("content"):
+            body = m["content"].rstrip()
+            parts = _SENTENCE_END.split(body)
+            hit = next((i for i, p in enumerate(parts) if topic and re.search(topic, p, re.I)), None)
+            if hit is None or hit == len(parts) - 1 or parts[hit][-1:] not in ".?!":
+                m["content"] = body + ("" if body[-1:] in ".?!" else ".") + " " + sentence
+            else:
+                m["content"] = " ".join(parts[:hit + 1] + [sentence] + parts[hit + 1:])
+            return True
+    return False
 
 
 @functools.cache
@@ -142,8 +241,31 @@ def distractor_problems(task: Task) -> list[str]:
     return out
 
 
+def stated_problems(task: Task) -> list[str]:
+    """For a distractor task: each added twin's wrong way is stated (``provenance["stated"]``): its doc phrase
+    is in the twin's description and its words are in the user text up to the distractor's turn."""
+    if task.provenance.get("strategy") != "distractor":
+        return []
+    stated = task.provenance.get("stated") or {}
+    at = int(task.provenance.get("distractor_turn") or 0)
+    text = user_text_upto(task, min(at, len(task.turns) - 1)).lower()
+    out = []
+    for name in task.provenance.get("added_distractors") or []:
+        if not twins.is_twin(name):
+            continue
+        s = stated.get(name)
+        if not s:
+            out.append(f"{name}: its wrong way is stated nowhere")
+        elif s.get("doc", "") not in twins.TWINS[name].description:
+            out.append(f"{name}: {s.get('doc')!r} is not in its doc")
+        elif str(s.get("text", "")).lower() not in text:
+            out.append(f"{name}: {s.get('text')!r} is not in the text")
+    return out
+
+
 @register("distractor", depth=2, build_last=True,
-          checks=(Check(DISTRACTOR_NOT_NEW, lambda c: distractor_problems(c.task)),),
+          checks=(Check(DISTRACTOR_NOT_NEW, lambda c: distractor_problems(c.task)),
+                  Check(DISTRACTOR_UNSTATED, lambda c: stated_problems(c.task))),
           definition="executable wrong-way twins of b (near names, opposite or adjacent effects), new to the seed, "
                      "are offered at the decision step and declared wrong",
           needs="a wrong-way twin of b the seed does not offer")
@@ -155,6 +277,9 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
     cands = twin_candidates(seed, target[1])
     cands = list(memoized("real_choices", seed, (k, at, tuple(cands)),
                           lambda: tuple(_real_choices(seed, k + 1, at, cands)))) if cands else []
+    text = user_text_upto(seed, at)
+    reasons = {c: stated_reason(c, text) for c in cands}
+    cands = [c for c in cands if reasons[c] is not None]  # a wrong way nobody states is no fair trap
     if not cands:
         return None
     n = min(len(cands), 1 + round(strength * 2))
@@ -162,10 +287,18 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
     classes, tools, config, distractors = with_distractors(seed, chosen)
     turns = copy_turns(seed.turns)
     turns[at].tools_added = turns[at].tools_added + [n for n in chosen if n not in turns[at].tools_added]
+    added: list[str] = []
+    for c in chosen:
+        said = reasons[c]["text"]
+        if reasons[c]["where"] == "text" and said not in added:
+            if not _request_turn(turns, at, said, STATED[c].topic):
+                return None
+            added.append(said)
     return build(seed, "distractor", target, strength,
                  f"wrong-way twins of {target[1]} offered from turn {at + 1}: {', '.join(chosen)}",
                  turns=turns, config=config, classes=classes, tools=tools, distractors=distractors,
                  extra={"added_distractors": chosen, "twin_of": target[1],
                         "wrong_way": {c: twins.TWINS[c].wrong_way for c in chosen},
                         "seed_classes": list(seed.involved_classes), "seed_tools": len(seed.tools),
-                        "seed_tool_names": list(seed.tools), "distractor_turn": at})
+                        "seed_tool_names": list(seed.tools), "distractor_turn": at,
+                        "stated": {c: reasons[c] for c in chosen}})

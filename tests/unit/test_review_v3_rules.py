@@ -77,11 +77,14 @@ def test_cascade_hides_the_value_b_takes_and_flags_it_first(quote_seeds):
         made += 1
         k = adjacent_positions(task, target)[0]  # the check; k - 1 the partial call; k + 1 is b
         steps = [s for turn in replay_oracle(task).turns for s in turn.steps]
-        partial, full = json.loads(steps[k - 1].output), json.loads(steps[k].output)
+        if not task.provenance["check"]:  # no check: k is the partial call; the cross-check's total the value
+            partial, full = json.loads(steps[k].output), {"value": task.provenance["cross_check"]["value"]}
+        else:
+            partial, full = json.loads(steps[k - 1].output), json.loads(steps[k].output)
         b_values = [v for v in steps[k + 1].arguments.values() if not is_trivial(v)]
         hidden = [v for v in b_values if json.dumps(v) in json.dumps(full) and json.dumps(v) not in json.dumps(partial)]
         assert hidden, (task.id, partial)  # going on without the check changes b's arguments
-        assert next(iter(partial)) not in full  # the flag is the first field
+        assert next(iter(partial)) not in full  # the cross-check is the first field
         assert not cascade_problems(task) and check_task(task).valid
     assert made >= 3
 

@@ -20,7 +20,8 @@ from synth.checks.values import value_in_text
 from synth.registry import targeted
 from synth.repair import usable_version
 from synth.strategies.build import deferred_execution, executes, memoized, seed_memo
-from synth.strategies.depth import LINKS_BY_ANCHOR
+from synth.strategies.cascade import cascade_problems
+from synth.strategies.depth import LINKS_BY_ANCHOR, MAX_ADDED, MIN_ADDED
 from synth.strategies.lookalike import near_identical
 from synth.strategies.text import phrase
 from synth.taskcheck import check_task
@@ -168,13 +169,26 @@ def test_cascade_oracle_checks_and_recovers(seeds):
         patterns.add(prov["pattern"])
         gt = [c for t in task.turns for c in t.ground_truth]
         k = adjacent_positions(task, target)[0]
-        check, recovery = prov["check"][0], prov["recovery"][0]
+        recovery = prov["recovery"][0]
+        # the text states the goal only: it is the seed's
+        assert [t.user for t in task.turns] == [t.user for t in seed.turns]
+        assert not cascade_problems(task)
+        if not prov["check"]:
+            # the cross-check's total gives the complete value: the partial read, then the recovery with it; the
+            # shown value passed on instead fails the task (issue 34: caught only by the cross-check)
+            assert gt[k + 1] == recovery and prov["cross_check"]["kind"] == "total"
+            steps = _oracle_steps(task)
+            shown = json.loads(steps[k].output)[prov["cross_check"]["key"]]
+            rollout = ground_truth_rollout(task)
+            t, i, raw, _ = flat_calls(task)[k + 1]
+            rollout[t][i] = raw.replace(repr(prov["cross_check"]["value"]), repr(shown))
+            assert rollout[t][i] != raw and verify(task, rollout).reward == 0.0
+            continue
+        check = prov["check"][0]
         # partial result, then the check (the same read again), then the recovery
         assert gt[k - 1] == check and gt[k] == check and gt[k + 1] == recovery
         steps = _oracle_steps(task)
         assert steps[k - 1].output != steps[k].output
-        # the text states the goal only: it is the seed's
-        assert [t.user for t in task.turns] == [t.user for t in seed.turns]
         # skipping the check fails the task
         rollout = ground_truth_rollout(task)
         t, i, _, _ = flat_calls(task)[k]
@@ -193,7 +207,8 @@ def test_depth_extends_the_target_chain_each_step_consuming_an_earlier_result(se
             continue
         made += 1
         added = task.provenance["added"]
-        assert 1 <= len(added) == task.n_steps - seed.n_steps <= 3
+        assert MIN_ADDED <= len(added) <= MAX_ADDED
+        assert not set(task.involved_classes) - set(seed.involved_classes) - {"MathAPI"}
         assert adjacent_positions(task, target) and len(task.turns) == len(seed.turns)
         steps = _oracle_steps(task)
         k = adjacent_positions(task, target)[0]

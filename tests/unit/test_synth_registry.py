@@ -31,7 +31,7 @@ DECLARED = {
         "ambiguity": (), "depth": (), "random": (), "probe": (),
         "lookalike": (parts.LOOKALIKE_NOT_SHOWN, parts.LOOKALIKE_ID_IN_TEXT),
         "cascade": (parts.CASCADE_MISSES_VALUE, parts.CASCADE_RECOVERY_IN_TEXT),
-        "distractor": (parts.DISTRACTOR_NOT_NEW,),
+        "distractor": (parts.DISTRACTOR_NOT_NEW, parts.DISTRACTOR_UNSTATED),
     },
     Tau2Task: {
         "ambiguity": (tau2_strategies.STILL_NAMED,), "distractor": (tau2_strategies.TRAP_NOT_LIVE,),

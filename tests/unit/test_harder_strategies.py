@@ -1,0 +1,178 @@
+"""Issue 34 item 1 (cascade, distractor, depth) on real BFCL seed tasks: the harder perturbations appear, the
+gold executes and verifies, the wrong way is stated, depth chains have 3-5 steps each consuming the last output,
+and a synthesized task with a unit mismatch is refused."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+from ace_env import bfcl, twins
+from ace_env.oracle import replay_oracle
+from ace_env.tasks import Task
+from ace_env.values import leaves
+from ace_env.verifier import ground_truth_rollout, verify
+from synth import strategies
+from synth.checks.parts import UNIT_MISMATCH, adjacent_positions, flat_calls, user_text_upto
+from synth.checks.seeds import usable_seed
+from synth.repair import usable_version
+from synth.strategies.build import copy_turns
+from synth.strategies.depth import MAX_ADDED, MIN_ADDED
+from synth.strategies.distractor import STATED, stated_problems
+from synth.taskcheck import check_task
+
+TARGETS = {
+    "cascade": [("get_stock_info", "place_order")],
+    "distractor": [("get_zipcode_based_on_city", "estimate_distance"), ("get_stock_info", "place_order"),
+                   ("get_flight_cost", "book_flight"), ("message_login", "send_message")],
+    "depth": [("get_zipcode_based_on_city", "estimate_distance"), ("book_flight", "retrieve_invoice")],
+}
+
+
+@pytest.fixture(scope="module")
+def seeds():
+    base = [u for t in bfcl.load_tasks("base") for u in [usable_version(t)] if u is not None]
+    out = {}
+    for targets in TARGETS.values():
+        for target in targets:
+            out[target] = [t for t in base if adjacent_positions(t, target) and usable_seed(t)][:6]
+            assert out[target], target
+    return out
+
+
+def _made(seeds, name, strength=1.0):
+    for target in TARGETS[name]:
+        for i, seed in enumerate(seeds[target]):
+            task = strategies.STRATEGIES[name](seed, target, strength, random.Random(i))
+            if task is not None:
+                yield seed, target, task
+
+
+def _steps(task):
+    return [s for turn in replay_oracle(task).turns for s in turn.steps]
+
+
+def test_cascade_result_is_unflagged_and_caught_by_a_cross_check(seeds):
+    made = 0
+    for seed, target, task in _made(seeds, "cascade", 0.7):
+        made += 1
+        assert check_task(task).valid
+        view = task.provenance["partial_view"]
+        added = [op for op in view["ops"] if op["op"] == "add"][0]["fields"]
+        # no announcing flag: nothing says stale, cached, partial or truncated
+        assert not re.search(r"stale|cache|partial|truncat|complete|live|warning|fresh|delayed",
+                             json.dumps(added), re.I), added
+        cross = task.provenance["cross_check"]
+        assert cross["kind"] in ("count", "total", "length") and set(cross["fields"]) == set(added)
+        steps = _steps(task)
+        k = adjacent_positions(task, target)[0]
+        if cross["kind"] == "total":
+            partial = json.loads(steps[k].output)  # a's partial result, right before b
+            a, b = (partial[f] for f in cross["fields"])
+            key = cross["key"]
+            assert a + b == cross["value"] != partial[key]  # the total does not add up to the value shown
+            assert not task.provenance["check"] and len(task.provenance["recovery_paths"]) == 2
+        else:
+            assert task.provenance["check"] and task.provenance["recovery_paths"]
+    assert made >= 3
+
+
+def test_cascade_both_recovery_paths_verify(seeds):
+    """Where the cross-check's total gives the complete value, the gold takes it from there, and the other way
+    back, reading ``a`` again before ``b``, passes the verifier too: the two paths are real."""
+    checked = 0
+    for seed, target, task in _made(seeds, "cascade", 0.7):
+        if task.provenance["cross_check"]["kind"] != "total":
+            continue
+        assert verify(task, ground_truth_rollout(task)).reward == 1.0
+        rollout = ground_truth_rollout(task)
+        k = adjacent_positions(task, target)[0]
+        t, i, raw, _ = flat_calls(task)[k]
+        rollout[t].insert(i + 1, raw)  # the retry
+        assert verify(task, rollout).reward == 1.0
+        checked += 1
+    assert checked >= 1
+
+
+def test_distractor_wrong_way_is_stated_by_the_text_or_the_docs(seeds):
+    made, wheres = 0, set()
+    for seed, target, task in _made(seeds, "distractor", 0.7):
+        made += 1
+        assert check_task(task).valid, check_task(task).reasons
+        stated = task.provenance["stated"]
+        at = task.provenance["distractor_turn"]
+        text = user_text_upto(task, at).lower()
+        for name in task.provenance["added_distractors"]:
+            s = stated[name]
+            wheres.add(s["where"])
+            assert s["doc"] in twins.TWINS[name].description  # the twin's doc says what it does not do
+            assert s["text"].lower() in text  # and the task asks for it (or states the requirement)
+        assert stated_problems(task) == []
+    assert made >= 8 and "doc" in wheres
+
+
+def test_distractor_unstated_twin_is_refused(seeds):
+    seed = seeds[("get_zipcode_based_on_city", "estimate_distance")][0]
+    task = strategies.STRATEGIES["distractor"](seed, ("get_zipcode_based_on_city", "estimate_distance"), 1.0,
+                                               random.Random(0))
+    assert task is not None
+    task.provenance = {**task.provenance, "stated": {}}
+    assert stated_problems(task)
+    # a flight distance beside the road distance needs the driving said: a text without it gets the sentence
+    assert STATED["estimate_flight_distance"].say and "driv" in STATED["estimate_flight_distance"].say
+
+
+def test_depth_chains_have_3_to_5_steps_each_consuming_the_last_output(seeds):
+    made, lengths = 0, set()
+    for seed, target, task in _made(seeds, "depth"):
+        made += 1
+        assert check_task(task).valid, check_task(task).reasons
+        added = task.provenance["added"]
+        assert MIN_ADDED <= len(added) <= MAX_ADDED
+        assert 3 <= task.provenance["chain_length"] == 1 + len(added) <= 5
+        lengths.add(len(added))
+        steps = _steps(task)
+        prev = adjacent_positions(task, target)[0] + 1  # b
+        for call in added:
+            j = next(n for n, s in enumerate(steps) if s.call == call)
+            produced = {json.dumps(v) for v in leaves(json.loads(steps[prev].output))}
+            assert any(json.dumps(v) in produced for v in leaves(steps[j].arguments)), (call, steps[prev].call)
+            prev = j
+    assert made >= 4
+
+
+def test_depth_converts_km_before_the_mileage_check(seeds):
+    found = 0
+    for seed, target, task in _made(seeds, "depth"):
+        names = [c.split("(")[0] for c in task.provenance["added"]]
+        if "estimate_drive_feasibility_by_mileage" in names:
+            found += 1
+            assert names[0] == "imperial_si_conversion" and "unit_in='km', unit_out='miles'" in \
+                task.provenance["added"][0]
+            assert "MathAPI" in task.involved_classes
+    assert found >= 2
+
+
+def test_taskcheck_refuses_a_synthesized_unit_mismatch(seeds):
+    """km passed straight to a parameter documented in miles (what depth built before issue 34) is refused."""
+    target = ("get_zipcode_based_on_city", "estimate_distance")
+    for seed in seeds[target]:
+        task = strategies.STRATEGIES["depth"](seed, target, 1.0, random.Random(0))
+        if task is None or "estimate_drive_feasibility_by_mileage" not in json.dumps(task.provenance["added"]):
+            continue
+        steps = _steps(task)
+        km = next(json.loads(s.output)["distance"] for s in steps if s.name == "estimate_distance")
+        turns = copy_turns(task.turns)
+        for turn in turns:
+            turn.ground_truth = [c for c in turn.ground_truth if not c.startswith(("imperial_si", "round_number"))]
+            turn.ground_truth = [f"estimate_drive_feasibility_by_mileage(distance={km})"
+                                 if c.startswith("estimate_drive_feasibility") else c for c in turn.ground_truth]
+        bad = Task(task.id + "-km", "ace", "depth", turns, task.initial_config, task.involved_classes, task.tools,
+                   task.long_context, dict(task.provenance), task.distractors, task.output_views)
+        check = check_task(bad)
+        assert UNIT_MISMATCH in check.reasons, check.reasons
+        return
+    pytest.fail("no depth task with the mileage check")
