@@ -209,13 +209,13 @@ def attribute_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tupl
     if not entity and not isinstance(value, (int, float)):
         return None  # a computed result (a count, a log) has no status or revision history to tell apart
     if _RECENT.search(turn_text):
-        kind, field = "recency", "updated_at"
+        kind, field = "recency", "updated_at" if "updated_at" not in out else "record_updated_at"
         day, hour = rng.randint(3, 25), rng.randint(9, 16)
         stamps = [f"2024-06-{day:02d}T{hour - i - 1:02d}:{rng.choice([0, 15, 30, 45]):02d}:00" for i in range(len(siblings))]
         right, wrong = f"2024-06-{day:02d}T{hour:02d}:{rng.choice([0, 15, 30, 45]):02d}:00", stamps
         how = "the latest updated_at (the request asks for the current figure)"
     elif entity:
-        kind, field = "status", "status"
+        kind, field = "status", "status" if "status" not in out else "record_status"  # never over a's own field
         right, wrong = "active", [rng.choice(_INACTIVE) for _ in siblings]
         how = "the active status (the others are no longer in effect)"
     else:

@@ -80,6 +80,12 @@ def test_a_conversion_without_its_record_is_not_provided(made):
     assert value_provenance(task)
 
 
+def steps_seed_output(task, k):
+    """Call ``k``'s result as BFCL returns it (no output views)."""
+    plain = type(task).from_dict({**task.to_dict(), "output_views": []})
+    return [s for t in replay_oracle(plain).turns for s in t.steps][k].output
+
+
 def test_close_variants_are_close_as_quantities():
     rng = random.Random(0)
     assert all(abs(v - 150) <= 3 and near_identical(v, 150) for v in close_variants(150, rng))
@@ -107,6 +113,9 @@ def test_attribute_lookalikes_share_the_entity_and_differ_by_the_attribute(made)
             assert same == {k2: right[0][k2] for k2 in same}
             if r is not right[0] and isinstance(prov["target_id"], (int, float)):
                 assert abs(r[prov["lookalike_key"]] - prov["target_id"]) <= 3
-        if attr == "updated_at":
+        # the attribute is added beside a's own fields, never written over one of them
+        assert all(r2.get(k2) == v for r2 in right for k2, v in json.loads(steps_seed_output(task, k)).items())
+        if attr.endswith("updated_at"):
             assert right[0][attr] == max(r[attr] for r in records)
     assert kinds == {"attribute:recency", "attribute:status"}
+    assert any(p["distinguished_by"]["attribute"] == "record_status" for p in (t.provenance for _, _, t in made["lookalike"]) if "distinguished_by" in p)
