@@ -507,10 +507,18 @@ def units_in(text: str, unit: str) -> set[float]:
     return out
 
 
+_PLUS = re.compile(r"(?<![\w.])(\d+(?:,\d{3})*)\s+plus another\s+(\d+(?:,\d{3})*)(?![\d])", re.I)
+
+
+def sums_in(text: str) -> set[float]:
+    """Amounts the text states as a sum in prose ('100 plus another 50' is 150)."""
+    return {float(m.group(1).replace(",", "")) + float(m.group(2).replace(",", "")) for m in _PLUS.finditer(text or "")}
+
+
 def converted_in_text(task: Task, tool: str, param: str, value: Any, text: str) -> bool:
     """Whether the text writes ``value`` in a form the task's recorded conversion (``provenance["conversion"]``,
-    made by the ambiguity strategy) names and a reader here reads back: in words or with a scale, a month of a
-    year in words, or an amount in another unit than the one the tool's documentation states."""
+    made by the ambiguity strategy) names and a reader here reads back: in words or with a scale, as a sum in
+    prose, a month of a year in words, or an amount in another unit than the one the tool's documentation states."""
     conv = task.provenance.get("conversion") or {}
     if not conv or conv.get("tool") != tool or conv.get("param") != param or not _same(conv.get("value"), value):
         return False
@@ -520,6 +528,8 @@ def converted_in_text(task: Task, tool: str, param: str, value: Any, text: str) 
         return round(n, 6) in spoken_numbers(text)
     if kind == "month_year":
         return str(value) in month_years_in(text)
+    if kind == "prose_sum" and n is not None:
+        return float(n) in sums_in(text)
     if kind == "unit" and n is not None:
         unit = documented_unit(tool, param)
         return unit is not None and round(n, 6) in units_in(text, unit)

@@ -10,6 +10,7 @@ Kinds (``provenance["conversion"]["kind"]``):
 - ``month_year``: a month the documentation asks as ``MM/YYYY`` written in words ('March 2027');
 - ``number_words``: a whole number written in words ('one hundred and fifty', 'two and a half thousand');
 - ``scale``: a round number written with a scale word ('2.5 thousand', '1.2 million');
+- ``prose_sum``: a whole number stated as a sum in prose ('100 plus another 50' for 150);
 - ``unit``: an amount written in another unit than the one the documentation states, with an exact factor
   ('120 quarts' where ``fillFuelTank``'s ``fuelAmount`` is documented in gallons).
 
@@ -35,6 +36,7 @@ from synth.checks.values import (
     month_years_in,
     param_doc,
     spoken_numbers,
+    sums_in,
     units_in,
     value_in_output,
     value_in_text,
@@ -75,8 +77,12 @@ def _date_forms(value: str, rng: random.Random) -> list[str]:
     return forms
 
 
-def _number_forms(n: float, rng: random.Random) -> list[tuple[str, str]]:
-    """(kind, written) forms of a whole number: in words, with a scale word."""
+#: Parameters that take an amount, which a user may state as a sum in prose.
+_AMOUNT = re.compile(r"amount|cost|budget|limit|price|value|fuel|quantity|funds", re.I)
+
+
+def _number_forms(n: float, rng: random.Random, amount: bool = True) -> list[tuple[str, str]]:
+    """(kind, written) forms of a whole number: in words, with a scale word, and (an ``amount``) as a sum."""
     if not float(n).is_integer() or not 10 <= n < 1_000_000_000:
         return []
     i = int(n)
@@ -89,6 +95,13 @@ def _number_forms(n: float, rng: random.Random) -> list[tuple[str, str]]:
             forms.append(("number_words", f"{in_words(i // size)} and a half {name}"))
     if i < 100_000 and (i < 1000 or i % 100 == 0):
         forms.append(("number_words", in_words(i)))
+    if amount and i >= 100:  # a round part plus the rest: 150 -> 100 plus another 50, 300 -> 200 plus another 100
+        place = 10 ** (len(str(i)) - 1)
+        if i // place == 1 and i % place == 0:
+            place //= 10
+        head = (i // place) * place if i % place else i - place
+        if 0 < head < i and head != i - head:
+            forms.append(("prose_sum", f"{head:,} plus another {i - head:,}"))
     rng.shuffle(forms)
     return forms
 
@@ -120,7 +133,7 @@ def written_forms(tool: str, param: str, value: Any, rng: random.Random) -> list
     if n is None:
         return []
     unit = documented_unit(tool, param)
-    return (_unit_forms(n, unit, rng) if unit else []) + _number_forms(n, rng)
+    return (_unit_forms(n, unit, rng) if unit else []) + _number_forms(n, rng, bool(_AMOUNT.search(param)))
 
 
 def reads_back(kind: str, written: str, tool: str, param: str, value: Any) -> bool:
@@ -132,6 +145,8 @@ def reads_back(kind: str, written: str, tool: str, param: str, value: Any) -> bo
         return str(value) in month_years_in(written)
     if kind in ("number_words", "scale"):
         return n is not None and round(n, 6) in spoken_numbers(written)
+    if kind == "prose_sum":
+        return n is not None and float(n) in sums_in(written)
     if kind == "unit":
         unit = documented_unit(tool, param)
         return n is not None and unit is not None and round(n, 6) in units_in(written, unit)
@@ -181,7 +196,7 @@ def rewrite_turns(turns: list[Turn], value: Any, written: str, unit: str | None 
 
 
 #: How hard a kind of conversion is to make (candidates are tried hardest first, ties in random order).
-HARDNESS = {"unit": 4, "date_words": 3, "month_year": 3, "scale": 2, "number_words": 1}
+HARDNESS = {"unit": 4, "date_words": 3, "month_year": 3, "scale": 2, "prose_sum": 1, "number_words": 1}
 
 
 def _quoted_or_copied(task: Task, value: Any) -> bool:

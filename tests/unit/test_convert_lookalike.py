@@ -14,7 +14,7 @@ from ace_env.verifier import ground_truth_rollout, verify
 from synth import strategies
 from synth.checks.parts import flat_calls, user_text_upto
 from synth.checks.seeds import usable_seed
-from synth.checks.values import converted_in_text, spoken_numbers, value_in_text, value_provenance
+from synth.checks.values import converted_in_text, spoken_numbers, sums_in, value_in_text, value_provenance
 from synth.repair import usable_version
 from synth.strategies.convert import in_words, written_forms
 from synth.strategies.lookalike import close_variants, near_identical
@@ -41,6 +41,10 @@ def test_number_words_read_back():
         "two and a half thousand, one hundred and fifty, 20 thousand and 1.2 million")
     for n in (11, 99, 120, 1005, 2500, 10000, 45000):
         assert float(n) in spoken_numbers(in_words(n))
+    assert sums_in("withdraw 400 plus another 100 dollars") == {500.0}
+    forms = dict((k, w) for k, w in written_forms("withdraw_funds", "amount", 500, random.Random(0)))
+    assert forms["prose_sum"] == "400 plus another 100"
+    assert "prose_sum" not in dict(written_forms("tail", "lines", 150, random.Random(0)))  # not an amount
 
 
 def test_forms_only_where_the_doc_states_the_unit_or_format():
@@ -71,7 +75,7 @@ def test_conversions_appear_are_verified_and_derivable(made):
         assert any(s.name == conv["tool"] and conv["value"] in leaves(s.arguments) for s in steps)
         assert verify(task, ground_truth_rollout(task)).reward == 1.0
         assert not value_provenance(task) and check_task(task).valid
-    assert {"date_words", "number_words", "scale", "unit"} <= kinds
+    assert {"date_words", "number_words", "prose_sum", "scale", "unit"} <= kinds
 
 
 def test_a_conversion_without_its_record_is_not_provided(made):
