@@ -29,6 +29,7 @@ from typing import Any
 from ace_env.executor import copy_json
 from ace_env.oracle import Oracle, replay_oracle
 from ace_env.tasks import Task
+from ace_env.values import leaves
 from synth.checks.parts import LOOKALIKE_ID_IN_TEXT, LOOKALIKE_NOT_SHOWN, flat_calls, target_step, user_text_upto
 from synth.checks.values import _json_or_none, _leaves_and_keys, _norm, value_in_text
 from synth.registry import Check, register
@@ -168,13 +169,18 @@ def close_variants(value: Any, rng: random.Random) -> list[Any]:
     return near_variants(value, rng)
 
 
-def _close_record(record: dict[str, Any], key: str, twin: Any, rng: random.Random) -> dict[str, Any]:
+def _close_record(record: dict[str, Any], key: str, twin: Any, rng: random.Random,
+                  asked: frozenset[Any] = frozenset()) -> dict[str, Any]:
     """A sibling of ``record``: the value passed on near-identical, every other number within 1%, every id
-    one character off, every other string the same (the same symbol, city or route)."""
+    one character off, every other string the same (the same symbol, city or route); a value the request
+    itself gave ``a`` (``asked``: the price and amount of the order placed) stays the same, so matching it
+    does not find the right record."""
     out = {}
     for k2, v2 in copy_json(record).items():
         if k2 == key:
             out[k2] = twin
+        elif not isinstance(v2, (dict, list)) and v2 in asked:
+            out[k2] = v2
         elif "id" in k2.lower().split("_") or k2.lower().endswith("id"):
             out[k2] = next(iter(near_variants(v2, rng)), v2)
         elif isinstance(v2, float) and not isinstance(v2, bool) and v2:
@@ -203,7 +209,8 @@ def attribute_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tupl
     twins = close_variants(value, rng)[:max(2, n)]
     if len(twins) < 2:
         return None
-    siblings = [_close_record(out, key, twin, rng) for twin in twins]
+    asked = frozenset(v for v in leaves(ra.arguments) if isinstance(v, (str, int, float)))
+    siblings = [_close_record(out, key, twin, rng, asked) for twin in twins]
     turn_text = re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "", user_text_upto(seed, flat_calls(seed)[k][0]).split("\n")[-1])
     entity = any(_ENTITY.search(k2) for k2 in out)
     if not entity and not isinstance(value, (int, float)):

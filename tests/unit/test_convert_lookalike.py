@@ -115,6 +115,11 @@ def test_attribute_lookalikes_share_the_entity_and_differ_by_the_attribute(made)
             same = {k2: v for k2, v in r.items() if isinstance(v, str) and k2 not in (attr, prov["lookalike_key"])
                     and not k2.lower().endswith("id")}
             assert same == {k2: right[0][k2] for k2 in same}
+            # a value the request gave a (the price and amount of the order placed) matches every record
+            plain = json.loads(steps_seed_output(task, k))
+            args = [s for t in replay_oracle(task).turns for s in t.steps][k].arguments
+            assert all(r.get(k2) == v for k2, v in plain.items() if k2 != prov["lookalike_key"]
+                       and not isinstance(v, (dict, list)) and v in leaves(args))
             if r is not right[0] and isinstance(prov["target_id"], (int, float)):
                 assert abs(r[prov["lookalike_key"]] - prov["target_id"]) <= 3
         # the attribute is added beside a's own fields, never written over one of them
