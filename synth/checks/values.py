@@ -295,7 +295,8 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
     replaying the task as BFCL returns results, without output views: the
     value must be *produced*, not just printed somewhere), or (3) the tool's
     documented default for that parameter or a value its documentation names
-    (an enum member such as ``'Buy'``).  Nothing is exempt: a seed task that
+    (an enum member such as ``'Buy'``), or (4) written in another form that the
+    conversion the task records reads back (:func:`converted_in_text`).  Nothing is exempt: a seed task that
     fails is not used as a seed.
     """
     oracle = oracle_of(_canonical_task(task)) if task.output_views or oracle is None else oracle
@@ -326,7 +327,7 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
                             out.append(Unprovided(t, i, step.call, param, v))
                         continue
                     if _trivial(v) or value_in_text(v, text) or _documented(step.name, v) or v in dates \
-                            or any(p.has(v) for p in produced):
+                            or any(p.has(v) for p in produced) or converted_in_text(task, step.name, param, v, text):
                         continue
                     if number(v) is not None:
                         if seen is None:
@@ -411,3 +412,127 @@ def _values_missing(task: Task, oracle: Oracle) -> list[str]:
         elif any(src != "user" for _, src in uses):
             missing.append(f"{value!r}: the tagger does not read it from the user text")
     return missing
+
+
+# --------------------------------------------------------------------------- written forms a documented conversion reads
+
+_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+         "seventeen eighteen nineteen").split()
+_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_WORD_VALUE = {w: i for i, w in enumerate(_ONES)} | {w: 10 * i for i, w in enumerate(_TENS) if w != "_"}
+_SPOKEN_RUN = re.compile(r"(?:\b(?:" + "|".join(list(_WORD_VALUE) + list(_SCALES) + ["and", "a", "half"])
+                         + r")\b[\s-]*)+", re.I)
+_DIGIT_SCALE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s+(thousand|million)\b", re.I)
+
+
+def _spoken_value(words: list[str]) -> float | None:
+    """The number a run of number words writes ('two and a half thousand' 2500, 'one hundred and fifty' 150);
+    None when the run holds no number word."""
+    total, current, seen = 0.0, 0.0, False
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in _WORD_VALUE:
+            current += _WORD_VALUE[w]
+            seen = True
+        elif w == "a" and i + 1 < len(words) and words[i + 1] in _SCALES:
+            current += 1
+            seen = True
+        elif w == "half" and i > 0 and words[i - 1] == "a":
+            current += 0.5
+        elif w == "hundred":
+            current = (current or 1) * 100
+        elif w in ("thousand", "million"):
+            total += (current or 1) * _SCALES[w]
+            current = 0.0
+        i += 1
+    return total + current if seen else None
+
+
+def spoken_numbers(text: str) -> set[float]:
+    """Every number the text writes in words or with a scale word ('two and a half thousand', '2.5 thousand',
+    'one hundred and fifty', '1.2 million'), as a number."""
+    out = set()
+    for m in _SPOKEN_RUN.finditer(text or ""):
+        value = _spoken_value([w.lower() for w in re.split(r"[\s-]+", m.group(0)) if w])
+        if value is not None:
+            out.add(round(value, 6))
+    for m in _DIGIT_SCALE.finditer(text or ""):
+        out.add(round(float(m.group(1)) * _SCALES[m.group(2).lower()], 6))
+    return out
+
+
+def month_years_in(text: str) -> set[str]:
+    """Every month of a year the text writes in words ('March 2027'), as ``MM/YYYY``."""
+    out = set()
+    for m in re.finditer(_MONTH + r",?\s+(\d{4})\b", (text or "").lower()):
+        key = next((k for k in _MONTHS if m.group(1).startswith(k[:3])), None)
+        if key is not None:
+            out.add(f"{_MONTHS[key]:02d}/{m.group(2)}")
+    return out
+
+
+#: Exact conversions into a unit a parameter's documentation states: documented unit -> {unit written: how many
+#: of it make one documented unit}.  Only exact factors (a US gallon is 4 quarts; a kilometre 1000 metres).
+UNIT_FACTORS: dict[str, dict[str, int]] = {
+    "gallons": {"quarts": 4},
+    "km": {"meters": 1000, "metres": 1000},
+    "hours": {"minutes": 60},
+}
+
+
+def param_doc(tool: str, param: str) -> str:
+    """The description the tool's documentation gives ``param`` ('' when it has none)."""
+    info = bfcl.functions().get(tool)
+    props = ((info.doc.get("parameters") or {}).get("properties") or {}) if info is not None else {}
+    spec = props.get(param)
+    return str(spec.get("description", "")) if isinstance(spec, dict) else ""
+
+
+def documented_unit(tool: str, param: str) -> str | None:
+    """The unit the tool's documentation states for ``param`` ('gallons' for ``fillFuelTank``'s
+    ``fuelAmount``), one of :data:`UNIT_FACTORS`; None when it states none of them."""
+    desc = param_doc(tool, param)
+    return next((u for u in UNIT_FACTORS if re.search(rf"\bin {u}\b", desc)), None)
+
+
+def units_in(text: str, unit: str) -> set[float]:
+    """Amounts the text writes in another unit than ``unit`` (a documented one), converted into it
+    ('120 quarts' is 30 gallons)."""
+    out = set()
+    for other, factor in UNIT_FACTORS.get(unit, {}).items():
+        for m in re.finditer(r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?)\s+" + other + r"\b", (text or "").lower()):
+            out.add(round(float(m.group(1).replace(",", "")) / factor, 6))
+    return out
+
+
+_PLUS = re.compile(r"(?<![\w.])(\d+(?:,\d{3})*)\s+plus another\s+(\d+(?:,\d{3})*)(?![\d])", re.I)
+
+
+def sums_in(text: str) -> set[float]:
+    """Amounts the text states as a sum in prose ('100 plus another 50' is 150)."""
+    return {float(m.group(1).replace(",", "")) + float(m.group(2).replace(",", "")) for m in _PLUS.finditer(text or "")}
+
+
+def converted_in_text(task: Task, tool: str, param: str, value: Any, text: str) -> bool:
+    """Whether the text writes ``value`` in a form the task's recorded conversion (``provenance["conversion"]``,
+    made by the ambiguity strategy) names and a reader here reads back: in words or with a scale, as a sum in
+    prose, a month of a year in words, or an amount in another unit than the one the tool's documentation states."""
+    conv = task.provenance.get("conversion") or {}
+    if not conv or conv.get("tool") != tool or conv.get("param") != param or not _same(conv.get("value"), value):
+        return False
+    kind = conv.get("kind")
+    n = number(value)
+    if kind in ("number_words", "scale") and n is not None:
+        return round(n, 6) in spoken_numbers(text)
+    if kind == "month_year":
+        return str(value) in month_years_in(text)
+    if kind == "prose_sum" and n is not None:
+        return float(n) in sums_in(text)
+    if kind == "unit" and n is not None:
+        unit = documented_unit(tool, param)
+        return unit is not None and round(n, 6) in units_in(text, unit)
+    if kind == "date_words":
+        return str(value) in dates_in(text)
+    return False

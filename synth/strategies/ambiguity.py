@@ -1,4 +1,10 @@
-"""ambiguity: the intermediate result at the composition boundary, formatted differently.
+"""ambiguity: a value stated in another form the docs define, or the intermediate result formatted differently.
+
+Where the user text writes a value that ``a`` or ``b`` takes and no earlier output returns, the text writes
+it in another form the tool's documentation makes convertible (a date in words where the doc asks
+``YYYY-MM-DD``, a number in words or with a scale, an amount in another unit with an exact factor:
+:mod:`synth.strategies.convert`); the agent must convert it back.  The kind is recorded in
+``provenance["conversion"]`` and ``provenance["ambiguity_kind"]``.
 
 At the target pair ``a → b`` where ``a``'s output feeds an argument of ``b``,
 the task declares an output view (:mod:`ace_env.views`) on ``a``: its result
@@ -14,11 +20,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from ace_env.tasks import Task
+from ace_env.tasks import Task, Turn
 from ace_env.values import is_trivial
 from ace_env.views import apply_ops
+from synth.checks.parts import flat_calls, oracle_of, user_text_upto
+from synth.checks.values import documented_unit, value_in_text
 from synth.registry import register
-from synth.strategies.build import build, memoized, parsed_output, pick_position, target_calls
+from synth.strategies.build import build, copy_turns, memoized, parsed_output, pick_position, target_calls
+from synth.strategies.convert import conversion_candidates, rewrite_turns
 
 #: Key synonyms a differently written API might use.
 _SYNONYMS = {
@@ -136,20 +145,61 @@ def format_view(seed: Task, k: int, strength: float, rng: random.Random) -> tupl
     return ops, [f"{o['op']}" for o in ops]
 
 
+def conversion_at(seed: Task, k: int, rng: random.Random) -> tuple[list[Turn], dict[str, Any]] | None:
+    """The seed's turns with one value that ``a`` (flat call ``k``) or ``b`` takes, and that only the user's words
+    provide, rewritten in another form the tool's documentation makes convertible
+    (:mod:`synth.strategies.convert`), and the conversion made; None where no such value is written."""
+    flat = flat_calls(seed)
+    ra, rb = target_calls(seed, k)
+    outputs = memoized("outputs", seed, (), lambda: tuple(s.output or "" for t in oracle_of(seed).turns for s in t.steps))
+    if len(outputs) != len(flat) or ra.status != "ok" or rb.status != "ok":
+        return None
+    outputs = list(outputs)
+    made = conversion_candidates(seed, [(flat[k][3], ra.arguments), (flat[k + 1][3], rb.arguments)],
+                                 [outputs[:k], outputs[:k + 1]],
+                                 [user_text_upto(seed, flat[k][0]), user_text_upto(seed, flat[k + 1][0])], rng)
+    for conv in made:
+        turns = copy_turns(seed.turns)
+        unit = documented_unit(conv["tool"], conv["param"]) if conv["kind"] == "unit" else None
+        if rewrite_turns(turns, conv["value"], conv["written"], unit) == 0:
+            continue
+        probe = Task("", "ace", "ambiguity", turns, {}, [], [], seed.long_context, {}, [], [])
+        if value_in_text(conv["value"], user_text_upto(probe, len(turns) - 1)):
+            continue  # still written literally somewhere: nothing to convert
+        return turns, conv
+    return None
+
+
 @register("ambiguity", depth=2, build_last=True,
-          definition="a's result, which feeds b, is shown re-formatted (units, number and date formats, key names, "
-                     "nesting, wrappers); b's arguments stay the plain values",
-          needs="a's result holds a value b takes")
+          definition="a value b (or a) takes is stated by the user in another form the tool's docs define (a "
+                     "date in words, a number in words or with a scale, another unit), and/or a's result, which "
+                     "feeds b, is shown re-formatted; the ground truth keeps the canonical values",
+          needs="a value the user writes that a's or b's documentation makes convertible, or a's result holding "
+                "a value b takes")
 def ambiguity(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
     k = pick_position(seed, target, rng)
     if k is None:
         return None
-    made = format_view(seed, k, strength, rng)
-    if made is None:
+    converted = conversion_at(seed, k, rng)
+    made = format_view(seed, k, strength, rng) if converted is None or rng.random() < 0.5 else None
+    if converted is None and made is None:
         return None
-    ops, names = made
     tool = target[0]
-    views = list(seed.output_views) + [{"tool": tool, "ops": ops}]
-    return build(seed, "ambiguity", target, strength,
-                 f"{tool}'s result is shown re-formatted ({', '.join(names)}); the ground truth is unchanged",
-                 views=views, extra={"view": {"tool": tool, "ops": ops}})
+    notes, extra, kinds = [], {}, []
+    views = list(seed.output_views)
+    turns = None
+    if converted is not None:
+        turns, conv = converted
+        kinds.append(f"conversion:{conv['kind']}")
+        extra["conversion"] = conv
+        notes.append(f"the user writes {conv['tool']}'s {conv['param']}={conv['value']!r} as {conv['written']!r} "
+                     f"({conv['kind']}; documented: {conv['doc']!r})")
+    if made is not None:
+        ops, names = made
+        views.append({"tool": tool, "ops": ops})
+        kinds.append("view")
+        extra["view"] = {"tool": tool, "ops": ops}
+        notes.append(f"{tool}'s result is shown re-formatted ({', '.join(names)})")
+    extra["ambiguity_kind"] = "+".join(kinds)
+    return build(seed, "ambiguity", target, strength, "; ".join(notes) + "; the ground truth is unchanged",
+                 turns=turns, views=views, extra=extra)

@@ -10,8 +10,14 @@ the attribute the user text already names (the city ``Rivermist`` beside
 stating the value; the ground truth, unchanged, passes the right one.  It is
 an output view (:mod:`ace_env.views`): the state is not touched.
 
-:func:`lookalike_at` (near-twins added to the state) is the random baseline's
-look-alike edit.
+:func:`attribute_lookalikes` (issue 34), tried first: the records all belong to the *same* entity (an exact
+match on the symbol finds them all), close in every shown field, and only an attribute the agent must relate
+to the request tells the right one apart (its ``updated_at`` the latest where the request asks for the current
+figure, else its ``status`` active); ``provenance["lookalike_kind"]`` says which (``attribute:recency``,
+``attribute:status``, or ``label`` for the near-twin labels).
+
+:func:`lookalike_at` (near-twins added to the state, :mod:`synth.strategies.lookalike_state`) is the random
+baseline's look-alike edit.
 """
 
 from __future__ import annotations
@@ -23,331 +29,15 @@ from typing import Any
 from ace_env.executor import copy_json
 from ace_env.oracle import Oracle, replay_oracle
 from ace_env.tasks import Task
+from ace_env.values import leaves
 from synth.checks.parts import LOOKALIKE_ID_IN_TEXT, LOOKALIKE_NOT_SHOWN, flat_calls, target_step, user_text_upto
 from synth.checks.values import _json_or_none, _leaves_and_keys, _norm, value_in_text
 from synth.registry import Check, register
 from synth.strategies.ambiguity import fed_at
-from synth.strategies.build import (
-    build,
-    class_of,
-    effective,
-    env_before,
-    gt_text,
-    parsed_output,
-    pick_position,
-    step_values,
-    target_calls,
-)
-from synth.strategies.fs import fs_contents, fs_cwd, fs_dir, fs_dirs, fs_files
+from synth.strategies.build import build, parsed_output, pick_position, target_calls
+from synth.strategies.lookalike_state import lookalike_at
 
-_NAME_CHARS = re.compile(r'[|/\\?%*:"><]')
-
-
-def _name_variants(name: str, rng: random.Random) -> list[str]:
-    stem, dot, ext = name.rpartition(".")
-    if not dot:
-        stem, ext = name, ""
-    ext = f".{ext}" if ext else ""
-    other_ext = {".pdf": ".docx", ".txt": ".md", ".csv": ".xlsx", ".md": ".txt", ".json": ".yaml"}.get(ext, ".txt")
-    cands = [
-        stem.capitalize() + ext if stem.capitalize() != stem else stem.upper() + ext,
-        stem + "_v2" + ext,
-        stem + "_old" + ext,
-        stem + " (1)" + ext,
-        stem + "-copy" + ext,
-        "draft_" + stem + ext,
-        stem + other_ext,
-        stem + ext + ".bak",
-        stem.replace("_", "-") + ext if "_" in stem else stem + "_final" + ext,
-    ]
-    out = []
-    for c in cands:
-        if c != name and c not in out and not _NAME_CHARS.search(c):
-            out.append(c)
-    rng.shuffle(out)
-    return out
-
-
-def _twin_files(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
-                  config: dict[str, Any]) -> list[str]:
-    contents = fs_contents(config)
-    if contents is None:
-        return []
-    files = fs_files(contents)
-    dirs = fs_dirs(contents)
-    cwd = fs_cwd(env_before(seed, k)) or ()
-    gt = gt_text(seed)
-    names = [v for v in dict.fromkeys(values) if isinstance(v, str) and (v in files or re.fullmatch(r"[\w\- ]+\.\w{1,5}", v))]
-    added = []
-    for name in names:
-        homes = [p for p, _ in files.get(name, [])] or [cwd]
-        content = (files.get(name) or [((), "")])[0][1]
-        for variant in _name_variants(name, rng):
-            if len(added) >= n:
-                break
-            if variant in gt or variant in files:
-                continue
-            where = homes[0] if rng.random() < 0.6 else rng.choice(dirs)
-            d = fs_dir(contents, where)
-            if d is None or variant in d:
-                continue
-            body = content
-            if body:
-                words = body.split()
-                if len(words) > 3:
-                    i = rng.randrange(len(words))
-                    words[i] = words[i] + rng.choice([" (draft)", " v2", " (old)", "s"])
-                    body = " ".join(words)
-                else:
-                    body = body + " (old copy)"
-            d[variant] = {"type": "file", "content": body}
-            files.setdefault(variant, []).append((where, body))
-            added.append("/".join(where + (variant,)))
-    return added
-
-
-def _ticker_variants(sym: str, rng: random.Random) -> list[str]:
-    cands = [sym[:-1], sym + "L", sym + "X", sym[0] + sym, sym[:-1] + chr((ord(sym[-1]) - 64) % 26 + 65)]
-    if len(sym) >= 3:
-        cands.append(sym[0] + sym[2] + sym[1] + sym[3:])
-    out = [c for c in dict.fromkeys(cands) if c != sym and len(c) >= 2 and c.isalpha()]
-    rng.shuffle(out)
-    return out
-
-
-def _twin_stocks_and_orders(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
-                       config: dict[str, Any]) -> list[str]:
-    inst = effective(seed, "TradingBot")
-    cfg = config.setdefault("TradingBot", {})
-    stocks = copy_json(inst.stocks)
-    watch = list(inst.watch_list)
-    gt = gt_text(seed)
-    added = []
-    syms = [v for v in dict.fromkeys(values) if isinstance(v, str) and v in stocks]
-    for sym in syms:
-        for variant in _ticker_variants(sym, rng):
-            if len(added) >= n:
-                break
-            if variant in stocks or variant in gt:
-                continue
-            base = dict(stocks[sym])
-            factor = 1 + rng.choice([-1, 1]) * rng.uniform(0.005, 0.04)
-            for key in ("price", "MA(5)", "MA(20)"):
-                if isinstance(base.get(key), (int, float)):
-                    base[key] = round(base[key] * factor, 2)
-            stocks[variant] = base
-            if rng.random() < 0.7 and variant not in watch:
-                watch.append(variant)
-            added.append(f"stock {variant}")
-    orders = {int(o): v for o, v in copy_json(inst.orders).items() if str(o).isdigit()}
-    ids = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v in orders]
-    counter = int(inst.order_counter)
-    for oid in ids[:1]:
-        for _ in range(max(1, n // 2)):
-            nid = counter - rng.randint(1, 60)
-            if nid <= 0 or nid in orders or str(nid) in gt:
-                continue
-            twin = dict(orders[oid])
-            if isinstance(twin.get("price"), (int, float)):
-                twin["price"] = round(float(twin["price"]) * (1 + rng.uniform(-0.03, 0.03)), 2)
-            twin["id"] = nid
-            orders[nid] = twin
-            added.append(f"order {nid}")
-    if not added:
-        return []
-    cfg["stocks"] = stocks
-    cfg["watch_list"] = watch
-    if ids and any(a.startswith("order") for a in added):
-        cfg["orders"] = {str(o): v for o, v in orders.items()}
-        cfg["order_counter"] = counter
-    return added
-
-
-def _person_variants(name: str, rng: random.Random) -> list[str]:
-    cands = [name.lower(), name + "a", name + " " + rng.choice("BKMRT") + ".", name[:-1] if len(name) > 3 else name + "e",
-             name + "_" + str(rng.randint(1, 9)), name.upper()]
-    out = [c for c in dict.fromkeys(cands) if c != name]
-    rng.shuffle(out)
-    return out
-
-
-def _twin_users(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
-                       config: dict[str, Any]) -> list[str]:
-    inst = effective(seed, "MessageAPI")
-    user_map = dict(inst.user_map)
-    by_id = {v: u for u, v in user_map.items()}
-    gt = gt_text(seed)
-    people = [v for v in dict.fromkeys(values) if isinstance(v, str) and (v in user_map or v in by_id)]
-    people = [by_id.get(p, p) for p in people]
-    added = []
-    used_ids = set(user_map.values())
-    for person in dict.fromkeys(people):
-        for variant in _person_variants(person, rng):
-            if len(added) >= n:
-                break
-            if variant in user_map or variant in gt:
-                continue
-            uid = f"USR{rng.randint(100, 999)}"
-            if uid in used_ids or uid in gt:
-                continue
-            used_ids.add(uid)
-            user_map[variant] = uid
-            added.append(f"user {variant}={uid}")
-    if not added:
-        return []
-    config.setdefault("MessageAPI", {})["user_map"] = user_map
-    return added
-
-
-def _twin_tweets(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
-                       config: dict[str, Any]) -> list[str]:
-    inst = effective(seed, "TwitterAPI")
-    tweets = {int(i): dict(t) for i, t in copy_json(inst.tweets).items()}
-    following = list(inst.following_list)
-    gt = gt_text(seed)
-    added = []
-    next_id = int(inst.tweet_counter) + 100  # far from the ids new posts receive
-    strings = [v for v in dict.fromkeys(values) if isinstance(v, str) and len(v) >= 3]
-    for s in strings:
-        if len(added) >= n:
-            break
-        if s in following or s == inst.username:
-            for variant in _person_variants(s, rng)[:2]:
-                if variant not in following and variant not in gt and len(added) < n:
-                    following.append(variant)
-                    added.append(f"following {variant}")
-        elif " " in s:  # tweet or comment content
-            words = s.split()
-            i = rng.randrange(len(words))
-            words[i] = rng.choice(["soon", "today", "again", words[i].upper(), words[i] + "!"])
-            twin = " ".join(words)
-            if twin != s and twin not in gt:
-                tweets[next_id] = {"id": next_id, "username": rng.choice([inst.username + "_", "the_" + inst.username, inst.username + "2"]),
-                                   "content": twin, "tags": [], "mentions": []}
-                added.append(f"tweet {next_id}")
-                next_id += 1
-    if not added:
-        return []
-    cfg = config.setdefault("TwitterAPI", {})
-    cfg["tweets"] = {str(i): t for i, t in tweets.items()}
-    cfg["following_list"] = following
-    if "tweet_counter" not in cfg:
-        cfg["tweet_counter"] = int(inst.tweet_counter)
-    return added
-
-
-def _twin_tickets(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
-                      config: dict[str, Any]) -> list[str]:
-    inst = effective(seed, "TicketAPI")
-    queue = copy_json(inst.ticket_queue)
-    by_id = {t.get("id"): t for t in queue}
-    counter = int(inst.ticket_counter)
-    gt = gt_text(seed)
-    added = []
-    ids = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v in by_id]
-    for tid in ids[:1]:
-        digits = str(tid)
-        cands = {int(digits[::-1]) if digits[::-1][0] != "0" else tid + 9, tid + 10, tid - 1, tid + 100}
-        if len(digits) >= 2:
-            cands.add(int(digits[:-2] + digits[-1] + digits[-2]) if (digits[:-2] + digits[-1])[0] != "0" else tid + 1)
-        for nid in sorted(cands, key=lambda _: rng.random()):
-            if len(added) >= n:
-                break
-            if nid == tid or nid in by_id or counter <= nid < counter + 30 or str(nid) in gt or nid <= 0:
-                continue
-            twin = dict(by_id[tid])
-            twin["id"] = nid
-            desc = str(twin.get("description", ""))
-            twin["description"] = (desc + " " + rng.choice(["(duplicate?)", "again", "- follow-up"])).strip()
-            queue.append(twin)
-            by_id[nid] = twin
-            added.append(f"ticket {nid}")
-    if not added:
-        return []
-    cfg = config.setdefault("TicketAPI", {})
-    cfg["ticket_queue"] = queue
-    cfg.setdefault("ticket_counter", counter)
-    return added
-
-
-def _twin_cards_and_bookings(seed: Task, k: int, values: list[Any], n: int, rng: random.Random,
-                      config: dict[str, Any]) -> list[str]:
-    inst = effective(seed, "TravelAPI")
-    cards = copy_json(inst.credit_card_list)
-    bookings = copy_json(inst.booking_record)
-    gt = gt_text(seed)
-    added = []
-    strings = [v for v in dict.fromkeys(values) if isinstance(v, str)]
-    for card in [s for s in strings if s in cards]:
-        for _ in range(n):
-            if len(added) >= n:
-                break
-            digits = [i for i, ch in enumerate(card) if ch.isdigit()]
-            if len(digits) < 4:
-                break
-            chars = list(card)
-            i = rng.choice(digits[-4:])
-            chars[i] = str((int(chars[i]) + rng.randint(1, 9)) % 10)
-            twin = "".join(chars)
-            if twin in cards or twin in gt:
-                continue
-            cards[twin] = dict(cards[card])
-            added.append(f"card {twin}")
-    airports = [s for s in strings if re.fullmatch(r"[A-Z]{3}", s)]
-    dates = [s for s in strings if re.fullmatch(r"\d{4}-\d{2}-\d{2}", s)]
-    if len(airports) >= 2 and len(added) < n:
-        for _ in range(n - len(added)):
-            bid = str(rng.randint(1000000, 9999999))
-            if bid in bookings or bid in gt:
-                continue
-            date = dates[0] if dates else "2024-12-01"
-            if rng.random() < 0.6:
-                y, m, d = date.split("-")
-                date = f"{y}-{m}-{min(28, max(1, int(d) + rng.choice([-2, -1, 1, 2]))):02d}"
-            bookings[bid] = {
-                "card_id": rng.choice(list(cards)) if cards else "0000",
-                "travel_date": date,
-                "travel_from": airports[0],
-                "travel_to": airports[1],
-                "travel_class": rng.choice(["economy", "business", "first"]),
-                "travel_cost": round(rng.uniform(200, 2000), 2),
-                "transaction_id": str(rng.randint(10000000, 99999999)),
-            }
-            added.append(f"booking {bid}")
-    if not added:
-        return []
-    cfg = config.setdefault("TravelAPI", {})
-    cfg["credit_card_list"] = cards
-    cfg["booking_record"] = bookings
-    return added
-
-
-#: Per class: near-twins of the values at a call added to the state (files, tickers and orders, users, tweets,
-#: tickets, cards and bookings), for the random baseline's look-alike edit (:func:`lookalike_at`).
-_STATE_TWINS = {
-    "GorillaFileSystem": _twin_files,
-    "TradingBot": _twin_stocks_and_orders,
-    "MessageAPI": _twin_users,
-    "TwitterAPI": _twin_tweets,
-    "TicketAPI": _twin_tickets,
-    "TravelAPI": _twin_cards_and_bookings,
-}
-
-
-def lookalike_at(seed: Task, k: int, strength: float, rng: random.Random) -> tuple[dict[str, Any], list[str]] | None:
-    flat = flat_calls(seed)
-    classes = [c for c in dict.fromkeys([class_of(flat[k][3]), class_of(flat[k + 1][3])]) if c in _STATE_TWINS]
-    if not classes:
-        return None
-    args, outs = step_values(seed, k)
-    n = 1 + round(strength * 4)
-    config = copy_json(seed.initial_config)
-    added: list[str] = []
-    for cls in classes:
-        if cls not in seed.involved_classes:
-            continue
-        added += _STATE_TWINS[cls](seed, k, args + outs, n, rng, config)
-    return (config, added) if added else None
+__all__ = ["attribute_lookalikes", "lookalike", "lookalike_at", "near_identical", "near_variants", "shown_lookalikes"]
 
 
 # --------------------------------------------------------------------------- the strategy (issue 26)
@@ -449,6 +139,111 @@ def shown_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tuple[li
     return ops, {"key": key, "value": value, "twins": twins[:len(names)], "label": label, "siblings": names}
 
 
+# --------------------------------------------------------------------------- look-alikes told apart by an attribute
+
+#: Words of a request that ask for the record in effect now (the latest one).
+_RECENT = re.compile(r"\b(current|currently|latest|now|today|recent|most recent|up-to-date|live|prevailing)\b", re.I)
+#: Keys of a record about an entity (an order, a booking, a stock, a place, a user), which can have a status.
+_ENTITY = re.compile(r"(^|_)(id|symbol|name|city|zipcode|zip|username|card|booking|order|ticket|account|price)($|_)",
+                     re.I)
+_INACTIVE = ["inactive", "archived", "expired", "superseded", "closed"]
+
+
+def close_variants(value: Any, rng: random.Random) -> list[Any]:
+    """Near-identical values that are also close as quantities: a number with one of its last two digits off
+    by one to three (150 -> 151, 153; never 510), a string one character off or two neighbours transposed."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        text = f"{value:.2f}" if isinstance(value, float) else str(value)
+        i = len(text) - 1  # the last digit only: 150 -> 151, 152, 153
+        out = []
+        for step in (1, 2, 3, -1, -2, -3):
+            d = int(text[i]) + step
+            if 0 <= d <= 9 and not (i == 0 and d == 0):
+                v = text[:i] + str(d) + text[i + 1:]
+                out.append(float(v) if isinstance(value, float) else int(v))
+        out = [v for v in dict.fromkeys(out) if v != value and v > 0 and near_identical(v, value)]
+        rng.shuffle(out)
+        return out
+    return near_variants(value, rng)
+
+
+def _close_record(record: dict[str, Any], key: str, twin: Any, rng: random.Random,
+                  asked: frozenset[Any] = frozenset()) -> dict[str, Any]:
+    """A sibling of ``record``: the value passed on near-identical, every other number within 1%, every id
+    one character off, every other string the same (the same symbol, city or route); a value the request
+    itself gave ``a`` (``asked``: the price and amount of the order placed) stays the same, so matching it
+    does not find the right record."""
+    out = {}
+    for k2, v2 in copy_json(record).items():
+        if k2 == key:
+            out[k2] = twin
+        elif not isinstance(v2, (dict, list)) and v2 in asked:
+            out[k2] = v2
+        elif "id" in k2.lower().split("_") or k2.lower().endswith("id"):
+            out[k2] = next(iter(near_variants(v2, rng)), v2)
+        elif isinstance(v2, float) and not isinstance(v2, bool) and v2:
+            out[k2] = round(v2 * (1 + rng.choice([-1, 1]) * rng.uniform(0.002, 0.01)), 2)
+        else:
+            out[k2] = v2
+    return out
+
+
+def attribute_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+    """Output-view operations that show ``a``'s result (flat call ``k``) as several records about the *same*
+    entity (the same symbol, city or route: an exact match on it finds them all), close in every shown field,
+    the value passed on near-identical in each; only an attribute the agent must relate to the request tells
+    the right record apart: its ``updated_at`` is the latest where the request asks for the current or latest
+    figure (``recency``), else its ``status`` is ``active`` and the others' not (``status``)."""
+    ra, rb = target_calls(seed, k)
+    out = parsed_output(ra.output or "")
+    if ra.status != "ok" or rb.status != "ok" or not isinstance(out, dict):
+        return None
+    fed = [(key, v) for key, v in fed_at(seed, k, out, rb.arguments) if out.get(key) == v]  # a scalar of a's record
+    text = user_text_upto(seed, len(seed.turns) - 1)
+    fed = [(key, v) for key, v in fed if not value_in_text(v, text)]
+    if not fed:
+        return None
+    key, value = fed[0]
+    twins = close_variants(value, rng)[:max(2, n)]
+    if len(twins) < 2:
+        return None
+    asked = frozenset(v for v in leaves(ra.arguments) if isinstance(v, (str, int, float)))
+    siblings = [_close_record(out, key, twin, rng, asked) for twin in twins]
+    turn_text = re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "", user_text_upto(seed, flat_calls(seed)[k][0]).split("\n")[-1])
+    entity = any(_ENTITY.search(k2) for k2 in out)
+    if not entity and not isinstance(value, (int, float)):
+        return None  # a computed result (a count, a log) has no status or revision history to tell apart
+    if _RECENT.search(turn_text):
+        kind, field = "recency", "updated_at" if "updated_at" not in out else "record_updated_at"
+        day, hour = rng.randint(3, 25), rng.randint(9, 16)
+        stamps = [f"2024-06-{day:02d}T{hour - i - 1:02d}:{rng.choice([0, 15, 30, 45]):02d}:00" for i in range(len(siblings))]
+        right, wrong = f"2024-06-{day:02d}T{hour:02d}:{rng.choice([0, 15, 30, 45]):02d}:00", stamps
+        how = "the latest updated_at (the request asks for the current figure)"
+    elif entity:
+        kind, field = "status", "status" if "status" not in out else "record_status"  # never over a's own field
+        right, wrong = "active", [rng.choice(_INACTIVE) for _ in siblings]
+        how = "the active status (the others are no longer in effect)"
+    else:
+        return None
+    for sib, w in zip(siblings, wrong):
+        sib[field] = w
+    slot = rng.randrange(len(siblings) + 1)  # where the right record sits among its siblings
+    names = [f"record_{i + 1}" for i in range(len(siblings) + 1)]
+    before = {names[i]: sib for i, sib in enumerate(siblings[:slot])}
+    after = {names[slot + 1 + i]: sib for i, sib in enumerate(siblings[slot:])}
+    ops: list[dict[str, Any]] = [{"op": "add", "fields": {field: right}},
+                                 {"op": "nest", "key": names[slot], "fields": list(out) + [field]}]
+    if before:
+        ops.append({"op": "add", "fields": before, "first": True})
+    if after:
+        ops.append({"op": "add", "fields": after})
+    ops.append({"op": "wrap", "key": rng.choice(_WRAP)})
+    return ops, {"key": key, "value": value, "twins": twins, "kind": kind, "attribute": field, "right": right,
+                 "wrong": wrong, "how": how, "siblings": [n for n in names if n != names[slot]]}
+
+
 # --------------------------------------------------------------------------- its checks
 
 
@@ -516,7 +311,25 @@ def lookalike(seed: Task, target: tuple[str, str], strength: float, rng: random.
     flat = flat_calls(seed)
     if sum(1 for f in flat if f[3] == flat[k][3]) != 1:
         return None  # a view follows the call's position: with two calls of `a` it could show the wrong entity
-    made = shown_lookalikes(seed, k, rng, 1 + round(strength * 2))
+    n = 1 + round(strength * 2)
+    made = attribute_lookalikes(seed, k, rng, n) if rng.random() < 0.75 else None
+    if made is not None:
+        ops, placed = made
+        view = {"tool": flat[k][3], "ops": ops}
+        found = _discriminator(seed, k, target_calls(seed, k)[0].arguments)
+        return build(seed, "lookalike", target, strength,
+                     f"{flat[k][3]}'s result shows {placed['key']}={placed['value']!r} among records of the same "
+                     f"entity with near-identical values {', '.join(map(repr, placed['twins']))}, told apart only by "
+                     f"{placed['how']}",
+                     views=list(seed.output_views) + [view],
+                     extra={"target_id": placed["value"], "lookalike_key": placed["key"],
+                            "lookalikes": placed["twins"], "lookalike_labels": placed["siblings"],
+                            "lookalike_kind": f"attribute:{placed['kind']}",
+                            "distinguished_by": {"attribute": placed["attribute"], "right": placed["right"],
+                                                 "others": placed["wrong"]},
+                            "identified_by": f"{placed['attribute']}={placed['right']}",
+                            "entity": found[1] if found else None, "lookalike_view": view})
+    made = shown_lookalikes(seed, k, rng, n)
     if made is None:
         return None
     ops, placed = made
@@ -528,4 +341,4 @@ def lookalike(seed: Task, target: tuple[str, str], strength: float, rng: random.
                  views=list(seed.output_views) + [view],
                  extra={"target_id": placed["value"], "lookalike_key": placed["key"],
                         "lookalikes": placed["twins"], "lookalike_labels": placed["siblings"],
-                        "identified_by": placed["label"], "lookalike_view": view})
+                        "lookalike_kind": "label", "identified_by": placed["label"], "lookalike_view": view})

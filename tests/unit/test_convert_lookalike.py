@@ -1,0 +1,130 @@
+"""Issue 34 item 1: ambiguity that requires a documented conversion, look-alikes told apart by an attribute."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from ace_env import bfcl
+from ace_env.oracle import replay_oracle
+from ace_env.values import leaves
+from ace_env.verifier import ground_truth_rollout, verify
+from synth import strategies
+from synth.checks.parts import flat_calls, user_text_upto
+from synth.checks.seeds import usable_seed
+from synth.checks.values import converted_in_text, spoken_numbers, sums_in, value_in_text, value_provenance
+from synth.repair import usable_version
+from synth.strategies.convert import in_words, written_forms
+from synth.strategies.lookalike import close_variants, near_identical
+from synth.taskcheck import check_task
+
+
+@pytest.fixture(scope="module")
+def made():
+    base = [u for t in bfcl.load_tasks("base") for u in [usable_version(t)] if u is not None and usable_seed(u)]
+    out = {"ambiguity": [], "lookalike": []}
+    for seed in base:
+        flat = flat_calls(seed)
+        for target in sorted({(flat[i][3], flat[i + 1][3]) for i in range(len(flat) - 1)}):
+            for name in out:
+                task = strategies.STRATEGIES[name](seed, target, 0.5, random.Random(1))
+                if task is not None:
+                    out[name].append((seed, target, task))
+    return out
+
+
+def test_number_words_read_back():
+    assert in_words(2500) == "two thousand five hundred" and in_words(150) == "one hundred and fifty"
+    assert {2500.0, 150.0, 20000.0, 1200000.0} <= spoken_numbers(
+        "two and a half thousand, one hundred and fifty, 20 thousand and 1.2 million")
+    for n in (11, 99, 120, 1005, 2500, 10000, 45000):
+        assert float(n) in spoken_numbers(in_words(n))
+    assert sums_in("withdraw 400 plus another 100 dollars") == {500.0}
+    forms = dict((k, w) for k, w in written_forms("withdraw_funds", "amount", 500, random.Random(0)))
+    assert forms["prose_sum"] == "400 plus another 100"
+    assert "prose_sum" not in dict(written_forms("tail", "lines", 150, random.Random(0)))  # not an amount
+
+
+def test_forms_only_where_the_doc_states_the_unit_or_format():
+    rng = random.Random(0)
+    assert {k for k, _ in written_forms("fillFuelTank", "fuelAmount", 30, rng)} >= {"unit"}  # documented in gallons
+    assert all(k == "date_words" for k, _ in written_forms("book_flight", "travel_date", "2024-03-03", rng))
+    assert written_forms("register_credit_card", "expiration_date", "08/2025", rng) == [("month_year", "August 2025")]
+    assert written_forms("cd", "folder", "2024-03-03", rng) == []  # no documented format
+    assert written_forms("send_message", "receiver_id", "USR005", rng) == []  # an id is written exactly
+
+
+def test_conversions_appear_are_verified_and_derivable(made):
+    kinds = set()
+    for seed, _, task in made["ambiguity"]:
+        conv = task.provenance.get("conversion")
+        if conv is None:
+            assert task.provenance["ambiguity_kind"] == "view"
+            continue
+        kinds.add(conv["kind"])
+        assert task.provenance["ambiguity_kind"].startswith(f"conversion:{conv['kind']}")
+        text = user_text_upto(task, len(task.turns) - 1)
+        # the value is no longer written literally, its written form is, and the checks' reader reads it back
+        assert not value_in_text(conv["value"], text) and conv["written"] in text
+        assert converted_in_text(task, conv["tool"], conv["param"], conv["value"], text)
+        # the ground truth is the seed's (canonical values) and still verifies by execution
+        assert [t.ground_truth for t in task.turns] == [t.ground_truth for t in seed.turns]
+        steps = [s for t in replay_oracle(task).turns for s in t.steps]
+        assert any(s.name == conv["tool"] and conv["value"] in leaves(s.arguments) for s in steps)
+        assert verify(task, ground_truth_rollout(task)).reward == 1.0
+        assert not value_provenance(task) and check_task(task).valid
+    assert {"date_words", "number_words", "prose_sum", "scale", "unit"} <= kinds
+
+
+def test_a_conversion_without_its_record_is_not_provided(made):
+    task = next(t for _, _, t in made["ambiguity"] if (t.provenance.get("conversion") or {}).get("kind") == "scale")
+    task.provenance = {k: v for k, v in task.provenance.items() if k != "conversion"}
+    assert value_provenance(task)
+
+
+def steps_seed_output(task, k):
+    """Call ``k``'s result as BFCL returns it (no output views)."""
+    plain = type(task).from_dict({**task.to_dict(), "output_views": []})
+    return [s for t in replay_oracle(plain).turns for s in t.steps][k].output
+
+
+def test_close_variants_are_close_as_quantities():
+    rng = random.Random(0)
+    assert all(abs(v - 150) <= 3 and near_identical(v, 150) for v in close_variants(150, rng))
+    assert all(abs(v - 45.25) < 0.05 for v in close_variants(45.25, rng))
+
+
+def test_attribute_lookalikes_share_the_entity_and_differ_by_the_attribute(made):
+    kinds = set()
+    for _, target, task in made["lookalike"]:
+        prov = task.provenance
+        if not prov["lookalike_kind"].startswith("attribute:"):
+            continue
+        kinds.add(prov["lookalike_kind"])
+        assert check_task(task).valid and verify(task, ground_truth_rollout(task)).reward == 1.0
+        k = next(i for i, f in enumerate(flat_calls(task)[:-1]) if (f[3], flat_calls(task)[i + 1][3]) == target)
+        shown = json.loads([s for t in replay_oracle(task).turns for s in t.steps][k].output)
+        records = list(next(iter(shown.values())).values())
+        attr = prov["distinguished_by"]["attribute"]
+        right = [r for r in records if r[prov["lookalike_key"]] == prov["target_id"]]
+        assert len(right) == 1 and right[0][attr] == prov["distinguished_by"]["right"]
+        for r in records:
+            # every record is about the same entity: the same strings outside ids and the attribute
+            same = {k2: v for k2, v in r.items() if isinstance(v, str) and k2 not in (attr, prov["lookalike_key"])
+                    and not k2.lower().endswith("id")}
+            assert same == {k2: right[0][k2] for k2 in same}
+            # a value the request gave a (the price and amount of the order placed) matches every record
+            plain = json.loads(steps_seed_output(task, k))
+            args = [s for t in replay_oracle(task).turns for s in t.steps][k].arguments
+            assert all(r.get(k2) == v for k2, v in plain.items() if k2 != prov["lookalike_key"]
+                       and not isinstance(v, (dict, list)) and v in leaves(args))
+            if r is not right[0] and isinstance(prov["target_id"], (int, float)):
+                assert abs(r[prov["lookalike_key"]] - prov["target_id"]) <= 3
+        # the attribute is added beside a's own fields, never written over one of them
+        assert all(r2.get(k2) == v for r2 in right for k2, v in json.loads(steps_seed_output(task, k)).items())
+        if attr.endswith("updated_at"):
+            assert right[0][attr] == max(r[attr] for r in records)
+    assert kinds == {"attribute:recency", "attribute:status"}
+    assert any(p["distinguished_by"]["attribute"] == "record_status" for p in (t.provenance for _, _, t in made["lookalike"]) if "distinguished_by" in p)
