@@ -80,6 +80,19 @@ def _rollouts(path: Path, skip_invalid: bool, errors: list[str], id_suffix: str 
         yield r
 
 
+def line_refused(verdict: Any, rollout: Any, source: str, skip_invalid: bool, errors: list[str]) -> bool:
+    """Whether the verifier refused ``rollout``'s line (``verdict`` a :class:`~ace_env.bounded.LineError`): the
+    refusal, ``SOURCE: line N: why``, is raised as :class:`RolloutFormatError`, or with ``skip_invalid`` added
+    to ``errors``."""
+    if not isinstance(verdict, LineError):
+        return False
+    message = f"{source}: line {rollout.line}: {verdict.message}"
+    if not skip_invalid:
+        raise RolloutFormatError(message)
+    errors.append(message)
+    return True
+
+
 def prepare(
     tasks: dict[str, Task],
     rollouts: Iterator[Any],
@@ -102,11 +115,7 @@ def prepare(
     )
     tags_of: dict[str, tuple[Any, ...]] = {}  # tags once per task in this call (the tasks must not change meanwhile)
     for r, verdict in results:
-        if isinstance(verdict, LineError):
-            message = f"{source}: line {r.line}: {verdict.message}"
-            if not skip_invalid:
-                raise RolloutFormatError(message)
-            errors.append(message)
+        if line_refused(verdict, r, source, skip_invalid, errors):
             continue
         task = tasks[r.task_id]
         if r.task_id not in tags_of:

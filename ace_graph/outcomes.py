@@ -25,6 +25,11 @@ SUCCESS = "success"
 FAIL = "fail"
 
 
+def _attributes(obj: Any, *names: str) -> dict[str, Any]:
+    """``obj``'s attributes ``names``, by name (in that order)."""
+    return {name: getattr(obj, name) for name in names}
+
+
 @dataclass
 class StepRow:
     """One reached oracle step of one rollout."""
@@ -70,24 +75,13 @@ class RolloutRecord:
     def props(self) -> dict[str, Any]:
         """Node properties of the Rollout."""
         return {
-            "rollout_id": self.rollout_id,
-            "scope": self.scope,
-            "task_id": self.task_id,
-            "reward": self.reward,
-            "partial_credit": self.partial_credit,
-            "step_match": self.step_match,
-            "near_success": self.near_success,
-            "attribution": self.attribution,
-            "failing_turn": self.failing_turn,
-            "failing_step": self.failing_step,
-            "fail_tool": self.fail_tool,
-            "fail_prev_tool": self.fail_prev_tool,
+            **_attributes(self, "rollout_id", "scope", "task_id", "reward", "partial_credit", "step_match",
+                          "near_success", "attribution", "failing_turn", "failing_step", "fail_tool", "fail_prev_tool"),
             "fail_skills": list(self.fail_skills),
             "fail_prev_skills": list(self.fail_prev_skills),
             "n_steps": len(self.steps),
             "detail": self.detail[:500],
-            "calls": self.calls,
-            "reference_reward": self.reference_reward,
+            **_attributes(self, "calls", "reference_reward"),
             "stricter_because": list(self.stricter_because),
             "digest": self.digest,
         }
@@ -256,14 +250,8 @@ class Aggregates:
         ]
 
     def totals(self) -> dict[str, int]:
-        return {
-            "rollouts": self.rollouts,
-            "rewarded": self.rewarded,
-            "near_success": self.near_success,
-            "steps": self.steps,
-            "pairs_skill": self.pairs["skill"],
-            "pairs_tool": self.pairs["tool"],
-        }
+        return {**_attributes(self, "rollouts", "rewarded", "near_success", "steps"),
+                "pairs_skill": self.pairs["skill"], "pairs_tool": self.pairs["tool"]}
 
 
 def aggregate(records: Iterable[tuple[RolloutRecord, tuple[Any, ...]]]) -> Aggregates:

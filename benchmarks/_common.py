@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import platform
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 
 def machine_facts(driver: Any = None, database: str = "neo4j") -> str:
@@ -48,3 +50,33 @@ def quick_workspace(prefix: str) -> tuple[Path, str]:
     work = Path(tempfile.mkdtemp(prefix=f"ace-{prefix}-quick-"))
     atexit.register(shutil.rmtree, work, True)
     return work, str(build_tiny_model(work / "tiny"))
+
+
+def quick_option(ap: argparse.ArgumentParser, cuts: str) -> None:
+    """``--quick``, a model benchmark's smoke run (CI): ``cuts`` says what it runs less of (:func:`quick_run`)."""
+    ap.add_argument("--quick", action="store_true",
+                    help=f"smoke run: a tiny model built offline, {cuts}, results in a temporary folder "
+                         "(never --out's default)")
+
+
+def quick_run(args: argparse.Namespace, prefix: str, out_name: str) -> Path | None:
+    """With ``--quick``: the folder :func:`quick_workspace` made, its tiny model as ``args.model`` and ``args.out``
+    the file ``out_name`` inside it; without it None, and ``args`` as they were."""
+    if not args.quick:
+        return None
+    work, args.model = quick_workspace(prefix)
+    args.out = work / out_name
+    return work
+
+
+def result_file(path: Path, fresh: Callable[[], dict[str, Any]],
+                **dump: Any) -> tuple[dict[str, Any], Callable[[], None]]:
+    """A benchmark's result, resumed across runs: what an earlier run left at ``path`` (else ``fresh()``), and
+    a ``save()`` that writes it there whole (indented JSON; ``dump`` goes to ``json.dumps``).  Makes the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    result = json.loads(path.read_text()) if path.is_file() else fresh()
+
+    def save() -> None:
+        path.write_text(json.dumps(result, indent=2, **dump))
+
+    return result, save

@@ -49,7 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine_facts, quick_workspace  # noqa: E402
+from _common import machine_facts, quick_option, quick_run, result_file  # noqa: E402
 
 from ace.loop import LoopConfig, engine_policy  # noqa: E402
 from ace_env import bfcl  # noqa: E402
@@ -96,15 +96,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="Tokens kept per SFT transcript (default: SFTRunConfig's).")
     ap.add_argument("--diag-policy", default=None,
                     help="Policy spec that rolls out the diagnosis (default: the warm start itself).")
-    ap.add_argument("--quick", action="store_true",
-                    help="Smoke run: a tiny model built offline, budget 2, seed 0, a few tasks, the simulated "
-                         "agent as --diag-policy, results in a temporary folder (never --out's default).")
+    quick_option(ap, "budget 2, seed 0, a few tasks, the simulated agent as --diag-policy")
     args = ap.parse_args(argv)
-    if args.quick:
+    if quick_run(args, "loop-bench", "loop-quick.json"):
         from ace_env.sim import DEMO_WEAKNESS
 
-        tmp, args.model = quick_workspace("loop-bench")
-        args.out, args.diag_policy = tmp / "loop-quick.json", args.diag_policy or f"sim:{DEMO_WEAKNESS}"
+        args.diag_policy = args.diag_policy or f"sim:{DEMO_WEAKNESS}"
         args.budgets, args.seeds, args.seed_tasks, args.held_out, args.general = [2], [0], 8, 2, 1
         args.max_tokens, args.warm_epochs, args.max_length = 8, 1.0, 4096  # the tiny tokenizer's tokens are short
     if args.held_out > 10 or 10 + args.general > 20:
@@ -116,10 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     work = args.out.parent / f"loop-bench{stem}"
     experiment, general_experiment = EXPERIMENT + stem, GENERAL + stem
     sft_length = {"max_length": args.max_length} if args.max_length else {}
-    result = json.loads(args.out.read_text()) if args.out.is_file() else {"machine": machine_facts(), "runs": {}}
-
-    def save():
-        args.out.write_text(json.dumps(result, indent=2, default=str))
+    result, save = result_file(args.out, lambda: {"machine": machine_facts(), "runs": {}}, default=str)
 
     base = bfcl.load_tasks("base")
     held = base[: args.held_out]

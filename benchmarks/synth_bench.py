@@ -47,6 +47,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from typing import Any
 
 from ace_env import bfcl
 from ace_env.bfcl.export import BFCL_ANSWER_FILE, BFCL_LONG_ANSWER_FILE, BFCL_LONG_QUESTION_FILE, BFCL_QUESTION_FILE
@@ -73,6 +74,27 @@ TARGETS = [
     ("cd", "mv"),
     ("place_order", "get_order_details"),
 ]
+
+
+def targets_setup(seeds: dict[str, Any], long_context: bool = True) -> tuple[list[dict], dict, Any]:
+    """What every synthesis run of these benchmarks is given: a frontier of the TARGETS (all alike), each
+    target's seeds among ``seeds`` (in their order; without ``long_context``, no long-context seed) and the
+    simulated agent that slips on the targets (and on grep and mean)."""
+    by_target: dict[tuple[str, str], list[str]] = {t: [] for t in TARGETS}
+    for task in seeds.values():
+        if not long_context and task.long_context:
+            continue
+        pairs = set(adjacent_pairs(tag_task(task))[0])
+        for a, b in TARGETS:
+            if f"{a}>{b}" in pairs:
+                by_target[(a, b)].append(task.id)
+    frontier = [{"from": a, "to": b, "n": 100, "fragility": 0.5, "fragility_low": 0.4} for a, b in TARGETS]
+    weakness = parse_weakness({
+        "defaults": {"error": 0.02},
+        "tool": [{"name": "grep", "error": 0.35}, {"name": "mean", "error": 0.3}],
+        "composition": [{"from": a, "to": b, "error": 0.5} for a, b in TARGETS],
+    })
+    return frontier, by_target, sim_policy(weakness)
 
 
 def _pass_rate(tasks, policy, rollouts: int, seed: int) -> tuple[float, float]:
@@ -163,7 +185,7 @@ def compare(n: int, seed: int, pairs: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if "--hardness" in argv:  # the warm-started model's NLL at the target steps, synthesized vs seed tasks
-        import synth_hardness  # beside this script; it imports this one (TARGETS)
+        import synth_hardness  # beside this script; it imports this one (targets_setup)
 
         sys.exit(synth_hardness.main([a for a in argv if a != "--hardness"]))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -205,19 +227,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.synth_only:
         _print_seed_counts(counts, why)
     seeds = {i: usable_version(t) for i, t in seeds.items() if usable_version(t) is not None}
-    by_target = {t: [] for t in TARGETS}
-    for task in seeds.values():
-        pairs = set(adjacent_pairs(tag_task(task))[0])
-        for a, b in TARGETS:
-            if f"{a}>{b}" in pairs:
-                by_target[(a, b)].append(task.id)
-    frontier = [{"from": a, "to": b, "n": 100, "fragility": 0.5, "fragility_low": 0.4} for a, b in TARGETS]
-    weakness = parse_weakness({
-        "defaults": {"error": 0.02},
-        "tool": [{"name": "grep", "error": 0.35}, {"name": "mean", "error": 0.3}],
-        "composition": [{"from": a, "to": b, "error": 0.5} for a, b in TARGETS],
-    })
-    policy = sim_policy(weakness)
+    frontier, by_target, policy = targets_setup(seeds)
 
     config = SynthConfig(n=args.n, rounds=2, plans=12, rollouts_per_task=4, seed=args.seed,
                          predict_copies=not args.old_path)

@@ -47,16 +47,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import quick_workspace  # noqa: E402
-from synth_bench import TARGETS  # noqa: E402
+from synth_bench import targets_setup  # noqa: E402
 
 from ace_env import bfcl  # noqa: E402
-from ace_env.sim import parse_weakness  # noqa: E402
 from ace_env.tasks import Task  # noqa: E402
 from ace_env.tasksets import load_task_set  # noqa: E402
-from ace_graph.compositions import adjacent_pairs  # noqa: E402
-from ace_graph.tagger import tag_task  # noqa: E402
 from synth.checks.parts import adjacent_positions, flat_calls, parse_edge  # noqa: E402
-from synth.pipeline import SynthConfig, sim_policy, synthesize, write_tasks  # noqa: E402
+from synth.pipeline import SynthConfig, synthesize, write_tasks  # noqa: E402
 from synth.registry import targeted  # noqa: E402
 from synth.repair import usable_version  # noqa: E402
 from synth.taskcheck import check_task  # noqa: E402
@@ -206,21 +203,7 @@ def synthesize_sample(seeds: dict[str, Task], per_strategy: int, seed: int, stra
     frontier and simulated agent: one ``synthesize`` call per strategy.  Without ``long_context`` no long-context
     seed is offered: their prefixes (40-70 thousand characters before many target steps) pass SmolLM2's
     8,192-token context, and one forward pass over them costs minutes of a CPU thread."""
-    by_target: dict[tuple[str, str], list[str]] = {t: [] for t in TARGETS}
-    for task in seeds.values():
-        if task.long_context and not long_context:
-            continue
-        pairs = set(adjacent_pairs(tag_task(task))[0])
-        for a, b in TARGETS:
-            if f"{a}>{b}" in pairs:
-                by_target[(a, b)].append(task.id)
-    frontier = [{"from": a, "to": b, "n": 100, "fragility": 0.5, "fragility_low": 0.4} for a, b in TARGETS]
-    weakness = parse_weakness({
-        "defaults": {"error": 0.02},
-        "tool": [{"name": "grep", "error": 0.35}, {"name": "mean", "error": 0.3}],
-        "composition": [{"from": a, "to": b, "error": 0.5} for a, b in TARGETS],
-    })
-    policy = sim_policy(weakness)
+    frontier, by_target, policy = targets_setup(seeds, long_context)
     tasks: list[Task] = []
     for s in strategies:
         config = SynthConfig(n=per_strategy, rounds=2, plans=12, rollouts_per_task=2, seed=seed, strategies=(s,))

@@ -42,7 +42,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from _common import quick_workspace
+from _common import quick_option, quick_run, result_file
 
 from ace_env.tau2.ideal import ANYTHING_ELSE, ask_text, identifiers, norm, report_text
 from ace_env.tau2.orchestrate import AGENT_STOP, run_dialogue
@@ -172,20 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--agent-wording", choices=("template", "paraphrase"), default="template",
                     help="The agent's questions in the training template's words, or in other words.")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/out/tau2_user.json"))
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke run: a tiny model built offline, 2 training and 1 held-out task, K=2, results in "
-                         "a temporary folder (never --out's default)")
+    quick_option(ap, "2 training and 1 held-out task, K=2")
     args = ap.parse_args(argv)
-    if args.quick:
-        work, args.model = quick_workspace("tau2-user")
-        args.out = work / "tau2_user.json"
+    if quick_run(args, "tau2-user", "tau2_user.json"):
         args.train_tasks, args.held_out, args.k, args.max_tokens, args.max_turns = 2, 1, 2, 8, 12
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    result = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    result, save = result_file(args.out, dict)
     result.setdefault("settings", {k: str(v) for k, v in vars(args).items()})
-
-    def save():
-        args.out.write_text(json.dumps(result, indent=2))
 
     train, held = split(args.train_tasks, args.held_out)
     result["split"] = {"held_out": [t.id for t in held], "train": [t.id for t in train]}

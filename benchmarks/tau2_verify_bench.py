@@ -30,7 +30,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ace_env.tau2 import DOMAINS  # noqa: E402
 from ace_env.tau2.env import (  # noqa: E402
-    USER,
     Tau2Call,
     environment_constructor,
     pristine_hash,
@@ -39,6 +38,7 @@ from ace_env.tau2.env import (  # noqa: E402
     tool_kinds,
 )
 from ace_env.tau2.package import tau2_modules  # noqa: E402
+from ace_env.tau2.synthtasks import trajectory  # noqa: E402
 from ace_env.tau2.tasks import Tau2Task, load_tasks  # noqa: E402
 from ace_env.tau2.verify import gold, gold_calls, verify  # noqa: E402
 
@@ -82,21 +82,6 @@ def variants(task: Tau2Task) -> list[tuple[str, list[Tau2Call]]]:
         i = reads[0]
         out.append(("drop_first_read", calls[:i] + calls[i + 1:]))
     return out
-
-
-def trajectory(steps) -> list:
-    """The τ² messages of a rollout (each call followed by its recorded tool message)."""
-    m = tau2_modules().message
-    msgs = [m.AssistantMessage(role="assistant", content="Hi! How can I help you today?")]
-    for i, s in enumerate(steps):
-        tc = m.ToolCall(id=f"call_{i}", name=s.call.name, arguments=s.call.arguments, requestor=s.call.requestor)
-        cls = m.UserMessage if s.call.requestor == USER else m.AssistantMessage
-        msgs.append(cls(role=s.call.requestor, tool_calls=[tc]))
-        msgs.append(m.ToolMessage(id=tc.id, role="tool", content=s.content, requestor=s.call.requestor,
-                                  error=s.error))
-    msgs.append(m.AssistantMessage(role="assistant", content="Done."))
-    msgs.append(m.UserMessage(role="user", content="###STOP###"))
-    return msgs
 
 
 def tau2_reward(task: Tau2Task, msgs: list, ctor) -> float:

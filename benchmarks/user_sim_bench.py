@@ -17,7 +17,6 @@ Resumable: each part's result is kept in --out (JSON) and skipped when present.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -25,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine_facts, quick_workspace  # noqa: E402
+from _common import machine_facts, quick_option, quick_run, result_file  # noqa: E402
 
 from ace_env import bfcl  # noqa: E402
 from ace_env.verifier import verify  # noqa: E402
@@ -92,19 +91,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="Agent of the reward-spread part (default: the base model). An agent that never "
                          "scores (zero-shot SmolLM2 makes no call) has no spread for any user to cause.")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/out/user_sim.json"))
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke run: a tiny model built offline, 2 training and 2 held-out tasks, 2 seeds, "
-                         "results in a temporary folder (never --out's default)")
+    quick_option(ap, "2 training and 2 held-out tasks, 2 seeds")
     args = ap.parse_args(argv)
-    if args.quick:
-        work, args.model = quick_workspace("user-sim")
-        args.out, args.agent = work / "user_sim.json", None
+    if quick_run(args, "user-sim", "user_sim.json"):
+        args.agent = None
         args.train_tasks, args.held_out, args.seeds, args.max_tokens = 2, 2, 2, 8
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    result = json.loads(args.out.read_text()) if args.out.is_file() else {"machine": machine_facts()}
-
-    def save():
-        args.out.write_text(json.dumps(result, indent=2))
+    result, save = result_file(args.out, lambda: {"machine": machine_facts()})
 
     base = bfcl.load_tasks("base")
     held, train = base[: args.held_out], base[args.held_out: args.held_out + args.train_tasks]

@@ -7,6 +7,7 @@ not come up fails the test with its log's tail; it is stopped when the ``with`` 
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -63,3 +64,24 @@ def settle(pg: Any, text: str, timeout: float = 90_000) -> None:
         "() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
         " return app && app.getAttribute('data-test-script-state') === 'notRunning'"
         " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }", timeout=timeout)
+
+
+#: The browser the Chromium tests drive, and its flags.
+CHROMIUM = os.environ.get("ACE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+@contextlib.contextmanager
+def chromium_page(height: int) -> Iterator[Any]:
+    """A page of a headless Chromium (ACE_CHROMIUM) on a profile of its own, 1500 pixels wide and ``height``
+    high; the browser is closed when the ``with`` block ends."""
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory(prefix="ace-chromium-") as profile, sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True,
+                                                   args=CHROMIUM_ARGS, viewport={"width": 1500, "height": height})
+        try:
+            yield ctx.new_page()
+        finally:
+            ctx.close()

@@ -9,6 +9,7 @@ NEO4J_URI.  When it is unreachable those tests fail; they never skip.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -54,3 +55,34 @@ def clean_db(neo4j_driver, neo4j_database):
         # In batches, so a database left large by a benchmark is wiped without one huge transaction.
         session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
     return neo4j_driver
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    """A tiny model's folder (:func:`train.tiny.build_tiny_model`, seed 0), built once per test module: a policy
+    as ``hf:<folder>``."""
+    from train.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="module")
+def tiny_and_tokenizer(tiny_model):
+    """The tiny model's folder and its tokenizer."""
+    from transformers import AutoTokenizer
+
+    return tiny_model, AutoTokenizer.from_pretrained(str(tiny_model))
+
+
+@pytest.fixture
+def run_dir(request) -> Iterator[Path]:
+    """The run folder of the test module's ``EXPERIMENT`` (``ace_home()/runs/EXPERIMENT``), removed before the
+    test and after it."""
+    import shutil
+
+    from ace_env.workspace import ace_home
+
+    path = ace_home() / "runs" / request.module.EXPERIMENT
+    shutil.rmtree(path, ignore_errors=True)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

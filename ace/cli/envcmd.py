@@ -25,13 +25,13 @@ from ace.cli.options import (
     tasks_option,
 )
 from ace.cli.render import Progress, console, esc, table
-from ace_env.bounded import LineError
 from ace_env.environments import DEFAULT, environment_named, environment_of, verifier_for
 from ace_env.formats import read_any
 from ace_env.tasksets import environment_of_spec, load_every_task, load_task_set
 from ace_env.verifier import with_inference_error
 from ace_env.worker import Budget
-from ace_graph.errors import ConfigError, RolloutFormatError
+from ace_graph.errors import ConfigError
+from ace_graph.ingest import line_refused
 
 env_app = typer.Typer(help="Executable tool environments (BFCL multi-turn, τ²-bench).", no_args_is_help=True)
 app.add_typer(env_app, name="env")
@@ -191,11 +191,7 @@ def verify_cmd(
                                                                                       strict=strict) as bv:
         for path in paths:
             for r, verdict in bv.verify_stream(read_any(path, skip_invalid=skip_invalid, errors=bad)):
-                if isinstance(verdict, LineError):
-                    message = f"{path}: line {r.line}: {verdict.message}"
-                    if not skip_invalid:
-                        raise RolloutFormatError(message)
-                    bad.append(message)
+                if line_refused(verdict, r, str(path), skip_invalid, bad):
                     continue
                 verdict = with_inference_error(verdict, r)
                 n += 1

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import tomllib
 from pathlib import Path
 
 import pytest
 import streamlit as st
-from appserver import free_port, served_app, settle
+from appserver import chromium_page, free_port, served_app, settle
+from apptesting import ok, page
 from neo4j import READ_ACCESS
 from neo4j.exceptions import ClientError
 from streamlit.testing.v1 import AppTest
@@ -46,9 +46,6 @@ PLANTED = [(c["from"], c["to"]) for c in tomllib.loads(DEMO_WEAKNESS.read_text()
 TAU2_SCOPE = f"{EXPERIMENT}-tau2/sim/round-0"  # what demo.tau2_scope names it
 MIXED_SCOPE = f"{EXPERIMENT}-mixed/sim/round-0"
 TAU2_PLANTED = {(c["from"], c["to"]) for c in tomllib.loads(demo.TAU2_WEAKNESS.read_text())["composition"]}
-CHROMIUM = os.environ.get("ACE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 PAGES = {  # URL path -> text the page must show
     "": "Five weakest compositions",
     "Skill_graph": "Fragile edges in view",
@@ -111,18 +108,6 @@ def two_environments(graph, neo4j_driver, neo4j_database, tmp_path_factory):
     _clear_app_caches()
     yield {"tau2": set(TAU2.tool_info(list(tau2_tasks.values()))), "bfcl": set(BFCL.tool_info([]))}
     _clear_app_caches()
-
-
-def page(name: str, **params: str) -> AppTest:
-    at = AppTest.from_file(str(APP / name), default_timeout=120)
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at.run()
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def texts(at: AppTest) -> str:
@@ -435,28 +420,20 @@ def _choose_environment(pg, label: str) -> None:
 
 def test_the_environment_selector_in_chromium(served, two_environments):
     """Choosing τ²-bench in the sidebar shows only τ² tools; BFCL multi-turn only BFCL ones."""
-    from playwright.sync_api import sync_playwright
-
     tau2, bfcl_tools = two_environments["tau2"], two_environments["bfcl"]
-    with tempfile.TemporaryDirectory(prefix="ace-chromium-") as profile, sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True,
-                                                   args=CHROMIUM_ARGS, viewport={"width": 1500, "height": 1600})
-        try:
-            pg = ctx.new_page()
-            pg.goto(f"{served}/?scope={MIXED_SCOPE}&level=tool")
+    with chromium_page(1600) as pg:
+        pg.goto(f"{served}/?scope={MIXED_SCOPE}&level=tool")
+        settle(pg, "Five weakest compositions")
+        for label, env, own, planted in (("τ²-bench", "tau2", tau2, TAU2_PLANTED),
+                                         ("BFCL multi-turn", "bfcl", bfcl_tools, set(PLANTED))):
+            _choose_environment(pg, label)
+            pg.wait_for_url(f"**env={env}**", timeout=60_000)
             settle(pg, "Five weakest compositions")
-            for label, env, own, planted in (("τ²-bench", "tau2", tau2, TAU2_PLANTED),
-                                             ("BFCL multi-turn", "bfcl", bfcl_tools, set(PLANTED))):
-                _choose_environment(pg, label)
-                pg.wait_for_url(f"**env={env}**", timeout=60_000)
-                settle(pg, "Five weakest compositions")
-                shown = pg.get_by_test_id("stPageLink-NavLink").all_inner_texts()
-                pairs = {tuple(t.strip().split(". ", 1)[1].split(" → ")) for t in shown}
-                assert pairs == planted, (label, shown)
-                assert {x for pair in pairs for x in pair} <= own
-                assert pg.locator("[data-testid='stException']").count() == 0
-        finally:
-            ctx.close()
+            shown = pg.get_by_test_id("stPageLink-NavLink").all_inner_texts()
+            pairs = {tuple(t.strip().split(". ", 1)[1].split(" → ")) for t in shown}
+            assert pairs == planted, (label, shown)
+            assert {x for pair in pairs for x in pair} <= own
+            assert pg.locator("[data-testid='stException']").count() == 0
 
 
 # --------------------------------------------------------------------------- a real browser
@@ -469,48 +446,38 @@ def served(graph, two_environments):  # every scope stored before the server cac
 
 
 def test_every_page_in_chromium(served, graph, tmp_path):
-    from playwright.sync_api import sync_playwright
-
     shots = []
-    with tempfile.TemporaryDirectory(prefix="ace-chromium-") as profile, sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1500, "height": 2000},
-        )
-        try:
-            pg = ctx.new_page()
-            for path, text in PAGES.items():
-                pg.goto(f"{served}/{path}?scope={SCOPE0}&level=tool")
-                settle(pg, text)
-                assert pg.locator("[data-testid='stException']").count() == 0, path
-                if path == "Skill_graph":  # the pyvis canvas is drawn inside its iframe
-                    frame = pg.frame_locator("iframe").first
-                    frame.locator("#mynetwork canvas").wait_for(timeout=60_000)
-                    pg.wait_for_timeout(6000)  # the layout settles, then physics stops
-                shot = tmp_path / f"{path or 'Overview'}.png"
-                pg.screenshot(path=str(shot))
-                shots.append(shot)
-
-            # click an edge in the weak-compositions table and see its transcript
-            pg.goto(f"{served}/Weak_compositions?scope={SCOPE0}&level=tool")
-            settle(pg, "Near-success rollouts")
-            order = [f"{r['from']} → {r['to']}" for r in graph.fragile(SCOPE0, "tool", 20, 0.05) if r["significant"]]
-            target = order.index("place_order → get_order_details")
-            assert target != 0  # the default edge is another one
-            grid = pg.locator("[data-testid='stDataFrame']").first
-            box = grid.bounding_box()
-            pg.mouse.click(box["x"] + 18, box["y"] + 35 * (target + 1) + 17)
-            pg.get_by_role("heading", name="place_order → get_order_details").wait_for(timeout=60_000)
-            settle(pg, "First failing step")
-            assert "edge=place_order%3Eget_order_details" in pg.url or "edge=place_order>get_order_details" in pg.url
-            assert pg.get_by_text("✗ first failing step").count() >= 1
-            assert pg.locator("table.ace-tx").inner_text().count("get_order_details(") >= 2
-            assert pg.locator("[data-testid='stException']").count() == 0
-            shot = tmp_path / "Weak_compositions-clicked.png"
-            pg.screenshot(path=str(shot), full_page=True)
+    with chromium_page(2000) as pg:
+        for path, text in PAGES.items():
+            pg.goto(f"{served}/{path}?scope={SCOPE0}&level=tool")
+            settle(pg, text)
+            assert pg.locator("[data-testid='stException']").count() == 0, path
+            if path == "Skill_graph":  # the pyvis canvas is drawn inside its iframe
+                frame = pg.frame_locator("iframe").first
+                frame.locator("#mynetwork canvas").wait_for(timeout=60_000)
+                pg.wait_for_timeout(6000)  # the layout settles, then physics stops
+            shot = tmp_path / f"{path or 'Overview'}.png"
+            pg.screenshot(path=str(shot))
             shots.append(shot)
-        finally:
-            ctx.close()
+
+        # click an edge in the weak-compositions table and see its transcript
+        pg.goto(f"{served}/Weak_compositions?scope={SCOPE0}&level=tool")
+        settle(pg, "Near-success rollouts")
+        order = [f"{r['from']} → {r['to']}" for r in graph.fragile(SCOPE0, "tool", 20, 0.05) if r["significant"]]
+        target = order.index("place_order → get_order_details")
+        assert target != 0  # the default edge is another one
+        grid = pg.locator("[data-testid='stDataFrame']").first
+        box = grid.bounding_box()
+        pg.mouse.click(box["x"] + 18, box["y"] + 35 * (target + 1) + 17)
+        pg.get_by_role("heading", name="place_order → get_order_details").wait_for(timeout=60_000)
+        settle(pg, "First failing step")
+        assert "edge=place_order%3Eget_order_details" in pg.url or "edge=place_order>get_order_details" in pg.url
+        assert pg.get_by_text("✗ first failing step").count() >= 1
+        assert pg.locator("table.ace-tx").inner_text().count("get_order_details(") >= 2
+        assert pg.locator("[data-testid='stException']").count() == 0
+        shot = tmp_path / "Weak_compositions-clicked.png"
+        pg.screenshot(path=str(shot), full_page=True)
+        shots.append(shot)
     assert all(s.stat().st_size > 20_000 for s in shots)
     keep = os.environ.get("ACE_APP_SCREENSHOTS")
     if keep:  # to look at them (or refresh docs/): ACE_APP_SCREENSHOTS=/some/dir

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import tomllib
 from pathlib import Path
 
 import pytest
 import streamlit as st
-from appserver import served_app, settle
+from appserver import chromium_page, served_app, settle
+from apptesting import ok
+from apptesting import page as app_page
 from streamlit.testing.v1 import AppTest
 
 from ace.cli import main
@@ -26,15 +27,11 @@ from ace_graph.reports import GraphReports, side_by_side
 from ace_graph.stats import MIN_SUPPORT, wilson
 
 ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "app"
 WEAK_FILE = ROOT / "ace_env" / "demo_weakness.toml"
 MILD_FILE = Path(__file__).with_name("synth_weakness.toml")
 WEAK, MILD = "compare/weak/round-0", "compare/mild/round-0"
 PLANTED = {name: {(c["from"], c["to"]) for c in tomllib.loads(f.read_text())["composition"]}
            for name, f in ((WEAK, WEAK_FILE), (MILD, MILD_FILE))}
-CHROMIUM = os.environ.get("ACE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
 
 def _clear_app_caches():
@@ -132,15 +129,7 @@ def test_ace_query_compare_policies(graph, capsys):
 
 
 def page(**params: str) -> AppTest:
-    at = AppTest.from_file(str(APP / "pages" / "8_Compare_policies.py"), default_timeout=120)
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at.run()
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return app_page("pages/8_Compare_policies.py", **params)
 
 
 def test_the_page_opened_by_url_shows_both_scopes(graph):
@@ -189,30 +178,22 @@ def served(graph):
 
 
 def test_the_page_in_chromium_by_url(served, graph, tmp_path):
-    from playwright.sync_api import sync_playwright
-
     wide = {(r["from"], r["to"]): r for r in side_by_side(graph.compare([WEAK, MILD], "tool", MIN_SUPPORT, 100),
                                                           [WEAK, MILD])}
     edge = ("get_zipcode_based_on_city", "estimate_distance")
     cells = {s: wide[edge]["scopes"][s] for s in (WEAK, MILD)}
-    with tempfile.TemporaryDirectory(prefix="ace-chromium-") as profile, sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True,
-                                                   args=CHROMIUM_ARGS, viewport={"width": 1500, "height": 1800})
-        try:
-            pg = ctx.new_page()
-            pg.goto(f"{served}/Compare_policies?policies={WEAK},{MILD}&level=tool")
-            settle(pg, "Success per tool")
-            assert pg.locator("[data-testid='stException']").count() == 0
-            table = pg.locator("[data-testid='stTable']").first
-            row = table.locator("tr").filter(has_text=" → ".join(edge)).first.inner_text()
-            table = table.inner_text()
-            for scope, cell in cells.items():
-                assert scope in table
-                assert f"{cell['success']:.2f} [{cell['ci_low']:.2f}, {cell['ci_high']:.2f}] · n {cell['n']}" in row, row
-            shot = tmp_path / "Compare_policies.png"
-            pg.screenshot(path=str(shot), full_page=True)
-        finally:
-            ctx.close()
+    with chromium_page(1800) as pg:
+        pg.goto(f"{served}/Compare_policies?policies={WEAK},{MILD}&level=tool")
+        settle(pg, "Success per tool")
+        assert pg.locator("[data-testid='stException']").count() == 0
+        table = pg.locator("[data-testid='stTable']").first
+        row = table.locator("tr").filter(has_text=" → ".join(edge)).first.inner_text()
+        table = table.inner_text()
+        for scope, cell in cells.items():
+            assert scope in table
+            assert f"{cell['success']:.2f} [{cell['ci_low']:.2f}, {cell['ci_high']:.2f}] · n {cell['n']}" in row, row
+        shot = tmp_path / "Compare_policies.png"
+        pg.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 20_000
     keep = os.environ.get("ACE_APP_SCREENSHOTS")
     if keep:  # to look at it: ACE_APP_SCREENSHOTS=/some/dir

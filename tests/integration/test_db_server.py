@@ -9,11 +9,10 @@ when that is installed; otherwise they are resolved with Maven (~/.m2 cache).
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import stat
 
 import pytest
+from privateneo4j import private_neo4j
 from typer.testing import CliRunner
 
 import ace.cli.db  # noqa: F401  (registers `db` and `init` on the app)
@@ -28,12 +27,6 @@ EXPECTED_CONSTRAINTS = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def cli(*args: str):
     result = CliRunner().invoke(app, list(args), catch_exceptions=True)
     return result
@@ -42,23 +35,9 @@ def cli(*args: str):
 @pytest.fixture
 def private_server(tmp_path, monkeypatch):
     """A ManagedNeo4j in its own workspace and ports; stopped after the test whatever happens."""
-    main = ManagedNeo4j()  # the workspace of the surrounding environment (CI's ACE_HOME)
-    monkeypatch.setenv("ACE_HOME", str(tmp_path / "ace"))
-    monkeypatch.setenv("ACE_NEO4J_BOLT_PORT", str(free_port()))
-    monkeypatch.setenv("ACE_NEO4J_HTTP_PORT", str(free_port()))
-    monkeypatch.setenv("ACE_NEO4J_HEAP", "512m")
-    monkeypatch.setenv("ACE_NEO4J_PAGECACHE", "128m")
-    for var in ("NEO4J_URI", "NEO4J_USER", "NEO4J_USERNAME", "NEO4J_PASSWORD", "NEO4J_DATABASE"):
-        monkeypatch.delenv(var, raising=False)
-    server = ManagedNeo4j()
-    assert server.workspace == tmp_path / "ace" / "neo4j"
-    if main.is_installed():
-        server.workspace.mkdir(parents=True, exist_ok=True)
-        server.lib_dir.symlink_to(main.lib_dir.resolve(), target_is_directory=True)
-    yield server
-    server.stop(timeout=60)
-    # A Neo4j workspace holds a few hundred MB of store and logs: pytest keeps three runs of tmp_path.
-    shutil.rmtree(tmp_path / "ace", ignore_errors=True)
+    with private_neo4j(tmp_path, monkeypatch) as server:
+        assert server.workspace == tmp_path / "ace" / "neo4j"
+        yield server
 
 
 def count_nodes(label: str) -> int:

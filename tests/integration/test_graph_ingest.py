@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from bfcltasks import tasks_fixture
+from simgraph import simulated_file
 
-from ace_env import bfcl
 from ace_env.formats import read_any
+from ace_env.sim import parse_weakness
 from ace_graph import estimate as est
 from ace_graph.ingest import ingest_file, prepare
 from ace_graph.outcomes import aggregate
@@ -27,39 +29,32 @@ WEAKNESS = {
 }
 
 
-@pytest.fixture(scope="module")
-def tasks():
-    return {t.id: t for t in bfcl.load_tasks("base")}
+tasks = tasks_fixture("base")
 
 
 def _write_rollouts(path: Path, tasks, n: int, seed: int) -> Path:
-    from ace_env.sim import parse_weakness, simulate
-
-    spec = parse_weakness(WEAKNESS)
-    with open(path, "w") as f:
-        for row in simulate(list(tasks.values()), n, spec, seed):
-            f.write(json.dumps(row) + "\n")
+    simulated_file(path, tasks, n, parse_weakness(WEAKNESS), seed)
     return path
 
 
-def _measured(driver, database, scope):
-    rows, _, _ = driver.execute_query(
-        "MATCH (:Scope {key: $scope})-[m:MEASURED]->(k) "
-        "RETURN m.level AS level, coalesce(k.id, k.name) AS key, m.attempts AS a, m.failures AS f, "
-        "m.as_pred AS p, m.as_succ AS s ORDER BY level, key",
-        scope=scope, database_=database,
-    )
+def _tuples(driver, database, query, **params):
+    """The query's rows, each as a tuple of its values."""
+    rows, _, _ = driver.execute_query(query, params, database_=database)
     return [tuple(r.values()) for r in rows]
+
+
+def _measured(driver, database, scope):
+    return _tuples(driver, database,
+                   "MATCH (:Scope {key: $scope})-[m:MEASURED]->(k) "
+                   "RETURN m.level AS level, coalesce(k.id, k.name) AS key, m.attempts AS a, m.failures AS f, "
+                   "m.as_pred AS p, m.as_succ AS s ORDER BY level, key", scope=scope)
 
 
 def _composes(driver, database, scope):
-    rows, _, _ = driver.execute_query(
-        "MATCH (a)-[c:COMPOSES {scope: $scope}]->(b) "
-        "RETURN coalesce(a.id, a.name) AS a, coalesce(b.id, b.name) AS b, labels(a)[0] AS l, c.n AS n, "
-        "c.failures AS f, c.cooc AS cooc ORDER BY l, a, b",
-        scope=scope, database_=database,
-    )
-    return [tuple(r.values()) for r in rows]
+    return _tuples(driver, database,
+                   "MATCH (a)-[c:COMPOSES {scope: $scope}]->(b) "
+                   "RETURN coalesce(a.id, a.name) AS a, coalesce(b.id, b.name) AS b, labels(a)[0] AS l, c.n AS n, "
+                   "c.failures AS f, c.cooc AS cooc ORDER BY l, a, b", scope=scope)
 
 
 def _count(driver, database, query, **params):

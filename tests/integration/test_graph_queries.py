@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from simgraph import base_tasks, simulated_file, wipe
+from simgraph import simulated_graph
 
 from ace_env import bfcl
 from ace_env.environments import environment_names
 from ace_graph import queries
 from ace_graph.compositions import adjacent_pairs
-from ace_graph.ingest import ingest_file
 from ace_graph.stats import MIN_LIFT, MIN_SUPPORT, fragility, wilson
-from ace_graph.store import GraphStore
 from ace_graph.tagger import tag_task
 
 SCOPE = "q/sim/round-1"
@@ -29,16 +27,8 @@ WEAKNESS = {
 @pytest.fixture(scope="module")
 def graph(neo4j_driver, neo4j_database, tmp_path_factory):
     """One scope of 2,500 simulated rollouts (plus an earlier round) stored once for this module."""
-    from ace_env.sim import parse_weakness
-
-    wipe(neo4j_driver, neo4j_database)
-    tasks = base_tasks()
-    spec = parse_weakness(WEAKNESS)
-    store = GraphStore(neo4j_driver, neo4j_database)
-    for checkpoint, seed, n in (("round-0", 10, 600), ("round-1", 11, 2500)):
-        path = tmp_path_factory.mktemp("r") / f"{checkpoint}.jsonl"
-        simulated_file(path, tasks, n, spec, seed)
-        ingest_file(store, path, tasks, "q", "sim", checkpoint, batch_size=500)
+    store, tasks, spec = simulated_graph(neo4j_driver, neo4j_database, tmp_path_factory, WEAKNESS,
+                                         [("q/sim/round-0", 10, 600), (SCOPE, 11, 2500)])
     _synthesize_a_few(store, tasks, spec)
     return store
 

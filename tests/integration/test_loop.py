@@ -5,35 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from ace.cli import main
-from ace_env.workspace import ace_home
-from train.tiny import build_tiny_model
 
 EXPERIMENT = "test-loop"
 FLAGS = ["--seeds", "4", "--eval-limit", "2", "--synth", "2", "--train-tasks", "2", "--prompts-per-step", "1",
          "--generations", "2", "--max-tokens", "8", "--step-cap", "1", "--synth-rollouts", "1"]
-
-
-@pytest.fixture
-def tiny(tmp_path):
-    return build_tiny_model(tmp_path / "tiny")
-
-
-@pytest.fixture
-def run_dir():
-    path = ace_home() / "runs" / EXPERIMENT
-    shutil.rmtree(path, ignore_errors=True)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _scope_counts(driver, database):
@@ -43,8 +25,8 @@ def _scope_counts(driver, database):
             "RETURN sc.key AS key, sc.rollouts AS rollouts, count(r) AS stored ORDER BY key", e=EXPERIMENT)]
 
 
-def test_a_killed_loop_resumes_at_its_first_unfinished_stage(clean_db, neo4j_database, tiny, run_dir):
-    cmd = [sys.executable, "-m", "ace.cli", "loop", "-e", EXPERIMENT, "-p", f"hf:{tiny}", "--grpo-steps", "40", *FLAGS]
+def test_a_killed_loop_resumes_at_its_first_unfinished_stage(clean_db, neo4j_database, tiny_model, run_dir):
+    cmd = [sys.executable, "-m", "ace.cli", "loop", "-e", EXPERIMENT, "-p", f"hf:{tiny_model}", "--grpo-steps", "40", *FLAGS]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"},
                             start_new_session=True)
     marker = run_dir / "round-0" / "curriculum.json"
@@ -62,7 +44,7 @@ def test_a_killed_loop_resumes_at_its_first_unfinished_stage(clean_db, neo4j_dat
     assert before and before[0]["rollouts"] == 2 * 1 and before[0]["stored"] == 2
 
     # resume with fewer GRPO steps (allowed: the round has not trained) so it completes quickly
-    assert main(["loop", "-e", EXPERIMENT, "-p", f"hf:{tiny}", "--grpo-steps", "1", *FLAGS]) == 0
+    assert main(["loop", "-e", EXPERIMENT, "-p", f"hf:{tiny_model}", "--grpo-steps", "1", *FLAGS]) == 0
     for stage, mtime in finished.items():
         assert (run_dir / "round-0" / f"{stage}.json").stat().st_mtime_ns == mtime, f"{stage} ran again"
     after = _scope_counts(clean_db, neo4j_database)
@@ -72,8 +54,8 @@ def test_a_killed_loop_resumes_at_its_first_unfinished_stage(clean_db, neo4j_dat
     assert Path(train["model"], "config.json").is_file() and train["grpo_steps"] == 1
 
 
-def test_loop_status_shows_rounds_and_per_skill_history(clean_db, tiny, run_dir, capsys):
-    assert main(["loop", "-e", EXPERIMENT, "-p", f"hf:{tiny}", "--grpo-steps", "1", "--rounds", "2", *FLAGS]) == 0
+def test_loop_status_shows_rounds_and_per_skill_history(clean_db, tiny_model, run_dir, capsys):
+    assert main(["loop", "-e", EXPERIMENT, "-p", f"hf:{tiny_model}", "--grpo-steps", "1", "--rounds", "2", *FLAGS]) == 0
     capsys.readouterr()
     assert main(["loop", "status", "-e", EXPERIMENT, "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
@@ -91,8 +73,8 @@ def test_loop_status_shows_rounds_and_per_skill_history(clean_db, tiny, run_dir,
     assert len(steps) == ev1["steps"] > 2 and all(r["exact_match"] is not None for r in status["rounds"])
 
 
-def test_resuming_with_other_settings_is_refused(clean_db, tiny, run_dir, capsys):
+def test_resuming_with_other_settings_is_refused(clean_db, tiny_model, run_dir, capsys):
     (run_dir).mkdir(parents=True)
     (run_dir / "loop.json").write_text(json.dumps({"policy": "hf:other", "config": {}}))
-    assert main(["loop", "-e", EXPERIMENT, "-p", f"hf:{tiny}", *FLAGS]) == 1
+    assert main(["loop", "-e", EXPERIMENT, "-p", f"hf:{tiny_model}", *FLAGS]) == 1
     assert "other settings" in capsys.readouterr().err

@@ -5,15 +5,10 @@ gold-prefix steps (a τ² rollout is a dialogue with a simulated user), then the
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
-
-import pytest
 
 from ace import loop as loop_module
 from ace.cli import main
-from ace_env.workspace import ace_home
-from train.tiny import build_tiny_model
 
 EXPERIMENT = "test-loop-tau2"
 FLAGS = ["--tasks", "tau2:airline", "--seeds", "4", "--eval-limit", "2", "--synth", "2", "--train-tasks", "2",
@@ -25,22 +20,9 @@ EDGES = [{"from": "get_user_details", "to": "get_reservation_details"},
          {"from": "get_reservation_details", "to": "get_user_details"}]
 
 
-@pytest.fixture
-def tiny(tmp_path):
-    return build_tiny_model(tmp_path / "tiny")
-
-
-@pytest.fixture
-def run_dir():
-    path = ace_home() / "runs" / EXPERIMENT
-    shutil.rmtree(path, ignore_errors=True)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def test_one_tiny_round_of_the_loop_on_tau2(clean_db, neo4j_database, tiny, run_dir, monkeypatch, capsys):
+def test_one_tiny_round_of_the_loop_on_tau2(clean_db, neo4j_database, tiny_model, run_dir, monkeypatch, capsys):
     monkeypatch.setattr(loop_module, "frontier", lambda store, scope, cfg, check=False: [dict(e) for e in EDGES])
-    assert main(["loop", "-e", EXPERIMENT, "-p", f"hf:{tiny}", *FLAGS, "--json"]) == 0
+    assert main(["loop", "-e", EXPERIMENT, "-p", f"hf:{tiny_model}", *FLAGS, "--json"]) == 0
     summaries = json.loads(capsys.readouterr().out.strip().splitlines()[-1])  # the trainer logs to stdout first
     assert [s["round"] for s in summaries] == [0, 1] and all(summaries[0]["stages"].values())
     assert summaries[0]["scope"] != summaries[1]["scope"]  # each checkpoint its own scope
@@ -65,6 +47,6 @@ def test_one_tiny_round_of_the_loop_on_tau2(clean_db, neo4j_database, tiny, run_
     assert rows[0]["n"] == synth["tasks"]
 
 
-def test_free_running_evaluation_of_dialogues_is_refused(clean_db, tiny, run_dir, capsys):
-    assert main(["loop", "-e", EXPERIMENT, "-p", f"hf:{tiny}", *FLAGS, "--no-gold-prefix"]) == 1
+def test_free_running_evaluation_of_dialogues_is_refused(clean_db, tiny_model, run_dir, capsys):
+    assert main(["loop", "-e", EXPERIMENT, "-p", f"hf:{tiny_model}", *FLAGS, "--no-gold-prefix"]) == 1
     assert "through the gold prefix only" in capsys.readouterr().err

@@ -9,15 +9,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from simgraph import base_tasks, simulated_file, wipe
+from simgraph import simulated_graph
 
 from ace.cli import main
-from ace_env.sim import parse_weakness
 from ace_graph import queries
 from ace_graph.errors import ConfigError
-from ace_graph.ingest import ingest_file
 from ace_graph.reports import GraphReports
-from ace_graph.store import GraphStore
 
 SCOPE, LATER = "nm/sim/round-0", "nm/sim/round-1"
 PAIR = ("place_order", "get_order_details")
@@ -28,15 +25,8 @@ WEAKNESS = {"defaults": {"error": 0.01},
 @pytest.fixture(scope="module")
 def graph(neo4j_driver, neo4j_database, tmp_path_factory):
     """Two scopes of one experiment (400 and 200 simulated rollouts on BFCL base, one planted composition)."""
-    wipe(neo4j_driver, neo4j_database)
-    tasks = base_tasks()
-    spec = parse_weakness(WEAKNESS)
-    store = GraphStore(neo4j_driver, neo4j_database)
-    for scope, seed, n in ((SCOPE, 1, 400), (LATER, 2, 200)):
-        path = tmp_path_factory.mktemp("nm") / "r.jsonl"
-        simulated_file(path, tasks, n, spec, seed)
-        e, p, c = scope.split("/")
-        ingest_file(store, path, tasks, e, p, c, batch_size=500)
+    store, _, _ = simulated_graph(neo4j_driver, neo4j_database, tmp_path_factory, WEAKNESS,
+                                  [(SCOPE, 1, 400), (LATER, 2, 200)])
     return store
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -12,11 +11,14 @@ import time
 from pathlib import Path
 
 import pytest
+from bfcltasks import tasks_fixture
+from privateneo4j import private_neo4j
+from simgraph import simulated_file
 
 from ace.cli import main
-from ace_env import bfcl
 from ace_env.errors import TaskLoadError
 from ace_env.oracle import clear_oracle_cache
+from ace_env.sim import parse_weakness
 from ace_env.tasks import Task
 from ace_env.tasksets import load_task_set
 from ace_graph import tagger
@@ -24,10 +26,7 @@ from ace_graph.errors import IngestIncomplete
 from ace_graph.ingest import ingest_file
 from ace_graph.store import GraphStore
 
-
-@pytest.fixture(scope="module")
-def tasks():
-    return {t.id: t for t in bfcl.load_tasks("base")}
+tasks = tasks_fixture("base")
 
 
 def _rows(driver, database, query, **params):
@@ -36,12 +35,7 @@ def _rows(driver, database, query, **params):
 
 
 def _write_rollouts(path: Path, tasks, n: int, seed: int) -> Path:
-    from ace_env.sim import parse_weakness, simulate
-
-    spec = parse_weakness({"defaults": {"error": 0.1}})
-    with open(path, "w") as f:
-        for row in simulate(list(tasks.values()), n, spec, seed):
-            f.write(json.dumps(row) + "\n")
+    simulated_file(path, tasks, n, parse_weakness({"defaults": {"error": 0.1}}), seed)
     return path
 
 
@@ -239,31 +233,9 @@ def test_neo4j_routing_uri_works_against_the_managed_server(clean_db, neo4j_data
 @pytest.fixture
 def private_server(tmp_path, monkeypatch):
     """A managed Neo4j of its own (workspace, ports), so killing it disturbs no other test."""
-    from ace_graph.server import ManagedNeo4j
-
-    main_server = ManagedNeo4j()
-
-    def port() -> int:
-        import socket
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
-    monkeypatch.setenv("ACE_HOME", str(tmp_path / "ace"))
-    monkeypatch.setenv("ACE_NEO4J_BOLT_PORT", str(port()))
-    monkeypatch.setenv("ACE_NEO4J_HTTP_PORT", str(port()))
-    monkeypatch.setenv("ACE_NEO4J_HEAP", "512m")
-    monkeypatch.setenv("ACE_NEO4J_PAGECACHE", "128m")
-    for var in ("NEO4J_URI", "NEO4J_USER", "NEO4J_USERNAME", "NEO4J_PASSWORD", "NEO4J_DATABASE"):
-        monkeypatch.delenv(var, raising=False)
-    server = ManagedNeo4j()
-    server.workspace.mkdir(parents=True, exist_ok=True)
-    server.lib_dir.symlink_to(main_server.lib_dir.resolve(), target_is_directory=True)
-    server.start(timeout=300)
-    yield server
-    server.stop(timeout=60)
-    shutil.rmtree(tmp_path / "ace", ignore_errors=True)  # its store and logs: pytest keeps three runs of tmp_path
+    with private_neo4j(tmp_path, monkeypatch) as server:
+        server.start(timeout=300)
+        yield server
 
 
 @pytest.mark.slow

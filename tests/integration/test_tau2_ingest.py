@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from simgraph import tau2_planted_rollouts
+
 from ace.cli import main
 from ace_graph.stats import MIN_LIFT, MIN_SUPPORT
 from ace_graph.store import GraphStore
@@ -14,11 +16,7 @@ SCOPE = "tau2-e2e/sim/round-0"
 
 
 def test_a_planted_tau2_composition_is_found_at_the_top(clean_db, neo4j_database, tmp_path, capsys):
-    weakness = tmp_path / "w.toml"
-    weakness.write_text(f'[defaults]\nerror = 0.02\n[[composition]]\nfrom = "{FROM}"\nto = "{TO}"\nerror = 0.7\n')
-    out = tmp_path / "r.jsonl"
-    assert main(["sim", "rollouts", "--tasks", "tau2:airline", "--weakness", str(weakness), "--n", "1500",
-                 "--seed", "0", "--out", str(out)]) == 0
+    _, out = tau2_planted_rollouts(tmp_path, FROM, TO, 1500)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert all(r["task_id"].startswith("tau2:airline:") for r in rows)
     planted = sum(s["cause"] == "composition" for r in rows for s in r["meta"]["slips"])

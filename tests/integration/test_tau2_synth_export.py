@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+from simgraph import tau2_planted_rollouts
+
 from ace.cli import main
 from ace_env.tasksets import load_task_set
 from ace_env.tau2.export import TASKS_FILE, roundtrip
@@ -16,11 +18,7 @@ SCOPE = "tau2-synth/sim/round-0"
 
 
 def test_a_simulated_tau2_scope_to_verified_tasks_to_tau2_files(clean_db, neo4j_database, tmp_path, capsys):
-    weakness = tmp_path / "w.toml"
-    weakness.write_text(f'[defaults]\nerror = 0.02\n[[composition]]\nfrom = "{FROM}"\nto = "{TO}"\nerror = 0.7\n')
-    rollouts = tmp_path / "r.jsonl"
-    assert main(["sim", "rollouts", "--tasks", "tau2:airline", "--weakness", str(weakness), "--n", "400",
-                 "--seed", "0", "--out", str(rollouts)]) == 0
+    weakness, rollouts = tau2_planted_rollouts(tmp_path, FROM, TO, 400)
     # the simulated agent's slips are ACE's step errors (some on reads τ²'s end state never sees): --strict
     assert main(["ingest", str(rollouts), "--scope", SCOPE, "--tasks", "tau2:airline", "--show", "none", "--strict"]) == 0
     capsys.readouterr()

@@ -7,6 +7,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from bfcltasks import tasks_fixture
 
 from ace_env import bfcl
 from ace_env.errors import ConfigError
@@ -18,7 +19,6 @@ from train.policies.hf import HFPolicy
 from train.policies.sim import SimPolicy
 from train.policies.template import ACE_CHAT_TEMPLATE
 from train.policies.trainer_vllm import TrainerVLLMPolicy
-from train.tiny import build_tiny_model
 
 # echo always slips, sort half the time, everything else never: tasks without
 # either always pass, tasks with echo always fail, tasks with sort are mixed.
@@ -31,30 +31,19 @@ ALL_FAIL = ["multi_turn_base_2", "multi_turn_base_6"]
 MIXED = ["multi_turn_base_0", "multi_turn_base_5"]
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    from transformers import AutoTokenizer
-
-    folder = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
-    return folder, AutoTokenizer.from_pretrained(str(folder))
+tasks = tasks_fixture("base", ALL_PASS + ALL_FAIL + MIXED)
 
 
-@pytest.fixture(scope="module")
-def tasks():
-    wanted = set(ALL_PASS + ALL_FAIL + MIXED)
-    return {t.id: t for t in bfcl.load_tasks("base") if t.id in wanted}
-
-
-def _rollout(tasks, tiny, filtering=True, G=4, cap=8):
+def _rollout(tasks, tiny_and_tokenizer, filtering=True, G=4, cap=8):
     config = GRPORunConfig(prompts_per_step=2, generations=G, dynamic_filtering=filtering, max_groups_sampled=cap)
     rollout = ACERollout(tasks, config, ACE_CHAT_TEMPLATE, policy_factory=lambda trainer: SimPolicy("sim:test", WEAK))
     rollout._refill = iter(MIXED + ALL_PASS)  # the prompts a refill draws, in order
-    trainer = SimpleNamespace(processing_class=tiny[1])
+    trainer = SimpleNamespace(processing_class=tiny_and_tokenizer[1])
     return rollout, trainer
 
 
-def test_zero_variance_groups_are_replaced_by_groups_with_signal(tasks, tiny):
-    rollout, trainer = _rollout(tasks, tiny)
+def test_zero_variance_groups_are_replaced_by_groups_with_signal(tasks, tiny_and_tokenizer):
+    rollout, trainer = _rollout(tasks, tiny_and_tokenizer)
     G = 4
     prompts = [ALL_PASS[0]] * G + [ALL_FAIL[0]] * G
     out = rollout(prompts, trainer)
@@ -69,8 +58,8 @@ def test_zero_variance_groups_are_replaced_by_groups_with_signal(tasks, tiny):
     assert len(out["prompt_ids"]) == len(out["completion_ids"]) == len(out["env_mask"]) == 2 * G
 
 
-def test_rewards_equal_the_verifiers_verdicts(tasks, tiny):
-    rollout, trainer = _rollout(tasks, tiny, filtering=False)
+def test_rewards_equal_the_verifiers_verdicts(tasks, tiny_and_tokenizer):
+    rollout, trainer = _rollout(tasks, tiny_and_tokenizer, filtering=False)
     prompts = [ALL_PASS[0]] * 4 + [ALL_FAIL[0]] * 4
     out = rollout(prompts, trainer)
     assert len(rollout.last_rows) == len(out["ace_reward"]) == 8
@@ -89,8 +78,8 @@ def test_partial_credit_and_timeouts_shape_the_reward(tasks):
     assert reward_of(timed_out, 1.0) == 0.0
 
 
-def test_a_capped_step_pads_with_masked_groups(tasks, tiny):
-    rollout, trainer = _rollout(tasks, tiny, cap=2)  # no room to refill
+def test_a_capped_step_pads_with_masked_groups(tasks, tiny_and_tokenizer):
+    rollout, trainer = _rollout(tasks, tiny_and_tokenizer, cap=2)  # no room to refill
     out = rollout([ALL_PASS[0]] * 4 + [ALL_FAIL[0]] * 4, trainer)
     assert rollout.records[-1].fill.capped
     assert all(sum(m) == 0 for m in out["env_mask"]) and set(out["ace_reward"]) == {0.0}
@@ -98,20 +87,20 @@ def test_a_capped_step_pads_with_masked_groups(tasks, tiny):
     assert all(len(p) == 1 for p in out["prompt_ids"]) and all(len(c) == 1 for c in out["completion_ids"])
 
 
-def test_a_step_with_only_padding_changes_no_weight(tasks, tiny, tmp_path):
+def test_a_step_with_only_padding_changes_no_weight(tasks, tiny_and_tokenizer, tmp_path):
     import torch
     from safetensors.torch import load_file
 
     # the tiny random model fails every task: every group is all-fail, the step is all padding
     config = GRPORunConfig(steps=1, prompts_per_step=1, generations=2, max_tokens=4, step_cap=1, max_groups_sampled=1)
-    lines = train_grpo(tiny[0], {t: tasks[t] for t in ALL_FAIL}, tmp_path / "ckpt", config)
+    lines = train_grpo(tiny_and_tokenizer[0], {t: tasks[t] for t in ALL_FAIL}, tmp_path / "ckpt", config)
     assert lines[0]["groups_kept"] == 0 and lines[0]["capped"] and lines[0]["loss"] == 0.0
-    before, after = load_file(str(tiny[0] / "model.safetensors")), load_file(str(tmp_path / "ckpt" / "model.safetensors"))
+    before, after = load_file(str(tiny_and_tokenizer[0] / "model.safetensors")), load_file(str(tmp_path / "ckpt" / "model.safetensors"))
     assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
 
 
-def test_only_the_policys_tokens_are_unmasked(tasks, tiny):
-    tokenizer = tiny[1]
+def test_only_the_policys_tokens_are_unmasked(tasks, tiny_and_tokenizer):
+    tokenizer = tiny_and_tokenizer[1]
     messages = [
         {"role": "system", "content": "S"},
         {"role": "user", "content": "list files"},
@@ -128,12 +117,12 @@ def test_only_the_policys_tokens_are_unmasked(tasks, tiny):
     assert "current_directory_content" in other_text and "current_directory_content" not in policy_text
 
 
-def test_two_grpo_steps_on_a_tiny_model(tasks, tiny, tmp_path):
+def test_two_grpo_steps_on_a_tiny_model(tasks, tiny_and_tokenizer, tmp_path):
     metrics = tmp_path / "metrics.jsonl"
     out = tmp_path / "ckpt"
     seen = []
     config = GRPORunConfig(steps=2, prompts_per_step=2, generations=2, max_tokens=8, step_cap=1)
-    lines = train_grpo(tiny[0], dict(list(tasks.items())[:3]), out, config, metrics_out=metrics,
+    lines = train_grpo(tiny_and_tokenizer[0], dict(list(tasks.items())[:3]), out, config, metrics_out=metrics,
                        on_checkpoint=lambda step, folder: seen.append(step))
     written = [json.loads(x) for x in metrics.read_text().splitlines()]
     assert written == lines and [x["step"] for x in written] == [1, 2]
@@ -219,11 +208,11 @@ def test_vllm_settings_are_arguments_trls_grpo_config_takes(tmp_path):
     assert args.vllm_importance_sampling_correction is False
 
 
-def test_the_trainer_vllm_policy_renders_like_hf_and_cuts_at_the_stop_token(tiny):
+def test_the_trainer_vllm_policy_renders_like_hf_and_cuts_at_the_stop_token(tiny_and_tokenizer):
     """TrainerVLLMPolicy's own logic, with a recorder standing in for TRL's engine object (no GPU here):
     prompts are the chat template's tokens, answers end at the first stop token, and a lone-process
     rule guards server mode."""
-    tokenizer = tiny[1]
+    tokenizer = tiny_and_tokenizer[1]
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     answer = tokenizer("[ls(a=True)]", add_special_tokens=False)["input_ids"]
     seen = {}

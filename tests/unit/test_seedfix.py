@@ -7,9 +7,8 @@ from __future__ import annotations
 import copy
 from collections import Counter
 
-import pytest
+from bfcltasks import tasks_fixture
 
-from ace_env import bfcl
 from synth.checks.seeds import seed_problems
 from synth.repair import text_repaired, usable_version
 from synth.seedfix import (
@@ -26,10 +25,7 @@ from synth.seedfix import (
     weekday_problems,
 )
 
-
-@pytest.fixture(scope="module")
-def tasks():
-    return {t.id: t for t in bfcl.load_tasks("all")}
+tasks = tasks_fixture("all")
 
 
 def _text(task, turn):

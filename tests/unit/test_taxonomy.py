@@ -81,6 +81,14 @@ def _variant(tmp_path: Path, text: str) -> Path:
     return path
 
 
+def _refused(tmp_path: Path, original: str, text: str, match: str, load=load_taxonomy) -> None:
+    """``text``, an edit of the packaged file (it must differ from ``original``), is refused by ``load``
+    (:func:`load_taxonomy` or :func:`tool_skills`) with a ConfigError matching ``match``."""
+    assert text != original
+    with pytest.raises(ConfigError, match=match):
+        load(_variant(tmp_path, text))
+
+
 @pytest.fixture
 def original() -> str:
     return DEFAULT_PATH.read_text(encoding="utf-8")
@@ -95,42 +103,32 @@ def test_a_copy_of_the_packaged_file_loads(tmp_path, original):
 def test_duplicate_skill_id_is_rejected(tmp_path, original):
     dup = '\n[[skill]]\nid = "search"\nfamily = "computation"\ndescription = "again"\n'
     text = original.replace("\n[tools]\n", dup + "\n[tools]\n", 1)
-    assert text != original
-    with pytest.raises(ConfigError, match=r"duplicate skill id 'search'"):
-        load_taxonomy(_variant(tmp_path, text))
+    _refused(tmp_path, original, text, r"duplicate skill id 'search'")
 
 
 def test_unknown_family_is_rejected(tmp_path, original):
     text = original.replace('id = "search"\nfamily = "information_acquisition"', 'id = "search"\nfamily = "magic"', 1)
-    assert text != original
-    with pytest.raises(ConfigError, match=r"'search'.*unknown family 'magic'"):
-        load_taxonomy(_variant(tmp_path, text))
+    _refused(tmp_path, original, text, r"'search'.*unknown family 'magic'")
 
 
 def test_empty_description_is_rejected(tmp_path, original):
     text = re.sub(r'(id = "navigation"\nfamily = "state_handling"\ndescription = )".*"', r'\1"  "', original)
-    assert text != original
-    with pytest.raises(ConfigError, match=r"'navigation'.*empty description"):
-        load_taxonomy(_variant(tmp_path, text))
+    _refused(tmp_path, original, text, r"'navigation'.*empty description")
 
 
 def test_tool_mapped_to_unknown_skill_is_rejected(tmp_path, original):
     text = original.replace('place_order = ["transaction"]', 'place_order = ["trading_wizardry"]', 1)
-    assert text != original
-    with pytest.raises(ConfigError, match=r"'place_order'.*unknown skill 'trading_wizardry'"):
-        tool_skills(_variant(tmp_path, text))
+    _refused(tmp_path, original, text, r"'place_order'.*unknown skill 'trading_wizardry'", tool_skills)
 
 
 def test_tool_with_no_skill_is_rejected(tmp_path, original):
     text = original.replace('cd = ["navigation"]', "cd = []", 1)
-    with pytest.raises(ConfigError, match=r"'cd'"):
-        tool_skills(_variant(tmp_path, text))
+    _refused(tmp_path, original, text, r"'cd'", tool_skills)
 
 
 def test_missing_derived_skill_is_rejected(tmp_path, original):
     text = original.replace('id = "abstain"', 'id = "abstention"', 1)
-    with pytest.raises(ConfigError, match=r"abstain"):
-        load_taxonomy(_variant(tmp_path, text))
+    _refused(tmp_path, original, text, r"abstain")
 
 
 def test_invalid_toml_and_missing_file(tmp_path, original):

@@ -7,14 +7,13 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from bfcltasks import tasks_fixture
 
-from ace_env import bfcl
 from ace_env.errors import ConfigError
 from ace_env.sim import parse_weakness
 from train.grpo import ACERollout, GRPORunConfig, train_grpo
 from train.policies.sim import SimPolicy
 from train.policies.template import ACE_CHAT_TEMPLATE
-from train.tiny import build_tiny_model
 from train.transitions import parse_targets, transition_steps
 
 # place_order right after get_stock_info slips half the time; nothing else ever does
@@ -23,17 +22,7 @@ WEAK = parse_weakness({"defaults": {"error": 0.0}, "composition": [
 TARGET = "get_stock_info>place_order"
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    from transformers import AutoTokenizer
-
-    folder = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
-    return folder, AutoTokenizer.from_pretrained(str(folder))
-
-
-@pytest.fixture(scope="module")
-def tasks():
-    return {t.id: t for t in bfcl.load_tasks("base")}
+tasks = tasks_fixture("base")
 
 
 def test_targets_pick_exactly_the_steps_of_their_composition(tasks):
@@ -51,12 +40,12 @@ def test_targets_pick_exactly_the_steps_of_their_composition(tasks):
         GRPORunConfig(targets=TARGET)  # without --transitions
 
 
-def test_rewards_are_the_steps_verdicts_and_only_the_answer_is_trained(tasks, tiny):
+def test_rewards_are_the_steps_verdicts_and_only_the_answer_is_trained(tasks, tiny_and_tokenizer):
     config = GRPORunConfig(transitions=True, targets=TARGET, prompts_per_step=2, generations=4,
                            dynamic_filtering=False)
     rollout = ACERollout(tasks, config, ACE_CHAT_TEMPLATE, policy_factory=lambda t: SimPolicy("sim:w", WEAK))
     keys = sorted(rollout.tasks)[:2]
-    out = rollout([k for k in keys for _ in range(4)], SimpleNamespace(processing_class=tiny[1]))
+    out = rollout([k for k in keys for _ in range(4)], SimpleNamespace(processing_class=tiny_and_tokenizer[1]))
     assert out["ace_task_id"] == [k for k in keys for _ in range(4)]
     for row, reward in zip(rollout.last_rows, out["ace_reward"]):
         answer = row["messages"][-1]["content"]
@@ -64,7 +53,7 @@ def test_rewards_are_the_steps_verdicts_and_only_the_answer_is_trained(tasks, ti
         # the simulated agent makes the gold call or a slip of it; the reward is whether it was the gold effect
         assert reward == (1.0 if answer == f"[{gold}]" else 0.0) == float(row["step"]["passed"])
     assert 0.0 < sum(out["ace_reward"]) < len(out["ace_reward"])  # half the answers slip
-    tokenizer = tiny[1]
+    tokenizer = tiny_and_tokenizer[1]
     for row, prompt, completion, mask in zip(rollout.last_rows, out["prompt_ids"], out["completion_ids"],
                                              out["env_mask"]):
         assert tokenizer.decode(prompt).endswith("<|im_start|>assistant\n")
@@ -73,10 +62,10 @@ def test_rewards_are_the_steps_verdicts_and_only_the_answer_is_trained(tasks, ti
         assert trained.startswith(row["messages"][-1]["content"]) and "<tool_response>" not in trained
 
 
-def test_a_transition_grpo_step_on_a_tiny_model(tasks, tiny, tmp_path):
+def test_a_transition_grpo_step_on_a_tiny_model(tasks, tiny_and_tokenizer, tmp_path):
     metrics = tmp_path / "metrics.jsonl"
     config = GRPORunConfig(steps=1, prompts_per_step=2, generations=2, max_tokens=8, transitions=True,
                            targets=TARGET, dynamic_filtering=False)
-    lines = train_grpo(tiny[0], tasks, tmp_path / "out", config, metrics_out=metrics)
+    lines = train_grpo(tiny_and_tokenizer[0], tasks, tmp_path / "out", config, metrics_out=metrics)
     assert [json.loads(x) for x in metrics.read_text().splitlines()] == lines and len(lines) == 1
     assert (tmp_path / "out" / "config.json").is_file()

@@ -6,9 +6,9 @@ import json
 from collections import Counter
 
 import pytest
+from bfcltasks import tasks_fixture
 
 from ace.cli import main
-from ace_env import bfcl
 from ace_env.bfcl.official import official_check
 from ace_env.executor import RolloutState
 from ace_env.oracle import oracle_for, replay_oracle
@@ -28,10 +28,7 @@ from ace_env.verifier import (
     verify,
 )
 
-
-@pytest.fixture(scope="module")
-def tasks():
-    return {t.id: t for t in bfcl.load_tasks("all")}
+tasks = tasks_fixture("all")
 
 
 def test_every_scored_ground_truth_verifies(tasks):
