@@ -74,9 +74,9 @@ def stop_reason(y: Yield) -> str | None:
     if what == "strategies":
         return (f"{head}: bound by strategies ({_losses(y)}, over {y.edges} edge(s)); "
                 "add strategies (--strategy) or aim at edges whose seeds they can carry (--target, --tasks)")
-    more = "--rounds or --plans" if y.schedule == "rounds" else "seed tasks (--tasks)"
-    return (f"{head}: bound by the diversity rule ({_losses(y)}); give more base tasks per edge (more {more}) "
-            "or aim at more edges (--target)")
+    return (f"{head}: bound by the diversity rule ({_losses(y)}); give more seed tasks that hold these edges "
+            "(--tasks) or aim at more edges (--target, a higher --limit); more --rounds or --plans draw on the same "
+            "base tasks")
 
 
 def _losses(y: Yield) -> str:
