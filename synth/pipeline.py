@@ -27,12 +27,10 @@ seed gives the same tasks.
 from __future__ import annotations
 
 import contextlib
-import json
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from ace_env.bounded import BoundedVerifier, LineError
 from ace_env.fields import SEED_MAX
@@ -41,7 +39,6 @@ from ace_env.sim import simulate_one
 from ace_env.synthesis import Synthesis
 from ace_env.tasks import Task
 from ace_env.worker import Budget
-from ace_env.workspace import check_writable_kind
 from ace_graph.errors import ConfigError
 from synth.bases import (
     _base_of,
@@ -61,14 +58,14 @@ from synth.rewriter import rewrite_task
 from synth.strategies import synthesize as apply_strategy
 from synth.strategies.build import deferred_execution, executes, seed_memo
 from synth.taskcheck import TARGET_LOST, check_task, copy_check
+from synth.taskfile import write_tasks
 
 #: Rejection reason: the run already holds ``max_per_base`` tasks of this task's base task.
 SAME_BASE = "same_base_task"
 #: Rejection reason: the strategy made no task from the seed, or its ground truth does not execute cleanly.
 SYNTHESIS_FAILED = "synthesis_failed"
-#: Rejection reasons of the ``in_turn`` schedule (:data:`synth.taskcheck.TARGET_LOST`,
-#: :data:`synth.checks.parts.DUPLICATE`: a task with the same content, so the same id, made earlier in the run).
-#: The ``in_turn`` schedule's attempts per task asked for.
+#: The ``in_turn`` schedule's attempts per task asked for (rejections: :data:`synth.taskcheck.TARGET_LOST`,
+#: :data:`synth.checks.parts.DUPLICATE`, a task with the same content, so the same id, made earlier in the run).
 IN_TURN_ATTEMPTS = 8
 
 __all__ = ["BatchPolicy", "SynthConfig", "SynthResult", "base_task", "infeasible", "one_per_base", "per_base_cap",
@@ -173,6 +170,8 @@ class SynthResult:
     reflections: list[dict[str, Any]] = field(default_factory=list)
     rejections: Counter = field(default_factory=Counter)
     attempted: int = 0
+    budget: int = 0
+    """Attempts the run was allowed (the ``in_turn`` schedule's; 0: per plan and round, the ``rounds``')."""
     in_turn: bool = False
     """Made by the ``in_turn`` schedule: the summary also counts each strategy by what it did."""
 
@@ -454,7 +453,9 @@ def synthesize_in_turn(synthesis: Synthesis, task_type: type, seeds: dict[str, A
                        progress: Callable[[int], None] | None = None) -> SynthResult:
     """Up to ``config.n`` checked tasks on the ``in_turn`` schedule: one round, one plan per (target, strategy),
     plans taking turns; each attempt draws one of the target's seeds not tried yet by the plan, drafts, assembles
-    and checks; at most :data:`IN_TURN_ATTEMPTS` attempts per task asked for.  With a ``policy`` every valid task
+    and checks; when every plan has drawn all its seeds short of ``n``, a second pass draws again (another
+    generator) the seeds that gave a task, kept only where the task differs (a duplicate is rejected); at most
+    :data:`IN_TURN_ATTEMPTS` attempts per task asked for, both passes together.  With a ``policy`` every valid task
     is rolled out ``config.rollouts_per_task`` times and verified, its pass rate in its provenance."""
     result = SynthResult(policy=policy_label(policy) if policy is not None else "", in_turn=True)
     by_target = {t: ids for t, ids in by_target.items() if ids}
@@ -464,19 +465,32 @@ def synthesize_in_turn(synthesis: Synthesis, task_type: type, seeds: dict[str, A
              for i, ((a, b), ids, s) in enumerate((t, ids, s) for t, ids in by_target.items()
                                                   for s in config.strategies)]
     result.plans = plans
-    tried: dict[str, set[str]] = {p.id: set() for p in plans}
     made: set[str] = set()
-    budget = IN_TURN_ATTEMPTS * config.n
-    open_plans = list(plans)
-    while open_plans and len(result.tasks) < config.n and result.attempted < budget:
+    result.budget = IN_TURN_ATTEMPTS * config.n
+    gave: dict[str, list[str]] = {p.id: [] for p in plans}  # the seeds that gave each plan a task
+    for again in (False, True):  # a second draw of a seed that gave a task: kept only where it differs
+        tried: dict[str, set[str]] = {p.id: set() for p in plans}
+        open_plans = [p for p in plans if not again or gave[p.id]]
+        _in_turn_pass(synthesis, task_type, seeds, policy, config, result, open_plans, tried, made, gave, again,
+                      progress)
+    return result
+
+
+def _in_turn_pass(synthesis: Synthesis, task_type: type, seeds: dict[str, Any], policy: Policy | None,
+                  config: SynthConfig, result: SynthResult, open_plans: list[Plan], tried: dict[str, set[str]],
+                  made: set[str], gave: dict[str, list[str]], again: bool,
+                  progress: Callable[[int], None] | None) -> None:
+    """One pass of the plans in turn, each drawing seeds it has not drawn in this pass (the second pass: only
+    the seeds that gave it a task in the first, with other generators)."""
+    while open_plans and len(result.tasks) < config.n and result.attempted < result.budget:
         for plan in list(open_plans):
-            if len(result.tasks) >= config.n or result.attempted >= budget:
+            if len(result.tasks) >= config.n or result.attempted >= result.budget:
                 break
-            left = [s for s in plan.seeds if s not in tried[plan.id]]
+            left = [s for s in (gave[plan.id] if again else plan.seeds) if s not in tried[plan.id]]
             if not left:
                 open_plans.remove(plan)
                 continue
-            rng = seeded(config.seed, plan.id, len(tried[plan.id]))
+            rng = seeded(config.seed, plan.id, len(tried[plan.id]), *(("again",) if again else ()))
             seed_task = seeds[left[rng.randrange(len(left))]]
             tried[plan.id].add(seed_task.id)
             result.attempted += 1
@@ -494,6 +508,7 @@ def synthesize_in_turn(synthesis: Synthesis, task_type: type, seeds: dict[str, A
                     reject(result, plan, r)
                 continue
             made.add(task.id)
+            gave[plan.id].append(seed_task.id)
             plan.stats.valid += 1
             if policy is not None:
                 task = _rolled_out(synthesis, task, plan, policy, result.policy, config)
@@ -503,7 +518,6 @@ def synthesize_in_turn(synthesis: Synthesis, task_type: type, seeds: dict[str, A
                                    "target": f"{plan.target[0]}>{plan.target[1]}", "round": 0})
             if progress:
                 progress(1)
-    return result
 
 
 def task_problems(synthesis: Synthesis, spec: Any, task: Any, draft: Any, target: tuple[str, str]) -> list[str]:
@@ -573,21 +587,3 @@ def _score(plan: Plan, task: Task, verdicts: list[tuple[float, str | None]], n: 
     """A valid task's rollout verdicts into its plan's statistics and its provenance."""
     passes, learnable = tally(plan, verdicts, n)
     task.provenance = {**task.provenance, "pass_rate": passes / n, "learnable": learnable}
-
-
-def write_tasks(path: Any, tasks: Iterable[Task]) -> int:
-    """Write tasks as JSONL atomically (temp file, then rename); never over a device, FIFO or socket."""
-    path = check_writable_kind(Path(path))
-    tmp = path.with_name(path.name + ".partial")
-    n = 0
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            for t in tasks:
-                f.write(json.dumps(t.to_dict()) + "\n")  # key order matters: BFCL configs are ordered
-                n += 1
-        check_writable_kind(path)  # again right before the rename: it may have changed meanwhile
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return n

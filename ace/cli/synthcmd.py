@@ -42,6 +42,7 @@ from synth.registry import targeted as targeted_strategies
 from synth.rewriter import Rewriter
 from synth.strategies import STRATEGIES
 from synth.taskcheck import recheck
+from synth.yieldlimit import losses, stop_reason
 from train.engine import RolloutConfig, TaskRollouts
 from train.models import EMBEDDED
 from train.policies import GenerationConfig, RequestConfig, load_policy
@@ -219,22 +220,27 @@ def synth(
             result = run(run_.synthesis, run_.env.task_type, edges, run_.seeds, by_target, run_.chosen["policy"],
                          config, progress=progress.advance, runner=runner)
         _store(store, experiment, out, result)
-        return key, edges, result
+        return key, edges, result, by_target
 
     try:
-        key, edges, result = with_store(work)
+        key, edges, result, by_target = with_store(work)
     finally:
         close = getattr(run_.chosen.get("policy"), "close", None)
         if close is not None:
             close()
     summary = {"scope": key, "out": str(out), **result.summary(), "policy_source": run_.chosen["source"]}
+    short = stop_reason(losses(result, config.n, by_target, len(config.strategies), run_.synthesis.schedule,
+                               result.budget))
+    if short is not None:
+        summary["stop_reason"] = short
     if config.rewriter is not None:
         summary["paraphrases"] = {"accepted": config.rewriter.accepted, "rejected": config.rewriter.rejected}
     plans = (f"{summary['plans']} plans (target × strategy)" if result.in_turn
              else f"{summary['plans']} plans ({summary['retired']} retired by reflection)")
     _report(summary, as_json, f"Rollouts by {summary['policy']} ({summary['policy_source']})",
             f"Frontier of {key}: {len(edges)} edges; {plans}",
-            f"Wrote {summary['tasks']} verified tasks to {out} from {summary['attempted']} attempts")
+            f"Wrote {summary['tasks']} verified tasks to {out} from {summary['attempted']} attempts",
+            *([short] if short is not None else []))
 
 
 class _Run:

@@ -1,4 +1,4 @@
-"""The four τ² synthesis strategies: each turns a seed task holding the target composition A>B into a new task.
+"""The five τ² synthesis strategies: each turns a seed task holding the target composition A>B into a new task.
 
 A strategy reads a τ² seed (its user instructions, its gold actions, their replayed outputs and the domain
 database, never written) and the target ``(A, B)``, a pair of tool names adjacent in the seed's gold, and
@@ -31,6 +31,13 @@ cannot carry it.  What each does, and why the new user scenario asks for exactly
     the cabin, passengers and bags B's result shows, and the user's membership; retail: after an order's
     address changes, the same address becomes the user's default, for the user B's result names).
 
+``lookalike`` (retail)
+    The task's database gains a look-alike of the order the target acts on, which the scenario describes and
+    never names by id: the same order under a fresh id, listed before it among the user's orders, with one item
+    the scenario names replaced by another product.  An exact match on what the agent sees first finds the
+    look-alike; only relating the items to the request tells them apart.  A live trap (checked by replay) as
+    the distractor's: the first write on the order, taken on the look-alike, runs and leaves another database.
+
 New steps go last, after everything the seed's gold does, as the user asks for them: ACE's verifier
 checks the gold's order.
 
@@ -42,6 +49,7 @@ module, which the one registry, :mod:`synth.registry`, registers for τ² tasks)
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -442,9 +450,77 @@ def cascade(seed: Tau2Task, target: tuple[str, str], strength: float, rng: rando
     return None
 
 
+# --------------------------------------------------------------------------- lookalike
+
+
+@functools.cache
+def _items() -> tuple[tuple[str, str, str, float], ...]:
+    """Every item of retail's pristine orders (name, product, item id, price), once, sorted."""
+    db = pristine("retail")[0]
+    return tuple(sorted({(d.name, d.product_id, d.item_id, d.price) for o in db.orders.values() for d in o.items},
+                        key=str))
+
+
+def _fresh_order_id(rng: random.Random, taken: set[str]) -> str:
+    while True:
+        new = "#W" + "".join(rng.choice("0123456789") for _ in range(7))
+        if new not in taken:
+            return new
+
+
+def lookalike(seed: Tau2Task, target: tuple[str, str], strength: float, rng: random.Random) -> Draft | None:
+    ins = instructions_of(seed)
+    actions = list(seed.agent_actions)
+    if seed.domain != "retail" or ins is None or len(actions) != len(seed.gold_actions):
+        return None
+    text = scenario_text(ins)
+    low = text.lower()
+    db = pristine("retail")[0]
+    for j in target_positions(actions, target):
+        for a in (actions[j + 1], actions[j]):
+            entity = _id_of(a, "order_id")
+            if not entity or mentions(text, entity) or entity not in db.orders:
+                continue  # named by its id, an exact match finds it: the look-alike must be told apart by content
+            writes = [i for i in range(j, len(actions)) if _id_of(actions[i], "order_id") == entity
+                      and _is_write(seed, actions[i])]
+            user = owner("retail", entity)
+            if not writes or user is None:
+                continue
+            w = writes[0]
+            if not any(x.name == "get_user_details" and x.arguments.get("user_id") == user for x in actions[:w]):
+                continue
+            real = record("retail", entity).model_dump(mode="json")
+            written = json.dumps(actions[w].arguments)
+            names = {i["name"] for i in real["items"]}
+            told = [i for i in real["items"] if i["name"].lower() in low and i["item_id"] not in written
+                    and sum(x["name"] == i["name"] for x in real["items"]) == 1]
+            donors = [d for d in _items() if d[0] not in names and d[0].lower() not in low]
+            if not told or not donors:
+                continue
+            swap = rng.choice(told)
+            name, product, item, price = rng.choice(donors)
+            twin = _fresh_order_id(rng, set(db.orders))
+            items = [({**i, "name": name, "product_id": product, "item_id": item, "price": price}
+                      if i is swap else i) for i in real["items"]]
+            fulfillments = [{**f, "item_ids": [item if x == swap["item_id"] else x for x in f.get("item_ids", [])]}
+                            for f in real.get("fulfillments") or []]
+            copy = {**real, "order_id": twin, "items": items, "fulfillments": fulfillments}
+            listing = list(entities_of("retail", user))
+            listing.insert(listing.index(entity) if entity in listing else 0, twin)  # listed first: met first
+            lured = GoldAction(actions[w].name, {**actions[w].arguments, "order_id": twin}, "assistant",
+                               actions[w].compare_args)
+            return Draft(actions, dict(ins), f"look-alike order {twin}: {entity} with its {swap['name']} (which the "
+                         f"scenario names) replaced by a {name}, listed before it; {actions[w].name} on it would run",
+                         trap={"entity": twin, "actions": actions[:w] + [lured] + actions[w + 1:]},
+                         agent_data={"orders": {twin: copy}, "users": {user: {"orders": listing}}},
+                         details={"look_alike": twin, "of": entity, "told_apart_by": swap["name"], "lured_step": w})
+    return None
+
+
 # --------------------------------------------------------------------------- the strategies' own checks
 
 TRAP_NOT_LIVE = "trap_not_live"
+NOT_TOLD_APART = "not_told_apart"
 STILL_NAMED = "still_named"
 ANSWER_IN_SCENARIO = "answer_in_scenario"
 
@@ -465,6 +541,14 @@ def trap_problems(c: Candidate) -> list[str]:
     return []
 
 
+def told_apart_problems(c: Candidate) -> list[str]:
+    """lookalike: the scenario names the item the look-alike lacks, and never the look-alike's id."""
+    text, d = c.task.user_scenario, c.draft.details
+    if d["told_apart_by"].lower() not in text.lower() or mentions(text, d["look_alike"]):
+        return [f"the scenario does not tell {d['of']} from {d['look_alike']} by its {d['told_apart_by']}"]
+    return []
+
+
 def still_named_problems(c: Candidate) -> list[str]:
     """ambiguity: the scenario no longer says the described entity's id."""
     described = c.draft.details["described"]
@@ -481,7 +565,7 @@ def answer_problems(c: Candidate) -> list[str]:
 
 # --------------------------------------------------------------------------- declared (for the one registry)
 
-#: τ²'s strategies, in the plans' order: ambiguity, distractor, cascade, depth.  The names and depths are their
+#: τ²'s strategies, in the plans' order: ambiguity, distractor, cascade, depth, lookalike (the fifth, added last: the other plans keep their ids).  The names and depths are their
 #: BFCL counterparts' (synth.strategies); :mod:`synth.registry` registers them for τ² tasks.
 STRATEGIES: tuple[Declared, ...] = (
     Declared("ambiguity", depth=2, build=ambiguity,
@@ -503,4 +587,10 @@ STRATEGIES: tuple[Declared, ...] = (
                         "communicated",
              needs="B's output names a flight (airline) or a product (retail) nothing earlier shows",
              checks=(Check(ANSWER_IN_SCENARIO, answer_problems),)),
+    Declared("lookalike", depth=2, build=lookalike,
+             definition="a look-alike of the order the target acts on, under a fresh id and listed first, the same "
+                        "but for one item the scenario names; taking it instead runs and leaves another database",
+             needs="retail: an order the scenario describes (not by id) with an item it names that the write does "
+                   "not, the user's list read before the write",
+             checks=(Check(NOT_TOLD_APART, told_apart_problems), Check(TRAP_NOT_LIVE, trap_problems))),
 )

@@ -36,6 +36,7 @@ DECLARED = {
     Tau2Task: {
         "ambiguity": (tau2_strategies.STILL_NAMED,), "distractor": (tau2_strategies.TRAP_NOT_LIVE,),
         "cascade": (), "depth": (tau2_strategies.ANSWER_IN_SCENARIO,),
+        "lookalike": (tau2_strategies.NOT_TOLD_APART, tau2_strategies.TRAP_NOT_LIVE),
     },
 }
 
@@ -51,7 +52,7 @@ def test_every_strategy_of_every_environment_declares_its_builder_and_checks():
             assert all(isinstance(c, Check) and callable(c.find) for c in spec.checks)
             assert tuple(c.reason for c in spec.checks) == DECLARED[kind][name], (kind.__name__, name)
     # τ²'s strategies bear their BFCL counterparts' names and depths, and come in the plans' order
-    assert list(REGISTRY[Tau2Task]) == ["ambiguity", "distractor", "cascade", "depth"]
+    assert list(REGISTRY[Tau2Task]) == ["ambiguity", "distractor", "cascade", "depth", "lookalike"]
     assert all(s.depth == REGISTRY[Task][n].depth for n, s in REGISTRY[Tau2Task].items())
     # which strategies apply is asked of the task's kind
     seed = bfcl.load_tasks("base")[0]

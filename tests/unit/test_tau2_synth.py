@@ -74,9 +74,9 @@ def made():
 
 
 # τ²'s airline golds never read the user's reservations before writing one the scenario names: no airline
-# seed carries a look-alike distractor (a measured limit, RESULTS)
-CASES = [("airline", s) for s in STRATEGIES if s != "distractor"] + [("retail", "distractor"), ("retail", "depth"),
-                                                                     ("retail", "cascade")]
+# seed carries a look-alike distractor (a measured limit, RESULTS); the lookalike strategy is retail's only
+CASES = [("airline", s) for s in STRATEGIES if s not in ("distractor", "lookalike")] + [
+    ("retail", "distractor"), ("retail", "depth"), ("retail", "cascade"), ("retail", "lookalike")]
 
 
 @pytest.mark.parametrize("domain,strategy", CASES)
@@ -106,6 +106,14 @@ def test_each_strategy_makes_a_task_both_verifiers_pass(made, domain, strategy):
         assert twin not in written
         # the user's listing the agent reads shows it
         assert any(twin in s.content for s in steps if s.call.name == "get_user_details")
+    elif strategy == "lookalike":  # gold and scenario unchanged; a look-alike under a fresh id, one item swapped
+        assert task.gold_actions == seed.gold_actions and task.user_scenario == seed.user_scenario
+        twin, of, item = task.origin["look_alike"], task.origin["of"], task.origin["told_apart_by"]
+        assert twin not in scenario and of not in scenario and item.lower() in scenario.lower()
+        added = task.tau2["initial_state"]["initialization_data"]["agent_data"]
+        assert set(added["orders"]) == {twin} and item not in {i["name"] for i in added["orders"][twin]["items"]}
+        listing = next(iter(added["users"].values()))["orders"]
+        assert listing.index(twin) < listing.index(of)  # met first
     elif strategy == "ambiguity":  # the entity is described, not named; the gold reads it before its use
         entity = task.origin["described"]
         assert entity.lstrip("#") not in scenario and entity in gold_args

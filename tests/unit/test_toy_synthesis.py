@@ -74,7 +74,9 @@ def test_the_one_pipeline_makes_checked_toy_tasks_with_pass_rates(toy, tmp_path)
                  SynthConfig(n=4, strategies=("depth",), seed=0, rollouts_per_task=4))
     assert [t.id.rsplit("-", 1)[0] for t in result.tasks] == ["toy:put_then_incr-depth", "toy:count_twice-depth"]
     assert result.summary()["per_strategy"]["depth"]["built"] == 2
-    assert not result.rejections and result.attempted == 2  # a plan draws each of its seeds once
+    # a plan draws each of its seeds once; short of n, a seed that gave a task once more (the toy's depth makes
+    # the same task again: a duplicate, not written)
+    assert result.rejections == {"duplicate": 2} and result.attempted == 4
     for task in result.tasks:
         assert toyenv.replay([task])[task.group]["passed"] == 1  # its gold leaves the store it expects
         assert task.gold[-1][0] == "get" and task.provenance["policy"] == "sim:toy"
