@@ -64,6 +64,8 @@ _NOW = r"\b(?:current(?:ly)?|live|real[- ]time|latest|right now|up[- ]to[- ]date
 _DATE = (r"\b(?:business|first|economy)(?:[- ]class)?\b|\b\d{4}-\d{2}-\d{2}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|"
          r"oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b")
 _PRICE = r"\bprice|\bquote|\bstock|\bshares\b|\bmarket|\btrading"
+#: A request for the order's state now ("latest" or "today" name which order or when, not the state's age).
+_STATE_NOW = r"\b(?:current(?:ly)?|live|real[- ]time|right now|up[- ]to[- ]date|at the moment|as it stands)\b"
 _DETAILS = r"\bdetail\w*|\bsummar\w*|\bparticulars\b|\bspecifics\b|\boverview\b|\binformation\b|\binfo\b"
 _ORDER = r"\border|\bbuy|\bpurchas|\bacquir|\bsell|\bshares\b"
 STATED: dict[str, Stated] = {
@@ -107,11 +109,13 @@ STATED: dict[str, Stated] = {
                              r"\b(?:now|immediately|right away|at once|straight away|today)\b",
                              "It should go through right away, not at the next open.", _ORDER, _ORDER),
     # a cached status is tempting only where the request asks about the order's status (not its full details)
-    "get_order_status_cached": Stated("from the order cache", _NOW,
+    "get_order_status_cached": Stated("from the order cache", _STATE_NOW,
                                       "I need its status as it stands now, not as it was when placed.",
-                                      r"\bstatus\b", r"\bstatus\b|\bgone through\b|\bfilled\b|\bexecuted\b"),
+                                      r"\bstatus\b|\bverif\w*|\bconfirm\w*",
+                                      r"\bstatus\b|\bgone through\b|\bwent through\b|\bfilled\b|\bexecuted\b|"
+                                      r"\bverif\w*|\bconfirm\w*"),
     # a summary answers a request for the order's details; the request says it wants them as they stand now
-    "get_order_summary": Stated("as recorded when it was placed", _NOW,
+    "get_order_summary": Stated("as recorded when it was placed", _STATE_NOW,
                                 "I need its current state, not how it looked when I placed it.",
                                 _DETAILS, _DETAILS),
     "save_message_draft": Stated("as a draft", r"\bsend\w*|\bdeliver\w*|\bnotify\w*|\bsent\b",

@@ -171,8 +171,8 @@ def _placed(out: dict[str, Any], added: dict[str, Any], siblings: list[dict[str,
 # --------------------------------------------------------------------------- look-alikes told apart by an attribute
 
 #: Words of a request that ask for the record in effect now (the latest one).
-_RECENT = re.compile(r"\b(current(ly)?|latest|most recent|up[- ]to[- ]date|prevailing|going (market )?(rate|price)|"
-                     r"present (market )?(rate|price|value))\b", re.I)
+_RECENT = re.compile(r"\b(current(ly)?|latest|most recent|up[- ]to[- ]date|prevailing|right now|"
+                     r"(going|ongoing|present|existing) (market )?(rate|price|value))\b", re.I)
 _SENTENCES = re.compile(r"(?<=[.?!])\s+")
 
 

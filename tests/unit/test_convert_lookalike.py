@@ -184,3 +184,4 @@ def test_lookalike_uses_recency_only_where_the_request_asks_for_the_latest(made)
     # a stray "now" or "today" asks for nothing: "Now that I have the amount" is no request for the latest
     assert not _RECENT.search("Now that I have the converted amount, book it. Today feels like the right day.")
     assert _RECENT.search("buy 100 shares of AAPL at the market's current rate")
+    assert _RECENT.search("tell me where Zeta Corp's stock stands right now and buy 50 shares at the ongoing rate")

@@ -187,6 +187,8 @@ def test_distractor_reason_comes_from_the_request_sentence_not_a_stray_word():
     assert said is not None and said["where"] == "text" and said["text"] == STATED["get_order_status_cached"].say
     said = stated_reason("get_order_status_cached", "Could you check the current status of my order?")
     assert said == {"where": "doc", "doc": STATED["get_order_status_cached"].doc, "text": "current"}
+    # "latest" names which order, not how fresh its state must be
+    assert stated_reason("get_order_summary", "Could you tell me the details of my latest order?")["where"] == "text"
     # a quoted message's words ask for nothing either
     assert stated_reason("get_stock_info_delayed", "Send 'the latest news' to Bob. What is NVDA's price?")["where"] \
         == "text"
