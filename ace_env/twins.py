@@ -255,6 +255,14 @@ def get_order_status_cached(self, order_id: int):
     return order
 
 
+def get_order_summary(self, order_id: int):
+    if order_id not in self.orders:
+        return {"error": f"Order with ID {order_id} not found."}
+    order = dict(self.orders[order_id])
+    order["status"] = "Pending"  # as recorded when the order was placed; later changes are not shown
+    return order
+
+
 # --------------------------------------------------------------------------- MessageAPI
 
 
@@ -367,6 +375,9 @@ TWINS: dict[str, Twin] = _registry(
     Twin("get_order_status_cached", "get_order_details",
          "Get the details of an order from the order cache.",
          "the status as it was when the order was placed", get_order_status_cached),
+    Twin("get_order_summary", "get_order_details",
+         "Get a summary of an order: its type, symbol, price, amount and status as recorded when it was placed.",
+         "the order as placed, not as it stands now (its status is the one it was placed with)", get_order_summary),
     Twin("save_message_draft", "send_message",
          "Save a message to a user as a draft.",
          "does not send", save_message_draft,

@@ -57,57 +57,99 @@ class Stated:
     cue: str
     say: str | None = None
     topic: str = ""  # the words of the request ``say`` follows (it goes right after the first sentence with them)
+    tempt: str = ""  # the words of a request the twin seems to answer (its wrong way is tempting there); "" any
 
 
 _NOW = r"\b(?:current(?:ly)?|live|real[- ]time|latest|right now|up[- ]to[- ]date|at the moment|today)\b"
 _DATE = (r"\b(?:business|first|economy)(?:[- ]class)?\b|\b\d{4}-\d{2}-\d{2}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|"
          r"oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b")
+_PRICE = r"\bprice|\bquote|\bstock|\bshares\b|\bmarket|\btrading"
+#: A request for the order's state now ("latest" or "today" name which order or when, not the state's age).
+_STATE_NOW = r"\b(?:current(?:ly)?|live|real[- ]time|right now|up[- ]to[- ]date|at the moment|as it stands)\b"
+_DETAILS = r"\bdetail\w*|\bsummar\w*|\bparticulars\b|\bspecifics\b|\boverview\b|\binformation\b|\binfo\b"
+_ORDER = r"\border|\bbuy|\bpurchas|\bacquir|\bsell|\bshares\b"
 STATED: dict[str, Stated] = {
-    "startEngineCheck": Stated("The engine itself is neither started nor stopped", r"\bstart|\bignit|\bfire up"),
+    "startEngineCheck": Stated("The engine itself is neither started nor stopped", r"\bstart|\bignit|\bfire up",
+                               tempt=r"\bengine|\bstart|\bignit|\bready"),
     "pressBrakePedalOnce": Stated("the pedal is released again right after the press",
-                                  r"\b(?:press|hold|push|keep|apply|engag)\w*"),
+                                  r"\b(?:press|hold|push|keep|apply|engag)\w*", tempt=r"\bbrake|\bpedal"),
     "estimate_flight_distance": Stated("as a plane flies", r"\b(?:driv\w*|road|by car|on the road)\b",
                                        "I'll be driving there, so I need the road distance.",
-                                       r"\bdistance|\bhow far\b|\bfar\b"),
-    "get_area_code_based_on_city": Stated("telephone area code", r"\bzip\s?codes?\b|\bzip\b|\bpostal"),
-    "print_text": Stated("nothing is written to any file", r"\bfile\b|\bwrite\b|\bsave\b"),
+                                       r"\bdistance|\bhow far\b|\bfar\b", r"\bdistance|\bhow far\b|\bfar\b"),
+    "get_area_code_based_on_city": Stated("telephone area code", r"\bzip\s?codes?\b|\bzip\b|\bpostal",
+                                          tempt=r"\bcodes?\b"),
+    "print_text": Stated("nothing is written to any file", r"\bfile\b|\bwrite\b|\bsave\b",
+                         tempt=r"\bwrite|\bput|\btext|\bcontent|\becho|\bprint"),
     "touch_existing": Stated("A file that does not exist is not created",
-                             r"\b(?:creat|make|generat|new|set up|start)\w*"),
-    "stat": Stated("Show the status of a file", r"\b(?:creat|make|generat|new|set up|start)\w*"),
-    "get_flight_cost_estimate": Stated("the typical economy fare on an ordinary weekday", _DATE),
-    "hold_flight": Stated("Nothing is booked or charged", r"\b(?:book|reserv|purchas|buy|secur|arrang)\w*"),
-    "request_booking_refund": Stated("the request is reviewed by an agent later", r"\bcancel\w*"),
+                             r"\b(?:creat|make|generat|new|set up|start)\w*", tempt=r"\bfile|\btouch"),
+    "stat": Stated("Show the status of a file", r"\b(?:creat|make|generat|new|set up|start)\w*",
+                   tempt=r"\bfile|\btouch"),
+    "get_flight_cost_estimate": Stated("the typical economy fare on an ordinary weekday", _DATE,
+                                       tempt=r"\bcost|\bfare|\bprice|\bhow much|\bestimat"),
+    "hold_flight": Stated("Nothing is booked or charged", r"\b(?:book|reserv|purchas|buy|secur|arrang)\w*",
+                          tempt=r"\bflight|\bseat|\bbook|\breserv"),
+    "request_booking_refund": Stated("the request is reviewed by an agent later", r"\bcancel\w*",
+                                     tempt=r"\bcancel|\brefund|\bmoney back"),
     "retrieve_invoice_preview": Stated("for the account's booking on file",
                                        r"\b(?:just|new(?:ly)?|recent(?:ly)?|that|this)\b[^.?!]{0,40}"
-                                       r"\b(?:book\w*|flight|reservation|trip)\b"),
-    "retrieve_payment_receipt": Stated("card payment receipt", r"\binvoice"),
+                                       r"\b(?:book\w*|flight|reservation|trip)\b", tempt=r"\binvoice"),
+    # a receipt answers a question about the payment or the charge; asked for the invoice by name, it is no trap
+    "retrieve_payment_receipt": Stated("card payment receipt", r"\binvoice",
+                                       tempt=r"\bpa(?:y|id)\w*|\bcharge\w*|\bexpens\w*|\bspent\b|\bcost"),
     "contact_sales_team": Stated("for upgrades and offers",
-                                 r"\b(?:support|complain\w*|issue|problem|assist\w*|concern\w*|feedback)\b"),
+                                 r"\b(?:support|complain\w*|issue|problem|assist\w*|concern\w*|feedback)\b",
+                                 tempt=r"\bcontact|\breach|\bmessage|\bget in touch|\bspeak"),
     "get_stock_info_delayed": Stated("quotes are 15 minutes behind the market", _NOW,
-                                     "I need the live price, not a delayed one.", r"\bprice|\bquote|\bstock|\btrading"),
+                                     "I need the live price, not a delayed one.", _PRICE, _PRICE),
     "get_stock_quote_cached": Stated("as of the last market close", _NOW,
-                                     "I need today's live price, not yesterday's close.",
-                                     r"\bprice|\bquote|\bstock|\btrading"),
-    "preview_order": Stated("without placing it", r"\b(?:plac|buy|bought|sell|sold|purchas|execut|submit|order)\w*"),
+                                     "I need today's live price, not yesterday's close.", _PRICE, _PRICE),
+    "preview_order": Stated("without placing it", r"\b(?:plac|buy|bought|sell|sold|purchas|execut|submit|order)\w*",
+                            tempt=_ORDER),
     "schedule_order": Stated("when the market next opens",
                              r"\b(?:now|immediately|right away|at once|straight away|today)\b",
-                             "It should go through right away, not at the next open.",
-                             r"\border|\bbuy|\bpurchas|\bacquir|\bsell|\bshares\b"),
-    "get_order_status_cached": Stated("from the order cache", _NOW),
+                             "It should go through right away, not at the next open.", _ORDER, _ORDER),
+    # a cached status is tempting only where the request asks about the order's status (not its full details)
+    "get_order_status_cached": Stated("from the order cache", _STATE_NOW,
+                                      "I need its status as it stands now, not as it was when placed.",
+                                      r"\bstatus\b|\bverif\w*|\bconfirm\w*",
+                                      r"\bstatus\b|\bgone through\b|\bwent through\b|\bfilled\b|\bexecuted\b|"
+                                      r"\bverif\w*|\bconfirm\w*"),
+    # a summary answers a request for the order's details; the request says it wants them as they stand now
+    "get_order_summary": Stated("as recorded when it was placed", _STATE_NOW,
+                                "I need its current state, not how it looked when I placed it.",
+                                _DETAILS, _DETAILS),
     "save_message_draft": Stated("as a draft", r"\bsend\w*|\bdeliver\w*|\bnotify\w*|\bsent\b",
-                                 "Make sure it actually goes out, not just saved.", r"\bmessage|\bnote\b|\bsend|\btell\b"),
+                                 "Make sure it actually goes out, not just saved.", r"\bmessage|\bnote\b|\bsend|\btell\b",
+                                 r"\bmessage|\bnote\b|\bsend|\btell\b|\bwrite\b"),
 }
 
 
+def request_sentences(name: str, text: str) -> list[str]:
+    """The sentences of the decision turn's ``text`` that make the request twin ``name`` seems to answer (its
+    ``tempt`` words; every sentence where it has none); quoted strings are left out (a message's words ask for
+    nothing).  Empty: the twin is no temptation at that step."""
+    stated = STATED.get(name)
+    body = re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "", text)
+    parts = [p for p in re.split(r"(?<=[.?!])\s+|\n+", body) if p.strip()]
+    if stated is None or not stated.tempt:
+        return parts
+    return [p for p in parts if re.search(stated.tempt, p, re.I)]
+
+
 def stated_reason(name: str, text: str) -> dict[str, str] | None:
-    """How the wrong way of twin ``name`` is stated given the request ``text`` (the decision turn's and
-    before): ``{"where": "doc", "doc": ..., "text": <the request's words>}`` when the text asks for what the
-    doc says the twin does not do; ``{"where": "text", ...}`` when the twin's sentence must be added (the
-    caller adds it); None when neither states it."""
+    """How the wrong way of twin ``name`` is stated given the decision turn's request ``text``: None where the
+    twin is no temptation (no sentence asks what it seems to answer: :func:`request_sentences`);
+    ``{"where": "doc", "doc": ..., "text": <the request's words>}`` when a sentence making that request asks for
+    what the doc says the twin does not do (a stray word elsewhere in the turn does not count);
+    ``{"where": "text", ...}`` when the twin's sentence must be added (the caller adds it); None when neither
+    states it."""
     stated = STATED.get(name)
     if stated is None or stated.doc not in twins.TWINS[name].description:
         return None
-    m = re.search(stated.cue, text, re.I)
+    asked = request_sentences(name, text)
+    if not asked:
+        return None
+    m = re.search(stated.cue, " ".join(asked), re.I)
     if m is not None:
         return {"where": "doc", "doc": stated.doc, "text": m.group(0)}
     if stated.say is not None:
@@ -277,23 +319,31 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
     cands = twin_candidates(seed, target[1])
     cands = list(memoized("real_choices", seed, (k, at, tuple(cands)),
                           lambda: tuple(_real_choices(seed, k + 1, at, cands)))) if cands else []
-    text = user_text_upto(seed, at)
+    text = "\n".join(m.get("content", "") or "" for m in seed.turns[at].user if m.get("role") == "user")
     reasons = {c: stated_reason(c, text) for c in cands}
     cands = [c for c in cands if reasons[c] is not None]  # a wrong way nobody states is no fair trap
     if not cands:
         return None
     n = min(len(cands), 1 + round(strength * 2))
     chosen = sorted(rng.sample(cands, n), key=cands.index)
-    classes, tools, config, distractors = with_distractors(seed, chosen)
     turns = copy_turns(seed.turns)
-    turns[at].tools_added = turns[at].tools_added + [n for n in chosen if n not in turns[at].tools_added]
     added: list[str] = []
-    for c in chosen:
+    for c in list(chosen):
         said = reasons[c]["text"]
-        if reasons[c]["where"] == "text" and said not in added:
-            if not _request_turn(turns, at, said, STATED[c].topic):
-                return None
-            added.append(said)
+        if reasons[c]["where"] != "text" or said in added:
+            continue
+        if added:  # one added sentence per turn: a second twin is offered only if that sentence states it too
+            m = re.search(STATED[c].cue, " ".join(added), re.I)
+            if m is None:
+                chosen.remove(c)
+                continue
+            reasons[c] = {**reasons[c], "text": m.group(0)}
+            continue
+        if not _request_turn(turns, at, said, STATED[c].topic):
+            return None
+        added.append(said)
+    classes, tools, config, distractors = with_distractors(seed, chosen)
+    turns[at].tools_added = turns[at].tools_added + [n for n in chosen if n not in turns[at].tools_added]
     return build(seed, "distractor", target, strength,
                  f"wrong-way twins of {target[1]} offered from turn {at + 1}: {', '.join(chosen)}",
                  turns=turns, config=config, classes=classes, tools=tools, distractors=distractors,

@@ -42,6 +42,18 @@ __all__ = ["attribute_lookalikes", "lookalike", "lookalike_at", "near_identical"
 
 # --------------------------------------------------------------------------- the strategy (issue 26)
 
+#: Names of tools whose result is a lookup or a listing, which can plausibly hold several records; a call that
+#: books, places, creates or sends something returns that one thing (three bookings from one ``book_flight``
+#: are implausible: the blind review of issue 34).
+_LOOKUP = re.compile(r"^(get|list|search|find|retrieve|view|lookup|query|fetch|display|show|filter)(_|$)", re.I)
+
+
+def is_lookup(tool: str) -> bool:
+    """Whether ``tool`` reads (a lookup or a listing) rather than makes something: only such a result is shown
+    as several records."""
+    return bool(_LOOKUP.match(tool))
+
+
 _WRAP = ["matches", "results", "records", "candidates"]
 
 
@@ -91,8 +103,6 @@ def _sibling_names(name: str, rng: random.Random) -> list[str]:
 def _discriminator(seed: Task, k: int, args: dict[str, Any]) -> tuple[str, str] | None:
     """(parameter, label) of ``a``'s argument that the user text names and that tells its record apart."""
     text = user_text_upto(seed, flat_calls(seed)[k][0]).lower()
-    if isinstance(args.get("travel_from"), str) and isinstance(args.get("travel_to"), str):
-        return "route", f"{args['travel_from']}-{args['travel_to']}"
     for param in ("city", "symbol", "location", "name", "stock", "folder"):
         v = args.get(param)
         if isinstance(v, str) and len(v) >= 2 and v.lower() in text:
@@ -116,33 +126,63 @@ def shown_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tuple[li
     found = _discriminator(seed, k, ra.arguments)
     if found is None:
         return None
-    _, label = found
+    param, label = found
     names = [x for x in _sibling_names(label, rng) if x != label][:n]
     twins = near_variants(value, rng)[:n]
     if len(names) < 1 or len(twins) < len(names):
         return None
-    siblings: dict[str, Any] = {}
+    field = param if param not in out else f"record_{param}"
+    siblings: list[dict[str, Any]] = []
     for name, twin in zip(names, twins):
         record = {k2: v2 for k2, v2 in out.items() if not isinstance(v2, (dict, list))}
         for other, v2 in record.items():  # a sibling has its own ids, never a copy of the right record's
             if other != key and ("id" in other.lower().split("_") or other.lower().endswith("id")):
                 record[other] = next(iter(near_variants(v2, rng)), v2)
         record[key] = twin
-        siblings[name] = record
-    fields = list(out)
+        record[field] = name
+        siblings.append(record)
+    ops, keys = _placed(out, {field: label}, siblings, rng)
+    return ops, {"key": key, "value": value, "twins": twins[:len(names)], "label": label, "siblings": names,
+                 "records": keys}
+
+
+def _placed(out: dict[str, Any], added: dict[str, Any], siblings: list[dict[str, Any]],
+            rng: random.Random) -> tuple[list[dict[str, Any]], list[str]]:
+    """View operations that show ``out`` (with the ``added`` fields) among ``siblings`` under neutral keys
+    (``record_1`` ...; never a key that spells out what tells the records apart), the right record at a seeded
+    random position, so taking the first record is right only as often as chance says; and the keys, the
+    right record's first."""
+    slot = rng.randrange(len(siblings) + 1)
+    names = [f"record_{i + 1}" for i in range(len(siblings) + 1)]
+    before = {names[i]: sib for i, sib in enumerate(siblings[:slot])}
+    after = {names[slot + 1 + i]: sib for i, sib in enumerate(siblings[slot:])}
     ops: list[dict[str, Any]] = []
-    if rng.random() < 0.5:  # the right record first or last
-        ops += [{"op": "nest", "key": label, "fields": fields}, {"op": "add", "fields": siblings}]
-    else:
-        ops += [{"op": "add", "fields": siblings}, {"op": "nest", "key": label, "fields": fields}]
+    if added:
+        ops.append({"op": "add", "fields": added})
+    ops.append({"op": "nest", "key": names[slot], "fields": list(out) + [f for f in added if f not in out]})
+    if before:
+        ops.append({"op": "add", "fields": before, "first": True})
+    if after:
+        ops.append({"op": "add", "fields": after})
     ops.append({"op": "wrap", "key": rng.choice(_WRAP)})
-    return ops, {"key": key, "value": value, "twins": twins[:len(names)], "label": label, "siblings": names}
+    return ops, [names[slot]] + [n for n in names if n != names[slot]]
 
 
 # --------------------------------------------------------------------------- look-alikes told apart by an attribute
 
 #: Words of a request that ask for the record in effect now (the latest one).
-_RECENT = re.compile(r"\b(current|currently|latest|now|today|recent|most recent|up-to-date|live|prevailing)\b", re.I)
+_RECENT = re.compile(r"\b(current(ly)?|latest|most recent|up[- ]to[- ]date|prevailing|right now|"
+                     r"(going|ongoing|present|existing) (market )?(rate|price|value))\b", re.I)
+_SENTENCES = re.compile(r"(?<=[.?!])\s+")
+
+
+def request_sentences(text: str, names: list[str]) -> list[str]:
+    """The sentences of a turn's ``text`` that make the request about the entity ``names`` (its symbol, city);
+    all of them where none names it.  Quoted strings are left out (a message's words ask for nothing)."""
+    text = re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "", text)
+    parts = [p for p in _SENTENCES.split(text) if p.strip()]
+    hit = [p for p in parts if any(n and n.lower() in p.lower() for n in names)]
+    return hit or parts
 #: Keys of a record about an entity (an order, a booking, a stock, a place, a user), which can have a status.
 _ENTITY = re.compile(r"(^|_)(id|symbol|name|city|zipcode|zip|username|card|booking|order|ticket|account|price)($|_)",
                      re.I)
@@ -211,7 +251,8 @@ def attribute_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tupl
         return None
     asked = frozenset(v for v in leaves(ra.arguments) if isinstance(v, (str, int, float)))
     siblings = [_close_record(out, key, twin, rng, asked) for twin in twins]
-    turn_text = re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "", user_text_upto(seed, flat_calls(seed)[k][0]).split("\n")[-1])
+    turn_text = " ".join(request_sentences(user_text_upto(seed, flat_calls(seed)[k][0]).split("\n")[-1],
+                                           [v for v in ra.arguments.values() if isinstance(v, str)]))
     entity = any(_ENTITY.search(k2) for k2 in out)
     if not entity and not isinstance(value, (int, float)):
         return None  # a computed result (a count, a log) has no status or revision history to tell apart
@@ -229,19 +270,9 @@ def attribute_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tupl
         return None
     for sib, w in zip(siblings, wrong):
         sib[field] = w
-    slot = rng.randrange(len(siblings) + 1)  # where the right record sits among its siblings
-    names = [f"record_{i + 1}" for i in range(len(siblings) + 1)]
-    before = {names[i]: sib for i, sib in enumerate(siblings[:slot])}
-    after = {names[slot + 1 + i]: sib for i, sib in enumerate(siblings[slot:])}
-    ops: list[dict[str, Any]] = [{"op": "add", "fields": {field: right}},
-                                 {"op": "nest", "key": names[slot], "fields": list(out) + [field]}]
-    if before:
-        ops.append({"op": "add", "fields": before, "first": True})
-    if after:
-        ops.append({"op": "add", "fields": after})
-    ops.append({"op": "wrap", "key": rng.choice(_WRAP)})
+    ops, keys = _placed(out, {field: right}, siblings, rng)
     return ops, {"key": key, "value": value, "twins": twins, "kind": kind, "attribute": field, "right": right,
-                 "wrong": wrong, "how": how, "siblings": [n for n in names if n != names[slot]]}
+                 "wrong": wrong, "how": how, "siblings": keys[1:], "records": keys}
 
 
 # --------------------------------------------------------------------------- its checks
@@ -311,6 +342,8 @@ def lookalike(seed: Task, target: tuple[str, str], strength: float, rng: random.
     flat = flat_calls(seed)
     if sum(1 for f in flat if f[3] == flat[k][3]) != 1:
         return None  # a view follows the call's position: with two calls of `a` it could show the wrong entity
+    if not is_lookup(flat[k][3]):
+        return None  # one booking or order placed comes back as one record, never as several (review, issue 34)
     n = 1 + round(strength * 2)
     made = attribute_lookalikes(seed, k, rng, n) if rng.random() < 0.75 else None
     if made is not None:
@@ -324,7 +357,7 @@ def lookalike(seed: Task, target: tuple[str, str], strength: float, rng: random.
                      views=list(seed.output_views) + [view],
                      extra={"target_id": placed["value"], "lookalike_key": placed["key"],
                             "lookalikes": placed["twins"], "lookalike_labels": placed["siblings"],
-                            "lookalike_kind": f"attribute:{placed['kind']}",
+                            "right_record": placed["records"][0], "lookalike_kind": f"attribute:{placed['kind']}",
                             "distinguished_by": {"attribute": placed["attribute"], "right": placed["right"],
                                                  "others": placed["wrong"]},
                             "identified_by": f"{placed['attribute']}={placed['right']}",
@@ -341,4 +374,5 @@ def lookalike(seed: Task, target: tuple[str, str], strength: float, rng: random.
                  views=list(seed.output_views) + [view],
                  extra={"target_id": placed["value"], "lookalike_key": placed["key"],
                         "lookalikes": placed["twins"], "lookalike_labels": placed["siblings"],
-                        "lookalike_kind": "label", "identified_by": placed["label"], "lookalike_view": view})
+                        "right_record": placed["records"][0], "lookalike_kind": "label", "identified_by": placed["label"],
+                        "lookalike_view": view})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
@@ -17,7 +18,7 @@ from synth.checks.seeds import usable_seed
 from synth.checks.values import converted_in_text, spoken_numbers, sums_in, value_in_text, value_provenance
 from synth.repair import usable_version
 from synth.strategies.convert import in_words, written_forms
-from synth.strategies.lookalike import close_variants, near_identical
+from synth.strategies.lookalike import _RECENT, close_variants, is_lookup, near_identical, request_sentences
 from synth.taskcheck import check_task
 
 
@@ -128,3 +129,59 @@ def test_attribute_lookalikes_share_the_entity_and_differ_by_the_attribute(made)
             assert right[0][attr] == max(r[attr] for r in records)
     assert kinds == {"attribute:recency", "attribute:status"}
     assert any(p["distinguished_by"]["attribute"] == "record_status" for p in (t.provenance for _, _, t in made["lookalike"]) if "distinguished_by" in p)
+
+
+# --------------------------------------------------------------------------- the blind review (issue 34)
+
+
+def _shown_records(task, target):
+    k = next(i for i, f in enumerate(flat_calls(task)[:-1]) if (f[3], flat_calls(task)[i + 1][3]) == target)
+    shown = json.loads([s for t in replay_oracle(task).turns for s in t.steps][k].output)
+    return next(iter(shown.values()))
+
+
+def test_lookalike_only_on_a_lookup_never_on_a_booking_or_an_order_placed(made):
+    assert made["lookalike"]
+    assert all(is_lookup(target[0]) for _, target, _ in made["lookalike"])
+    # one book_flight or place_order call returns the one booking or order it made, never three of them
+    for target in [("book_flight", "retrieve_invoice"), ("place_order", "get_order_details")]:
+        seeds = [s for s, _, _ in made["ambiguity"] if any((f[3], g[3]) == target for f, g in
+                                                           zip(flat_calls(s), flat_calls(s)[1:]))][:3]
+        assert seeds, target
+        for seed in seeds:
+            assert all(strategies.STRATEGIES["lookalike"](seed, target, 0.5, random.Random(i)) is None
+                       for i in range(6))
+
+
+def test_lookalike_right_record_is_not_always_first_and_keys_say_nothing(made):
+    firsts, total = 0, 0
+    for _, target, task in made["lookalike"]:
+        prov = task.provenance
+        records = _shown_records(task, target)
+        keys = list(records)
+        assert all(re.fullmatch(r"record_\d+", key) for key in keys), keys  # no key spells out a route or a value
+        right = [key for key, r in records.items() if r[prov["lookalike_key"]] == prov["target_id"]]
+        assert right == [prov["right_record"]]
+        total += 1
+        firsts += keys[0] == right[0]
+    # taking the first record is right about as often as chance says (1 in 2 to 1 in 4 here), not nearly always
+    assert total >= 5 and firsts / total < 0.6, (firsts, total)
+
+
+def test_lookalike_uses_recency_only_where_the_request_asks_for_the_latest(made):
+    kinds = 0
+    for _, target, task in made["lookalike"]:
+        prov = task.provenance
+        if not prov["lookalike_kind"].startswith("attribute:"):
+            continue
+        k = next(i for i, f in enumerate(flat_calls(task)[:-1]) if (f[3], flat_calls(task)[i + 1][3]) == target)
+        turn = user_text_upto(task, flat_calls(task)[k][0]).split("\n")[-1]
+        asked = " ".join(request_sentences(turn, [str(v) for v in leaves(
+            [s for t in replay_oracle(task).turns for s in t.steps][k].arguments)]))
+        assert (prov["lookalike_kind"] == "attribute:recency") == bool(_RECENT.search(asked)), (prov, asked)
+        kinds += 1
+    assert kinds
+    # a stray "now" or "today" asks for nothing: "Now that I have the amount" is no request for the latest
+    assert not _RECENT.search("Now that I have the converted amount, book it. Today feels like the right day.")
+    assert _RECENT.search("buy 100 shares of AAPL at the market's current rate")
+    assert _RECENT.search("tell me where Zeta Corp's stock stands right now and buy 50 shares at the ongoing rate")

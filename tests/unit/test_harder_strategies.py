@@ -21,7 +21,7 @@ from synth.checks.seeds import usable_seed
 from synth.repair import usable_version
 from synth.strategies.build import copy_turns
 from synth.strategies.depth import MAX_ADDED, MIN_ADDED
-from synth.strategies.distractor import STATED, stated_problems
+from synth.strategies.distractor import STATED, stated_problems, stated_reason
 from synth.taskcheck import check_task
 
 TARGETS = {
@@ -176,3 +176,52 @@ def test_taskcheck_refuses_a_synthesized_unit_mismatch(seeds):
         assert UNIT_MISMATCH in check.reasons, check.reasons
         return
     pytest.fail("no depth task with the mileage check")
+
+
+# --------------------------------------------------------------------------- the blind review (issue 34)
+
+
+def test_distractor_reason_comes_from_the_request_sentence_not_a_stray_word():
+    # "Today" in a sentence about the day asks for nothing about the order: the twin's sentence is added
+    said = stated_reason("get_order_status_cached", "Today feels like the right day. What is the status of order 5?")
+    assert said is not None and said["where"] == "text" and said["text"] == STATED["get_order_status_cached"].say
+    said = stated_reason("get_order_status_cached", "Could you check the current status of my order?")
+    assert said == {"where": "doc", "doc": STATED["get_order_status_cached"].doc, "text": "current"}
+    # "latest" names which order, not how fresh its state must be
+    assert stated_reason("get_order_summary", "Could you tell me the details of my latest order?")["where"] == "text"
+    # a quoted message's words ask for nothing either
+    assert stated_reason("get_stock_info_delayed", "Send 'the latest news' to Bob. What is NVDA's price?")["where"] \
+        == "text"
+
+
+def test_distractor_twin_is_offered_only_where_it_tempts():
+    # a status-only cache beside a request for the order's details is plainly wrong, not a trap
+    assert stated_reason("get_order_status_cached", "Show me the details of my most recent order.") is None
+    assert stated_reason("get_order_summary", "Show me the details of my most recent order.") is not None
+    # asked for the invoice by name, a payment receipt tempts nobody; asked about the payment, it does
+    assert stated_reason("retrieve_payment_receipt", "Please fetch the invoice for my recent booking.") is None
+    said = stated_reason("retrieve_payment_receipt", "I need the invoice of what I paid for that flight.")
+    assert said is not None and said["text"].lower() == "invoice"
+    for name in STATED:
+        assert name in twins.TWINS and STATED[name].tempt, name  # every twin says what request it seems to answer
+
+
+def test_distractor_twins_are_tempting_and_spread_on_real_seeds():
+    base = [u for t in bfcl.load_tasks("base") for u in [usable_version(t)] if u is not None and usable_seed(u)]
+    target = ("place_order", "get_order_details")
+    chosen = []
+    for seed in [t for t in base if adjacent_positions(t, target)]:
+        task = strategies.STRATEGIES["distractor"](seed, target, 1.0, random.Random(0))
+        if task is None:
+            continue
+        assert check_task(task).valid and verify(task, ground_truth_rollout(task)).reward == 1.0
+        at = task.provenance["distractor_turn"]
+        turn = " ".join(m["content"] for m in seed.turns[at].user if m.get("role") == "user")
+        said = " ".join(m["content"] for m in task.turns[at].user if m.get("role") == "user")
+        assert sum(s.say in said for s in STATED.values() if s.say) <= 1, said  # one added sentence, not two
+        for name in task.provenance["added_distractors"]:
+            assert re.search(STATED[name].tempt, turn, re.I), (name, turn)  # the request is one it seems to answer
+            chosen.append(name)
+    assert len(chosen) >= 4
+    counts = {n: chosen.count(n) for n in set(chosen)}
+    assert len(counts) >= 2, counts  # not the one status-only twin wherever the order's details are asked

@@ -203,7 +203,7 @@ def _made(name, target, strength=0.7):
 
 
 def test_lookalike_text_with_the_id_is_rejected():
-    task = _made("lookalike", ("place_order", "get_order_details"))
+    task = _made("lookalike", ("get_stock_info", "place_order"))
     assert check_task(task).valid
     leaked = Task.from_dict(copy.deepcopy(task.to_dict()))
     leaked.turns[-1].user[-1]["content"] += f" (order {task.provenance['target_id']})"
@@ -211,7 +211,7 @@ def test_lookalike_text_with_the_id_is_rejected():
 
 
 def test_a_lookalike_set_not_in_the_shown_result_is_rejected():
-    task = _made("lookalike", ("place_order", "get_order_details"))
+    task = _made("lookalike", ("get_stock_info", "place_order"))
     assert check_task(task).valid and not lookalike_problems(task)
     # the look-alikes put somewhere the agent never reads them (no view on a's result)
     hidden = Task.from_dict(copy.deepcopy(task.to_dict()))
