@@ -149,9 +149,9 @@ def format_view(seed: Task, k: int, strength: float, rng: random.Random) -> tupl
     value_ops = _value_ops(key, value, rng)
     shape_ops = _shape_ops(out, key, rng)
     ops: list[dict[str, Any]] = []
-    if value_ops:
-        top = max(_OP_HARDNESS.get(o["op"], 0) for o in value_ops)
-        ops.append(rng.choice([o for o in value_ops if _OP_HARDNESS.get(o["op"], 0) == top]))
+    if value_ops:  # an amount or a date: one of the hardest re-formats; an id: any (they differ only in punctuation)
+        top = max(_OP_HARDNESS.get(o["op"], 0) for o in value_ops) if best >= 2 else 0
+        ops.append(rng.choice([o for o in value_ops if _OP_HARDNESS.get(o["op"], 0) >= top]))
     rng.shuffle(shape_ops)
     renamed = False
     for op in shape_ops:
