@@ -119,6 +119,12 @@ def _convertibility(key: str, value: Any) -> int:
     return 1
 
 
+def _needs_conversion(ops: list[dict[str, Any]]) -> bool:
+    """Whether a view's value re-format needs a conversion to read back (an amount in cents, a date in another
+    format), not only punctuation removed."""
+    return any(o["op"] in ("scale", "date_format") for o in ops)
+
+
 def _shape_ops(out: Any, key: str, rng: random.Random) -> list[dict[str, Any]]:
     """Ways to change the result's shape around the fed value (key names, wrappers, nesting)."""
     names = _SYNONYMS.get(key) or [key + "_value", "".join(w.capitalize() if i else w for i, w in enumerate(key.split("_")))]
@@ -205,7 +211,10 @@ def ambiguity(seed: Task, target: tuple[str, str], strength: float, rng: random.
     if k is None:
         return None
     converted = conversion_at(seed, k, rng)
-    made = format_view(seed, k, strength, rng) if converted is None or rng.random() < 0.5 else None
+    made = format_view(seed, k, strength, rng)
+    if converted is not None and made is not None and not _needs_conversion(made[0]) and rng.random() >= 0.5:
+        made = None  # a view that only re-punctuates an id is added to a conversion half the time; one that
+        #              needs a conversion (cents, a date format) always (review of issue 34: 0 of 9 adversarial)
     if converted is None and made is None:
         return None
     tool = target[0]

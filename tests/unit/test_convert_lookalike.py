@@ -179,3 +179,19 @@ def test_view_reshapes_the_hardest_fed_value_with_a_conversion(made):
             hard += 1
             assert value_op["op"] in ("scale", "date_format", "number_format"), view
     assert hard
+
+
+def test_a_view_needing_a_conversion_is_kept_beside_a_conversion(made):
+    """get_stock_info -> place_order: the quote's price b takes is shown in cents, also where the text already
+    has a conversion (a view that needs one is never dropped for it)."""
+    both = 0
+    for _, target, task in made["ambiguity"]:
+        if target != ("get_stock_info", "place_order"):
+            continue
+        view = task.provenance.get("view")
+        if view is None:  # the seed's order takes a price the user states, not the quote's
+            assert task.provenance.get("conversion") is not None
+            continue
+        assert any(o["op"] == "scale" and o["keys"] == ["price"] for o in view["ops"]), view
+        both += task.provenance.get("conversion") is not None
+    assert both
