@@ -99,6 +99,32 @@ def _value_ops(key: str, value: Any, rng: random.Random) -> list[dict[str, Any]]
     return ops
 
 
+#: How much reading a re-formatted value back takes (the hardest possible is used): a scale (cents) or a date
+#: in another format needs a conversion, a currency format a parse, a string or a prefix only punctuation.
+_OP_HARDNESS = {"scale": 3, "date_format": 3, "number_format": 2, "to_number": 1, "to_string": 1, "prefix": 1,
+                "listify": 0}
+
+
+def _convertibility(key: str, value: Any) -> int:
+    """How hard a conversion the fed value ``key``: ``value`` can be shown in (:data:`_OP_HARDNESS`): an
+    amount or a date before an identifier, whose only re-formats are punctuation."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, str) and len(value) == 10 and value[4] == "-" and value[7] == "-":
+        return 3
+    if isinstance(value, (int, float)) and any(m in key for m in _MONEY):
+        return 3 if round(value * 100, 6) == int(round(value * 100, 6)) else 2
+    if isinstance(value, float):
+        return 2
+    return 1
+
+
+def _needs_conversion(ops: list[dict[str, Any]]) -> bool:
+    """Whether a view's value re-format needs a conversion to read back (an amount in cents, a date in another
+    format), not only punctuation removed."""
+    return any(o["op"] in ("scale", "date_format") for o in ops)
+
+
 def _shape_ops(out: Any, key: str, rng: random.Random) -> list[dict[str, Any]]:
     """Ways to change the result's shape around the fed value (key names, wrappers, nesting)."""
     names = _SYNONYMS.get(key) or [key + "_value", "".join(w.capitalize() if i else w for i, w in enumerate(key.split("_")))]
@@ -121,13 +147,17 @@ def format_view(seed: Task, k: int, strength: float, rng: random.Random) -> tupl
     fed = fed_at(seed, k, out, rb.arguments)
     if not fed:
         return None
-    key, value = rng.choice(fed)
+    # the value b consumes, reshaped so that reading it needs a conversion (cents to dollars, a date in words
+    # to YYYY-MM-DD) where a's result feeds b such a value; an id's punctuation only where nothing else is fed
+    best = max(_convertibility(k_, v_) for k_, v_ in fed)
+    key, value = rng.choice([(k_, v_) for k_, v_ in fed if _convertibility(k_, v_) == best])
     n = 1 + round(strength * 2)
     value_ops = _value_ops(key, value, rng)
     shape_ops = _shape_ops(out, key, rng)
     ops: list[dict[str, Any]] = []
-    if value_ops:
-        ops.append(rng.choice(value_ops))
+    if value_ops:  # an amount or a date: one of the hardest re-formats; an id: any (they differ only in punctuation)
+        top = max(_OP_HARDNESS.get(o["op"], 0) for o in value_ops) if best >= 2 else 0
+        ops.append(rng.choice([o for o in value_ops if _OP_HARDNESS.get(o["op"], 0) >= top]))
     rng.shuffle(shape_ops)
     renamed = False
     for op in shape_ops:
@@ -181,7 +211,10 @@ def ambiguity(seed: Task, target: tuple[str, str], strength: float, rng: random.
     if k is None:
         return None
     converted = conversion_at(seed, k, rng)
-    made = format_view(seed, k, strength, rng) if converted is None or rng.random() < 0.5 else None
+    made = format_view(seed, k, strength, rng)
+    if converted is not None and made is not None and not _needs_conversion(made[0]) and rng.random() >= 0.5:
+        made = None  # a view that only re-punctuates an id is added to a conversion half the time; one that
+        #              needs a conversion (cents, a date format) always (review of issue 34: 0 of 9 adversarial)
     if converted is None and made is None:
         return None
     tool = target[0]

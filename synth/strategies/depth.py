@@ -18,9 +18,12 @@ invoice), and a call the task already makes on the same values is not added.
 Other arguments come from the anchor's own arguments (the same entity) or
 from the text the intent adds (a message the user dictates).  Only calls that
 leave the state as it was are added, so every step is verified by its output.
-The added calls go at the end of ``b``'s turn, and their intents are composed
+The added calls go right after ``b``, which must be its turn's last call (the chain is
+not interleaved with unrelated calls), and their intents are composed
 into that turn's text after the request (:mod:`synth.strategies.text`), so
-the text's order is the oracle's.
+the text's order is the oracle's.  A step that restates a value of ``b``'s output in another form (km to
+miles) is not added where a later turn takes that value back ('the distance you've just told me about'):
+the reference would become ambiguous.
 """
 
 from __future__ import annotations
@@ -270,6 +273,32 @@ def _added_call(seed: Task, k: int, chain: list[str], call: str, state: str,
     return status, output, same, copy_json(arguments)
 
 
+def later_references(seed: Task, turn: int, b_out: Any) -> set[str]:
+    """The values of ``b``'s output (``b`` in ``turn``) that a call of a later turn takes without the user
+    text up to that turn writing them: the later turn refers back to them ('the distance you've just told me
+    about'), so an added step must not restate them in another form (review of issue 34, task 9)."""
+    mine = _values(b_out)
+    out: set[str] = set()
+    for t in range(turn + 1, len(seed.turns)):
+        text = user_text_upto(seed, t)
+        for raw in seed.turns[t].ground_truth:
+            c = parse_call(raw)
+            if not isinstance(c, Call):
+                continue
+            for v in leaves(dict(c.kwargs)):
+                if v is None or isinstance(v, bool) or _key(v) not in mine or value_in_text(v, text):
+                    continue
+                out.add(_key(v))
+    return out
+
+
+def last_in_turn(seed: Task, k: int) -> bool:
+    """Whether ``b`` (flat call ``k + 1``) is its turn's last call: the added chain goes right after it, not
+    after unrelated calls that follow it in the turn (review of issue 34, task 36)."""
+    flat = flat_calls(seed)
+    return k + 2 >= len(flat) or flat[k + 2][0] != flat[k + 1][0]
+
+
 def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str, str, str]] | None:
     """Up to ``want`` calls that extend the chain after flat call ``k + 1`` (``b``): (call, intent, link).
 
@@ -285,6 +314,7 @@ def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str,
     anchor_args, anchor_out, known = copy_json(anchor_args), copy_json(anchor_out), set(known_before)
     anchor = flat[k + 1][3]
     text = user_text_upto(seed, turn)
+    referred = later_references(seed, turn, anchor_out)
     chosen: list[tuple[str, str, str]] = []
     tools_in_chain = {flat[k][3], anchor}
     while len(chosen) < want:
@@ -302,6 +332,9 @@ def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str,
             out = parsed_output(output or "")
             if status != "ok" or not same or (isinstance(out, dict) and "error" in out):
                 return chosen or None  # a failing or state-changing step ends the chain here
+            if any(_key(v) in referred and _key(v) not in _values(out) for v in fed):
+                continue  # a later turn takes b's value back ('the distance you just told me'): a step that
+                #          restates it in another form (km -> miles) would make that reference ambiguous (review 9)
             chosen.append((made[0], made[1], f"{anchor}>{link.tool}"))
             tools_in_chain.add(link.tool)
             known |= _values(anchor_out) | _values(arguments)
@@ -316,6 +349,8 @@ def depth_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: 
              strategy: str = "depth") -> Task | None:
     """A chain of ``b`` and :data:`MIN_ADDED` to :data:`MAX_ADDED` added steps (3-5 steps, each consuming the
     output of the one before it); None where the seed's links give a shorter chain."""
+    if not last_in_turn(seed, k):
+        return None
     want = MIN_ADDED + round(strength * (MAX_ADDED - MIN_ADDED))
     wide = widened(seed)
     chosen = extend(wide, k, want, rng)

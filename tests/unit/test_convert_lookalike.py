@@ -17,7 +17,9 @@ from synth.checks.parts import flat_calls, user_text_upto
 from synth.checks.seeds import usable_seed
 from synth.checks.values import converted_in_text, spoken_numbers, sums_in, value_in_text, value_provenance
 from synth.repair import usable_version
-from synth.strategies.convert import in_words, written_forms
+from synth.strategies.ambiguity import _convertibility, fed_values
+from synth.strategies.build import target_calls
+from synth.strategies.convert import HARDNESS, conversion_candidates, in_words, written_forms
 from synth.strategies.lookalike import _RECENT, close_variants, is_lookup, near_identical, request_sentences
 from synth.taskcheck import check_task
 
@@ -42,10 +44,14 @@ def test_number_words_read_back():
         "two and a half thousand, one hundred and fifty, 20 thousand and 1.2 million")
     for n in (11, 99, 120, 1005, 2500, 10000, 45000):
         assert float(n) in spoken_numbers(in_words(n))
-    assert sums_in("withdraw 400 plus another 100 dollars") == {500.0}
-    forms = dict((k, w) for k, w in written_forms("withdraw_funds", "amount", 500, random.Random(0)))
-    assert forms["prose_sum"] == "400 plus another 100"
-    assert "prose_sum" not in dict(written_forms("tail", "lines", 150, random.Random(0)))  # not an amount
+    assert sums_in("withdraw 400 plus another 100 dollars") == {500.0}  # still read for tasks made before
+
+
+def test_no_prose_sums_are_made():
+    """Review of issue 34 (tasks 24, 37, 39, 40): '90 plus another 10 shares' reads unnaturally; not made."""
+    for tool, param, n in (("withdraw_funds", "amount", 500), ("place_order", "amount", 100),
+                           ("place_order", "price", 150)):
+        assert "prose_sum" not in dict(written_forms(tool, param, n, random.Random(0)))
 
 
 def test_forms_only_where_the_doc_states_the_unit_or_format():
@@ -76,7 +82,29 @@ def test_conversions_appear_are_verified_and_derivable(made):
         assert any(s.name == conv["tool"] and conv["value"] in leaves(s.arguments) for s in steps)
         assert verify(task, ground_truth_rollout(task)).reward == 1.0
         assert not value_provenance(task) and check_task(task).valid
-    assert {"date_words", "number_words", "prose_sum", "scale", "unit"} <= kinds
+    assert {"date_words", "number_words", "scale", "unit"} <= kinds and "prose_sum" not in kinds
+
+
+def test_harder_conversions_come_before_number_words(made):
+    """Where a harder kind (a date, a month, a unit, a scale) is possible at the target, number words are not
+    used (review of issue 34: 0 of 9 ambiguity tasks adversarial)."""
+    checked = 0
+    for seed, target, task in made["ambiguity"]:
+        conv = task.provenance.get("conversion")
+        if conv is None:
+            continue
+        flat = flat_calls(seed)
+        k = next(i for i in range(len(flat) - 1) if (flat[i][3], flat[i + 1][3]) == target)
+        ra, rb = target_calls(seed, k)
+        outputs = [s.output or "" for t in replay_oracle(seed).turns for s in t.steps]
+        cands = conversion_candidates(seed, [(flat[k][3], ra.arguments), (flat[k + 1][3], rb.arguments)],
+                                      [outputs[:k], outputs[:k + 1]],
+                                      [user_text_upto(seed, flat[k][0]), user_text_upto(seed, flat[k + 1][0])],
+                                      random.Random(0))
+        if cands and HARDNESS[cands[0]["kind"]] > HARDNESS["number_words"]:
+            checked += 1
+            assert HARDNESS[conv["kind"]] > HARDNESS["number_words"], (task.provenance["parents"], conv)
+    assert checked
 
 
 def test_a_conversion_without_its_record_is_not_provided(made):
@@ -185,3 +213,42 @@ def test_lookalike_uses_recency_only_where_the_request_asks_for_the_latest(made)
     assert not _RECENT.search("Now that I have the converted amount, book it. Today feels like the right day.")
     assert _RECENT.search("buy 100 shares of AAPL at the market's current rate")
     assert _RECENT.search("tell me where Zeta Corp's stock stands right now and buy 50 shares at the ongoing rate")
+
+
+def test_view_reshapes_the_hardest_fed_value_with_a_conversion(made):
+    """Where a's result feeds b an amount or a date, the view reshapes that value (cents, another date format, a
+    currency format), not an id's punctuation (review of issue 34: only `order_id` was ever re-formatted)."""
+    hard = 0
+    for seed, target, task in made["ambiguity"]:
+        view = task.provenance.get("view")
+        if view is None:
+            continue
+        flat = flat_calls(seed)
+        k = next(i for i in range(len(flat) - 1) if (flat[i][3], flat[i + 1][3]) == target)
+        ra, rb = target_calls(seed, k)
+        fed = fed_values(json.loads(ra.output), rb.arguments)
+        best = max(_convertibility(key, v) for key, v in fed)
+        value_op = next((o for o in view["ops"] if "keys" in o), None)
+        assert value_op is not None
+        key = value_op["keys"][0]
+        assert _convertibility(key, dict(fed)[key]) == best, (task.provenance["parents"], view, fed)
+        if best >= 2:
+            hard += 1
+            assert value_op["op"] in ("scale", "date_format", "number_format"), view
+    assert hard
+
+
+def test_a_view_needing_a_conversion_is_kept_beside_a_conversion(made):
+    """get_stock_info -> place_order: the quote's price b takes is shown in cents, also where the text already
+    has a conversion (a view that needs one is never dropped for it)."""
+    both = 0
+    for _, target, task in made["ambiguity"]:
+        if target != ("get_stock_info", "place_order"):
+            continue
+        view = task.provenance.get("view")
+        if view is None:  # the seed's order takes a price the user states, not the quote's
+            assert task.provenance.get("conversion") is not None
+            continue
+        assert any(o["op"] == "scale" and o["keys"] == ["price"] for o in view["ops"]), view
+        both += task.provenance.get("conversion") is not None
+    assert both

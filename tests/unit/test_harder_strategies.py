@@ -20,7 +20,7 @@ from synth.checks.parts import UNIT_MISMATCH, adjacent_positions, flat_calls, us
 from synth.checks.seeds import usable_seed
 from synth.repair import usable_version
 from synth.strategies.build import copy_turns
-from synth.strategies.depth import MAX_ADDED, MIN_ADDED
+from synth.strategies.depth import MAX_ADDED, MIN_ADDED, depth_at, last_in_turn, later_references
 from synth.strategies.distractor import STATED, stated_problems, stated_reason
 from synth.taskcheck import check_task
 
@@ -225,3 +225,48 @@ def test_distractor_twins_are_tempting_and_spread_on_real_seeds():
     assert len(chosen) >= 4
     counts = {n: chosen.count(n) for n in set(chosen)}
     assert len(counts) >= 2, counts  # not the one status-only twin wherever the order's details are asked
+
+
+def _seed(task_id):
+    return usable_version(next(t for t in bfcl.load_tasks("base") if t.id == task_id))
+
+
+def test_depth_refuses_a_chain_that_restates_a_value_a_later_turn_takes_back():
+    """Review of issue 34, task 9 (multi_turn_base_57): turn 2 asks for the log of 'the distance you've just told
+    me about' (630 km); km -> miles -> rounded steps after estimate_distance would make it 391.5 miles."""
+    seed = _seed("multi_turn_base_57")
+    target = ("get_zipcode_based_on_city", "estimate_distance")
+    k = adjacent_positions(seed, target)[0]
+    assert last_in_turn(seed, k)
+    turn = flat_calls(seed)[k + 1][0]
+    assert "n:630.0" in later_references(seed, turn, {"distance": 630.0})
+    for i in range(6):
+        task = depth_at(seed, target, k, 1.0, random.Random(i))
+        assert task is None or not any(a.startswith("imperial_si_conversion") for a in task.provenance["added"])
+
+
+def test_depth_chain_follows_b_directly():
+    """Review of issue 34, task 36 (multi_turn_base_69): b (estimate_distance) is followed in its turn by
+    liter_to_gallon and fillFuelTank; a chain added after those would not start from b's output: refused."""
+    seed = _seed("multi_turn_base_69")
+    target = ("get_zipcode_based_on_city", "estimate_distance")
+    k = adjacent_positions(seed, target)[0]
+    assert not last_in_turn(seed, k)
+    assert all(depth_at(seed, target, k, 1.0, random.Random(i)) is None for i in range(6))
+
+
+def test_depth_first_added_call_takes_b_output_right_after_b(seeds):
+    made = 0
+    for seed, target, task in _made(seeds, "depth"):
+        flat, steps = flat_calls(seed), _steps(task)
+        k = next(i for i in range(len(flat) - 1) if (flat[i][3], flat[i + 1][3]) == target
+                 and task.provenance["added"][0] in task.turns[flat[i + 1][0]].ground_truth)
+        t = flat[k + 1][0]
+        gt = task.turns[t].ground_truth
+        added = task.provenance["added"]
+        assert gt[len(gt) - len(added):] == added and gt[len(gt) - len(added) - 1] == flat[k + 1][2]
+        b_out = json.loads(steps[k + 1].output)
+        first = next(s for s in steps[k + 2:] if s.name == added[0].partition("(")[0])
+        assert set(leaves(b_out)) & set(leaves(first.arguments)), (added, b_out)
+        made += 1
+    assert made
