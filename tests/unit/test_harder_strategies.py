@@ -270,3 +270,27 @@ def test_depth_first_added_call_takes_b_output_right_after_b(seeds):
         assert set(leaves(b_out)) & set(leaves(first.arguments)), (added, b_out)
         made += 1
     assert made
+
+
+def test_cascade_percent_change_agrees_with_the_cross_check(seeds):
+    """Review bfcl2: a stale ``price`` beside ``previous_price`` + ``price_change`` left ``percent_change`` at its
+    source value, a second contradiction.  It is recomputed from the added fields (the complete value), so the
+    shown price is the one figure that disagrees."""
+    checked = 0
+    for seed, target, task in _made(seeds, "cascade", 0.7):
+        cross = task.provenance["cross_check"]
+        if cross["kind"] != "total" or cross["key"] != "price":
+            continue
+        k = adjacent_positions(task, target)[0]
+        partial = json.loads(_steps(task)[k].output)
+        if "percent_change" not in partial:
+            continue
+        previous, change = partial["previous_price"], partial["price_change"]
+        assert partial["percent_change"] == round(change / previous * 100, 2)  # agrees with the added fields
+        assert "percent_change" in cross["recomputed"]
+        assert previous + change == cross["value"] != partial["price"]  # the designed cross-check, and only it
+        shown_pct = round((partial["price"] - previous) / previous * 100, 2)
+        assert shown_pct != partial["percent_change"]
+        checked += 1
+    assert checked >= 1
+
