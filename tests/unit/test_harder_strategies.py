@@ -294,3 +294,32 @@ def test_cascade_percent_change_agrees_with_the_cross_check(seeds):
         checked += 1
     assert checked >= 1
 
+
+#: Words that name the wrong way a stated sentence rules out ("not how it looked when I placed it"): a giveaway.
+_CONTRAST = re.compile(r"\bnot\b|n't\b|\bplaced\b|\blooked\b|\bwas\b|\bcache|\bdelay|\bclose\b|\bnext open\b|"
+                       r"\bsaved\b|\bdraft\b|\binstead\b|\brather\b", re.I)
+
+
+def test_distractor_stated_sentences_vary_and_do_not_name_the_contrast():
+    """Review bfcl2: one reused sentence naming the contrast gave 7 of 9 traps away.  Each twin has several
+    phrasings, each matching its own cue and none naming the wrong way; across seeds more than one is used; a twin
+    whose doc already rules it out for the request (``get_order_summary``) is stated there, not in the text."""
+    for name, s in STATED.items():
+        for p in s.phrasings():
+            assert not _CONTRAST.search(p), (name, p)
+            assert re.search(s.cue, p, re.I), (name, p)  # the sentence states what the twin does not do
+        assert not s.say or len(set(s.phrasings())) >= 3, name
+    base = [u for t in bfcl.load_tasks("base") for u in [usable_version(t)] if u is not None and usable_seed(u)]
+    target = ("place_order", "get_order_details")
+    used = set()
+    for seed in [t for t in base if adjacent_positions(t, target)][:8]:
+        for i in range(4):
+            task = strategies.STRATEGIES["distractor"](seed, target, 1.0, random.Random(i))
+            if task is None:
+                continue
+            assert stated_problems(task) == []
+            used |= {s["text"] for s in task.provenance["stated"].values() if s["where"] == "text"}
+            summary = task.provenance["stated"].get("get_order_summary")
+            assert summary is None or summary["where"] == "doc"  # its doc ("as recorded when placed") says it
+    assert len(used) > 1, used
+    assert not any(_CONTRAST.search(u) for u in used), used
