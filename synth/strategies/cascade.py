@@ -46,6 +46,9 @@ from synth.strategies.build import build, copy_turns, env_before, memoized, pars
 
 #: The name of the count a cut-short listing keeps (the full length: more than the list holds).
 _COUNT_KEYS = ("total", "count", "total_count", "num_results")
+#: Fields derived from a stale value's change (``percent_change`` beside ``price``): recomputed from the added
+#: previous value and change, so the shown value is the result's only figure they disagree with (review bfcl2).
+_PERCENT_KEYS = ("percent_change", "pct_change", "change_percent", "percentage_change", "{key}_percent_change")
 #: The number of steps ``_exact_parts`` tries for a split of the complete value that adds up exactly.
 _SPLIT_TRIES = 8
 
@@ -127,6 +130,17 @@ def _exact_parts(value: float, factor: float) -> tuple[float, float] | None:
     return None
 
 
+def _derived_percent(out: dict[str, Any], key: str, previous: float, change: float) -> dict[str, float]:
+    """The percent-change fields of ``out`` (:data:`_PERCENT_KEYS`, numbers) recomputed as ``change / previous``
+    in percent, rounded to 2 decimals: they then agree with the added previous value and change (the complete
+    value), and the stale shown value is the one figure that does not."""
+    if not previous:
+        return {}
+    pct = round(change / previous * 100, 2)
+    names = [p.format(key=key) for p in _PERCENT_KEYS]
+    return {f: pct for f in names if f in out and number(out[f]) is not None and not isinstance(out[f], bool)}
+
+
 def _damage(out: dict[str, Any], key: str, value: Any, strength: float, rng: random.Random,
             repeating: Any = _repeating) -> tuple[list[dict[str, Any]], dict[str, Any], str, dict[str, Any]] | None:
     """(operations that damage ``value`` where it sits, the cross-check fields, the pattern, the cross-check),
@@ -161,9 +175,16 @@ def _damage(out: dict[str, Any], key: str, value: Any, strength: float, rng: ran
         fields = {f"previous_{key}": previous, f"{key}_change": change}
         if any(f in out for f in fields):
             return None
-        return ([{"op": "perturb", "keys": keys, "factor": factor}], fields, "stale_value",
-                {"kind": "total", "fields": list(fields),
-                 "reads": f"previous_{key} + {key}_change = {value}, not the {key} shown"})
+        ops = [{"op": "perturb", "keys": keys, "factor": factor}]
+        cross = {"kind": "total", "fields": list(fields),
+                 "reads": f"previous_{key} + {key}_change = {value}, not the {key} shown"}
+        derived = _derived_percent(out, key, previous, change)
+        if derived:
+            # a percent change left at its source value would be a second contradiction (it fits neither the
+            # shown value nor previous + change): it describes the same change as the added fields
+            ops.append({"op": "add", "fields": derived})
+            cross["recomputed"] = {f: f"{key}_change / previous_{key} * 100" for f in derived}
+        return ops, fields, "stale_value", cross
     if isinstance(value, str) and len(value) >= 4:
         keep = max(1, len(value) // 2)
         field = f"{key}_length"
@@ -199,7 +220,9 @@ def partial_view(seed: Task, k: int, strength: float,
         ops, fields, pattern, cross = made
         if _holds(apply_ops(out, ops), value):
             continue  # the complete value is still readable: the damage would miss the value passed on
-        return ops + [{"op": "add", "fields": fields, "first": True}], pattern, {**cross, "value": value, "key": key}
+        # the cross-check is the first field added; a recomputed percent change (if any) follows it
+        ops = ops[:1] + [{"op": "add", "fields": fields, "first": True}] + ops[1:]
+        return ops, pattern, {**cross, "value": value, "key": key}
     return None
 
 

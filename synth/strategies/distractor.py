@@ -58,6 +58,12 @@ class Stated:
     say: str | None = None
     topic: str = ""  # the words of the request ``say`` follows (it goes right after the first sentence with them)
     tempt: str = ""  # the words of a request the twin seems to answer (its wrong way is tempting there); "" any
+    says: tuple[str, ...] = ()  # other phrasings of ``say`` (the task's rng picks one); none names the contrast
+    doc_enough: bool = False  # the doc alone rules the twin out for the request: no sentence is added (``doc``)
+
+    def phrasings(self) -> tuple[str, ...]:
+        """``say`` and its other phrasings: each states the user's need, none the wrong way it rules out."""
+        return ((self.say,) if self.say is not None else ()) + self.says
 
 
 _NOW = r"\b(?:current(?:ly)?|live|real[- ]time|latest|right now|up[- ]to[- ]date|at the moment|today)\b"
@@ -75,7 +81,9 @@ STATED: dict[str, Stated] = {
                                   r"\b(?:press|hold|push|keep|apply|engag)\w*", tempt=r"\bbrake|\bpedal"),
     "estimate_flight_distance": Stated("as a plane flies", r"\b(?:driv\w*|road|by car|on the road)\b",
                                        "I'll be driving there, so I need the road distance.",
-                                       r"\bdistance|\bhow far\b|\bfar\b", r"\bdistance|\bhow far\b|\bfar\b"),
+                                       r"\bdistance|\bhow far\b|\bfar\b", r"\bdistance|\bhow far\b|\bfar\b",
+                                       says=("I'm going by car.", "I'll drive there myself.",
+                                             "We'll make the trip on the road.")),
     "get_area_code_based_on_city": Stated("telephone area code", r"\bzip\s?codes?\b|\bzip\b|\bpostal",
                                           tempt=r"\bcodes?\b"),
     "print_text": Stated("nothing is written to any file", r"\bfile\b|\bwrite\b|\bsave\b",
@@ -100,27 +108,42 @@ STATED: dict[str, Stated] = {
                                  r"\b(?:support|complain\w*|issue|problem|assist\w*|concern\w*|feedback)\b",
                                  tempt=r"\bcontact|\breach|\bmessage|\bget in touch|\bspeak"),
     "get_stock_info_delayed": Stated("quotes are 15 minutes behind the market", _NOW,
-                                     "I need the live price, not a delayed one.", _PRICE, _PRICE),
+                                     "I need the live price.", _PRICE, _PRICE,
+                                     says=("I'm about to trade on it, so the live price matters.",
+                                           "Please use the price as it is right now.",
+                                           "I want the real-time figure.")),
     "get_stock_quote_cached": Stated("as of the last market close", _NOW,
-                                     "I need today's live price, not yesterday's close.", _PRICE, _PRICE),
+                                     "I need today's live price.", _PRICE, _PRICE,
+                                     says=("I'm about to trade on it, so the live price matters.",
+                                           "Please use the price as it is right now.",
+                                           "I want the real-time figure.")),
     "preview_order": Stated("without placing it", r"\b(?:plac|buy|bought|sell|sold|purchas|execut|submit|order)\w*",
                             tempt=_ORDER),
     "schedule_order": Stated("when the market next opens",
                              r"\b(?:now|immediately|right away|at once|straight away|today)\b",
-                             "It should go through right away, not at the next open.", _ORDER, _ORDER),
+                             "It should go through right away.", _ORDER, _ORDER,
+                             says=("I'd like it done right away.", "Please put it through immediately.",
+                                   "It needs to happen now.")),
     # a cached status is tempting only where the request asks about the order's status (not its full details)
     "get_order_status_cached": Stated("from the order cache", _STATE_NOW,
-                                      "I need its status as it stands now, not as it was when placed.",
+                                      "I'd like to know where it stands right now.",
                                       r"\bstatus\b|\bverif\w*|\bconfirm\w*",
                                       r"\bstatus\b|\bgone through\b|\bwent through\b|\bfilled\b|\bexecuted\b|"
-                                      r"\bverif\w*|\bconfirm\w*"),
+                                      r"\bverif\w*|\bconfirm\w*",
+                                      says=("Please check its current status.", "I want the up-to-date status.",
+                                            "Tell me what its status is at the moment.")),
     # a summary answers a request for the order's details; the request says it wants them as they stand now
     "get_order_summary": Stated("as recorded when it was placed", _STATE_NOW,
-                                "I need its current state, not how it looked when I placed it.",
-                                _DETAILS, _DETAILS),
+                                "I'd like to see where it stands right now.",
+                                _DETAILS, _DETAILS, doc_enough=True,
+                                says=("What matters to me is its current state.",
+                                      "Please give me the up-to-date picture.",
+                                      "I want the details as they are at the moment.")),
     "save_message_draft": Stated("as a draft", r"\bsend\w*|\bdeliver\w*|\bnotify\w*|\bsent\b",
-                                 "Make sure it actually goes out, not just saved.", r"\bmessage|\bnote\b|\bsend|\btell\b",
-                                 r"\bmessage|\bnote\b|\bsend|\btell\b|\bwrite\b"),
+                                 "Make sure it actually gets sent.", r"\bmessage|\bnote\b|\bsend|\btell\b",
+                                 r"\bmessage|\bnote\b|\bsend|\btell\b|\bwrite\b",
+                                 says=("They need to get it today, so please send it.",
+                                       "Please make sure it is delivered.", "I want it sent straight away.")),
 }
 
 
@@ -141,8 +164,9 @@ def stated_reason(name: str, text: str) -> dict[str, str] | None:
     twin is no temptation (no sentence asks what it seems to answer: :func:`request_sentences`);
     ``{"where": "doc", "doc": ..., "text": <the request's words>}`` when a sentence making that request asks for
     what the doc says the twin does not do (a stray word elsewhere in the turn does not count);
-    ``{"where": "text", ...}`` when the twin's sentence must be added (the caller adds it); None when neither
-    states it."""
+    ``{"where": "text", ...}`` when the twin's sentence must be added (the caller adds it, one of
+    :meth:`Stated.phrasings` drawn by the task's rng, so tasks do not share one canned sentence); None when
+    neither states it."""
     stated = STATED.get(name)
     if stated is None or stated.doc not in twins.TWINS[name].description:
         return None
@@ -326,6 +350,15 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
         return None
     n = min(len(cands), 1 + round(strength * 2))
     chosen = sorted(rng.sample(cands, n), key=cands.index)
+    for c in chosen:  # drawn after the choice of twins, so which twins are offered does not depend on it
+        if reasons[c]["where"] != "text":
+            continue
+        asked = re.search(STATED[c].tempt, " ".join(request_sentences(c, text)), re.I)
+        if STATED[c].doc_enough and asked is not None:
+            # its doc already says what it does not give (review bfcl2: a stated sentence is a giveaway)
+            reasons[c] = {"where": "doc", "doc": STATED[c].doc, "text": asked.group(0)}
+        else:
+            reasons[c] = {**reasons[c], "text": rng.choice(STATED[c].phrasings())}
     turns = copy_turns(seed.turns)
     added: list[str] = []
     for c in list(chosen):

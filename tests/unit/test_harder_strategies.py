@@ -270,3 +270,56 @@ def test_depth_first_added_call_takes_b_output_right_after_b(seeds):
         assert set(leaves(b_out)) & set(leaves(first.arguments)), (added, b_out)
         made += 1
     assert made
+
+
+def test_cascade_percent_change_agrees_with_the_cross_check(seeds):
+    """Review bfcl2: a stale ``price`` beside ``previous_price`` + ``price_change`` left ``percent_change`` at its
+    source value, a second contradiction.  It is recomputed from the added fields (the complete value), so the
+    shown price is the one figure that disagrees."""
+    checked = 0
+    for seed, target, task in _made(seeds, "cascade", 0.7):
+        cross = task.provenance["cross_check"]
+        if cross["kind"] != "total" or cross["key"] != "price":
+            continue
+        k = adjacent_positions(task, target)[0]
+        partial = json.loads(_steps(task)[k].output)
+        if "percent_change" not in partial:
+            continue
+        previous, change = partial["previous_price"], partial["price_change"]
+        assert partial["percent_change"] == round(change / previous * 100, 2)  # agrees with the added fields
+        assert "percent_change" in cross["recomputed"]
+        assert previous + change == cross["value"] != partial["price"]  # the designed cross-check, and only it
+        shown_pct = round((partial["price"] - previous) / previous * 100, 2)
+        assert shown_pct != partial["percent_change"]
+        checked += 1
+    assert checked >= 1
+
+
+#: Words that name the wrong way a stated sentence rules out ("not how it looked when I placed it"): a giveaway.
+_CONTRAST = re.compile(r"\bnot\b|n't\b|\bplaced\b|\blooked\b|\bwas\b|\bcache|\bdelay|\bclose\b|\bnext open\b|"
+                       r"\bsaved\b|\bdraft\b|\binstead\b|\brather\b", re.I)
+
+
+def test_distractor_stated_sentences_vary_and_do_not_name_the_contrast():
+    """Review bfcl2: one reused sentence naming the contrast gave 7 of 9 traps away.  Each twin has several
+    phrasings, each matching its own cue and none naming the wrong way; across seeds more than one is used; a twin
+    whose doc already rules it out for the request (``get_order_summary``) is stated there, not in the text."""
+    for name, s in STATED.items():
+        for p in s.phrasings():
+            assert not _CONTRAST.search(p), (name, p)
+            assert re.search(s.cue, p, re.I), (name, p)  # the sentence states what the twin does not do
+        assert not s.say or len(set(s.phrasings())) >= 3, name
+    base = [u for t in bfcl.load_tasks("base") for u in [usable_version(t)] if u is not None and usable_seed(u)]
+    target = ("place_order", "get_order_details")
+    used = set()
+    for seed in [t for t in base if adjacent_positions(t, target)][:8]:
+        for i in range(4):
+            task = strategies.STRATEGIES["distractor"](seed, target, 1.0, random.Random(i))
+            if task is None:
+                continue
+            assert stated_problems(task) == []
+            used |= {s["text"] for s in task.provenance["stated"].values() if s["where"] == "text"}
+            summary = task.provenance["stated"].get("get_order_summary")
+            assert summary is None or summary["where"] == "doc"  # its doc ("as recorded when placed") says it
+    assert len(used) > 1, used
+    assert not any(_CONTRAST.search(u) for u in used), used
