@@ -59,7 +59,6 @@ class Stated:
     topic: str = ""  # the words of the request ``say`` follows (it goes right after the first sentence with them)
     tempt: str = ""  # the words of a request the twin seems to answer (its wrong way is tempting there); "" any
     says: tuple[str, ...] = ()  # other phrasings of ``say`` (the task's rng picks one); none names the contrast
-    doc_enough: bool = False  # the doc alone rules the twin out for the request: no sentence is added (``doc``)
 
     def phrasings(self) -> tuple[str, ...]:
         """``say`` and its other phrasings: each states the user's need, none the wrong way it rules out."""
@@ -133,9 +132,10 @@ STATED: dict[str, Stated] = {
                                       says=("Please check its current status.", "I want the up-to-date status.",
                                             "Tell me what its status is at the moment.")),
     # a summary answers a request for the order's details; the request says it wants them as they stand now
+    # (stated in the text: review bfcl3 found a request for "a summary" with the doc alone against the twin unfair)
     "get_order_summary": Stated("as recorded when it was placed", _STATE_NOW,
                                 "I'd like to see where it stands right now.",
-                                _DETAILS, _DETAILS, doc_enough=True,
+                                _DETAILS, _DETAILS,
                                 says=("What matters to me is its current state.",
                                       "Please give me the up-to-date picture.",
                                       "I want the details as they are at the moment.")),
@@ -353,12 +353,7 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
     for c in chosen:  # drawn after the choice of twins, so which twins are offered does not depend on it
         if reasons[c]["where"] != "text":
             continue
-        asked = re.search(STATED[c].tempt, " ".join(request_sentences(c, text)), re.I)
-        if STATED[c].doc_enough and asked is not None:
-            # its doc already says what it does not give (review bfcl2: a stated sentence is a giveaway)
-            reasons[c] = {"where": "doc", "doc": STATED[c].doc, "text": asked.group(0)}
-        else:
-            reasons[c] = {**reasons[c], "text": rng.choice(STATED[c].phrasings())}
+        reasons[c] = {**reasons[c], "text": rng.choice(STATED[c].phrasings())}
     turns = copy_turns(seed.turns)
     added: list[str] = []
     for c in list(chosen):

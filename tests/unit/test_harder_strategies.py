@@ -302,8 +302,9 @@ _CONTRAST = re.compile(r"\bnot\b|n't\b|\bplaced\b|\blooked\b|\bwas\b|\bcache|\bd
 
 def test_distractor_stated_sentences_vary_and_do_not_name_the_contrast():
     """Review bfcl2: one reused sentence naming the contrast gave 7 of 9 traps away.  Each twin has several
-    phrasings, each matching its own cue and none naming the wrong way; across seeds more than one is used; a twin
-    whose doc already rules it out for the request (``get_order_summary``) is stated there, not in the text."""
+    phrasings, each matching its own cue and none naming the wrong way; across seeds more than one is used.  Review
+    bfcl3: the summary twin stated by its doc alone was unfair where the user asked for "a summary", so it is
+    stated in the text too."""
     for name, s in STATED.items():
         for p in s.phrasings():
             assert not _CONTRAST.search(p), (name, p)
@@ -320,6 +321,6 @@ def test_distractor_stated_sentences_vary_and_do_not_name_the_contrast():
             assert stated_problems(task) == []
             used |= {s["text"] for s in task.provenance["stated"].values() if s["where"] == "text"}
             summary = task.provenance["stated"].get("get_order_summary")
-            assert summary is None or summary["where"] == "doc"  # its doc ("as recorded when placed") says it
+            assert summary is None or summary["where"] == "text"  # said by the user, not left to its doc
     assert len(used) > 1, used
     assert not any(_CONTRAST.search(u) for u in used), used
