@@ -102,9 +102,10 @@ def test_every_query_file_runs_through_the_one_runner():
 
 def test_schema_statements_run_one_transaction_each():
     driver = FakeDriver()
-    queries.run(driver, "schema", write=True)
+    queries.run(driver, "schema", {"default_source": "src"}, write=True)
     assert len(driver.log) == len(queries.statements("schema")) > 1
     assert [t for _, t, _ in driver.log] == queries.statements("schema")
+    assert all(p == {"default_source": "src"} for _, _, p in driver.log)
 
 
 def test_batched_deletes_run_auto_commit_and_not_inside_a_transaction():
