@@ -493,7 +493,8 @@ def lookalike(seed: Tau2Task, target: tuple[str, str], strength: float, rng: ran
             lured = GoldAction(actions[w].name, {**actions[w].arguments, "order_id": twin}, "assistant",
                                actions[w].compare_args)
             return Draft(actions, dict(ins), f"look-alike order {twin}: {entity} with its {swap['name']} (which the "
-                         f"scenario names) replaced by a {name}, listed before it; {actions[w].name} on it would run",
+                         f"scenario names) replaced by {name} (a catalogue variant), listed before it; "
+                         f"{actions[w].name} on it would run",
                          trap={"entity": twin, "actions": actions[:w] + [lured] + actions[w + 1:]},
                          agent_data={"orders": {twin: copy}, "users": {user: {"orders": listing}}},
                          details={"look_alike": twin, "of": entity, "told_apart_by": swap["name"], "lured_step": w})
