@@ -481,8 +481,8 @@ def lookalike(seed: Tau2Task, target: tuple[str, str], strength: float, rng: ran
             theirs = [record("retail", o).model_dump(mode="json") for o in entities_of("retail", user)]
             told = [i for i in real["items"] if i["item_id"] not in written and picks_one(text, i["name"], theirs)]
             pool = donors(names, low)
-            if not told or not pool:
-                continue
+            if not told or not pool or len(real["items"]) < 2:
+                continue  # one item only: the look-alike would share nothing with it but the address
             swap = rng.choice(told)
             copy = look_alike(real, swap, rng.choice(pool), rng)
             if not picks_one(text, swap["name"], theirs + [copy]):
