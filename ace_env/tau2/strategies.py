@@ -33,8 +33,9 @@ cannot carry it.  What each does, and why the new user scenario asks for exactly
 
 ``lookalike`` (retail)
     The task's database gains a look-alike of the order the target acts on, which the scenario describes and
-    never names by id: the same order under a fresh id, listed before it among the user's orders, with one item
-    the scenario names replaced by another product.  An exact match on what the agent sees first finds the
+    never names by id: the same order under fresh ids (order, tracking), listed before it among the user's orders,
+    with one item the scenario names replaced by a catalogue variant of another product
+    (:mod:`ace_env.tau2.lookalike`); only when that item is held by exactly one of the user's orders.  An exact match on what the agent sees first finds the
     look-alike; only relating the items to the request tells them apart.  A live trap (checked by replay) as
     the distractor's: the first write on the order, taken on the look-alike, runs and leaves another database.
 
@@ -49,7 +50,6 @@ module, which the one registry, :mod:`synth.registry`, registers for τ² tasks)
 
 from __future__ import annotations
 
-import functools
 import json
 import random
 import re
@@ -59,6 +59,7 @@ from typing import Any
 from ace_env.synthesis import Candidate, Check, Declared
 from ace_env.tau2.cow import cow_diff
 from ace_env.tau2.env import Tau2Call, pristine, raw_task, run_calls, tool_kinds
+from ace_env.tau2.lookalike import donors, look_alike, picks_one
 from ace_env.tau2.tasks import GoldAction, Tau2Task
 from ace_env.tau2.verify import gold
 
@@ -453,21 +454,6 @@ def cascade(seed: Tau2Task, target: tuple[str, str], strength: float, rng: rando
 # --------------------------------------------------------------------------- lookalike
 
 
-@functools.cache
-def _items() -> tuple[tuple[str, str, str, float], ...]:
-    """Every item of retail's pristine orders (name, product, item id, price), once, sorted."""
-    db = pristine("retail")[0]
-    return tuple(sorted({(d.name, d.product_id, d.item_id, d.price) for o in db.orders.values() for d in o.items},
-                        key=str))
-
-
-def _fresh_order_id(rng: random.Random, taken: set[str]) -> str:
-    while True:
-        new = "#W" + "".join(rng.choice("0123456789") for _ in range(7))
-        if new not in taken:
-            return new
-
-
 def lookalike(seed: Tau2Task, target: tuple[str, str], strength: float, rng: random.Random) -> Draft | None:
     ins = instructions_of(seed)
     actions = list(seed.agent_actions)
@@ -492,25 +478,23 @@ def lookalike(seed: Tau2Task, target: tuple[str, str], strength: float, rng: ran
             real = record("retail", entity).model_dump(mode="json")
             written = json.dumps(actions[w].arguments)
             names = {i["name"] for i in real["items"]}
-            told = [i for i in real["items"] if i["name"].lower() in low and i["item_id"] not in written
-                    and sum(x["name"] == i["name"] for x in real["items"]) == 1]
-            donors = [d for d in _items() if d[0] not in names and d[0].lower() not in low]
-            if not told or not donors:
-                continue
+            theirs = [record("retail", o).model_dump(mode="json") for o in entities_of("retail", user)]
+            told = [i for i in real["items"] if i["item_id"] not in written and picks_one(text, i["name"], theirs)]
+            pool = donors(names, low)
+            if not told or not pool or len(real["items"]) < 2:
+                continue  # one item only: the look-alike would share nothing with it but the address
             swap = rng.choice(told)
-            name, product, item, price = rng.choice(donors)
-            twin = _fresh_order_id(rng, set(db.orders))
-            items = [({**i, "name": name, "product_id": product, "item_id": item, "price": price}
-                      if i is swap else i) for i in real["items"]]
-            fulfillments = [{**f, "item_ids": [item if x == swap["item_id"] else x for x in f.get("item_ids", [])]}
-                            for f in real.get("fulfillments") or []]
-            copy = {**real, "order_id": twin, "items": items, "fulfillments": fulfillments}
+            copy = look_alike(real, swap, rng.choice(pool), rng)
+            if not picks_one(text, swap["name"], theirs + [copy]):
+                continue  # naming the item must pick exactly one of the user's orders, the look-alike among them
+            twin, name = copy["order_id"], next(i["name"] for i in copy["items"] if i["name"] not in names)
             listing = list(entities_of("retail", user))
             listing.insert(listing.index(entity) if entity in listing else 0, twin)  # listed first: met first
             lured = GoldAction(actions[w].name, {**actions[w].arguments, "order_id": twin}, "assistant",
                                actions[w].compare_args)
             return Draft(actions, dict(ins), f"look-alike order {twin}: {entity} with its {swap['name']} (which the "
-                         f"scenario names) replaced by a {name}, listed before it; {actions[w].name} on it would run",
+                         f"scenario names) replaced by {name} (a catalogue variant), listed before it; "
+                         f"{actions[w].name} on it would run",
                          trap={"entity": twin, "actions": actions[:w] + [lured] + actions[w + 1:]},
                          agent_data={"orders": {twin: copy}, "users": {user: {"orders": listing}}},
                          details={"look_alike": twin, "of": entity, "told_apart_by": swap["name"], "lured_step": w})
@@ -542,9 +526,12 @@ def trap_problems(c: Candidate) -> list[str]:
 
 
 def told_apart_problems(c: Candidate) -> list[str]:
-    """lookalike: the scenario names the item the look-alike lacks, and never the look-alike's id."""
+    """lookalike: the scenario names an item exactly one of the user's orders holds (the look-alike included), and
+    never the look-alike's id."""
     text, d = c.task.user_scenario, c.draft.details
-    if d["told_apart_by"].lower() not in text.lower() or mentions(text, d["look_alike"]):
+    orders = [record("retail", o).model_dump(mode="json") for o in entities_of("retail", owner("retail", d["of"]))]
+    if not picks_one(text, d["told_apart_by"], orders + [c.draft.agent_data["orders"][d["look_alike"]]]) \
+            or mentions(text, d["look_alike"]):
         return [f"the scenario does not tell {d['of']} from {d['look_alike']} by its {d['told_apart_by']}"]
     return []
 

@@ -68,7 +68,10 @@ def made():
     for domain in EDGES:
         seeds = {t.id: t for t in load_tasks(domain)}
         for strategy in STRATEGIES:
-            result = synthesize_tau2(edges(domain), seeds, 1, strategies=(strategy,), seed=0)
+            # lookalike: 12 of retail's 72 (seed, target) pairs on these edges carry it (one item the scenario names
+            # held by one order only); seed 0's 8 draws miss them all, seed 1's third hits
+            result = synthesize_tau2(edges(domain), seeds, 1, strategies=(strategy,),
+                                     seed=1 if strategy == "lookalike" else 0)
             out[(domain, strategy)] = (result, seeds)
     return out
 
@@ -361,3 +364,60 @@ def test_ace_synth_check_rechecks_a_tau2_task_file(made, tmp_path, capsys):
     (tmp_path / "lost.jsonl").write_text(json.dumps(row) + "\n")
     assert main(["synth", "check", str(tmp_path / "lost.jsonl"), "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["reasons"] == {TARGET_LOST: 1}
+
+
+def _look_alikes():
+    """Every lookalike draft on retail's seeds, at each adjacent pair of their golds, under a few rng seeds."""
+    for rng_seed in range(3):
+        for seed in load_tasks("retail"):
+            acts = seed.agent_actions
+            for target in sorted({(a.name, b.name) for a, b in zip(acts, acts[1:])}):
+                draft = STRATEGIES["lookalike"](seed, target, 0.5, random.Random(rng_seed))
+                if draft is not None:
+                    yield seed, draft
+
+
+def test_the_look_alike_is_a_consistent_order_told_apart_by_the_item_the_scenario_names():
+    """Review of 2026-12-07 (tasks 7-36): the replaced item kept another product's options ('Perfume' with laptop
+    options), order and tracking ids repeated, and in tasks 10 and 24 the item the scenario names was in another
+    order as well, so its description did not pick one order (unsolvable)."""
+    from ace_env.tau2.env import pristine
+    from ace_env.tau2.strategies import instructions_of, scenario_text
+
+    db = pristine("retail")[0]
+    n = 0
+    for seed, draft in _look_alikes():
+        d = draft.details
+        copy, real = draft.agent_data["orders"][d["look_alike"]], db.orders[d["of"]].model_dump(mode="json")
+        (new,) = [i for i in copy["items"] if i not in real["items"]]
+        variant = db.products[new["product_id"]].variants[new["item_id"]]  # a real variant of its own product
+        assert new["name"] == db.products[new["product_id"]].name and new["name"] != d["told_apart_by"], seed.id
+        assert new["options"] == dict(variant.options) and new["price"] == variant.price, seed.id
+        user = copy["user_id"]
+        orders = [db.orders[o].model_dump(mode="json") for o in db.users[user].orders] + [copy]
+        order_ids = [o["order_id"] for o in orders]
+        tracking = [t for o in orders for f in o["fulfillments"] for t in f["tracking_id"]]
+        assert len(set(order_ids)) == len(order_ids) and len(set(tracking)) == len(tracking), seed.id
+        shipped = {x for f in copy["fulfillments"] for x in f["item_ids"]}
+        assert shipped <= {i["item_id"] for i in copy["items"]}, seed.id  # its fulfillments ship its own items
+        text = scenario_text(instructions_of(seed)).lower()
+        named = d["told_apart_by"]
+        assert named.lower() in text, seed.id
+        assert [any(i["name"] == named for i in o["items"]) for o in (real, copy)] == [True, False], seed.id
+        assert sum(any(i["name"] == named for i in o["items"]) for o in orders) == 1, seed.id  # picks one order
+        n += 1
+    assert n >= 5
+
+
+def test_a_look_alike_whose_named_item_is_in_another_order_too_is_refused():
+    """Review of 2026-12-07, tasks 10 and 24: retail seed 23 names the grill of #W6876713, but the user has a second
+    grill order, so replacing that grill leaves 'the luggage set (in another order)' in two orders alike."""
+    seed = next(t for t in load_tasks("retail") if t.id == "tau2:retail:23")
+    target = ("get_product_details", "exchange_delivered_order_items")
+    assert all(STRATEGIES["lookalike"](seed, target, 0.5, random.Random(r)) is None for r in range(5))
+
+
+def test_a_one_item_order_gets_no_look_alike():
+    """Sample s3 of 2026-12-07, task 8: a one-item laptop order's look-alike was a camera order sharing nothing."""
+    for seed, draft in _look_alikes():
+        assert len(draft.agent_data["orders"][draft.details["look_alike"]]["items"]) >= 2, seed.id
