@@ -57,6 +57,13 @@ def is_lookup(tool: str) -> bool:
 _WRAP = ["matches", "results", "records", "candidates"]
 
 
+
+def _placed_extra(placed: dict) -> dict:
+    """The provenance both look-alike kinds record of what they placed (the right value, its key, the near-twins,
+    their records' labels, where the right record stands)."""
+    return {"target_id": placed["value"], "lookalike_key": placed["key"], "lookalikes": placed["twins"],
+            "lookalike_labels": placed["siblings"], "right_record": placed["records"][0]}
+
 def near_variants(value: Any, rng: random.Random) -> list[Any]:
     """Values near-identical to ``value``: one character off, two neighbours transposed, one more digit
     or letter; of the same type (an int stays an int, a price keeps its cents)."""
@@ -355,9 +362,7 @@ def lookalike(seed: Task, target: tuple[str, str], strength: float, rng: random.
                      f"entity with near-identical values {', '.join(map(repr, placed['twins']))}, told apart only by "
                      f"{placed['how']}",
                      views=list(seed.output_views) + [view],
-                     extra={"target_id": placed["value"], "lookalike_key": placed["key"],
-                            "lookalikes": placed["twins"], "lookalike_labels": placed["siblings"],
-                            "right_record": placed["records"][0], "lookalike_kind": f"attribute:{placed['kind']}",
+                     extra={**_placed_extra(placed), "lookalike_kind": f"attribute:{placed['kind']}",
                             "distinguished_by": {"attribute": placed["attribute"], "right": placed["right"],
                                                  "others": placed["wrong"]},
                             "identified_by": f"{placed['attribute']}={placed['right']}",
@@ -372,7 +377,5 @@ def lookalike(seed: Task, target: tuple[str, str], strength: float, rng: random.
                  f"near-identical values of {', '.join(map(repr, placed['siblings']))}: "
                  f"{', '.join(map(repr, placed['twins']))}",
                  views=list(seed.output_views) + [view],
-                 extra={"target_id": placed["value"], "lookalike_key": placed["key"],
-                        "lookalikes": placed["twins"], "lookalike_labels": placed["siblings"],
-                        "right_record": placed["records"][0], "lookalike_kind": "label", "identified_by": placed["label"],
+                 extra={**_placed_extra(placed), "lookalike_kind": "label", "identified_by": placed["label"],
                         "lookalike_view": view})
