@@ -235,4 +235,19 @@ def train_grpo(
             {"config": asdict(config), "tasks": len(tasks), "processes": trainer.accelerator.num_processes}, indent=2))
     if on_checkpoint is not None and trainer.accelerator.is_main_process:
         on_checkpoint(config.steps, out)
+    _end_processes(trainer.accelerator)
     return metrics.lines
+
+
+def _end_processes(accelerator: Any) -> None:
+    """Under ``accelerate launch`` (several processes), wait for every process, then close the process group.
+
+    A process that exits with its gloo group still open may abort in its C++ teardown ("terminate called without
+    an active exception", SIGABRT: seen once in CI on rank 1 after the model was saved), which fails the launch."""
+    if accelerator.num_processes <= 1:
+        return
+    accelerator.wait_for_everyone()
+    import torch.distributed as dist  # torch is imported lazily in this module (the train extra)
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
