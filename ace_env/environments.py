@@ -45,6 +45,8 @@ A :class:`ToolEnvironment` is a table of functions, one per thing the layers abo
 ``task_turns``            what the rollout engine plays of a task whose rollout is its own user turns
                           (:mod:`ace_env.taskturns`: each turn's user message and tools, one rollout's
                           state): ``ace rollout``, ``ace eval``; None: not rolled out so
+``task_file``             the reader of its own task files (:class:`ace_env.taskfile.TaskFile`: whether a
+                          file holds its tasks, and its tasks): ``--tasks FILE``, ``ace synth check``
 ``tool_catalogue``        its tools as classes with documented functions (:mod:`ace_env.toolcatalogue`:
                           each tool's class and doc, a fresh instance of a class), what BFCL's synthesis
                           strategies read of the tools (:func:`tool_catalogue_of`); None: it has none
@@ -70,6 +72,7 @@ from ace_env.errors import ConfigError
 from ace_env.goldprefix import GoldPrefix
 from ace_env.sim import DEMO_WEAKNESS, WeaknessSpec, gold_prefix_step, load_weakness, simulate, simulate_one
 from ace_env.steps import GoldSteps
+from ace_env.taskfile import TaskFile
 from ace_env.tasks import Task
 from ace_env.taskturns import TaskTurns
 from ace_env.tau2.dialogue import TAU2_DIALOGUES
@@ -81,6 +84,7 @@ from ace_env.tau2.sim import gold_prefix_step as tau2_gold_prefix_step
 from ace_env.tau2.sim import simulate as simulate_tau2
 from ace_env.tau2.sim import simulate_turns
 from ace_env.tau2.synthesis import SYNTHESIS as TAU2_SYNTHESIS
+from ace_env.tau2.taskfile import is_tau2_task_file, load_tau2_task_file
 from ace_env.tau2.tasks import Tau2Task, tau2_tool_info
 from ace_env.toolcatalogue import ToolCatalogue
 from ace_env.worker import Budget
@@ -160,6 +164,10 @@ class ToolEnvironment:
     #: instance loaded from config), what the synthesis strategies that add or look up tools read; None: none
     #: (:func:`tool_catalogue_of` refuses its tasks).
     tool_catalogue: ToolCatalogue | None = None
+    #: The reader of its own task files (:class:`~ace_env.taskfile.TaskFile`: ``holds(path)``, whether a JSONL
+    #: file holds its tasks; ``load(path, budget)``, its tasks by id): ``--tasks FILE`` and ``ace synth check``
+    #: read such a file through it. None: its tasks are written as ACE (BFCL) task lines, or not at all.
+    task_file: TaskFile | None = None
 
     def owns(self, task: Any) -> bool:
         return isinstance(task, self.task_type)
@@ -224,6 +232,7 @@ TAU2 = ToolEnvironment(
     policy_dialogues=TAU2_DIALOGUES,
     results_agent=tau2_results_agent,
     synthesis=TAU2_SYNTHESIS,
+    task_file=TaskFile(holds=is_tau2_task_file, load=load_tau2_task_file),
 )
 
 
