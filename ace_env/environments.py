@@ -45,6 +45,11 @@ A :class:`ToolEnvironment` is a table of functions, one per thing the layers abo
 ``task_turns``            what the rollout engine plays of a task whose rollout is its own user turns
                           (:mod:`ace_env.taskturns`: each turn's user message and tools, one rollout's
                           state): ``ace rollout``, ``ace eval``; None: not rolled out so
+``task_file``             the reader of its own task files (:class:`ace_env.taskfile.TaskFile`: whether a
+                          file holds its tasks, and its tasks): ``--tasks FILE``, ``ace synth check``
+``tool_catalogue``        its tools as classes with documented functions (:mod:`ace_env.toolcatalogue`:
+                          each tool's class and doc, a fresh instance of a class), what BFCL's synthesis
+                          strategies read of the tools (:func:`tool_catalogue_of`); None: it has none
 ========================  ==========================================================================
 
 Each environment is a package, ``ace_env/<name>/`` (:mod:`ace_env.bfcl`, :mod:`ace_env.tau2`), whose
@@ -58,7 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from ace_env.bfcl.environment import BFCL_TURNS, bfcl_tool_info, bfcl_verifier, replay_bfcl
+from ace_env.bfcl.environment import BFCL_CATALOGUE, BFCL_TURNS, bfcl_tool_info, bfcl_verifier, replay_bfcl
 from ace_env.bfcl.export import OWN_SOURCE as BFCL_SOURCE
 from ace_env.bfcl.export import TRL_INFO, openai_sft_refusal, to_openai_sft, to_trl, trl_refusal, write_bfcl
 from ace_env.bfcl.goldprefix import BFCL_GOLD_PREFIX
@@ -67,6 +72,7 @@ from ace_env.errors import ConfigError
 from ace_env.goldprefix import GoldPrefix
 from ace_env.sim import DEMO_WEAKNESS, WeaknessSpec, gold_prefix_step, load_weakness, simulate, simulate_one
 from ace_env.steps import GoldSteps
+from ace_env.taskfile import TaskFile
 from ace_env.tasks import Task
 from ace_env.taskturns import TaskTurns
 from ace_env.tau2.dialogue import TAU2_DIALOGUES
@@ -78,7 +84,9 @@ from ace_env.tau2.sim import gold_prefix_step as tau2_gold_prefix_step
 from ace_env.tau2.sim import simulate as simulate_tau2
 from ace_env.tau2.sim import simulate_turns
 from ace_env.tau2.synthesis import SYNTHESIS as TAU2_SYNTHESIS
+from ace_env.tau2.taskfile import is_tau2_task_file, load_tau2_task_file
 from ace_env.tau2.tasks import Tau2Task, tau2_tool_info
+from ace_env.toolcatalogue import ToolCatalogue
 from ace_env.worker import Budget
 
 OnTask = Callable[[int], None] | None
@@ -151,6 +159,15 @@ class ToolEnvironment:
     #: What the rollout engine plays of its tasks when a policy's rollout is the task's own user turns
     #: (:class:`~ace_env.taskturns.TaskTurns`: ``ace rollout``, ``ace eval``); None: not rolled out so.
     task_turns: TaskTurns | None = None
+    #: Its tools as classes with documented functions (:class:`~ace_env.toolcatalogue.ToolCatalogue`:
+    #: ``functions()`` -> {name: info with ``class_name`` and ``doc``}, ``instance(class_name, config)`` -> a fresh
+    #: instance loaded from config), what the synthesis strategies that add or look up tools read; None: none
+    #: (:func:`tool_catalogue_of` refuses its tasks).
+    tool_catalogue: ToolCatalogue | None = None
+    #: The reader of its own task files (:class:`~ace_env.taskfile.TaskFile`: ``holds(path)``, whether a JSONL
+    #: file holds its tasks; ``load(path, budget)``, its tasks by id): ``--tasks FILE`` and ``ace synth check``
+    #: read such a file through it. None: its tasks are written as ACE (BFCL) task lines, or not at all.
+    task_file: TaskFile | None = None
 
     def owns(self, task: Any) -> bool:
         return isinstance(task, self.task_type)
@@ -182,6 +199,7 @@ BFCL = ToolEnvironment(
     export_rows={"trl": ExportRows(to_trl, trl_refusal, TRL_INFO),
                  "openai-sft": ExportRows(to_openai_sft, openai_sft_refusal)},
     task_turns=BFCL_TURNS,
+    tool_catalogue=BFCL_CATALOGUE,
 )
 
 
@@ -214,6 +232,7 @@ TAU2 = ToolEnvironment(
     policy_dialogues=TAU2_DIALOGUES,
     results_agent=tau2_results_agent,
     synthesis=TAU2_SYNTHESIS,
+    task_file=TaskFile(holds=is_tau2_task_file, load=load_tau2_task_file),
 )
 
 
@@ -260,6 +279,16 @@ def task_turns_of(task: Any) -> TaskTurns:
         raise ConfigError(f"{env.title} task {getattr(task, 'id', '?')!r}: its rollouts are {how}, not its own "
                           "user turns played by the rollout engine")
     return env.task_turns
+
+
+def tool_catalogue_of(task: Any) -> ToolCatalogue:
+    """The tool catalogue of ``task``'s environment (its entry's ``tool_catalogue``); one line when its
+    environment has none."""
+    env = environment_of((task,))
+    if env.tool_catalogue is None:
+        raise ConfigError(f"{env.title} task {getattr(task, 'id', '?')!r}: its environment has no tool catalogue "
+                          "(its entry's `tool_catalogue`), which this synthesis step reads of the tools")
+    return env.tool_catalogue
 
 
 def verifier_for(tasks: Mapping[str, Any], budget: Budget | None = None, address: str | None = None,

@@ -325,6 +325,3 @@ def restore(checkpoint: bytes) -> tuple[dict[str, Any], dict[str, int]]:
     instances, counts = pickle.loads(checkpoint)
     return instances, dict(counts)
 
-
-#: The old name of :class:`RolloutState`, kept while synth/ and train/ import it (remove once they do not).
-Environment = RolloutState

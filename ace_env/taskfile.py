@@ -10,14 +10,21 @@ as a τ² task file 2.5 MB (the largest task 21 KB).
 
 :func:`task_file_lines` is how every reader (:func:`ace_env.tasksets.load_task_set`'s task files,
 :func:`ace_env.bfcl.load_folder`'s BFCL files, :mod:`ace_env.tau2.taskfile`'s τ² task files) reads one.
+
+An environment whose synthesized tasks are written in a task file of its own (``ace synth --out``) gives its
+reader on its entry (``ToolEnvironment.task_file``, a :class:`TaskFile`): :func:`ace_env.tasksets.load_task_set`
+asks each environment's reader whether a file holds its tasks before reading the file as ACE (BFCL) tasks, so
+``--tasks FILE`` and ``ace synth check FILE`` take it.
 """
 
 from __future__ import annotations
 
 import codecs
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from ace_env.errors import TaskLoadError
 
@@ -67,3 +74,17 @@ def task_file_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                 raise TaskLoadError(f"{path}:{n}: not UTF-8 text ({e.reason} at byte {e.start})") from e
             if text.strip():
                 yield n, text
+
+
+@dataclass(frozen=True)
+class TaskFile:
+    """An environment's reader of its own task files (its entry's ``task_file``; the module doc)."""
+
+    #: Whether a JSONL file holds this environment's tasks (its first line tells); False for a file it cannot
+    #: read at all, which the default reader then refuses in one line.
+    holds: Callable[[Path], bool]
+    #: The file's tasks by id, ``(path, budget)``: every line one of its tasks, ids unique, each within the size
+    #: caps (read through :func:`task_file_lines`) and its gold checked under ``budget`` (an
+    #: :class:`ace_env.worker.Budget`, or None: the environment's default); a file that fails says where, in one
+    #: line (:class:`~ace_env.errors.TaskLoadError`).
+    load: Callable[[Path, Any], dict[str, Any]]

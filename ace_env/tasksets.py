@@ -27,7 +27,6 @@ from ace_env.executor import RolloutState
 from ace_env.taskfile import task_file_lines
 from ace_env.tasks import Task
 from ace_env.tau2 import DOMAINS as TAU2_DOMAINS
-from ace_env.tau2.taskfile import is_tau2_task_file, load_tau2_task_file
 from ace_env.tau2.tasks import Tau2Task
 from ace_env.tau2.tasks import load_tasks as load_tau2_tasks
 from ace_env.tau2.tasks import tau2_tool_info as tau2_tool_info
@@ -196,11 +195,12 @@ def load_task_set(spec: str, budget: Budget | None = None, *, any_environment: b
         if mine:  # BFCL's own replay within budget; another entry's ground truth is run once, bounded
             _check_oracles_in_budget(mine, {tid: f"{path}: task {tid}" for tid in mine}, budget)
         return {t.id: t for t in loaded}
-    if is_tau2_task_file(path):  # tasks `ace synth` made from τ² seeds (ace_env.tau2.taskfile)
-        if not any_environment:
-            raise TaskLoadError(f"τ² tasks are not supported by `{_command()}` yet ({spec}): {TAU2_COMMANDS} take "
-                                "them")
-        return load_tau2_task_file(path, budget)  # type: ignore[return-value]
+    for env in ENVIRONMENTS.values():  # an environment's own task file (τ²'s: tasks `ace synth` made from τ² seeds)
+        if env.task_file is not None and env.task_file.holds(path):
+            if not any_environment:
+                raise TaskLoadError(f"{env.title} tasks are not supported by `{_command()}` yet ({spec}): "
+                                    f"{TAU2_COMMANDS} take them")
+            return env.task_file.load(path, budget)
     tasks = {}
     first_line: dict[str, int] = {}
     for n, line in task_file_lines(path):  # size caps, UTF-8 (ace_env.taskfile)

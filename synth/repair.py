@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from ace_env.calls import Call
-from ace_env.executor import Environment
+from ace_env.executor import RolloutState
 from ace_env.tasks import Task, Turn
 from synth.checks.parts import flat_calls, user_text_upto
 from synth.checks.seeds import deferred_turns, seed_problems
@@ -67,12 +67,12 @@ def _lookup_for(task: Task, turn: int, index: int, value: object) -> str | None:
     text = user_text_upto(task, turn)
     offered = task.offered_tools(turn)
     names = _names(text)
-    env: Environment | None = None
+    env: RolloutState | None = None
     for tool, param in RESOLVERS:
         if tool not in offered:
             continue
         if env is None:  # the lookups only read: one environment serves every try
-            env = Environment(task)
+            env = RolloutState(task)
             for t, i, raw, _ in flat_calls(task):
                 if (t, i) >= (turn, index):
                     break

@@ -11,7 +11,8 @@ tagger (:func:`steps`), its tools' base skills (:data:`SKILLS`), its part of gol
 its exports (``ace export --tasks toy``: its own task file, :func:`write_tasks`, ``openai-sft`` rows of its gold transcripts and ``trl``
 rows of its prompts, :func:`trl_row`) and what the rollout engine plays of its tasks (:data:`TURNS`: the prompt
 as the one user turn, its tools, one rollout's store as :class:`ToyState`, for ``ace eval --tasks toy`` of a
-policy rolled out freely); see docs/environments.md for what an environment implements.
+policy rolled out freely) and its task files' reader (:func:`load_task_file`: the tasks ``ace synth --out`` wrote,
+for ``ace synth check``); see docs/environments.md for what an environment implements.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ace_env.goldprefix import GoldStep as PrefixStep
 from ace_env.modelout import is_malformed, parse_message
 from ace_env.sim import MALFORMED, WRONG_TOOL, WeaknessSpec, load_weakness, simulate, slip_chance
 from ace_env.steps import GoldStep, GoldSteps
+from ace_env.taskfile import TaskFile, task_file_lines
 from ace_env.taskturns import TaskTurns
 from ace_env.verifier import MALFORMED_CALL, STATE_DIVERGED, STOPPED_EARLY, WRONG_ARGUMENT, Verdict
 from ace_env.verifier import WRONG_TOOL as WRONG_TOOL_ATTRIBUTION
@@ -565,5 +567,39 @@ def _synthesis() -> Synthesis:
 
 
 SYNTHESIS = _synthesis()
-#: The toy's entry, with its synthesis declared (what :func:`register` puts in the registry).
-TOY = dataclasses.replace(TOY, synthesis=SYNTHESIS)
+
+
+def holds_task_file(path: Path) -> bool:
+    """Whether a JSONL file holds toy tasks ``ace synth`` wrote (its first line is one: :meth:`ToySynthTask.to_dict`)."""
+    try:
+        for _, line in task_file_lines(path):
+            row = json.loads(line)
+            return isinstance(row, dict) and row.get("source") == NAME and "gold" in row
+    except (OSError, TaskLoadError, ValueError, RecursionError):
+        return False
+    return False
+
+
+def load_task_file(path: Path, budget: Budget | None = None) -> dict[str, ToySynthTask]:
+    """The toy tasks of a file ``ace synth --out`` wrote, by id (each written back as it was read); one line for a
+    line that is not one, or an id that repeats."""
+    tasks: dict[str, ToySynthTask] = {}
+    for n, line in task_file_lines(path):
+        try:
+            row = json.loads(line)
+            p = dict(row["provenance"])
+            origin = (("seed", p.pop("parents")[0]), ("strategy", p.pop("strategy")), ("target", p.pop("target_edge")),
+                      *((k, v) for k, v in p.items() if k != "synthesized"))
+            task = ToySynthTask(row["id"], row["group"], row["prompt"],
+                                tuple((t, tuple(sorted(a.items()))) for t, a in row["gold"]),
+                                tuple(sorted(row["expected"].items())), row["source"], origin=origin)
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
+            raise TaskLoadError(f"{path}:{n}: not a toy task ({type(e).__name__})") from e
+        if task.source != NAME or task.id in tasks:
+            raise TaskLoadError(f"{path}:{n}: not a toy task, or its id repeats")
+        tasks[task.id] = task
+    return tasks
+
+
+#: The toy's entry, with its synthesis declared and its task files read (what :func:`register` puts in the registry).
+TOY = dataclasses.replace(TOY, synthesis=SYNTHESIS, task_file=TaskFile(holds=holds_task_file, load=load_task_file))

@@ -16,7 +16,7 @@ TRL 1.16's environment contract (read from ``trl/trainer/grpo_trainer.py``):
 Because the tools are methods of the class, each tool set needs its own
 class: :func:`environment_class` builds (once per set of BFCL function names)
 a subclass of :class:`TrlToolEnv` whose methods are those functions, each
-calling ACE's safe executor (:class:`ace_env.executor.Environment`) on the
+calling ACE's safe executor (:class:`ace_env.executor.RolloutState`) on the
 row's task, in the turn being played, exactly as ``ace rollout`` does (a call
 that is not offered, malformed or a distractor is not executed; its tool
 message says why).  The TRL export (``ace export --format trl``) names each

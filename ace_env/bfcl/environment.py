@@ -1,8 +1,9 @@
 """BFCL multi-turn as a :class:`~ace_env.environments.ToolEnvironment`: the functions its entry names.
 
 Its gold replay counted per category, its verifier (local and watched, or on Ray), its tools' classes and
-descriptions, and what the rollout engine plays of its tasks (:data:`BFCL_TURNS`: the task's own user turns,
-the tools each offers, the executor's state of one rollout); the tasks themselves come from
+descriptions, what the rollout engine plays of its tasks (:data:`BFCL_TURNS`: the task's own user turns,
+the tools each offers, the executor's state of one rollout) and its tool catalogue (:data:`BFCL_CATALOGUE`: its
+functions, their classes and fresh instances of them, for synthesis); the tasks themselves come from
 :mod:`ace_env.bfcl`.
 """
 
@@ -21,6 +22,7 @@ from ace_env.oracle import replay_oracle
 from ace_env.scaleout import RayVerifier  # imports Ray, an optional extra, only when it connects
 from ace_env.tasks import Task
 from ace_env.taskturns import TaskTurns
+from ace_env.toolcatalogue import ToolCatalogue
 from ace_env.verifier import ground_truth_rollout, verify
 from ace_env.worker import Budget
 
@@ -87,3 +89,17 @@ def bfcl_tool_info(tasks: Sequence[Any]) -> dict[str, tuple[str, str]]:
 #: as one message (BFCL's sentence for a tools-only turn), the tools offered in it, and the executor's
 #: instances of the task's classes as one rollout's state.
 BFCL_TURNS = TaskTurns(user_message=user_message, tools=offered_schemas, state=RolloutState)
+
+
+def bfcl_instance(class_name: str, config: Mapping[str, Any]) -> Any:
+    """A fresh instance of a BFCL class loaded from ``config`` (short context); a stateless class (MathAPI)
+    loads nothing.  Raises :class:`~ace_env.errors.TaskLoadError` for an unknown class."""
+    instance = bfcl.api_class(class_name)()
+    if not bfcl.is_stateless(class_name):
+        instance._load_scenario(config, long_context=False)
+    return instance
+
+
+#: BFCL's tool catalogue (its entry's ``tool_catalogue``): its multi-turn functions by name (class and doc) and
+#: fresh instances of their classes, what its synthesis strategies read of the tools.
+BFCL_CATALOGUE = ToolCatalogue(functions=bfcl.functions, instance=bfcl_instance)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from ace_env.calls import Call, parse_call
+from ace_env.environments import tool_catalogue_of
 from ace_env.tasks import Task, Turn
 from ace_env.values import leaves
 from synth.checks.parts import (
@@ -241,6 +242,7 @@ def empty_turn_problems(task: Task) -> list[str]:
     one of them.
     """
     out = []
+    tools = tool_catalogue_of(task)
     for t, turn in enumerate(task.turns):
         if turn.ground_truth:
             continue
@@ -254,7 +256,7 @@ def empty_turn_problems(task: Task) -> list[str]:
         text = user_text_upto(task, t)
         own = _turn_text(turn)
         values = [v for c in calls for v in leaves(list(c.kwargs.values()) + list(c.args)) if not _trivial(v)]
-        if not values or not all(value_in_text(v, text) or _documented(c.name, v) for c in calls
+        if not values or not all(value_in_text(v, text) or _documented(tools, c.name, v) for c in calls
                                  for v in leaves(list(c.kwargs.values()) + list(c.args)) if not _trivial(v)):
             continue
         if any(isinstance(v, str) and value_in_text(v, own) for v in values):

@@ -11,10 +11,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ace_env import bfcl
 from ace_env.calls import Call, parse_call
+from ace_env.environments import tool_catalogue_of
 from ace_env.oracle import Oracle
 from ace_env.tasks import Task, Turn
+from ace_env.toolcatalogue import ToolCatalogue
 from ace_env.values import is_trivial, leaves, number
 from ace_graph.tagger import tag_task
 from synth.checks.parts import oracle_of, user_text_upto
@@ -42,20 +43,21 @@ def _canonical_task(task: Task) -> Task:
 
 
 @functools.cache
-def _doc_text(tool: str) -> str:
-    """The tool's documentation as one string ('' for a tool BFCL does not have)."""
-    info = bfcl.functions().get(tool)
+def _doc_text(tools: ToolCatalogue, tool: str) -> str:
+    """The tool's documentation as one string ('' for a tool the catalogue does not have)."""
+    info = tools.functions().get(tool)
     return json.dumps(info.doc) if info is not None else ""
 
 
-def _documented(tool: str, value: Any) -> bool:
+def _documented(tools: ToolCatalogue, tool: str, value: Any) -> bool:
     """A string value the tool's own documentation names (an enum member such as 'Buy')."""
-    return isinstance(value, str) and bool(value) and value in _doc_text(tool)
+    return isinstance(value, str) and bool(value) and value in _doc_text(tools, tool)
 
 
-def tool_default(tool: str, param: str) -> tuple[bool, Any]:
-    """(True, default) when the tool's documentation gives ``param`` a default, else (False, None)."""
-    info = bfcl.functions().get(tool)
+def tool_default(tools: ToolCatalogue, tool: str, param: str) -> tuple[bool, Any]:
+    """(True, default) when the tool's documentation (in ``tools``, the task's environment's catalogue) gives
+    ``param`` a default, else (False, None)."""
+    info = tools.functions().get(tool)
     props = ((info.doc.get("parameters") or {}).get("properties") or {}) if info is not None else {}
     spec = props.get(param)
     if isinstance(spec, dict) and "default" in spec:
@@ -300,6 +302,7 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
     fails is not used as a seed.
     """
     oracle = oracle_of(_canonical_task(task)) if task.output_views or oracle is None else oracle
+    tools = tool_catalogue_of(task)
     outputs: list[str] = []
     produced: list[Produced] = []
     out = []
@@ -310,7 +313,7 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
             seen: set[float] | None = None
             aux: set[float] = set()
             for param, arg in step.arguments.items():
-                has_default, default = tool_default(step.name, param)
+                has_default, default = tool_default(tools, step.name, param)
                 if has_default and _same(arg, default):
                     continue
                 for v in leaves(arg):
@@ -322,17 +325,17 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
                         continue
                     if identifier_like(v):
                         written = identifier_in_text(v, text) and not labelled_otherwise(param, v, text)
-                        if not (written or identifier_in_text(v, _doc_text(step.name))
+                        if not (written or identifier_in_text(v, _doc_text(tools, step.name))
                                 or any(p.has(v) for p in produced)):
                             out.append(Unprovided(t, i, step.call, param, v))
                         continue
-                    if _trivial(v) or value_in_text(v, text) or _documented(step.name, v) or v in dates \
+                    if _trivial(v) or value_in_text(v, text) or _documented(tools, step.name, v) or v in dates \
                             or any(p.has(v) for p in produced) or converted_in_text(task, step.name, param, v, text):
                         continue
                     if number(v) is not None:
                         if seen is None:
                             seen = numbers_in(text, *outputs)
-                            aux = numbers_in(_doc_text(step.name)) | {2.0, 100.0}
+                            aux = numbers_in(_doc_text(tools, step.name)) | {2.0, 100.0}
                         if computed_from(v, seen, aux):
                             continue
                     out.append(Unprovided(t, i, step.call, param, v))
@@ -350,6 +353,7 @@ def unobtainable_values(task: Task, oracle: Oracle | None = None) -> list[tuple[
 def text_order_problems(task: Task) -> list[str]:
     """Turns whose text mentions the calls' distinctive values out of the ground truth's order."""
     problems = []
+    tools = tool_catalogue_of(task)
     exempt = set(task.provenance.get("exempt_order_turns") or [])
     for t, turn in enumerate(task.turns):
         if t in exempt:
@@ -359,7 +363,7 @@ def text_order_problems(task: Task) -> list[str]:
         for raw in turn.ground_truth:
             parsed = parse_call(raw)
             vals = [v for v in leaves(list(parsed.kwargs.values()) + list(parsed.args))
-                    if isinstance(v, str) and len(v) >= 3 and not _documented(parsed.name, v)] \
+                    if isinstance(v, str) and len(v) >= 3 and not _documented(tools, parsed.name, v)] \
                 if isinstance(parsed, Call) else []
             values.append([v.lower() for v in vals])
         counts: dict[str, int] = {}
@@ -482,18 +486,18 @@ UNIT_FACTORS: dict[str, dict[str, int]] = {
 }
 
 
-def param_doc(tool: str, param: str) -> str:
-    """The description the tool's documentation gives ``param`` ('' when it has none)."""
-    info = bfcl.functions().get(tool)
+def param_doc(tools: ToolCatalogue, tool: str, param: str) -> str:
+    """The description the tool's documentation (in ``tools``) gives ``param`` ('' when it has none)."""
+    info = tools.functions().get(tool)
     props = ((info.doc.get("parameters") or {}).get("properties") or {}) if info is not None else {}
     spec = props.get(param)
     return str(spec.get("description", "")) if isinstance(spec, dict) else ""
 
 
-def documented_unit(tool: str, param: str) -> str | None:
+def documented_unit(tools: ToolCatalogue, tool: str, param: str) -> str | None:
     """The unit the tool's documentation states for ``param`` ('gallons' for ``fillFuelTank``'s
     ``fuelAmount``), one of :data:`UNIT_FACTORS`; None when it states none of them."""
-    desc = param_doc(tool, param)
+    desc = param_doc(tools, tool, param)
     return next((u for u in UNIT_FACTORS if re.search(rf"\bin {u}\b", desc)), None)
 
 
@@ -531,7 +535,7 @@ def converted_in_text(task: Task, tool: str, param: str, value: Any, text: str) 
     if kind == "prose_sum" and n is not None:
         return float(n) in sums_in(text)
     if kind == "unit" and n is not None:
-        unit = documented_unit(tool, param)
+        unit = documented_unit(tool_catalogue_of(task), tool, param)
         return unit is not None and round(n, 6) in units_in(text, unit)
     if kind == "date_words":
         return str(value) in dates_in(text)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from ace_env.environments import tool_catalogue_of
 from ace_env.tasks import Task, Turn
 from ace_env.values import is_trivial
 from ace_env.views import apply_ops
@@ -188,9 +189,10 @@ def conversion_at(seed: Task, k: int, rng: random.Random) -> tuple[list[Turn], d
     made = conversion_candidates(seed, [(flat[k][3], ra.arguments), (flat[k + 1][3], rb.arguments)],
                                  [outputs[:k], outputs[:k + 1]],
                                  [user_text_upto(seed, flat[k][0]), user_text_upto(seed, flat[k + 1][0])], rng)
+    tools = tool_catalogue_of(seed)
     for conv in made:
         turns = copy_turns(seed.turns)
-        unit = documented_unit(conv["tool"], conv["param"]) if conv["kind"] == "unit" else None
+        unit = documented_unit(tools, conv["tool"], conv["param"]) if conv["kind"] == "unit" else None
         if rewrite_turns(turns, conv["value"], conv["written"], unit) == 0:
             continue
         probe = Task("", "ace", "ambiguity", turns, {}, [], [], seed.long_context, {}, [], [])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from ace_env import bfcl
+from ace_env.environments import tool_catalogue_of
 from ace_env.tasks import Task
 from synth.checks.parts import adjacent_positions, flat_calls
 from synth.registry import STRATEGIES, register, register_edit
@@ -55,8 +55,9 @@ def random_augmentation(seed: Task, target: tuple[str, str], strength: float, rn
 def _random_distractors(seed: Task, pair: tuple[str, str], k: int, strength: float, rng: random.Random) -> Task | None:
     flat = flat_calls(seed)
     used = {n for _, _, _, n in flat}
-    pool = [n for n, info in bfcl.functions().items()
-            if info.class_name not in seed.involved_classes and n not in used and loads_empty(info.class_name)]
+    tools = tool_catalogue_of(seed)
+    pool = [n for n, info in tools.functions().items()
+            if info.class_name not in seed.involved_classes and n not in used and loads_empty(tools, info.class_name)]
     if not pool:
         return None
     chosen = rng.sample(sorted(pool), min(len(pool), 1 + round(strength * 2)))

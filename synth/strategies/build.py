@@ -23,9 +23,10 @@ import random
 from dataclasses import replace
 from typing import Any, Callable, Iterator, TypeVar
 
-from ace_env import bfcl
-from ace_env.executor import Environment, StepResult, copy_json
+from ace_env.environments import tool_catalogue_of
+from ace_env.executor import RolloutState, StepResult, copy_json
 from ace_env.tasks import Task, Turn
+from ace_env.toolcatalogue import ToolCatalogue
 from ace_env.values import leaves
 from synth.checks.parts import (
     adjacent_positions,
@@ -161,8 +162,9 @@ def add_user_text(turn: Turn, text: str, front: bool = False) -> None:
     turn.user.append({"role": "user", "content": text})
 
 
-def class_of(name: str) -> str | None:
-    info = bfcl.functions().get(name)
+def class_of(tools: ToolCatalogue, name: str) -> str | None:
+    """The class of tool ``name`` in ``tools`` (the task's environment's catalogue); None for one it lacks."""
+    info = tools.functions().get(name)
     return info.class_name if info else None
 
 
@@ -174,11 +176,9 @@ def parsed_output(output: str) -> Any:
 
 
 def effective(seed: Task, cls: str) -> Any:
-    """A fresh instance of ``cls`` loaded from the seed's config (short context)."""
-    inst = bfcl.api_class(cls)()
-    if not bfcl.is_stateless(cls):
-        inst._load_scenario(copy_json(seed.initial_config.get(cls, {})), long_context=False)
-    return inst
+    """A fresh instance of ``cls`` loaded from the seed's config (short context), made by the catalogue of the
+    seed's environment."""
+    return tool_catalogue_of(seed).instance(cls, copy_json(seed.initial_config.get(cls, {})))
 
 
 T = TypeVar("T")
@@ -225,9 +225,9 @@ def target_calls(seed: Task, k: int) -> tuple[StepResult, StepResult]:
     return replace(ra, arguments=copy_json(ra.arguments)), replace(rb, arguments=copy_json(rb.arguments))
 
 
-def env_before(seed: Task, flat_index: int) -> Environment:
-    """An environment that has executed the seed's ground truth up to (not including) a call."""
-    env = Environment(seed)
+def env_before(seed: Task, flat_index: int) -> RolloutState:
+    """A rollout state that has executed the seed's ground truth up to (not including) a call."""
+    env = RolloutState(seed)
     for k, (t, _, raw, _) in enumerate(flat_calls(seed)):
         if k >= flat_index:
             break

@@ -27,7 +27,9 @@ import random
 import re
 from typing import Any
 
+from ace_env.environments import tool_catalogue_of
 from ace_env.tasks import Task, Turn
+from ace_env.toolcatalogue import ToolCatalogue
 from ace_env.values import is_trivial, number
 from synth.checks.values import (
     UNIT_FACTORS,
@@ -108,12 +110,14 @@ def _unit_forms(n: float, unit: str, rng: random.Random) -> list[tuple[str, str]
     return out
 
 
-def written_forms(tool: str, param: str, value: Any, rng: random.Random) -> list[tuple[str, str]]:
-    """(kind, written) ways to state ``value`` of ``tool``'s ``param`` that its documentation makes convertible;
-    a date or a month only where the documentation states its format, a unit only where it states the unit."""
+def written_forms(tools: ToolCatalogue, tool: str, param: str, value: Any,
+                  rng: random.Random) -> list[tuple[str, str]]:
+    """(kind, written) ways to state ``value`` of ``tool``'s ``param`` that its documentation (in ``tools``, the
+    task's environment's catalogue) makes convertible; a date or a month only where the documentation states its
+    format, a unit only where it states the unit."""
     if isinstance(value, bool) or is_trivial(value) or param.lower().endswith("id") or identifier_like(value):
         return []
-    doc = param_doc(tool, param)
+    doc = param_doc(tools, tool, param)
     if isinstance(value, str):
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) and "YYYY-MM-DD" in doc:
             return [("date_words", f) for f in _date_forms(value, rng)]
@@ -124,11 +128,11 @@ def written_forms(tool: str, param: str, value: Any, rng: random.Random) -> list
     n = number(value)
     if n is None:
         return []
-    unit = documented_unit(tool, param)
+    unit = documented_unit(tools, tool, param)
     return (_unit_forms(n, unit, rng) if unit else []) + _number_forms(n, rng)
 
 
-def reads_back(kind: str, written: str, tool: str, param: str, value: Any) -> bool:
+def reads_back(tools: ToolCatalogue, kind: str, written: str, tool: str, param: str, value: Any) -> bool:
     """Whether the checks' readers read ``written`` back as ``value`` (the conversion is derivable)."""
     n = number(value)
     if kind == "date_words":
@@ -140,7 +144,7 @@ def reads_back(kind: str, written: str, tool: str, param: str, value: Any) -> bo
     if kind == "prose_sum":
         return n is not None and float(n) in sums_in(written)
     if kind == "unit":
-        unit = documented_unit(tool, param)
+        unit = documented_unit(tools, tool, param)
         return n is not None and unit is not None and round(n, 6) in units_in(written, unit)
     return False
 
@@ -217,6 +221,7 @@ def conversion_candidates(task: Task, steps: list[Any], upto_outputs: list[list[
     calls before it, and the user text up to its turn; a value qualifies when the text writes it literally,
     outside any quote or value to copy, and no earlier output returns it (so only the user's words provide it).
     Hardest kinds first (:data:`HARDNESS`)."""
+    tools = tool_catalogue_of(task)
     out = []
     for (tool, args), outputs, text in zip(steps, upto_outputs, texts):
         for param, value in args.items():
@@ -224,10 +229,10 @@ def conversion_candidates(task: Task, steps: list[Any], upto_outputs: list[list[
                 continue
             if any(value_in_output(value, o) for o in outputs) or _quoted_or_copied(task, value):
                 continue
-            for kind, written in written_forms(tool, param, value, rng):
-                if reads_back(kind, written, tool, param, value):
+            for kind, written in written_forms(tools, tool, param, value, rng):
+                if reads_back(tools, kind, written, tool, param, value):
                     out.append({"kind": kind, "tool": tool, "param": param, "value": value, "written": written,
-                                "doc": param_doc(tool, param)})
+                                "doc": param_doc(tools, tool, param)})
     rng.shuffle(out)
     out.sort(key=lambda c: -HARDNESS[c["kind"]])
     return out

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ace_env.calls import Call, parse_call
-from ace_env.executor import Environment, copy_json
+from ace_env.executor import RolloutState, copy_json
 from ace_env.oracle import fingerprint
 from ace_env.tasks import Task
 from ace_env.twins import all_functions
@@ -220,7 +220,7 @@ def _prefix(seed: Task, k: int, box: list[Any]) -> tuple[dict[str, Any], Any, fr
     def compute() -> tuple[dict[str, Any], Any, frozenset[str], str] | None:
         flat = flat_calls(seed)
         turn = flat[k + 1][0]
-        env = Environment(seed)
+        env = RolloutState(seed)
         anchor_args: dict[str, Any] = {}
         anchor_out: Any = None
         a_args: dict[str, Any] = {}
@@ -256,7 +256,7 @@ def _added_call(seed: Task, k: int, chain: list[str], call: str, state: str,
         if not box or box[0][1] != chain:
             flat = flat_calls(seed)
             turn = flat[k + 1][0]
-            env = Environment(seed)
+            env = RolloutState(seed)
             for t, _, raw, _ in flat:
                 if t > turn:
                     break

@@ -36,11 +36,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ace_env import bfcl, twins
+from ace_env import twins
 from ace_env.calls import Call, parse_call
+from ace_env.environments import tool_catalogue_of
 from ace_env.executor import copy_json
 from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task
+from ace_env.toolcatalogue import ToolCatalogue
 from ace_env.verifier import ground_truth_rollout, verify
 from synth.checks.parts import DISTRACTOR_NOT_NEW, DISTRACTOR_UNSTATED, flat_calls, user_text_upto
 from synth.registry import Check, register
@@ -201,12 +203,11 @@ def _request_turn(turns: list[Any], at: int, sentence: str, topic: str = "") -> 
 
 
 @functools.cache
-def loads_empty(cls: str) -> bool:
-    """Whether a BFCL class loads from an empty configuration (the random baseline adds such classes)."""
+def loads_empty(tools: ToolCatalogue, cls: str) -> bool:
+    """Whether a class of ``tools`` (the seed's environment's catalogue) loads from an empty configuration (the
+    random baseline adds such classes)."""
     try:
-        inst = bfcl.api_class(cls)()
-        if not bfcl.is_stateless(cls):
-            inst._load_scenario({}, long_context=False)
+        tools.instance(cls, {})
     except Exception:
         return False
     return True
@@ -287,9 +288,10 @@ def distractor_problems(task: Task) -> list[str]:
     if not added:
         return ["no distractor was added"]
     used = {name for _, _, _, name in flat_calls(task)}
+    functions = tool_catalogue_of(task).functions()
     out = []
     for name in added:
-        info = bfcl.functions().get(name)
+        info = functions.get(name)
         if twins.is_twin(name):  # ACE's wrong-way twin: new unless the seed offered it already
             if name in (task.provenance.get("seed_tool_names") or []):
                 out.append(f"{name} is already offered by the seed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ace_env.executor import Environment
+from ace_env.executor import RolloutState
 
 
 def fs_dirs(contents: dict[str, Any], path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -46,7 +46,7 @@ def fs_dir(contents: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any] | 
     return contents
 
 
-def fs_cwd(env: Environment) -> tuple[str, ...] | None:
+def fs_cwd(env: RolloutState) -> tuple[str, ...] | None:
     fs = env.instances.get("GorillaFileSystem")
     if fs is None:
         return None

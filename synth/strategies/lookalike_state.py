@@ -8,6 +8,7 @@ import random
 import re
 from typing import Any
 
+from ace_env.environments import tool_catalogue_of
 from ace_env.executor import copy_json
 from ace_env.tasks import Task
 from synth.checks.parts import flat_calls
@@ -310,7 +311,9 @@ _STATE_TWINS = {
 
 def lookalike_at(seed: Task, k: int, strength: float, rng: random.Random) -> tuple[dict[str, Any], list[str]] | None:
     flat = flat_calls(seed)
-    classes = [c for c in dict.fromkeys([class_of(flat[k][3]), class_of(flat[k + 1][3])]) if c in _STATE_TWINS]
+    tools = tool_catalogue_of(seed)
+    classes = [c for c in dict.fromkeys([class_of(tools, flat[k][3]), class_of(tools, flat[k + 1][3])])
+               if c in _STATE_TWINS]
     if not classes:
         return None
     args, outs = step_values(seed, k)

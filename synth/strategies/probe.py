@@ -34,11 +34,12 @@ import hashlib
 import random
 from typing import Any
 
-from ace_env import bfcl
 from ace_env.calls import Call, parse_call
+from ace_env.environments import tool_catalogue_of
 from ace_env.executor import copy_json
 from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task, Turn
+from ace_env.toolcatalogue import ToolCatalogue
 from ace_graph.tagger import tag_task
 from synth.checks.parts import adjacent_positions, canonical_json, execution_problems, flat_calls
 from synth.registry import register
@@ -165,10 +166,11 @@ def _without_dropped(seed: Task, target: tuple[str, str], k: int, strength: floa
 
 
 @functools.cache
-def _read_only_calls(cls: str) -> tuple[str, ...]:
-    """Functions of an API class that take no required argument and only read state."""
+def _read_only_calls(tools: ToolCatalogue, cls: str) -> tuple[str, ...]:
+    """Functions of an API class (of ``tools``, the seed's environment's catalogue) that take no required argument
+    and only read state."""
     out = []
-    for name, info in sorted(bfcl.functions().items()):
+    for name, info in sorted(tools.functions().items()):
         if info.class_name != cls or not name.startswith(_READ_ONLY_PREFIXES):
             continue
         if info.doc.get("parameters", {}).get("required"):
@@ -181,11 +183,12 @@ def _without_between(seed: Task, target: tuple[str, str], k: int, strength: floa
     """Keep ``a`` but put a read-only call of the same API, asked for by the user, right before ``b``."""
     flat = flat_calls(seed)
     t_b, i_b = flat[k + 1][0], flat[k + 1][1]
-    info = bfcl.functions().get(target[1])
+    tools = tool_catalogue_of(seed)
+    info = tools.functions().get(target[1])
     if info is None:
         return None
     offered = seed.offered_tools(t_b)
-    pool = [n for n in _read_only_calls(info.class_name) if n in offered and n not in target]
+    pool = [n for n in _read_only_calls(tools, info.class_name) if n in offered and n not in target]
     rng.shuffle(pool)
     for name in pool[:4]:
         turns = _copy_turns(seed.turns[: t_b + 1])

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from ace_env import bfcl
+from ace_env.environments import BFCL
 from ace_env.oracle import replay_oracle
 from ace_env.values import leaves
 from ace_env.verifier import ground_truth_rollout, verify
@@ -22,6 +23,9 @@ from synth.strategies.build import target_calls
 from synth.strategies.convert import HARDNESS, conversion_candidates, in_words, written_forms
 from synth.strategies.lookalike import _RECENT, close_variants, is_lookup, near_identical, request_sentences
 from synth.taskcheck import check_task
+
+#: BFCL's tool catalogue, whose docs the conversions read.
+TOOLS = BFCL.tool_catalogue
 
 
 @pytest.fixture(scope="module")
@@ -51,16 +55,16 @@ def test_no_prose_sums_are_made():
     """Review of issue 34 (tasks 24, 37, 39, 40): '90 plus another 10 shares' reads unnaturally; not made."""
     for tool, param, n in (("withdraw_funds", "amount", 500), ("place_order", "amount", 100),
                            ("place_order", "price", 150)):
-        assert "prose_sum" not in dict(written_forms(tool, param, n, random.Random(0)))
+        assert "prose_sum" not in dict(written_forms(TOOLS, tool, param, n, random.Random(0)))
 
 
 def test_forms_only_where_the_doc_states_the_unit_or_format():
     rng = random.Random(0)
-    assert {k for k, _ in written_forms("fillFuelTank", "fuelAmount", 30, rng)} >= {"unit"}  # documented in gallons
-    assert all(k == "date_words" for k, _ in written_forms("book_flight", "travel_date", "2024-03-03", rng))
-    assert written_forms("register_credit_card", "expiration_date", "08/2025", rng) == [("month_year", "August 2025")]
-    assert written_forms("cd", "folder", "2024-03-03", rng) == []  # no documented format
-    assert written_forms("send_message", "receiver_id", "USR005", rng) == []  # an id is written exactly
+    assert {k for k, _ in written_forms(TOOLS, "fillFuelTank", "fuelAmount", 30, rng)} >= {"unit"}  # documented in gallons
+    assert all(k == "date_words" for k, _ in written_forms(TOOLS, "book_flight", "travel_date", "2024-03-03", rng))
+    assert written_forms(TOOLS, "register_credit_card", "expiration_date", "08/2025", rng) == [("month_year", "August 2025")]
+    assert written_forms(TOOLS, "cd", "folder", "2024-03-03", rng) == []  # no documented format
+    assert written_forms(TOOLS, "send_message", "receiver_id", "USR005", rng) == []  # an id is written exactly
 
 
 def test_conversions_appear_are_verified_and_derivable(made):

@@ -11,8 +11,9 @@ for the sites that tie code to one environment (the names come from the registry
 * a keyword argument named after one (``load_task_set(spec, tau2=True)``);
 * in a ``.cypher`` file: a file name, or a string in the query (comments aside), that names one.
 
-:data:`ALLOWED` lists the sites that remain (synth/: BFCL's strategies and checks, which its synthesis reaches
-directly). No ``.cypher`` file names an environment (the schema's migration takes the default environment's
+:data:`ALLOWED` lists the sites that remain: none.  BFCL's synthesis strategies and checks (synth/) ask the
+catalogue of their seed's environment (``ace_env.environments.tool_catalogue_of``: its tools' classes and docs,
+fresh instances of the classes) rather than importing ``ace_env.bfcl``. No ``.cypher`` file names an environment (the schema's migration takes the default environment's
 name as ``$default_source``). The training side has none: it asks the tasks' environment (``policy_dialogues``, a
 spec's or a result file's environment). It is a ratchet: a new site fails, and so does a listed site that is
 gone (take it off the list).
@@ -25,21 +26,15 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from ace_env import executor
 from ace_env.environments import ENVIRONMENTS
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("ace", "ace_graph", "synth", "train", "app", "cypher")
 NAMES = tuple(ENVIRONMENTS)
 
-#: Sites still there, by file: {site: count}.  Only shrinks (see the module doc).
-ALLOWED: dict[str, dict[str, int]] = {
-    # synthesis: BFCL's strategies and checks
-    'synth/checks/values.py': {'import ace_env.bfcl': 1},
-    'synth/strategies/baseline.py': {'import ace_env.bfcl': 1},
-    'synth/strategies/build.py': {'import ace_env.bfcl': 1},
-    'synth/strategies/distractor.py': {'import ace_env.bfcl': 1},
-    'synth/strategies/probe.py': {'import ace_env.bfcl': 1},
-}
+#: Sites still there, by file: {site: count}.  Only shrinks (see the module doc): none is left.
+ALLOWED: dict[str, dict[str, int]] = {}
 
 
 def _spelled_after_an_environment(identifier: str) -> bool:
@@ -155,11 +150,12 @@ def test_the_scanner_finds_each_kind_of_site():
 
 
 #: The files that still import the executor's rollout state by its old name, ``Environment`` (it is
-#: :class:`ace_env.executor.RolloutState`; an environment is a ToolEnvironment).  Only shrinks.
-OLD_STATE_NAME = {"synth/repair.py", "synth/strategies/build.py", "synth/strategies/depth.py", "synth/strategies/fs.py"}
+#: :class:`ace_env.executor.RolloutState`; an environment is a ToolEnvironment): none, and the alias is gone.
+OLD_STATE_NAME: set[str] = set()
 
 
 def test_one_name_per_concept_the_old_rollout_state_name_only_shrinks():
+    assert not hasattr(executor, "Environment"), "the executor's rollout state has one name: RolloutState"
     users = set()
     for package in ("ace_env", *PACKAGES[:-1], "tests", "benchmarks"):
         for path in (ROOT / package).rglob("*.py"):

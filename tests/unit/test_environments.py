@@ -16,10 +16,11 @@ from ace_env.environments import (
     ToolEnvironment,
     environment_named,
     environment_of,
+    tool_catalogue_of,
     tool_info,
     verifier_for,
 )
-from ace_env.errors import ConfigError
+from ace_env.errors import ConfigError, TaskLoadError
 from ace_env.sim import WeaknessSpec
 from ace_env.tau2.rollouts import Tau2Verifier
 from ace_env.tau2.tasks import load_tasks
@@ -48,6 +49,24 @@ def test_tool_info_comes_from_each_tools_environment():
     with_tau2 = tool_info(list(load_tasks("airline")[:1]))
     assert with_tau2["book_reservation"][0] == "tau2:airline"
     assert with_tau2["cd"] == plain["cd"]
+
+
+def test_the_tool_catalogue_is_the_task_s_environment_s():
+    """What BFCL's synthesis strategies read of the tools: the task's environment's catalogue, refused in one
+    line for a task whose environment has none (τ²'s tools are no classes ACE instantiates)."""
+    catalogue = tool_catalogue_of(bfcl.load_tasks("base")[0])
+    assert catalogue is BFCL.tool_catalogue
+    functions = catalogue.functions()
+    assert len(functions) == 128 and functions["cd"].class_name == "GorillaFileSystem"
+    fs = catalogue.instance("GorillaFileSystem", {"root": {"alex": {"type": "directory", "contents": {
+        "notes.txt": {"type": "file", "content": "hi"}}}}})
+    assert fs.ls()["current_directory_content"] == ["notes.txt"]
+    assert catalogue.instance("MathAPI", {"ignored": 1}).add(2, 3) == {"result": 5}  # stateless: loads nothing
+    with pytest.raises(TaskLoadError, match="Unknown BFCL class"):
+        catalogue.instance("NoSuchAPI", {})
+    assert TAU2.tool_catalogue is None
+    with pytest.raises(ConfigError, match=r"τ²-bench task .*: its environment has no tool catalogue"):
+        tool_catalogue_of(load_tasks("airline")[0])
 
 
 def test_the_verifier_is_the_environment_s():

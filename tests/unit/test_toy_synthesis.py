@@ -12,8 +12,9 @@ import pytest
 import toyenv
 
 from ace.cli import main, synthcmd
+from ace_env.errors import TaskLoadError
 from ace_env.tasksets import load_task_set
-from synth.pipeline import SynthConfig, run, seeds_for, sim_policy, task_problems
+from synth.pipeline import SynthConfig, run, seeds_for, sim_policy, task_problems, write_tasks
 from synth.registry import get, synthesis_of, table_for
 
 #: The frontier the stand-in scope reports: the composition the toy's weakness file plants, and one more.
@@ -127,3 +128,34 @@ def test_ace_synth_refuses_what_the_toys_synthesis_does_not_do(toy, graph, tmp_p
                            (["--policy", "hf:nothing"], "simulated agent only")):
         assert main(["synth", "-e", "t", "--tasks", "toy", "--out", out, *extra]) != 0, extra
         assert message in capsys.readouterr().err, extra
+
+
+def test_ace_synth_check_reads_a_toy_task_file_through_its_entry(toy, tmp_path, capsys):
+    """`ace synth check FILE` on the toy's tasks: read by its entry's `task_file`, checked by its synthesis; a task
+    whose gold no longer leaves its store and one whose target is gone are invalid."""
+    seeds = load_task_set("toy", any_environment=True)
+    synthesis = synthesis_of(toy)
+    policy = sim_policy(toy.load_weakness(toyenv.composition_file(tmp_path), list(seeds.values())), "sim:toy",
+                        turns=toy.simulate_turns)
+    made = run(synthesis, toyenv.ToyTask, EDGES, seeds, None, policy,
+               SynthConfig(n=2, strategies=("depth",), seed=0, rollouts_per_task=2)).tasks
+    path = tmp_path / "toy.jsonl"
+    write_tasks(path, made)
+    back = load_task_set(str(path), any_environment=True)
+    assert len(made) == 2 and all(isinstance(t, toyenv.ToySynthTask) for t in back.values())
+    assert [t.to_dict() for t in back.values()] == [t.to_dict() for t in made]  # read back as written
+    assert [t.fingerprint() for t in back.values()] == [t.fingerprint() for t in made]
+    with pytest.raises(TaskLoadError, match="not supported by"):  # a command that takes the default's tasks only
+        load_task_set(str(path))
+
+    assert main(["synth", "check", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"tasks": 2, "valid": 2, "invalid": 0, "reasons": {}}
+
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["expected"] = {k: v + 1 for k, v in rows[0]["expected"].items()}  # a store its gold never leaves
+    rows[1]["provenance"]["target_edge"] = "get>put"  # a composition its gold does not have
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert main(["synth", "check", str(broken), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out) == {"tasks": 2, "valid": 0, "invalid": 2,
+                                                   "reasons": {"gold_rejected": 1, "target_lost": 1}}
