@@ -146,19 +146,21 @@ def order_matches(order: Any, item: str, status: str | None) -> bool:
     return any(i.name == item for i in order.items) and (status is None or status_word(order) == status)
 
 
-def retail_description(entity: str) -> tuple[str, dict[str, Any]] | None:
+def retail_description(entity: str, scenario: str = "") -> tuple[str, dict[str, Any]] | None:
     """A description of a retail order by one of its items, with its status where the item alone would fit
     another of the user's orders too (never the order's whole item list when it holds several products), that
     fits ``entity`` and none of the user's other orders; with what it names (``item``, ``status``).  An item
     another order also holds comes first (the agent must relate the status too), then the order's items in
-    name order; None when no item, with or without the status, picks the order alone."""
+    name order, those the ``scenario`` does not name already before those it does (the description then adds
+    what the agent must relate); None when no item, with or without the status, picks the order alone."""
     if owner("retail", entity) is None:
         return None  # not an order of the database (a seed may name one that is not)
     order = record("retail", entity)
     others = [record("retail", e) for e in entities_of("retail", order.user_id) if e != entity]
     names = sorted({i.name for i in order.items})
     shared = [n for n in names if any(order_matches(o, n, None) for o in others)]
-    for item in shared + [n for n in names if n not in shared]:
+    low = scenario.lower()
+    for item in sorted(names, key=lambda n: (n not in shared, n.lower() in low, n)):
         status = status_word(order) if item in shared else None
         if any(order_matches(o, item, status) for o in others):
             continue
@@ -186,10 +188,11 @@ def fits_one(domain: str, entity: str, phrase: str, by: dict[str, Any] | None = 
     return [e for e in mine if phrase in (airline_description(e, False), airline_description(e, True))] == [entity]
 
 
-def unique_description(domain: str, entity: str) -> str | None:
+def unique_description(domain: str, entity: str, scenario: str = "") -> str | None:
     """A description that fits ``entity`` and none of its owner's other reservations (orders), or None."""
     if domain == "retail":
-        return describe(domain, entity)
+        found = retail_description(entity, scenario)
+        return found[0] if found else None
     others = [e for e in entities_of(domain, owner(domain, entity) or "") if e != entity]
     for with_date in (False, True):
         text = airline_description(entity, with_date)

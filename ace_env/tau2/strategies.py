@@ -202,8 +202,8 @@ def ambiguity(seed: Tau2Task, target: tuple[str, str], strength: float, rng: ran
             entity = id_of(a, key)
             if not entity or not mentions(text, entity) or _listed_with_others(text, entity):
                 continue
-            phrase = unique_description(seed.domain, entity)
-            by = retail_description(entity)[1] if seed.domain == "retail" and phrase else None
+            phrase = unique_description(seed.domain, entity, text)
+            by = retail_description(entity, text)[1] if seed.domain == "retail" and phrase else None
             user = owner(seed.domain, entity)
             if phrase is None or user is None:
                 continue
