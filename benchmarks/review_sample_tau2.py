@@ -1,9 +1,14 @@
 """A sample of τ² tasks synthesized by ACE, written out for a blind review.
 
-Synthesizes ``--n`` tasks per domain (airline, retail) with all four τ² strategies (distractor, ambiguity,
-depth, cascade), aimed at a fixed frontier of compositions per domain, then samples at most
-``--per-strategy`` tasks per strategy (both domains alternating where each has some; at most one task per
-seed task and strategy), about 20 in all, in a seeded random order.  Writes to ``--out-dir``:
+One command gives the whole sample: it synthesizes ``--n`` tasks per domain (airline, retail) with all five τ²
+strategies (distractor, ambiguity, depth, cascade, lookalike), aimed at a fixed frontier of compositions per
+domain, once per synthesis seed of ``--seeds`` (the seeds draw other seed tasks and other constructions), pools
+the runs and drops every task whose body (scenario, added records, gold, what to communicate) another already
+has.  It then samples ``--total`` tasks (40): at most one per seed task and strategy, at most ``--per-seed`` (2)
+per seed task overall, seed tasks not yet used first, aiming at ``--per-strategy`` (8) per strategy (the domains
+alternating); where a strategy has fewer distinct tasks it says so and the others fill the rest, evenly.  Shuffled
+with ``--seeds``'s first seed.  Writes to ``--out-dir`` (the key to ``--key-dir``, the out dir by default, so that
+it can be kept away from the reviewer's folder):
 
 * ``STEM-sample.md``: for the reviewer.  Per task: the domain, strategy and target composition, the seed
   task's scenario and gold (for comparison), the new task's user scenario, the records it adds to the
@@ -13,8 +18,8 @@ seed task and strategy), about 20 in all, in a seeded random order.  Writes to `
 * ``STEM-key.json``: task number -> strategy, target, task id and the full provenance; for whoever
   tallies the review, not for the reviewer.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/review_sample_tau2.py [--n 60] [--seed 1] \\
-        [--per-strategy 6] [--out-dir benchmarks/results] [--stem review-tau2-DATE]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/review_sample_tau2.py [--n 100] [--seeds 3 4 5] [--total 40] \\
+        [--per-strategy 8] [--per-seed 2] [--out-dir benchmarks/results] [--key-dir DIR] [--stem review-tau2-DATE]
 """
 
 from __future__ import annotations
@@ -35,28 +40,45 @@ from synth.registry import targeted
 TAU2_STRATEGIES = targeted(Tau2Task)
 
 HERE = Path(__file__).resolve().parent
-TOTAL = 20  # about this many tasks in all, spread evenly over the strategies
 CUT = 800  # characters of a call's output shown (for reading only)
+#: Per domain, the compositions aimed at: together every edge on which a seed task carries ambiguity, cascade,
+#: distractor or lookalike (rare on τ²'s seeds), and the depth edges.
 FRONTIER = {
     "airline": ["get_reservation_details>update_reservation_flights", "get_user_details>get_reservation_details",
                 "search_direct_flight>update_reservation_flights", "calculate>update_reservation_baggages",
-                "get_reservation_details>search_direct_flight"],
+                "get_reservation_details>search_direct_flight", "update_reservation_flights>update_reservation_flights",
+                "update_reservation_flights>update_reservation_baggages", "get_reservation_details>get_user_details",
+                "get_reservation_details>update_reservation_passengers", "get_reservation_details>get_reservation_details"],
     "retail": ["get_order_details>modify_pending_order_address", "get_user_details>get_order_details",
                "get_product_details>exchange_delivered_order_items", "get_order_details>cancel_pending_order",
-               "get_order_details>return_delivered_order_items"],
+               "get_order_details>return_delivered_order_items", "cancel_pending_order>modify_pending_order_address",
+               "find_user_id_by_name_zip>get_order_details", "get_order_details>get_product_details",
+               "get_order_details>get_order_details", "calculate>modify_pending_order_items",
+               "get_product_details>return_delivered_order_items"],
 }
 
 
-def build(n: int, seed: int) -> tuple[list, dict]:
-    """All synthesized tasks of both domains, and every seed task by id."""
-    tasks, seeds = [], {}
+def build(n: int, seeds: list[int]) -> tuple[list, dict]:
+    """Every synthesized task of both domains over the synthesis seeds, each body once, and every seed task by id."""
+    tasks, base_tasks, bodies = [], {}, set()
     for domain, edges in FRONTIER.items():
         base = {t.id: t for t in load_tasks(domain)}
-        seeds.update(base)
+        base_tasks.update(base)
         rows = [dict(zip(("from", "to"), e.split(">"))) for e in edges]
-        tasks += run(SYNTHESIS, Tau2Task, rows, base, None, None,
-                     SynthConfig(n=n, strategies=TAU2_STRATEGIES, seed=seed)).tasks
-    return tasks, seeds
+        for seed in seeds:
+            for t in run(SYNTHESIS, Tau2Task, rows, base, None, None,
+                         SynthConfig(n=n, strategies=TAU2_STRATEGIES, seed=seed)).tasks:
+                if body(t) not in bodies:
+                    bodies.add(body(t))
+                    tasks.append(t)
+    return tasks, base_tasks
+
+
+def body(t) -> str:
+    """What a reviewer reads of a task (scenario, added records, gold, what to communicate): equal bodies are copies."""
+    added = ((t.tau2.get("initial_state") or {}).get("initialization_data") or {}).get("agent_data")
+    return json.dumps([t.domain, t.user_scenario, added, [(a.requestor, a.name, a.arguments) for a in t.gold_actions],
+                       list(t.communicate_info), list(t.nl_assertions)], sort_keys=True, ensure_ascii=False)
 
 
 def queue(tasks: list, rng: random.Random) -> list:
@@ -74,21 +96,32 @@ def queue(tasks: list, rng: random.Random) -> list:
     return out
 
 
-def sample(tasks: list, per_strategy: int, seed: int) -> list:
-    """Evenly across strategies (one from each in turn) up to ``TOTAL``, at most ``per_strategy`` each; then
-    shuffled."""
+def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int) -> tuple[list, list[str]]:
+    """``total`` tasks, at most one per seed task and strategy and ``per_seed`` per seed task, one strategy after
+    another (the one with fewest first), up to ``per_strategy`` each, then the strategies that have more fill the
+    rest evenly; each takes the first task in its queue whose seed task is used least so far.  Shuffled; with a
+    note for each strategy short of ``per_strategy``."""
     rng = random.Random(seed)
     queues = {s: queue([t for t in tasks if t.origin["strategy"] == s], rng) for s in TAU2_STRATEGIES}
     picked: dict[str, list] = {s: [] for s in TAU2_STRATEGIES}
-    while sum(map(len, picked.values())) < TOTAL:
-        open_ = [s for s in TAU2_STRATEGIES if queues[s] and len(picked[s]) < per_strategy]
-        if not open_:
-            break
-        s = min(open_, key=lambda s: len(picked[s]))
-        picked[s].append(queues[s].pop(0))
+    used: Counter = Counter()  # tasks per seed task
+    for cap in (per_strategy, total):
+        while sum(map(len, picked.values())) < total:
+            for s in TAU2_STRATEGIES:
+                queues[s] = [t for t in queues[s] if used[t.origin["seed"]] < per_seed]
+            open_ = [s for s in TAU2_STRATEGIES if queues[s] and len(picked[s]) < cap]
+            if not open_:
+                break
+            s = min(open_, key=lambda s: len(picked[s]))
+            t = min(queues[s], key=lambda t: used[t.origin["seed"]])  # the first of the least used seed tasks
+            queues[s].remove(t)
+            used[t.origin["seed"]] += 1
+            picked[s].append(t)
+    notes = [f"{s}: {len(picked[s])} of {per_strategy} (the frontier's seed tasks give no more distinct {s} tasks "
+             f"under the per-seed limits)" for s in TAU2_STRATEGIES if len(picked[s]) < per_strategy]
     out = [t for s in TAU2_STRATEGIES for t in picked[s]]
     rng.shuffle(out)
-    return out
+    return out, notes
 
 
 def _call(a) -> str:
@@ -123,27 +156,40 @@ def render(rows: list, seeds: dict) -> str:
     return "\n".join(out)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=60, help="tasks synthesized per domain")
-    ap.add_argument("--seed", type=int, default=1, help="synthesis and sampling seed")
-    ap.add_argument("--per-strategy", type=int, default=6, help="most tasks sampled per strategy")
+    ap.add_argument("--n", type=int, default=100, help="tasks synthesized per domain and synthesis seed")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[3, 4, 5],
+                    help="synthesis seeds, one run each, pooled; the first also seeds the sampling")
+    ap.add_argument("--total", type=int, default=40, help="tasks in the sample")
+    ap.add_argument("--per-strategy", type=int, default=8, help="tasks aimed at per strategy")
+    ap.add_argument("--per-seed", type=int, default=2, help="most tasks sampled from one seed task")
     ap.add_argument("--out-dir", type=Path, default=HERE / "results")
+    ap.add_argument("--key-dir", type=Path, default=None, help="where the key goes (default: --out-dir)")
     ap.add_argument("--stem", default=f"review-tau2-{time.strftime('%Y-%m-%d')}", help="file name stem")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     start = time.perf_counter()
-    tasks, seeds = build(args.n, args.seed)
-    rows = sample(tasks, args.per_strategy, args.seed)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
+    tasks, seeds = build(args.n, args.seeds)
+    rows, notes = sample(tasks, args.total, args.per_strategy, args.per_seed, args.seeds[0])
+    key_dir = args.key_dir or args.out_dir
+    for d in (args.out_dir, key_dir):
+        d.mkdir(parents=True, exist_ok=True)
     (args.out_dir / f"{args.stem}-sample.md").write_text(render(rows, seeds))
     key = {str(k): {"strategy": t.origin["strategy"], "target": t.origin["target"], "domain": t.domain,
                     "task_id": t.id, "seed": t.origin["seed"], "provenance": t.provenance}
            for k, t in enumerate(rows, 1)}
-    (args.out_dir / f"{args.stem}-key.json").write_text(json.dumps(key, indent=1, ensure_ascii=False) + "\n")
-    for label, group in (("built", tasks), ("sampled", rows)):
+    (key_dir / f"{args.stem}-key.json").write_text(json.dumps(key, indent=1, ensure_ascii=False) + "\n")
+    for label, group in (("built (distinct bodies)", tasks), ("sampled", rows)):
         counts = Counter((t.origin["strategy"], t.domain) for t in group)
         print(f"{label}: {len(group)} tasks; " + ", ".join(f"{s}/{d} {c}" for (s, d), c in sorted(counts.items())))
-    print(f"wrote {args.out_dir / args.stem}-sample.md and -key.json in {time.perf_counter() - start:.0f} s")
+    print("sampled per strategy: " + ", ".join(f"{s} {c}" for s, c in
+                                              sorted(Counter(t.origin["strategy"] for t in rows).items())))
+    print(f"distinct seed tasks: {len({t.origin['seed'] for t in rows})}; most from one: "
+          f"{max(Counter(t.origin['seed'] for t in rows).values(), default=0)}")
+    for note in notes:
+        print("short: " + note)
+    print(f"wrote {args.out_dir / args.stem}-sample.md and {key_dir / args.stem}-key.json in "
+          f"{time.perf_counter() - start:.0f} s")
 
 
 if __name__ == "__main__":

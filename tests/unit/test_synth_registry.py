@@ -34,7 +34,7 @@ DECLARED = {
         "distractor": (parts.DISTRACTOR_NOT_NEW, parts.DISTRACTOR_UNSTATED),
     },
     Tau2Task: {
-        "ambiguity": (tau2_strategies.STILL_NAMED,), "distractor": (tau2_strategies.TRAP_NOT_LIVE,),
+        "ambiguity": (tau2_strategies.STILL_NAMED, tau2_strategies.NOT_ONE), "distractor": (tau2_strategies.TRAP_NOT_LIVE,),
         "cascade": (), "depth": (tau2_strategies.ANSWER_IN_SCENARIO,),
         "lookalike": (tau2_strategies.NOT_TOLD_APART, tau2_strategies.TRAP_NOT_LIVE),
     },

@@ -170,17 +170,17 @@ def test_an_ambiguity_task_without_the_reads_that_resolve_it_is_rejected():
 def test_a_gold_call_that_errors_is_rejected():
     seed, target, draft = _draft("airline", "depth")
     broken = Draft(list(draft.actions), draft.instructions, draft.what, communicate_info=draft.communicate_info,
-                   details=draft.details)
-    j = next(i for i, a in enumerate(broken.actions) if a.name == "get_flight_status")
-    broken.actions[j] = GoldAction("get_flight_status", {**broken.actions[j].arguments, "date": "2031-01-01"})
+                   details={**draft.details, "added_step": "get_flight_status"})
+    broken.actions[-1] = GoldAction("get_flight_status", {"flight_number": draft.details["flight"], "date": "2031-01-01"})
     assert GOLD_ERRORS in check(assemble(seed, target, "depth", broken), broken, target, "depth")
 
 
 def test_a_depth_task_whose_scenario_gives_the_answer_away_is_rejected():
     seed, target, draft = _draft("airline", "depth")
-    added = next(a for a in draft.actions if a.name == "get_flight_status")
+    added = next(a for a in draft.actions if a.name == "search_direct_flight")
     told = dict(draft.instructions)
-    told["known_info"] = f"{told.get('known_info') or ''}\nThe flight number is {added.arguments['flight_number']}."
+    told["known_info"] = (f"{told.get('known_info') or ''}\nThat flight goes from {added.arguments['origin']} to "
+                          f"{added.arguments['destination']}.")
     leaky = Draft(draft.actions, told, draft.what, communicate_info=draft.communicate_info, details=draft.details)
     assert ANSWER_IN_SCENARIO in check(assemble(seed, target, "depth", leaky), leaky, target, "depth")
 
@@ -267,8 +267,8 @@ def test_depth_adds_a_call_the_gold_does_not_make_on_a_value_only_b_gives():
         for seed, draft in _drafts(domain, "depth"):
             *before, added = draft.actions
             assert all((a.name, a.arguments) != (added.name, added.arguments) for a in before), seed.id
-            if added.name == "get_flight_status":
-                assert f'"{added.arguments["flight_number"]}"' not in json.dumps([a.arguments for a in before]), seed.id
+            if added.name == "search_direct_flight":
+                assert f'"{draft.details["flight"]}"' not in json.dumps([a.arguments for a in before]), seed.id
             n += 1
     assert n >= 20
 
@@ -323,7 +323,7 @@ def test_depth_adds_a_step_whose_argument_only_bs_output_gives(domain):
     for seed, target, draft in _all_drafts(domain, "depth"):
         made += 1
         added = draft.actions[-1]
-        value = json.dumps(added.arguments["flight_number" if domain == "airline" else "product_id"])
+        value = json.dumps(draft.details["flight"] if domain == "airline" else added.arguments["product_id"])
         steps = [s for s in gold(seed).steps if s.call.requestor == "assistant"]
         j = target_positions(seed.agent_actions, target)
         b = [k + 1 for k in j if value in steps[k + 1].content]  # a B whose output names the value
@@ -334,10 +334,9 @@ def test_depth_adds_a_step_whose_argument_only_bs_output_gives(domain):
 def test_depth_never_asks_about_a_flight_of_a_reservation_the_gold_cancels():
     """Review of 2026-12-04, task 12: the status of a flight in a reservation the customer just cancelled."""
     for seed, target, draft in _all_drafts("airline", "depth"):
-        if draft.actions[-1].name != "get_flight_status":
-            continue
+        assert draft.actions[-1].name == "search_direct_flight"
         cancelled = {a.arguments["reservation_id"] for a in seed.agent_actions if a.name == "cancel_reservation"}
-        flight = draft.actions[-1].arguments["flight_number"]
+        flight = draft.details["flight"]
         shown_by = [s.content for s in gold(seed).steps if flight in s.content and "reservation_id" in s.content]
         assert not any(json.loads(c).get("reservation_id") in cancelled for c in shown_by if c.startswith("{")), seed.id
 

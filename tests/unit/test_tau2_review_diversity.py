@@ -1,0 +1,140 @@
+"""Issue 34's second τ² review: the sample is 40 distinct tasks spread over seed tasks and strategies
+(benchmarks/review_sample_tau2.py), retail ambiguity names one item (and the status) rather than the order's item
+list, depth answers vary with what the added read returns, the distractor's twin is met first and the retail
+cascade does not ask for the fix in so many words."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from types import SimpleNamespace
+
+import pytest
+from benchmod import load_benchmark
+
+from ace_env.tau2.drafting import entities_of, fits_one, owner, record, replayed_output
+from ace_env.tau2.tasks import Tau2Task, load_tasks
+from synth.registry import table_for
+
+STRATEGIES = table_for(Tau2Task)
+
+
+@pytest.fixture(scope="module")
+def sampler():
+    return load_benchmark("review_sample_tau2.py", "review_sample_tau2_under_test")
+
+
+def _fake(strategy, seed, domain="retail", scenario=None):
+    return SimpleNamespace(origin={"strategy": strategy, "seed": seed}, domain=domain, id=f"{strategy}-{seed}",
+                           user_scenario=scenario or f"{strategy} {seed}", tau2={}, gold_actions=[],
+                           communicate_info=[], nl_assertions=[])
+
+
+def test_the_sample_takes_one_task_per_seed_and_strategy_and_at_most_two_per_seed(sampler):
+    tasks = []
+    for strategy in sampler.TAU2_STRATEGIES:
+        for seed in range(30 if strategy != "distractor" else 1):
+            for copy in range(2):  # a second construction from the same seed: never both
+                tasks.append(_fake(strategy, f"s{seed}", ("retail", "airline")[seed % 2], f"{strategy}{seed}/{copy}"))
+    rows, notes = sampler.sample(tasks, 40, 8, 2, 3)
+    assert len(rows) == 40
+    pairs = Counter((t.origin["seed"], t.origin["strategy"]) for t in rows)
+    assert max(pairs.values()) == 1
+    assert max(Counter(t.origin["seed"] for t in rows).values()) <= 2
+    by = Counter(t.origin["strategy"] for t in rows)
+    assert by["distractor"] == 1 and all(by[s] >= 8 for s in by if s != "distractor")  # the others fill the rest
+    assert len(notes) == 1 and notes[0].startswith("distractor: 1 of 8")
+
+
+def test_the_sample_prefers_seed_tasks_not_used_yet(sampler):
+    # every strategy can use seed s0..s9; 5 strategies x 2 tasks: each seed at most twice, all ten used
+    tasks = [_fake(s, f"s{i}") for s in sampler.TAU2_STRATEGIES for i in range(10)]
+    rows, _ = sampler.sample(tasks, 10, 2, 2, 1)
+    assert len({t.origin["seed"] for t in rows}) == 10
+
+
+def test_build_drops_copies_made_by_another_synthesis_seed(sampler, monkeypatch):
+    one, same, other = _fake("depth", "a", scenario="x"), _fake("depth", "a", scenario="x"), _fake("depth", "a", "y")
+    same.id = "another id, the same body"
+    monkeypatch.setattr(sampler, "FRONTIER", {"retail": ["a>b"]})
+    monkeypatch.setattr(sampler, "load_tasks", lambda domain: [])
+    runs = iter([[one], [same, other]])
+    monkeypatch.setattr(sampler, "run", lambda *a, **k: SimpleNamespace(tasks=next(runs)))
+    tasks, _ = sampler.build(10, [1, 2])
+    assert tasks == [one, other]
+    assert len({sampler.body(t) for t in tasks}) == len(tasks)
+
+
+def _drafts(domain, strategy):
+    for seed in load_tasks(domain):
+        acts = seed.agent_actions
+        for target in sorted({(a.name, b.name) for a, b in zip(acts, acts[1:])}):
+            draft = STRATEGIES[strategy](seed, target, 0.5, random.Random(0))
+            if draft is not None:
+                yield seed, target, draft
+
+
+def test_retail_ambiguity_names_one_item_not_the_orders_item_list():
+    n = with_status = 0
+    for seed, _, draft in _drafts("retail", "ambiguity"):
+        order, phrase, by = draft.details["described"], draft.details["description"], draft.details["by"]
+        names = {i.name.lower() for i in record("retail", order).items}
+        assert by["item"].lower() in phrase and sum(name in phrase for name in names) == 1, (seed.id, phrase)
+        assert fits_one("retail", order, phrase, by)  # the one order of the user's holding it (in that status)
+        theirs = [record("retail", o) for o in entities_of("retail", owner("retail", order))]
+        if by["status"]:  # the status is said only where the item alone would fit another order
+            with_status += 1
+            assert by["status"] in phrase
+            assert sum(any(i.name == by["item"] for i in o.items) for o in theirs) > 1
+        n += 1
+    assert n >= 10 and with_status >= 1
+
+
+def test_fits_one_refuses_a_description_another_order_fits_too():
+    for _, _, draft in _drafts("retail", "ambiguity"):
+        by = draft.details["by"]
+        if by["status"]:
+            assert not fits_one("retail", draft.details["described"], draft.details["description"],
+                                {**by, "status": None})
+            return
+    raise AssertionError("no retail ambiguity draft names a status")
+
+
+@pytest.mark.parametrize("domain", ["airline", "retail"])
+def test_depth_answers_vary_and_are_read_off_the_added_steps_output(domain):
+    answers = Counter()
+    for seed, _, draft in _drafts(domain, "depth"):
+        added, fact = draft.actions[-1], draft.communicate_info[-1]
+        out = replayed_output(seed, draft.actions)
+        if domain == "airline":
+            flight = next(f for f in out if f["flight_number"] == draft.details["flight"])
+            assert fact == f"{flight['prices'][draft.details['cabin']]:g}", seed.id
+        else:
+            mine = draft.details["item_id"]
+            assert mine in out["variants"]  # the order's own option, not counted
+            assert fact == str(sum(v["available"] for k, v in out["variants"].items() if k != mine)), seed.id
+        # the user asks in words: no tool, no argument of the lookup in what they say
+        ask = draft.instructions["task_instructions"].split("\n\n")[-1]
+        assert added.name not in ask and not any(str(v) in ask for k, v in added.arguments.items() if k != "date")
+        answers[fact] += 1
+    assert len(answers) >= 4 and answers.most_common(1)[0][1] <= sum(answers.values()) // 2, answers
+
+
+def test_the_distractors_twin_is_listed_before_the_real_order():
+    n = 0
+    for _, _, draft in _drafts("retail", "distractor"):
+        listing = next(iter(draft.agent_data["users"].values()))["orders"]
+        assert listing.index(draft.details["look_alike"]) + 1 == listing.index(draft.details["of"])
+        n += 1
+    assert n >= 1
+
+
+def test_the_retail_cascade_does_not_ask_for_the_default_address_in_so_many_words():
+    n = 0
+    for seed, _, draft in _drafts("retail", "cascade"):
+        added = draft.instructions["task_instructions"].split("\n\n")[-1].lower()
+        assert "default" not in added and "modify" not in added, added
+        assert draft.actions[-1].name == "modify_user_address"
+        n += 1
+    assert n >= 1
+
