@@ -139,8 +139,7 @@ TAU2_TELECOM_NOTE = ("telecom's gold includes the user's own actions on their ph
                      "and its rollouts do not model yet")
 
 
-def load_task_set(spec: str, budget: Budget | None = None, *, any_environment: bool = False,
-                  tau2: bool | None = None) -> dict[str, Task]:
+def load_task_set(spec: str, budget: Budget | None = None, *, any_environment: bool = False) -> dict[str, Task]:
     """Tasks by id from a task spec (:func:`parse_task_spec`): BFCL categories, a task JSONL file, or a folder
     of BFCL files (:func:`bfcl.load_folder`).  Every command that takes tasks reads them through here.
 
@@ -148,13 +147,11 @@ def load_task_set(spec: str, budget: Budget | None = None, *, any_environment: b
     verifies step by step, not only the default environment's (:data:`ace_env.environments.DEFAULT`): τ²
     specs (``tau2:airline``, ``tau2:retail``) come back as :class:`~ace_env.tau2.tasks.Tau2Task` by ACE id
     (``tau2:airline:1``); telecom is refused in one line.  Without it such a spec is refused in one line.
-    ``tau2`` is its old name, kept for callers not moved yet (deprecated; same meaning).
 
     A task file's (or folder's) gold is run once here, every call under ``budget`` (the command's
     ``--call-timeout`` / ``--memory-limit``; None: :meth:`Budget.from_env`), in the watched worker: a gold
     call over it refuses the file in one line.  A task file over the size caps of :mod:`ace_env.taskfile` is
     refused before it is parsed."""
-    any_environment = any_environment or bool(tau2)
     parsed = parse_task_spec(spec)
     if parsed.environment:
         if not any_environment:

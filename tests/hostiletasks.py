@@ -24,7 +24,7 @@ RUNAWAY_BFCL_CALL = "power(base=10, exponent=1000000000)"
 
 
 def _airline_seed() -> tuple[str, dict]:
-    task = load_task_set("tau2:airline", tau2=True)["tau2:airline:1"]
+    task = load_task_set("tau2:airline", any_environment=True)["tau2:airline:1"]
     return task.id, copy.deepcopy(tau2_json(task))
 
 

@@ -30,7 +30,7 @@ def test_a_simulated_tau2_scope_to_verified_tasks_to_tau2_files(clean_db, neo4j_
     summary = json.loads(capsys.readouterr().out)
     assert summary["tasks"] == 6 and summary["by_target"] == {f"{FROM}>{TO}": 6}
     assert sum(v["built"] for v in summary["per_strategy"].values()) == 6
-    tasks = load_task_set(str(out), tau2=True)  # the file reads back, every gold re-verified
+    tasks = load_task_set(str(out), any_environment=True)  # the file reads back, every gold re-verified
     assert len(tasks) == 6 and all(t.provenance["target_edge"] == f"{FROM}>{TO}" for t in tasks.values())
     assert all(0.0 <= t.origin["pass_rate"] <= 1.0 and t.origin["policy"] == f"sim:{weakness}"
                for t in tasks.values())

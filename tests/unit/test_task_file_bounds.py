@@ -75,13 +75,13 @@ def test_the_bounded_gold_check_refuses_in_process_without_hanging(runaway, monk
     monkeypatch.setenv("ACE_CALL_TIMEOUT", "1")
     start = time.monotonic()
     with pytest.raises(TaskLoadError, match=r"runaway\.jsonl:1: .*does not verify \(timeout: a gold call ran over the 1 s"):
-        load_task_set(str(runaway), tau2=True)
+        load_task_set(str(runaway), any_environment=True)
     assert time.monotonic() - start < DEADLINE_S
 
 
 def test_a_tau2_task_file_verifies_its_rollouts(tmp_path, capsys):
     # `ace verify --tasks FILE` takes τ² task files `ace synth` wrote (docs/cli.md); it refused them
-    seed = load_task_set("tau2:airline", tau2=True)["tau2:airline:9"]  # its gold cancels a reservation
+    seed = load_task_set("tau2:airline", any_environment=True)["tau2:airline:9"]  # its gold cancels a reservation
     task = build_task("airline", tau2_json(seed), {"seed": seed.id})
     tasks = tmp_path / "t.jsonl"
     tasks.write_text(json.dumps(to_row(task), default=str) + "\n")
@@ -107,9 +107,9 @@ def test_a_task_line_over_the_cap_is_refused_before_it_is_parsed(tmp_path):
     # 100,000 flights (18 MB) on one line took 48-113 s; 2,000 big ones (9 MB) are refused at once
     path = tau2_many_flights(tmp_path / "flights.jsonl")
     start = time.monotonic()
-    for tau2 in (True, False):
+    for any_environment in (True, False):
         with pytest.raises(TaskLoadError, match=r"flights\.jsonl:1: the line is larger than a task may be \(over 1\.0 MiB"):
-            load_task_set(str(path), tau2=tau2)
+            load_task_set(str(path), any_environment=any_environment)
     assert time.monotonic() - start < 10
 
 
@@ -122,9 +122,9 @@ def test_the_export_of_a_task_line_over_the_cap_is_one_line(tmp_path):
 
 def test_a_task_file_over_the_cap_is_refused_by_every_reader(tmp_path):
     big = over_the_file_cap(tmp_path / "big.jsonl")
-    for tau2 in (True, False):
+    for any_environment in (True, False):
         with pytest.raises(TaskLoadError, match=r"big\.jsonl is larger than a task file may be \(32\.0 MiB; at most 32\.0 MiB\)"):
-            load_task_set(str(big), tau2=tau2)
+            load_task_set(str(big), any_environment=any_environment)
     folder = bfcl_folder_runaway_gold(tmp_path / "bfcl")  # a BFCL folder: its files together
     (question,) = folder.glob("BFCL_v4_multi_turn_*.json")
     with open(question, "ab") as f:
@@ -137,7 +137,7 @@ def test_the_caps_are_well_above_the_real_task_files():
     ace_file = [json.dumps(t.to_dict()) + "\n" for t in bfcl.load_tasks("all")]  # every BFCL task as a task file
     assert sum(map(len, ace_file)) * 10 < TASK_FILE_MAX_BYTES and max(map(len, ace_file)) * 50 < TASK_LINE_MAX_BYTES
     tau2 = [json.dumps(to_row(build_task(t.domain, tau2_json(t), {"seed": t.id})), default=str) + "\n"
-            for t in load_task_set("tau2:airline,retail", tau2=True).values()]
+            for t in load_task_set("tau2:airline,retail", any_environment=True).values()]
     assert sum(map(len, tau2)) * 10 < TASK_FILE_MAX_BYTES and max(map(len, tau2)) * 40 < TASK_LINE_MAX_BYTES
     data = bfcl._package_dir() / "data"  # BFCL's own files, read by the same reader
     own = [p for c in bfcl.CATEGORIES for p in (data / f"BFCL_v4_multi_turn_{c}.json",

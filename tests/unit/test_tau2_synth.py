@@ -202,7 +202,7 @@ def test_task_file_round_trip_and_refusals(made, tmp_path):
     tasks = [r.tasks[0] for (d, s), (r, _) in made.items() if r.tasks]
     path = tmp_path / "t.jsonl"
     write_tasks(path, tasks)
-    back = load_task_set(str(path), tau2=True)
+    back = load_task_set(str(path), any_environment=True)
     assert list(back) == [t.id for t in tasks]
     assert all(isinstance(t, SynthTau2Task) and t.to_dict() == o.to_dict() for t, o in zip(back.values(), tasks))
     with pytest.raises(TaskLoadError, match="not supported by `this command`"):
@@ -212,10 +212,10 @@ def test_task_file_round_trip_and_refusals(made, tmp_path):
     edited["tau2"]["user_scenario"]["instructions"]["known_info"] += " You are in a hurry."
     (tmp_path / "e.jsonl").write_text(json.dumps(edited) + "\n")
     with pytest.raises(TaskLoadError, match=r"e\.jsonl:1: .*not what its τ² form gives"):
-        load_task_set(str(tmp_path / "e.jsonl"), tau2=True)
+        load_task_set(str(tmp_path / "e.jsonl"), any_environment=True)
     (tmp_path / "d.jsonl").write_text(json.dumps(rows[0]) + "\n" + json.dumps(rows[0]) + "\n")
     with pytest.raises(TaskLoadError, match=r"d\.jsonl:2: .*repeats"):
-        load_task_set(str(tmp_path / "d.jsonl"), tau2=True)
+        load_task_set(str(tmp_path / "d.jsonl"), any_environment=True)
     wrong = json.loads(json.dumps(rows[0]))  # a gold that errors, written as if it were consistent
     wrong["tau2"]["evaluation_criteria"]["actions"].append(
         {"action_id": "x", "requestor": "assistant", "name": "cancel_reservation",
@@ -223,7 +223,7 @@ def test_task_file_round_trip_and_refusals(made, tmp_path):
     consistent = build_task(wrong["domain"], wrong["tau2"], wrong["origin"]).to_dict()
     (tmp_path / "w.jsonl").write_text(json.dumps(consistent) + "\n")
     with pytest.raises(TaskLoadError, match=r"w\.jsonl:1: the gold .* does not verify"):
-        load_task_set(str(tmp_path / "w.jsonl"), tau2=True)
+        load_task_set(str(tmp_path / "w.jsonl"), any_environment=True)
 
 
 def test_ambiguity_drops_a_sentence_that_only_states_the_id_and_rewrites_the_others():

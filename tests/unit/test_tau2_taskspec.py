@@ -57,11 +57,13 @@ def test_sim_takes_airline_and_retail_but_refuses_telecom(tmp_path, capsys):
     assert main(["verify", str(tmp_path / "r.jsonl"), "--tasks", "tau2:retail,telecom", "--json"]) == 0
 
 
-def test_load_task_set_takes_no_environment_flag_and_the_old_one_still_means_the_same():
-    """``any_environment`` names no environment; ``tau2=`` (for callers not moved yet) means the same."""
-    assert set(load_task_set("tau2:airline", tau2=True)) == set(load_task_set("tau2:airline", any_environment=True))
+def test_load_task_set_takes_no_environment_flag():
+    """``any_environment`` names no environment, and the old ``tau2=`` flag is gone."""
+    assert set(load_task_set("tau2:airline", any_environment=True)) == set(load_tau2_task_set("tau2:airline"))
     with pytest.raises(TaskLoadError, match="not supported"):
-        load_task_set("tau2:airline", tau2=False)
+        load_task_set("tau2:airline")
+    with pytest.raises(TypeError):
+        load_task_set("tau2:airline", tau2=True)  # type: ignore[call-arg]
 
 
 def test_every_task_of_a_spec_and_the_environment_a_spec_names():
