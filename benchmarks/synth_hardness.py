@@ -248,6 +248,16 @@ def warm_task_ids(used_seeds: set[str], n: int, seed: int) -> list[str]:
     return ids[:n]
 
 
+def warm_overlap(work: Path, used_seeds: set[str]) -> set[str]:
+    """Base numbers both the warm start under ``work/warm`` trained on and ``used_seeds`` use (none: no warm
+    start there yet)."""
+    recipe_path = work / "warm" / "hardness_warm.json"
+    if not recipe_path.exists():
+        return set()
+    trained = {base_number(i) for i in json.loads(recipe_path.read_text())["tasks"]}
+    return trained & {base_number(i) for i in used_seeds}
+
+
 def warm_start(work: Path, model: str, used_seeds: set[str], n: int, max_length: int, seed: int) -> Path:
     """The warm start under ``work/warm`` (made once; remade only when a seed of the sample overlaps it)."""
     out = work / "warm"
@@ -382,6 +392,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--long-context", action="store_true",
                     help="offer long-context seeds too (most of their target steps lie beyond SmolLM2's context)")
     ap.add_argument("--boot", type=int, default=2000, help="bootstrap resamples of the pairs")
+    ap.add_argument("--keep-warm", action="store_true",
+                    help="reuse the warm start in --work even where seeds of the sample share a base number with "
+                         "its training tasks: those tasks are left out of the pairs instead")
     ap.add_argument("--strategies", default="",
                     help="comma-separated targeted strategies to measure (default: all of them)")
     ap.add_argument("--quick", action="store_true",
@@ -404,6 +417,11 @@ def main(argv: list[str] | None = None) -> int:
     seeds = bfcl_seeds()
     tasks = load_or_make_sample(args.work, seeds, args.per_strategy, args.seed, strategies, args.long_context)
     used = {t.provenance["parents"][0] for t in tasks}
+    trained = warm_overlap(args.work, used) if args.keep_warm else set()
+    if trained:
+        tasks = [t for t in tasks if base_number(t.provenance["parents"][0]) not in trained]
+        used = {t.provenance["parents"][0] for t in tasks}
+        say(f"--keep-warm: the warm start trained on base numbers {sorted(trained)}; their tasks are left out")
     say(f"sample: {len(tasks)} tasks from {len(used)} seed tasks")
     valid: dict[str, tuple[int, int]] = {}
     for t in tasks:

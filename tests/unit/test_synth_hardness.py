@@ -131,3 +131,14 @@ def test_a_sample_is_reused_only_with_the_flags_it_was_made_with(hb, tmp_path, m
     assert hb.load_or_make_sample(tmp_path, {}, 3, 0, ["cascade"]) == []
     with pytest.raises(SystemExit, match="give another --work or the same flags"):
         hb.load_or_make_sample(tmp_path, {}, 4, 0, ["cascade"])
+
+
+def test_warm_overlap_names_the_base_numbers_the_warm_start_trained_on(hb, tmp_path):
+    """``--keep-warm`` leaves out the tasks whose seed shares a base number with the warm start's training tasks
+    (any variant of it: base, miss_func, ...), and only those."""
+    assert hb.warm_overlap(tmp_path, {"multi_turn_base_1"}) == set()  # no warm start yet
+    (tmp_path / "warm").mkdir()
+    (tmp_path / "warm" / "hardness_warm.json").write_text(
+        '{"tasks": ["multi_turn_base_138", "multi_turn_base_7"]}')
+    used = {"multi_turn_miss_func_138", "multi_turn_base_70", "multi_turn_base_17"}
+    assert hb.warm_overlap(tmp_path, used) == {"138"}
