@@ -22,7 +22,7 @@ of every synthesized task and of its own seed task.
 
 Everything lands under ``--work`` and a rerun resumes: the sample (``tasks.jsonl``), the warm start (``warm/``,
 reused while no seed of the sample shares a base number with its tasks), and the scores (``scores.jsonl``, one
-line per scored task, written as it is scored); the report goes to ``report.json``.
+line per task scored at the target steps of one composition, written as it is scored); the report goes to ``report.json``.
 
     OMP_NUM_THREADS=1 ACE_TORCH_THREADS=1 .venv/bin/python benchmarks/synth_bench.py --hardness   # work: benchmarks/out/synth-hardness
     .venv/bin/python benchmarks/synth_hardness.py --quick      # a tiny random model built offline, 2 tasks each
@@ -114,13 +114,20 @@ class Pair:
         return self.synth_nll - self.seed_nll
 
 
+def score_key(task_id: str, edge: str) -> str:
+    """The key of a task's scores at the target steps of ``edge`` (``A>B``): a seed used by strategies aiming at
+    different compositions has different target steps, scored once for each."""
+    return f"{task_id}@{edge}"
+
+
 def make_pairs(tasks: list[Task], scores: dict[str, dict[str, Any]]) -> tuple[list[Pair], list[str]]:
-    """The pairs of the synthesized ``tasks`` whose task and seed both have a scored target step (``scores``: by
-    task id, the records of ``scores.jsonl``), and why the others are left out."""
+    """The pairs of the synthesized ``tasks`` whose task and seed both have a scored target step of the task's
+    target composition (``scores``: by :func:`score_key`, the records of ``scores.jsonl``), and why the others
+    are left out."""
     pairs, left = [], []
     for t in tasks:
-        seed = t.provenance["parents"][0]
-        mine, theirs = scores.get(t.id), scores.get(seed)
+        seed, edge = t.provenance["parents"][0], t.provenance["target_edge"]
+        mine, theirs = scores.get(score_key(t.id, edge)), scores.get(score_key(seed, edge))
         if mine is None or theirs is None:
             left.append(f"{t.id}: not scored yet")
             continue
@@ -241,6 +248,16 @@ def warm_task_ids(used_seeds: set[str], n: int, seed: int) -> list[str]:
     return ids[:n]
 
 
+def warm_overlap(work: Path, used_seeds: set[str]) -> set[str]:
+    """Base numbers both the warm start under ``work/warm`` trained on and ``used_seeds`` use (none: no warm
+    start there yet)."""
+    recipe_path = work / "warm" / "hardness_warm.json"
+    if not recipe_path.exists():
+        return set()
+    trained = {base_number(i) for i in json.loads(recipe_path.read_text())["tasks"]}
+    return trained & {base_number(i) for i in used_seeds}
+
+
 def warm_start(work: Path, model: str, used_seeds: set[str], n: int, max_length: int, seed: int) -> Path:
     """The warm start under ``work/warm`` (made once; remade only when a seed of the sample overlaps it)."""
     out = work / "warm"
@@ -273,7 +290,7 @@ def load_scores(path: Path) -> dict[str, dict[str, Any]]:
         for line in path.read_text().splitlines():
             if line.strip():
                 rec = json.loads(line)
-                out[rec["task"]] = rec
+                out[score_key(rec["task"], rec.get("edge", "?"))] = rec
     return out
 
 
@@ -301,14 +318,18 @@ def score_all(policy: HFPolicy, tasks: list[Task], seeds: dict[str, Task], path:
     """Teacher-forced scores of the target steps of every task and of its seed, appended to ``path`` one task at a
     time; what is already there is kept.  A task and its seed not yet scored go through one shared pass."""
     done = load_scores(path)
-    todo = interleaved([t for t in tasks if t.id not in done or t.provenance["parents"][0] not in done])
+
+    def key(task_id: str, t: Task) -> str:
+        return score_key(task_id, t.provenance["target_edge"])
+
+    todo = interleaved([t for t in tasks if key(t.id, t) not in done or key(t.provenance["parents"][0], t) not in done])
     say(f"scoring: {len(done)} task(s) already scored, {len(todo)} pair(s) to go")
     start = time.perf_counter()
     with open(path, "a", encoding="utf-8") as f:
         for k, t in enumerate(todo):
             edge = parse_edge(t.provenance["target_edge"])
             seed_id = t.provenance["parents"][0]
-            jobs = [(t.id, t)] + ([(seed_id, seeds.get(seed_id))] if seed_id not in done else [])
+            jobs = [(t.id, t)] + ([(seed_id, seeds.get(seed_id))] if key(seed_id, t) not in done else [])
             trs: dict[str, Transcript | None] = {}
             why: dict[str, list[str]] = {}
             for tid, task in jobs:
@@ -338,8 +359,8 @@ def score_all(policy: HFPolicy, tasks: list[Task], seeds: dict[str, Task], path:
                     by_task[tr.task.id] = got
                     why[tr.task.id] += skipped
             for tid in trs:
-                rec = {"task": tid, **_record(trs[tid], by_task[tid], why[tid])}
-                done[tid] = rec
+                rec = {"task": tid, "edge": t.provenance["target_edge"], **_record(trs[tid], by_task[tid], why[tid])}
+                done[key(tid, t)] = rec
                 f.write(json.dumps(rec) + "\n")
             f.flush()
             elapsed = time.perf_counter() - start
@@ -371,6 +392,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--long-context", action="store_true",
                     help="offer long-context seeds too (most of their target steps lie beyond SmolLM2's context)")
     ap.add_argument("--boot", type=int, default=2000, help="bootstrap resamples of the pairs")
+    ap.add_argument("--keep-warm", action="store_true",
+                    help="reuse the warm start in --work even where seeds of the sample share a base number with "
+                         "its training tasks: those tasks are left out of the pairs instead")
+    ap.add_argument("--strategies", default="",
+                    help="comma-separated targeted strategies to measure (default: all of them)")
     ap.add_argument("--quick", action="store_true",
                     help="a tiny random model built offline, 2 tasks per strategy, 2 warm-start tasks")
     args = ap.parse_args(argv)
@@ -382,9 +408,20 @@ def main(argv: list[str] | None = None) -> int:
     say(f"synthesis hardness: commit {_commit()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; work {args.work}")
     strategies = list(targeted())
+    if args.strategies:
+        wanted = [x.strip() for x in args.strategies.split(",") if x.strip()]
+        unknown = [x for x in wanted if x not in strategies]
+        if unknown:
+            raise SystemExit(f"--strategies: {', '.join(unknown)} not among {', '.join(strategies)}")
+        strategies = [x for x in strategies if x in wanted]
     seeds = bfcl_seeds()
     tasks = load_or_make_sample(args.work, seeds, args.per_strategy, args.seed, strategies, args.long_context)
     used = {t.provenance["parents"][0] for t in tasks}
+    trained = warm_overlap(args.work, used) if args.keep_warm else set()
+    if trained:
+        tasks = [t for t in tasks if base_number(t.provenance["parents"][0]) not in trained]
+        used = {t.provenance["parents"][0] for t in tasks}
+        say(f"--keep-warm: the warm start trained on base numbers {sorted(trained)}; their tasks are left out")
     say(f"sample: {len(tasks)} tasks from {len(used)} seed tasks")
     valid: dict[str, tuple[int, int]] = {}
     for t in tasks:

@@ -217,7 +217,9 @@ def with_distractors(seed: Task, chosen: list[str]) -> tuple[list[str], list[str
     """(classes, tools, config, distractors) of the seed with ``chosen`` offered and declared distractors.
 
     A BFCL function of a class the seed does not involve brings its class (the random baseline's kind);
-    a twin runs on its real tool's class, which the seed involves, and is listed right after its real tool.
+    a twin runs on its real tool's class, which the seed involves, and is listed right before its real tool (a
+    reader scanning the list meets the wrong way first, and the real tool's entry does not come right before a
+    twin that repeats its name and parameters).
     """
     classes = list(seed.involved_classes)
     config = copy_json(seed.initial_config)
@@ -230,10 +232,8 @@ def with_distractors(seed: Task, chosen: list[str]) -> tuple[list[str], list[str
         if name in tools:
             continue
         twin = twins.TWINS.get(name)
-        at = tools.index(twin.real) + 1 if twin is not None and twin.real in tools else len(tools)
-        while at < len(tools) and twins.is_twin(tools[at]):
-            at += 1  # after the real tool and any twin already beside it
-        tools.insert(at, name)
+        at = tools.index(twin.real) if twin is not None and twin.real in tools else len(tools)
+        tools.insert(at, name)  # right before the real tool (and before any twin already there)
     distractors = list(seed.distractors) + [n for n in chosen if n not in seed.distractors]
     return classes, tools, config, distractors
 

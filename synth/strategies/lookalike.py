@@ -197,22 +197,33 @@ _INACTIVE = ["inactive", "archived", "expired", "superseded", "closed"]
 
 
 def close_variants(value: Any, rng: random.Random) -> list[Any]:
-    """Near-identical values that are also close as quantities: a number with one of its last two digits off
-    by one to three (150 -> 151, 153; never 510), a string one character off or two neighbours transposed."""
+    """Near-identical values that are also close as quantities: a number with one digit off by one to three, its
+    last digit or another within 1% (227.16 -> 227.15, 227.36, 226.16; 150 -> 151, 153; never 510), the variants taking turns
+    over the digits that can change (a random digit first), so the first few do not all share every digit but
+    the last one with the value; a string one character off or two neighbours transposed."""
     if isinstance(value, bool):
         return []
     if isinstance(value, (int, float)):
         text = f"{value:.2f}" if isinstance(value, float) else str(value)
-        i = len(text) - 1  # the last digit only: 150 -> 151, 152, 153
-        out = []
-        for step in (1, 2, 3, -1, -2, -3):
-            d = int(text[i]) + step
-            if 0 <= d <= 9 and not (i == 0 and d == 0):
-                v = text[:i] + str(d) + text[i + 1:]
-                out.append(float(v) if isinstance(value, float) else int(v))
-        out = [v for v in dict.fromkeys(out) if v != value and v > 0 and near_identical(v, value)]
-        rng.shuffle(out)
-        return out
+        by_digit: list[list[Any]] = []
+        for i in range(len(text) - 1, -1, -1):
+            if not text[i].isdigit():
+                continue
+            got = []
+            for step in (1, 2, 3, -1, -2, -3):
+                d = int(text[i]) + step
+                if 0 <= d <= 9 and not (i == 0 and d == 0):
+                    v = text[:i] + str(d) + text[i + 1:]
+                    got.append(float(v) if isinstance(value, float) else int(v))
+            last = i == len(text) - 1  # the last digit always (150 -> 151, 153); another only within 1%
+            got = [v for v in dict.fromkeys(got) if v != value and v > 0 and near_identical(v, value)
+                   and (last or abs(v - value) <= 0.01 * abs(value))]
+            if got:
+                rng.shuffle(got)
+                by_digit.append(got)
+        rng.shuffle(by_digit)
+        out = [col[r] for r in range(max(map(len, by_digit), default=0)) for col in by_digit if r < len(col)]
+        return list(dict.fromkeys(out))
     return near_variants(value, rng)
 
 

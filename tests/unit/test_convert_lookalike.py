@@ -126,7 +126,21 @@ def steps_seed_output(task, k):
 def test_close_variants_are_close_as_quantities():
     rng = random.Random(0)
     assert all(abs(v - 150) <= 3 and near_identical(v, 150) for v in close_variants(150, rng))
-    assert all(abs(v - 45.25) < 0.05 for v in close_variants(45.25, rng))
+    assert all(abs(v - 45.25) <= 0.01 * 45.25 + 0.031 and near_identical(v, 45.25) for v in close_variants(45.25, rng))
+
+
+def test_close_variants_take_turns_over_the_digits():
+    """Hardness (issue 34): look-alikes of 227.16 that all read 227.1x share every digit but the last with the
+    right price, so a model copying it is sure of all but one digit; the first variants differ at distinct
+    digits (units, tenths, hundredths), each still one digit off and within 1%."""
+    for seed in range(20):
+        rng = random.Random(seed)
+        for value in (227.16, 2840.34, 150.75):
+            got = close_variants(value, rng)
+            first = got[:3]
+            at = {next(i for i, (x, y) in enumerate(zip(f"{v:.2f}", f"{value:.2f}")) if x != y) for v in first}
+            assert len(first) == 3 and len(at) == 3, (value, first)
+            assert all(near_identical(v, value) and abs(v - value) <= 0.01 * value for v in got), (value, got)
 
 
 def test_attribute_lookalikes_share_the_entity_and_differ_by_the_attribute(made):
@@ -154,7 +168,7 @@ def test_attribute_lookalikes_share_the_entity_and_differ_by_the_attribute(made)
             assert all(r.get(k2) == v for k2, v in plain.items() if k2 != prov["lookalike_key"]
                        and not isinstance(v, (dict, list)) and v in leaves(args))
             if r is not right[0] and isinstance(prov["target_id"], (int, float)):
-                assert abs(r[prov["lookalike_key"]] - prov["target_id"]) <= 3
+                assert abs(r[prov["lookalike_key"]] - prov["target_id"]) <= max(3, 0.01 * prov["target_id"])
         # the attribute is added beside a's own fields, never written over one of them
         assert all(r2.get(k2) == v for r2 in right for k2, v in json.loads(steps_seed_output(task, k)).items())
         if attr.endswith("updated_at"):

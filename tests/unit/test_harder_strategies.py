@@ -114,6 +114,21 @@ def test_distractor_wrong_way_is_stated_by_the_text_or_the_docs(seeds):
     assert made >= 8 and "doc" in wheres
 
 
+def test_distractor_twins_are_listed_right_before_their_real_tool(seeds):
+    """Hardness (issue 34): a twin listed after the right tool repeats its name and parameters right below it and
+    made the right call easier to write (a warm-started SmolLM2's NLL fell); each twin comes right before the
+    right tool, the twins of one tool together, every other tool where the seed had it."""
+    made = 0
+    for seed, target, task in _made(seeds, "distractor", 1.0):
+        added = task.provenance["added_distractors"]
+        real = task.tools.index(target[1])
+        block = task.tools[real - len(added):real]
+        assert sorted(block) == sorted(added), (task.tools, added)
+        assert [t for t in task.tools if t not in added] == [t for t in seed.tools if t not in added]
+        made += 1
+    assert made >= 8
+
+
 def test_distractor_unstated_twin_is_refused(seeds):
     seed = seeds[("get_zipcode_based_on_city", "estimate_distance")][0]
     task = strategies.STRATEGIES["distractor"](seed, ("get_zipcode_based_on_city", "estimate_distance"), 1.0,

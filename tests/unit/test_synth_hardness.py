@@ -44,18 +44,35 @@ def test_pairs_are_each_task_against_its_own_seed(hb):
              _task("s2", [["a()", "b()"]], parents=["seed2"], strategy="cascade", target_edge="a>b"),
              _task("s3", [["a()", "b()"]], parents=["seed1"], strategy="depth", target_edge="a>b")]
     scores = {
-        "s1": {"steps": [{"nll": 2.0, "exact": False}], "skipped": []},
-        "s2": {"steps": [], "skipped": ["task s2: step 0.1 lies beyond the model's 8192-token context"]},
-        "s3": {"steps": [{"nll": 0.5, "exact": True}], "skipped": []},
-        "seed1": {"steps": [{"nll": 1.0, "exact": True}], "skipped": []},
-        "seed2": {"steps": [{"nll": 1.0, "exact": True}], "skipped": []},
+        "s1@a>b": {"steps": [{"nll": 2.0, "exact": False}], "skipped": []},
+        "s2@a>b": {"steps": [], "skipped": ["task s2: step 0.1 lies beyond the model's 8192-token context"]},
+        "s3@a>b": {"steps": [{"nll": 0.5, "exact": True}], "skipped": []},
+        "seed1@a>b": {"steps": [{"nll": 1.0, "exact": True}], "skipped": []},
+        "seed2@a>b": {"steps": [{"nll": 1.0, "exact": True}], "skipped": []},
     }
     pairs, left = hb.make_pairs(tasks, scores)
     assert [(p.task, p.seed, p.diff, p.synth_exact, p.seed_exact) for p in pairs] == [
         ("s1", "seed1", 1.0, 0.0, 1.0), ("s3", "seed1", -0.5, 1.0, 1.0)]
     assert len(left) == 1 and left[0].startswith("s2 (task): task s2: step 0.1 lies beyond")
-    pairs, left = hb.make_pairs(tasks, {k: v for k, v in scores.items() if k != "seed1"})
+    pairs, left = hb.make_pairs(tasks, {k: v for k, v in scores.items() if k != "seed1@a>b"})
     assert [p.task for p in pairs] == [] and left[0] == "s1: not scored yet"
+
+
+def test_a_seed_is_paired_at_the_target_steps_of_each_tasks_own_composition(hb):
+    """A seed used by two strategies aiming at different compositions (multi_turn_base_123: get_stock_info>
+    place_order for one, place_order>get_order_details for the other) has different target steps for each:
+    its score at one composition is never paired with a task aiming at the other."""
+    tasks = [_task("s1", [["a()", "b()", "c()"]], parents=["seed1"], strategy="lookalike", target_edge="a>b"),
+             _task("s2", [["a()", "b()", "c()"]], parents=["seed1"], strategy="distractor", target_edge="b>c")]
+    scores = {"s1@a>b": {"steps": [{"nll": 2.0, "exact": False}], "skipped": []},
+              "s2@b>c": {"steps": [{"nll": 0.5, "exact": False}], "skipped": []},
+              "seed1@a>b": {"steps": [{"nll": 1.0, "exact": False}], "skipped": []}}
+    pairs, left = hb.make_pairs(tasks, scores)
+    assert [(p.task, p.diff) for p in pairs] == [("s1", 1.0)] and left == ["s2: not scored yet"]
+    scores["seed1@b>c"] = {"steps": [{"nll": 0.25, "exact": False}], "skipped": []}
+    assert [(p.task, p.diff) for p in hb.make_pairs(tasks, scores)[0]] == [("s1", 1.0), ("s2", 0.25)]
+    line = {"task": "seed1", "edge": "b>c", "steps": [], "skipped": []}
+    assert hb.score_key(line["task"], line["edge"]) == "seed1@b>c"
 
 
 def test_paired_bootstrap_on_fixed_differences(hb):
@@ -114,3 +131,14 @@ def test_a_sample_is_reused_only_with_the_flags_it_was_made_with(hb, tmp_path, m
     assert hb.load_or_make_sample(tmp_path, {}, 3, 0, ["cascade"]) == []
     with pytest.raises(SystemExit, match="give another --work or the same flags"):
         hb.load_or_make_sample(tmp_path, {}, 4, 0, ["cascade"])
+
+
+def test_warm_overlap_names_the_base_numbers_the_warm_start_trained_on(hb, tmp_path):
+    """``--keep-warm`` leaves out the tasks whose seed shares a base number with the warm start's training tasks
+    (any variant of it: base, miss_func, ...), and only those."""
+    assert hb.warm_overlap(tmp_path, {"multi_turn_base_1"}) == set()  # no warm start yet
+    (tmp_path / "warm").mkdir()
+    (tmp_path / "warm" / "hardness_warm.json").write_text(
+        '{"tasks": ["multi_turn_base_138", "multi_turn_base_7"]}')
+    used = {"multi_turn_miss_func_138", "multi_turn_base_70", "multi_turn_base_17"}
+    assert hb.warm_overlap(tmp_path, used) == {"138"}

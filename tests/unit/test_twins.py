@@ -242,7 +242,7 @@ def test_the_policy_sees_the_twins_from_the_decision_turn(seeds):
         assert set(task.distractors) <= set(names) if turn >= at else not set(task.distractors) & set(names)
     names = [s["function"]["name"] for s in offered_schemas(task, at)]
     real = names.index("place_order")
-    assert names[real + 1] in task.distractors  # listed beside the real tool
+    assert names[real - 1] in task.distractors  # listed beside the real tool, right before it (issue 34)
     cls = environment_class([s["function"]["name"] for s in offered_schemas(task, at)])
     assert all(hasattr(cls, n) for n in task.distractors)
 
