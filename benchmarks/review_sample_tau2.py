@@ -131,7 +131,7 @@ def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int,
     """``total`` tasks, at most one per seed task and strategy, ``per_seed`` per seed task and ``per_user`` per
     customer, never two with the same customer, strategy and record, one strategy after
     another (the one with fewest first), up to ``per_strategy`` each, then the strategies that have more fill the
-    rest evenly; each takes the first task in its queue whose seed task is used least so far.  Shuffled; with a
+    rest evenly; each takes the first task in its queue whose seed task, then customer, is used least so far.  Shuffled; with a
     note for each strategy short of ``per_strategy``."""
     rng = random.Random(seed)
     queues = {s: queue([t for t in tasks if t.origin["strategy"] == s], rng) for s in TAU2_STRATEGIES}
@@ -154,8 +154,8 @@ def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int,
             if not open_:
                 break
             s = min(open_, key=lambda s: len(picked[s]))
-            # the first of the least used seed tasks, one that records a trap first
-            t = min(queues[s], key=lambda t: (used[t.origin["seed"]], not trapped(t)))
+            # the first of the least used seed tasks and customers, one that records a trap first
+            t = min(queues[s], key=lambda t: (used[t.origin["seed"]], users[who[id(t)][0]], not trapped(t)))
             queues[s].remove(t)
             used[t.origin["seed"]] += 1
             user, rec = who[id(t)]
