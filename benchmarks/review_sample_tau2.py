@@ -31,6 +31,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from ace_env.tau2.drafting import owner
 from ace_env.tau2.synthesis import SYNTHESIS
 from ace_env.tau2.tasks import Tau2Task, load_tasks
 from ace_env.tau2.verify import gold
@@ -81,10 +82,39 @@ def body(t) -> str:
                        list(t.communicate_info), list(t.nl_assertions)], sort_keys=True, ensure_ascii=False)
 
 
+def trapped(t) -> bool:
+    """Whether the task records a trap (the wrong answer a shortcut gives, or a live look-alike)."""
+    return bool(t.origin.get("trap") or t.origin.get("look_alike"))
+
+
+def user_of(t) -> str | None:
+    """The task's customer: the first user id its gold passes, else the owner of the first record it acts on."""
+    for a in t.gold_actions:
+        if isinstance(a.arguments.get("user_id"), str):
+            return a.arguments["user_id"]
+    for a in t.gold_actions:
+        for key in ("reservation_id", "order_id"):
+            if isinstance(a.arguments.get(key), str) and owner(t.domain, a.arguments[key]):
+                return owner(t.domain, a.arguments[key])
+    return None
+
+
+def record_of(t) -> str | None:
+    """The record the task is about: the one a strategy describes or copies, else the last one the gold acts on."""
+    for key in ("described", "of"):
+        if isinstance(t.origin.get(key), str):
+            return t.origin[key]
+    ids = [a.arguments.get(k) for a in t.gold_actions for k in ("reservation_id", "order_id")
+           if isinstance(a.arguments.get(k), str)]
+    return ids[-1] if ids else None
+
+
 def queue(tasks: list, rng: random.Random) -> list:
-    """One strategy's tasks in the order they are taken: the domains in turn; at most one task per seed task."""
+    """One strategy's tasks in the order they are taken: those that record a trap first, the domains in turn; at
+    most one task per seed task."""
     tasks = list(tasks)
     rng.shuffle(tasks)
+    tasks.sort(key=lambda t: not trapped(t))
     by_domain = {d: [t for t in tasks if t.domain == d] for d in FRONTIER}
     turns = [by_domain[d][i] for i in range(max(map(len, by_domain.values()), default=0))
              for d in FRONTIER if i < len(by_domain[d])]
@@ -96,29 +126,45 @@ def queue(tasks: list, rng: random.Random) -> list:
     return out
 
 
-def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int) -> tuple[list, list[str]]:
-    """``total`` tasks, at most one per seed task and strategy and ``per_seed`` per seed task, one strategy after
+def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int,
+           per_user: int = 2) -> tuple[list, list[str]]:
+    """``total`` tasks, at most one per seed task and strategy, ``per_seed`` per seed task and ``per_user`` per
+    customer, never two with the same customer, strategy and record, one strategy after
     another (the one with fewest first), up to ``per_strategy`` each, then the strategies that have more fill the
-    rest evenly; each takes the first task in its queue whose seed task is used least so far.  Shuffled; with a
+    rest evenly; each takes the first task in its queue whose seed task, then customer, is used least so far.  Shuffled; with a
     note for each strategy short of ``per_strategy``."""
     rng = random.Random(seed)
     queues = {s: queue([t for t in tasks if t.origin["strategy"] == s], rng) for s in TAU2_STRATEGIES}
     picked: dict[str, list] = {s: [] for s in TAU2_STRATEGIES}
     used: Counter = Counter()  # tasks per seed task
+    users: Counter = Counter()  # tasks per customer
+    about: set = set()  # (customer, strategy, record) taken
+    who = {id(t): (user_of(t), record_of(t)) for t in tasks}
+
+    def fits(t, s: str) -> bool:
+        user, rec = who[id(t)]
+        return used[t.origin["seed"]] < per_seed and (user is None or (users[user] < per_user
+                                                                       and (user, s, rec) not in about))
+
     for cap in (per_strategy, total):
         while sum(map(len, picked.values())) < total:
             for s in TAU2_STRATEGIES:
-                queues[s] = [t for t in queues[s] if used[t.origin["seed"]] < per_seed]
+                queues[s] = [t for t in queues[s] if fits(t, s)]
             open_ = [s for s in TAU2_STRATEGIES if queues[s] and len(picked[s]) < cap]
             if not open_:
                 break
             s = min(open_, key=lambda s: len(picked[s]))
-            t = min(queues[s], key=lambda t: used[t.origin["seed"]])  # the first of the least used seed tasks
+            # the first of the least used seed tasks and customers, one that records a trap first
+            t = min(queues[s], key=lambda t: (used[t.origin["seed"]], users[who[id(t)][0]], not trapped(t)))
             queues[s].remove(t)
             used[t.origin["seed"]] += 1
+            user, rec = who[id(t)]
+            if user is not None:
+                users[user] += 1
+                about.add((user, s, rec))
             picked[s].append(t)
     notes = [f"{s}: {len(picked[s])} of {per_strategy} (the frontier's seed tasks give no more distinct {s} tasks "
-             f"under the per-seed limits)" for s in TAU2_STRATEGIES if len(picked[s]) < per_strategy]
+             f"under the per-seed and per-user limits)" for s in TAU2_STRATEGIES if len(picked[s]) < per_strategy]
     out = [t for s in TAU2_STRATEGIES for t in picked[s]]
     rng.shuffle(out)
     return out, notes
@@ -164,13 +210,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--total", type=int, default=40, help="tasks in the sample")
     ap.add_argument("--per-strategy", type=int, default=8, help="tasks aimed at per strategy")
     ap.add_argument("--per-seed", type=int, default=2, help="most tasks sampled from one seed task")
+    ap.add_argument("--per-user", type=int, default=2, help="most tasks sampled with one customer")
     ap.add_argument("--out-dir", type=Path, default=HERE / "results")
     ap.add_argument("--key-dir", type=Path, default=None, help="where the key goes (default: --out-dir)")
     ap.add_argument("--stem", default=f"review-tau2-{time.strftime('%Y-%m-%d')}", help="file name stem")
     args = ap.parse_args(argv)
     start = time.perf_counter()
     tasks, seeds = build(args.n, args.seeds)
-    rows, notes = sample(tasks, args.total, args.per_strategy, args.per_seed, args.seeds[0])
+    rows, notes = sample(tasks, args.total, args.per_strategy, args.per_seed, args.seeds[0], args.per_user)
     key_dir = args.key_dir or args.out_dir
     for d in (args.out_dir, key_dir):
         d.mkdir(parents=True, exist_ok=True)
@@ -184,6 +231,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{label}: {len(group)} tasks; " + ", ".join(f"{s}/{d} {c}" for (s, d), c in sorted(counts.items())))
     print("sampled per strategy: " + ", ".join(f"{s} {c}" for s, c in
                                               sorted(Counter(t.origin["strategy"] for t in rows).items())))
+    print(f"tasks recording a trap: {sum(map(trapped, rows))}; distinct customers: "
+          f"{len({user_of(t) for t in rows})}")
     print(f"distinct seed tasks: {len({t.origin['seed'] for t in rows})}; most from one: "
           f"{max(Counter(t.origin['seed'] for t in rows).values(), default=0)}")
     for note in notes:

@@ -188,6 +188,21 @@ def fits_one(domain: str, entity: str, phrase: str, by: dict[str, Any] | None = 
     return [e for e in mine if phrase in (airline_description(e, False), airline_description(e, True))] == [entity]
 
 
+def near_miss(domain: str, entity: str, by: dict[str, Any] | None = None) -> str | None:
+    """Another of the owner's reservations (orders) that a description of ``entity`` nearly fits: airline, the
+    same origin and destination (another trip type or first date); retail, ``by``'s item in another status.
+    None when there is none."""
+    others = [e for e in entities_of(domain, owner(domain, entity) or "") if e != entity]
+    if domain == "airline":
+        r = record("airline", entity)
+        same = [e for e in others if (record("airline", e).origin, record("airline", e).destination)
+                == (r.origin, r.destination)]
+    else:
+        item = (by or {}).get("item")
+        same = [e for e in others if item and order_matches(record("retail", e), item, None)]
+    return same[0] if same else None
+
+
 def unique_description(domain: str, entity: str, scenario: str = "") -> str | None:
     """A description that fits ``entity`` and none of its owner's other reservations (orders), or None."""
     if domain == "retail":

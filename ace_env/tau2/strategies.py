@@ -75,6 +75,7 @@ from ace_env.tau2.drafting import (
     instructions_of,
     is_write,
     mentions,
+    near_miss,
     owner,
     record,
     retail_description,
@@ -150,9 +151,10 @@ def _replace_id(text: str, value: str, phrase: str, noun: str) -> str:
     bare = re.escape(value.lstrip("#"))
     # a sentence that states the id ("Your reservation ID is ABC123.", "The reservation ID is ABC123 for your
     # DTW to LGA trip.") goes: the user no longer knows it, and what qualifies the id goes with it
-    text = re.sub(rf"(?m)^[ \t]*(?:[Tt]he|[Yy]our)\s+{noun}\s+(?:id|ID|Id|number)\s+is\s+#?{bare}\b[^.\n]*\.?[ \t]*$",
-                  "", text)
-    lead = rf"(?:(?:[Tt]he|[Yy]our)\s+)?(?:{noun}\s+)?(?:(?:id|ID|number|Id)\s+)?(?:(?:is|of)\s+)?"
+    kind = rf"(?:{noun}|confirmation|booking)"  # "Your confirmation number is JMO1MG." names it too
+    text = re.sub(rf"(?m)^[ \t]*(?:[Tt]he|[Yy]our)\s+{kind}\s+(?:id|ID|Id|number|code)\s+is:?\s+#?{bare}\b[^.\n]*"
+                  rf"\.?[ \t]*$", "", text)
+    lead = rf"(?:(?:[Tt]he|[Yy]our)\s+)?(?:{kind}\s+)?(?:(?:id|ID|number|Id|code)\s+)?(?:(?:is|of)\s+)?"
     return re.sub(rf"{lead}#?{bare}\b", phrase, text).strip()
 
 
@@ -177,6 +179,20 @@ def _described(ins: dict[str, Any], entity: str, phrase: str, noun: str) -> dict
     return new
 
 
+def _redundant(ins: dict[str, Any], phrase: str, domain: str, by: dict[str, Any] | None) -> bool:
+    """Whether a sentence the description went into already says what it says ("the Desk Lamp in your order that
+    includes the desk lamp", "from Boston to Minneapolis under your ... reservation from BOS to MSP")."""
+    for line in scenario_text(ins).splitlines():
+        if phrase not in line:
+            continue
+        rest = line.replace(phrase, " ").lower()
+        if domain == "airline" and re.search(r"\bfrom\b.+\bto\b", rest):
+            return True
+        if domain == "retail" and by and str(by.get("item", "")).lower() in rest:
+            return True
+    return False
+
+
 def _with_reads(actions: list[GoldAction], entity: str, user: str, domain: str) -> list[GoldAction]:
     """The gold with the reads that find a described entity before its first use: the user's details (which
     list the candidates), then the entity's details."""
@@ -197,6 +213,7 @@ def ambiguity(seed: Tau2Task, target: tuple[str, str], strength: float, rng: ran
     if ins is None or len(actions) != len(seed.gold_actions):
         return None
     text = scenario_text(ins)
+    made: list[Draft] = []
     for j in target_positions(actions, target):
         for a in (actions[j + 1], actions[j]):
             entity = id_of(a, key)
@@ -208,13 +225,19 @@ def ambiguity(seed: Tau2Task, target: tuple[str, str], strength: float, rng: ran
             if phrase is None or user is None:
                 continue
             new = _described(ins, entity, phrase, noun)
-            if new is None:
+            if new is None or _redundant(new, phrase, seed.domain, by):
                 continue
             out = _with_reads(actions, entity, user, seed.domain)
-            return Draft(out, new, f"{noun} {entity} described ({phrase}) instead of named; the agent reads the "
-                         f"user's {noun}s to find it",
-                         details={"described": entity, "description": phrase, **({"by": by} if by else {})})
-    return None
+            miss = near_miss(seed.domain, entity, by)
+            trap = [{"shortcut": f"the user's other {noun} that fits the description but for "
+                                 f"{'its trip type or date' if seed.domain == 'airline' else 'its status'}",
+                     "answer": miss}] if miss else []
+            made.append(Draft(out, new, f"{noun} {entity} described ({phrase}) instead of named; the agent reads "
+                              f"the user's {noun}s to find it",
+                              details={"described": entity, "description": phrase, **({"by": by} if by else {}),
+                                       **({"near_miss": miss, "trap": trap} if miss else {})}))
+    # a description with a near-miss among the user's own records first: the agent must check what tells them apart
+    return next((d for d in made if "near_miss" in d.details), made[0] if made else None)
 
 
 # --------------------------------------------------------------------------- lookalike
@@ -274,6 +297,7 @@ NOT_TOLD_APART = "not_told_apart"
 STILL_NAMED = "still_named"
 NOT_ONE = "description_not_unique"
 ANSWER_IN_SCENARIO = "answer_in_scenario"
+SHORTCUT_RIGHT = "shortcut_gives_the_answer"
 
 
 def trap_problems(c: Candidate) -> list[str]:
@@ -326,6 +350,15 @@ def answer_problems(c: Candidate) -> list[str]:
             if isinstance(v, str) and v in text and v != added.arguments.get("date")][:1]
 
 
+def shortcut_problems(c: Candidate) -> list[str]:
+    """depth, cascade, ambiguity: every recorded trap (the answer a shortcut gives) differs from the gold's answer
+    (depth: what is communicated; cascade: the bags not free; ambiguity: the described record)."""
+    d = c.draft.details
+    right = d.get("answer", d.get("nonfree_baggages", d.get("described")))
+    return [f"the shortcut {t['shortcut']!r} gives the gold's answer {right!r}" for t in d.get("trap", [])
+            if str(t["answer"]) == str(right)][:1]
+
+
 # --------------------------------------------------------------------------- declared (for the one registry)
 
 #: τ²'s strategies, in the plans' order: ambiguity, distractor, cascade, depth, lookalike (the fifth, added last: the other plans keep their ids).  The names and depths are their
@@ -335,7 +368,8 @@ STRATEGIES: tuple[Declared, ...] = (
              definition="the scenario describes the reservation (order) A or B acts on instead of naming its id; the "
                         "gold gains the reads that find it",
              needs="an id the scenario names, whose owner's other reservations (orders) a description tells apart",
-             checks=(Check(STILL_NAMED, still_named_problems), Check(NOT_ONE, description_problems))),
+             checks=(Check(STILL_NAMED, still_named_problems), Check(NOT_ONE, description_problems),
+                     Check(SHORTCUT_RIGHT, shortcut_problems))),
     Declared("distractor", depth=2, build=distractor,
              definition="a look-alike of the reservation (order) B acts on, under a near-twin id, joins the user's "
                         "list; taking it instead runs and leaves another database",
@@ -343,13 +377,14 @@ STRATEGIES: tuple[Declared, ...] = (
              checks=(Check(TRAP_NOT_LIVE, trap_problems),)),
     Declared("cascade", depth=3, build=cascade,
              definition="a second write after B, the seed's last action, whose arguments depend on B's result",
-             needs="B is the seed's last action and a flight change (airline) or an order's address change (retail)",
-             checks=()),
+             needs="B is the seed's last action and its only write of that kind, a flight change (airline; one whose "
+                   "cabin change changes the bags to pay) or an order's address change (retail)",
+             checks=(Check(SHORTCUT_RIGHT, shortcut_problems),)),
     Declared("depth", depth=4, build=depth,
              definition="one more dependent read, last, whose argument first appears in B's output; its answer is "
                         "communicated",
              needs="B's output names a flight (airline) or a product (retail) nothing earlier shows",
-             checks=(Check(ANSWER_IN_SCENARIO, answer_problems),)),
+             checks=(Check(ANSWER_IN_SCENARIO, answer_problems), Check(SHORTCUT_RIGHT, shortcut_problems))),
     Declared("lookalike", depth=2, build=lookalike,
              definition="a look-alike of the order the target acts on, under a fresh id and listed first, the same "
                         "but for one item the scenario names; taking it instead runs and leaves another database",

@@ -117,7 +117,10 @@ def test_depth_answers_vary_and_are_read_off_the_added_steps_output(domain):
         ask = draft.instructions["task_instructions"].split("\n\n")[-1]
         assert added.name not in ask and not any(str(v) in ask for k, v in added.arguments.items() if k != "date")
         answers[fact] += 1
-    assert len(answers) >= 4 and answers.most_common(1)[0][1] <= sum(answers.values()) // 2, answers
+    if domain == "retail":
+        assert len(answers) >= 4 and answers.most_common(1)[0][1] <= sum(answers.values()) // 2, answers
+    else:  # 3 drafts since issue 34's s5 review (a reservation the user flies on, the scenario not cancelling)
+        assert len(answers) >= 2, answers
 
 
 def test_the_distractors_twin_is_listed_before_the_real_order():

@@ -70,15 +70,19 @@ def made():
         for strategy in STRATEGIES:
             # lookalike: 12 of retail's 72 (seed, target) pairs on these edges carry it (one item the scenario names
             # held by one order only); seed 0's 8 draws miss them all, seed 1's third hits
-            result = synthesize_tau2(edges(domain), seeds, 1, strategies=(strategy,),
-                                     seed=1 if strategy == "lookalike" else 0)
+            # airline depth: 2 of airline's seeds carry it (a reservation the user flies on and the scenario does
+            # not cancel, issue 34's s5 review); seed 5's draws hit one
+            draw = {"lookalike": 1, "depth": 5 if domain == "airline" else 0}.get(strategy, 0)
+            result = synthesize_tau2(edges(domain), seeds, 1, strategies=(strategy,), seed=draw)
             out[(domain, strategy)] = (result, seeds)
     return out
 
 
 # τ²'s airline golds never read the user's reservations before writing one the scenario names: no airline
-# seed carries a look-alike distractor (a measured limit, RESULTS); the lookalike strategy is retail's only
-CASES = [("airline", s) for s in STRATEGIES if s not in ("distractor", "lookalike")] + [
+# seed carries a look-alike distractor (a measured limit, RESULTS); the lookalike strategy is retail's only.  The
+# one airline seed whose flight change changes the bag allowance (37, the cascade's trap) has a gold that is no
+# valid oracle: no airline cascade either (issue 34's s6)
+CASES = [("airline", s) for s in STRATEGIES if s not in ("distractor", "lookalike", "cascade")] + [
     ("retail", "distractor"), ("retail", "depth"), ("retail", "cascade"), ("retail", "lookalike")]
 
 
@@ -134,7 +138,7 @@ def test_each_strategy_makes_a_task_both_verifiers_pass(made, domain, strategy):
 
 def test_tau2_synthesis_is_seeded(made):
     result, seeds = made[("airline", "depth")]
-    again = synthesize_tau2(edges("airline"), seeds, 1, strategies=("depth",), seed=0)
+    again = synthesize_tau2(edges("airline"), seeds, 1, strategies=("depth",), seed=5)  # the fixture's draw for airline depth
     assert [t.to_dict() for t in again.tasks] == [t.to_dict() for t in result.tasks]
 
 
@@ -186,16 +190,16 @@ def test_a_depth_task_whose_scenario_gives_the_answer_away_is_rejected():
 
 
 def test_a_draft_that_loses_its_target_is_rejected():
-    seed, target, draft = _draft("airline", "cascade")
+    seed, target, draft = _draft("retail", "cascade")
     lost = Draft([a for a in draft.actions if a.name != target[0]], draft.instructions, draft.what,
                  details=draft.details)
     assert check(assemble(seed, target, "cascade", lost), lost, target, "cascade") == [TARGET_LOST]
 
 
 def test_tau2_evaluator_refuses_steps_that_do_not_do_the_gold(made):
-    task = made[("airline", "cascade")][0].tasks[0]
-    steps = [s for s in gold(task).steps if s.call.name != "update_reservation_baggages"]
-    assert tau2_reward("airline", task.tau2, steps) == 0.0
+    task = made[("retail", "cascade")][0].tasks[0]
+    steps = [s for s in gold(task).steps if s.call.name != "modify_user_address"]
+    assert tau2_reward("retail", task.tau2, steps) == 0.0
 
 
 def test_task_file_round_trip_and_refusals(made, tmp_path):
@@ -328,7 +332,7 @@ def test_depth_adds_a_step_whose_argument_only_bs_output_gives(domain):
         j = target_positions(seed.agent_actions, target)
         b = [k + 1 for k in j if value in steps[k + 1].content]  # a B whose output names the value
         assert b and all(value not in s.content for s in steps[: b[0]]), (seed.id, target, added)
-    assert made >= 5
+    assert made >= (3 if domain == "airline" else 5)  # airline: few reservations the user flies on, not cancelled
 
 
 def test_depth_never_asks_about_a_flight_of_a_reservation_the_gold_cancels():

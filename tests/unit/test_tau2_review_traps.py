@@ -1,0 +1,227 @@
+"""Issue 34's s5 τ² review: what its incoherent tasks did is no longer made (depth on a trip the user cancels or does
+not fly on, "the one you have" with two options of a product, a cascade after several writes of its kind, garbled
+or redundant descriptions), and the strategies record the trap each task holds (the wrong answer a shortcut gives),
+checked to differ from the gold's; the sample spreads over customers."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import pytest
+from benchmod import load_benchmark
+
+from ace_env.tau2.chains import FREE_BAGS, _flies, cancels
+from ace_env.tau2.drafting import (
+    entities_of,
+    fits_one,
+    instructions_of,
+    order_matches,
+    outputs,
+    owner,
+    record,
+    replayed_output,
+    scenario_text,
+)
+from ace_env.tau2.env import pristine
+from ace_env.tau2.strategies import SHORTCUT_RIGHT, _replace_id, shortcut_problems
+from ace_env.tau2.strategies import STRATEGIES as DECLARED
+from ace_env.tau2.tasks import GoldAction, Tau2Task, load_tasks
+from synth.registry import table_for
+
+STRATEGIES = table_for(Tau2Task)
+
+
+def _seed(domain, n):
+    return next(t for t in load_tasks(domain) if t.tau2_id == str(n))
+
+
+def _drafts(domain, strategy, seeds=None):
+    for seed in load_tasks(domain):
+        if seeds is not None and seed.tau2_id not in seeds:
+            continue
+        acts = seed.agent_actions
+        for target in sorted({(a.name, b.name) for a, b in zip(acts, acts[1:])}):
+            draft = STRATEGIES[strategy](seed, target, 0.5, random.Random(0))
+            if draft is not None:
+                yield seed, target, draft
+
+
+# --------------------------------------------------------------------------- 1. coherence
+
+
+def test_no_depth_on_the_reviews_incoherent_seeds():
+    # s5 tasks 19, 21 (Amelia Davis cancels, UDMOP1 survives), 20 (the user is no passenger of 35V5SM), 38 (two
+    # skateboard options in #W6111398)
+    assert not list(_drafts("airline", "depth", {"39", "41", "43"}))
+    for _, _, draft in _drafts("retail", "depth", {"34"}):
+        assert draft.details["item_id"] != "4293355847"
+
+
+def test_depth_is_on_a_record_the_user_keeps_and_flies_on_with_one_option_of_the_product():
+    n = {"airline": 0, "retail": 0}
+    for domain, key in (("airline", "reservation_id"), ("retail", "order_id")):
+        for seed, _, draft in _drafts(domain, "depth"):
+            text = scenario_text(instructions_of(seed))
+            out = next(o for o in outputs(seed) if isinstance(o, dict) and o.get(key) and
+                       (draft.details.get("flight") in str(o.get("flights")) if domain == "airline"
+                        else draft.details["item_id"] in str(o.get("items"))))
+            assert not cancels(text, out[key], entities_of(domain, out["user_id"])), seed.id
+            if domain == "airline":
+                assert _flies(out), seed.id
+            else:
+                product = next(i["product_id"] for i in out["items"] if i["item_id"] == draft.details["item_id"])
+                assert sum(i["product_id"] == product for i in out["items"]) == 1, seed.id
+            n[domain] += 1
+    assert n["airline"] >= 2 and n["retail"] >= 20, n
+
+
+def test_cancels_reads_the_scenario():
+    assert cancels("You want to cancel all your upcoming flights.", "AAA111", ["AAA111", "BBB222"])
+    assert cancels("Cancel AAA111 please.", "AAA111", ["AAA111", "BBB222"])
+    assert not cancels("Cancel BBB222 please.", "AAA111", ["AAA111", "BBB222"])  # another one, by its id
+    assert not cancels("Change your flight.", "AAA111", ["AAA111"])
+
+
+def test_no_cascade_after_several_writes_of_its_kind():
+    # s5 task 15: seed airline 44 upgrades three reservations; "that reservation" said none of them
+    assert not list(_drafts("airline", "cascade", {"44"}))
+    for seed, target, draft in _drafts("retail", "cascade"):
+        assert sum(a.name == target[1] for a in seed.agent_actions) == 1
+
+
+def test_a_confirmation_number_sentence_goes_whole():
+    # s5 task 39: "Your confirmation number is JMO1MG." became "Your confirmation your one-way trip ..."
+    text = "You are Anya Garcia.\n\nYour confirmation number is JMO1MG.\n\nYou want to know the bags."
+    out = _replace_id(text, "JMO1MG", "your one-way trip reservation from DEN to MIA", "reservation")
+    assert "JMO1MG" not in out and "confirmation" not in out and "Anya Garcia" in out and "bags" in out
+    drafts = list(_drafts("airline", "ambiguity", {"3"}))
+    assert drafts
+    for _, _, draft in drafts:
+        said = scenario_text(draft.instructions)
+        assert "confirmation your" not in said.lower() and "JMO1MG" not in said
+
+
+def test_no_redundant_description():
+    # s5 tasks 2 ("the Desk Lamp in your order that includes the desk lamp") and 23 ("from Boston to Minneapolis
+    # under your one-way trip reservation from BOS to MSP")
+    for domain, seed, entity in (("retail", "44", "#W9300146"), ("airline", "12", "YAX4DR")):
+        for _, _, draft in _drafts(domain, "ambiguity", {seed}):
+            assert draft.details["described"] != entity, draft.details
+    for _, _, draft in _drafts("retail", "ambiguity"):
+        phrase, item = draft.details["description"], draft.details["by"]["item"].lower()
+        for line in scenario_text(draft.instructions).splitlines():
+            if phrase in line:
+                assert item not in line.replace(phrase, "").lower(), line
+
+
+# --------------------------------------------------------------------------- 2. traps
+
+
+def test_retail_depth_counts_only_options_in_stock_and_records_the_count_of_all():
+    n = 0
+    for seed, _, draft in _drafts("retail", "depth"):
+        out = replayed_output(seed, draft.actions)
+        others = [v for k, v in out["variants"].items() if k != draft.details["item_id"]]
+        (trap,) = draft.details["trap"]
+        assert trap["answer"] == str(len(others)) != draft.communicate_info[-1]
+        assert draft.communicate_info[-1] == str(sum(v["available"] for v in others))
+        n += 1
+    assert n >= 20
+
+
+def test_airline_depth_records_the_shortcut_prices():
+    seen = set()
+    for seed, _, draft in _drafts("airline", "depth"):
+        d = draft.details
+        for trap in d.get("trap", []):
+            assert trap["answer"] != d["answer"]
+            if trap["shortcut"].startswith("the economy price"):
+                assert d["cabin"] != "economy"
+                out = replayed_output(seed, draft.actions)
+                row = next(f for f in out if f["flight_number"] == d["flight"])
+                assert trap["answer"] == f"{row['prices']['economy']:g}"
+            seen.add(trap["shortcut"].split(" (")[0])
+    # s5 task 33's "second of your flights on 2024-05-28": the reservation's second flight is another one
+    assert "the economy price" in seen and "the reservation's second flight" in seen, seen
+
+
+def test_the_airline_cascade_is_made_only_where_the_stale_allowance_pays_another_number_of_bags():
+    seed = _seed("airline", 37)  # economy -> business, silver, two passengers
+    draft = STRATEGIES["cascade"](seed, ("search_direct_flight", "update_reservation_flights"), 0.5,
+                                  random.Random(0))
+    d = draft.details
+    assert d["cabin_before"] == "economy" and d["trap"][0]["answer"] != str(d["nonfree_baggages"])
+    passengers = len(record("airline", draft.actions[-1].arguments["reservation_id"]).passengers)
+    total = draft.actions[-1].arguments["total_baggages"]
+    assert int(d["trap"][0]["answer"]) == max(0, total - FREE_BAGS["silver"]["economy"] * passengers)
+    assert d["nonfree_baggages"] == max(0, total - FREE_BAGS["silver"]["business"] * passengers)
+    assert "four checked bags" in draft.instructions["task_instructions"]
+    # s5 task 12: a flight change in the same cabin gives no trap, so no cascade
+    assert not list(_drafts("airline", "cascade", {"32"}))
+
+
+def test_retail_ambiguity_prefers_a_near_miss_in_another_status_and_stays_unique():
+    n = 0
+    for _, _, draft in _drafts("retail", "ambiguity"):
+        d = draft.details
+        if "near_miss" not in d:
+            continue
+        miss = record("retail", d["near_miss"])
+        assert owner("retail", d["near_miss"]) == owner("retail", d["described"])
+        assert order_matches(miss, d["by"]["item"], None)
+        assert not order_matches(miss, d["by"]["item"], d["by"]["status"])
+        assert fits_one("retail", d["described"], d["description"], d["by"])
+        n += 1
+    assert n >= 3
+
+
+def test_a_trap_that_gives_the_gold_answer_is_refused():
+    draft = SimpleNamespace(details={"answer": "51", "trap": [{"shortcut": "x", "answer": "51"}]})
+    assert shortcut_problems(SimpleNamespace(draft=draft))
+    draft.details["trap"][0]["answer"] = "146"
+    assert not shortcut_problems(SimpleNamespace(draft=draft))
+    for declared in DECLARED:
+        if declared.name in ("depth", "cascade", "ambiguity"):
+            assert SHORTCUT_RIGHT in {c.reason for c in declared.checks}, declared.name
+
+
+# --------------------------------------------------------------------------- 3. the sample's spread
+
+
+@pytest.fixture(scope="module")
+def sampler():
+    return load_benchmark("review_sample_tau2.py", "review_sample_tau2_traps_under_test")
+
+
+def _fake(strategy, seed, user, record_id, trap=False):
+    origin = {"strategy": strategy, "seed": seed, "described": record_id, **({"trap": [{}]} if trap else {})}
+    return SimpleNamespace(origin=origin, domain="retail", id=f"{strategy}-{seed}-{user}",
+                           gold_actions=[GoldAction("get_user_details", {"user_id": user})])
+
+
+def test_the_sample_takes_at_most_two_tasks_per_customer_and_never_the_same_record_twice(sampler):
+    # one customer owns every seed task's lookalike (s5: Mei Kovacs, 5 of 9); the others are spread
+    tasks = [_fake(s, f"s{i}", "mei" if s == "lookalike" else f"u{i}", "#W1" if s == "lookalike" else f"#W{i}")
+             for s in sampler.TAU2_STRATEGIES for i in range(20)]
+    tasks += [_fake("depth", f"t{i}", "ann", "#W9") for i in range(5)]  # same customer, strategy, record
+    rows, _ = sampler.sample(tasks, 30, 6, 2, 3)
+    users = [sampler.user_of(t) for t in rows]
+    assert max(users.count(u) for u in users) <= 2
+    assert users.count("mei") == 1  # the second would be the same customer, strategy and record
+    assert users.count("ann") <= 1
+    keys = [(u, t.origin["strategy"], sampler.record_of(t)) for u, t in zip(users, rows)]
+    assert len(set(keys)) == len(keys)
+
+
+def test_the_sample_takes_tasks_that_record_a_trap_first(sampler):
+    tasks = [_fake("depth", f"s{i}", f"u{i}", f"#W{i}", trap=i % 3 == 0) for i in range(12)]
+    rows, _ = sampler.sample(tasks, 4, 4, 2, 1)
+    assert all(sampler.trapped(t) for t in rows)
+
+
+def test_user_of_reads_the_owner_where_no_user_id_is_passed(sampler):
+    order = next(iter(pristine("retail")[0].orders))
+    t = SimpleNamespace(origin={}, domain="retail",
+                        gold_actions=[GoldAction("get_order_details", {"order_id": order})])
+    assert sampler.user_of(t) == owner("retail", order) and sampler.record_of(t) == order
