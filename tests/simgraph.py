@@ -51,14 +51,14 @@ def simulated_graph(driver: Any, database: str, folders: Any, weakness: dict[str
     return store, tasks, spec
 
 
-def tau2_planted_rollouts(folder: Path, source: str, target: str, n: int) -> tuple[Path, Path]:
-    """`ace sim rollouts` on τ² airline: ``n`` rollouts (seed 0) of the simulated agent that slips on the
+def tau2_planted_rollouts(folder: Path, source: str, target: str, n: int, domain: str = "airline") -> tuple[Path, Path]:
+    """`ace sim rollouts` on τ² ``domain``: ``n`` rollouts (seed 0) of the simulated agent that slips on the
     composition ``source`` → ``target`` (error 0.7, 0.02 elsewhere); its weakness file and the rollout file,
     both in ``folder``."""
     weakness = folder / "w.toml"
     weakness.write_text(f'[defaults]\nerror = 0.02\n[[composition]]\nfrom = "{source}"\nto = "{target}"\n'
                         'error = 0.7\n')
     rollouts = folder / "r.jsonl"
-    assert main(["sim", "rollouts", "--tasks", "tau2:airline", "--weakness", str(weakness), "--n", str(n),
+    assert main(["sim", "rollouts", "--tasks", f"tau2:{domain}", "--weakness", str(weakness), "--n", str(n),
                  "--seed", "0", "--out", str(rollouts)]) == 0
     return weakness, rollouts
