@@ -34,8 +34,9 @@ DECLARED = {
         "distractor": (parts.DISTRACTOR_NOT_NEW, parts.DISTRACTOR_UNSTATED),
     },
     Tau2Task: {
-        "ambiguity": (tau2_strategies.STILL_NAMED, tau2_strategies.NOT_ONE), "distractor": (tau2_strategies.TRAP_NOT_LIVE,),
-        "cascade": (), "depth": (tau2_strategies.ANSWER_IN_SCENARIO,),
+        "ambiguity": (tau2_strategies.STILL_NAMED, tau2_strategies.NOT_ONE, tau2_strategies.SHORTCUT_RIGHT),
+        "distractor": (tau2_strategies.TRAP_NOT_LIVE,), "cascade": (tau2_strategies.SHORTCUT_RIGHT,),
+        "depth": (tau2_strategies.ANSWER_IN_SCENARIO, tau2_strategies.SHORTCUT_RIGHT),
         "lookalike": (tau2_strategies.NOT_TOLD_APART, tau2_strategies.TRAP_NOT_LIVE),
     },
 }
