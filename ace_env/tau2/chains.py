@@ -191,12 +191,21 @@ def _retail_depth(seed: Tau2Task, actions: list[GoldAction], out: dict[str, Any]
     return None
 
 
-def depth(seed: Tau2Task, target: tuple[str, str], strength: float, rng: random.Random) -> Draft | None:
+def _chainable(seed: Tau2Task) -> tuple[dict[str, Any], list[GoldAction], list[Any]] | None:
+    """(instructions, agent actions, their outputs) of a seed a chain may extend: scenario instructions, only agent
+    actions in its gold, no transfer to a human; else None."""
     ins = instructions_of(seed)
     actions = list(seed.agent_actions)
     if ins is None or len(actions) != len(seed.gold_actions) or any(a.name == TRANSFER for a in actions):
         return None
-    outs = outputs(seed)
+    return ins, actions, outputs(seed)
+
+
+def depth(seed: Tau2Task, target: tuple[str, str], strength: float, rng: random.Random) -> Draft | None:
+    chainable = _chainable(seed)
+    if chainable is None:
+        return None
+    ins, actions, outs = chainable
     text = scenario_text(ins)
     earlier_arguments = json.dumps([a.arguments for a in actions])  # values the agent already had or passed
     for j in target_positions(actions, target):
@@ -245,11 +254,10 @@ FREE_BAGS = {"regular": {"basic_economy": 0, "economy": 1, "business": 2},
 
 
 def cascade(seed: Tau2Task, target: tuple[str, str], strength: float, rng: random.Random) -> Draft | None:
-    ins = instructions_of(seed)
-    actions = list(seed.agent_actions)
-    if ins is None or len(actions) != len(seed.gold_actions) or any(a.name == TRANSFER for a in actions):
+    chainable = _chainable(seed)
+    if chainable is None:
         return None
-    outs = outputs(seed)
+    ins, actions, outs = chainable
     for j in target_positions(actions, target):
         if j + 2 != len(actions):
             continue  # B must be the seed's last action: "after B" is then unambiguous, for ACE's ordered check too

@@ -5,15 +5,15 @@ cascade does not ask for the fix in so many words."""
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from types import SimpleNamespace
 
 import pytest
 from benchmod import load_benchmark
+from tau2drafts import every_draft
 
 from ace_env.tau2.drafting import entities_of, fits_one, owner, record, replayed_output
-from ace_env.tau2.tasks import Tau2Task, load_tasks
+from ace_env.tau2.tasks import Tau2Task
 from synth.registry import table_for
 
 STRATEGIES = table_for(Tau2Task)
@@ -65,18 +65,9 @@ def test_build_drops_copies_made_by_another_synthesis_seed(sampler, monkeypatch)
     assert len({sampler.body(t) for t in tasks}) == len(tasks)
 
 
-def _drafts(domain, strategy):
-    for seed in load_tasks(domain):
-        acts = seed.agent_actions
-        for target in sorted({(a.name, b.name) for a, b in zip(acts, acts[1:])}):
-            draft = STRATEGIES[strategy](seed, target, 0.5, random.Random(0))
-            if draft is not None:
-                yield seed, target, draft
-
-
 def test_retail_ambiguity_names_one_item_not_the_orders_item_list():
     n = with_status = 0
-    for seed, _, draft in _drafts("retail", "ambiguity"):
+    for seed, _, draft in every_draft("retail", "ambiguity"):
         order, phrase, by = draft.details["described"], draft.details["description"], draft.details["by"]
         names = {i.name.lower() for i in record("retail", order).items}
         assert by["item"].lower() in phrase and sum(name in phrase for name in names) == 1, (seed.id, phrase)
@@ -91,7 +82,7 @@ def test_retail_ambiguity_names_one_item_not_the_orders_item_list():
 
 
 def test_fits_one_refuses_a_description_another_order_fits_too():
-    for _, _, draft in _drafts("retail", "ambiguity"):
+    for _, _, draft in every_draft("retail", "ambiguity"):
         by = draft.details["by"]
         if by["status"]:
             assert not fits_one("retail", draft.details["described"], draft.details["description"],
@@ -103,7 +94,7 @@ def test_fits_one_refuses_a_description_another_order_fits_too():
 @pytest.mark.parametrize("domain", ["airline", "retail"])
 def test_depth_answers_vary_and_are_read_off_the_added_steps_output(domain):
     answers = Counter()
-    for seed, _, draft in _drafts(domain, "depth"):
+    for seed, _, draft in every_draft(domain, "depth"):
         added, fact = draft.actions[-1], draft.communicate_info[-1]
         out = replayed_output(seed, draft.actions)
         if domain == "airline":
@@ -125,7 +116,7 @@ def test_depth_answers_vary_and_are_read_off_the_added_steps_output(domain):
 
 def test_the_distractors_twin_is_listed_before_the_real_order():
     n = 0
-    for _, _, draft in _drafts("retail", "distractor"):
+    for _, _, draft in every_draft("retail", "distractor"):
         listing = next(iter(draft.agent_data["users"].values()))["orders"]
         assert listing.index(draft.details["look_alike"]) + 1 == listing.index(draft.details["of"])
         n += 1
@@ -134,7 +125,7 @@ def test_the_distractors_twin_is_listed_before_the_real_order():
 
 def test_the_retail_cascade_does_not_ask_for_the_default_address_in_so_many_words():
     n = 0
-    for seed, _, draft in _drafts("retail", "cascade"):
+    for seed, _, draft in every_draft("retail", "cascade"):
         added = draft.instructions["task_instructions"].split("\n\n")[-1].lower()
         assert "default" not in added and "modify" not in added, added
         assert draft.actions[-1].name == "modify_user_address"

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 from benchmod import load_benchmark
+from tau2drafts import every_draft
 
 from ace_env.tau2.chains import FREE_BAGS, _flies, cancels
 from ace_env.tau2.drafting import (
@@ -36,32 +37,21 @@ def _seed(domain, n):
     return next(t for t in load_tasks(domain) if t.tau2_id == str(n))
 
 
-def _drafts(domain, strategy, seeds=None):
-    for seed in load_tasks(domain):
-        if seeds is not None and seed.tau2_id not in seeds:
-            continue
-        acts = seed.agent_actions
-        for target in sorted({(a.name, b.name) for a, b in zip(acts, acts[1:])}):
-            draft = STRATEGIES[strategy](seed, target, 0.5, random.Random(0))
-            if draft is not None:
-                yield seed, target, draft
-
-
 # --------------------------------------------------------------------------- 1. coherence
 
 
 def test_no_depth_on_the_reviews_incoherent_seeds():
     # s5 tasks 19, 21 (Amelia Davis cancels, UDMOP1 survives), 20 (the user is no passenger of 35V5SM), 38 (two
     # skateboard options in #W6111398)
-    assert not list(_drafts("airline", "depth", {"39", "41", "43"}))
-    for _, _, draft in _drafts("retail", "depth", {"34"}):
+    assert not list(every_draft("airline", "depth", {"39", "41", "43"}))
+    for _, _, draft in every_draft("retail", "depth", {"34"}):
         assert draft.details["item_id"] != "4293355847"
 
 
 def test_depth_is_on_a_record_the_user_keeps_and_flies_on_with_one_option_of_the_product():
     n = {"airline": 0, "retail": 0}
     for domain, key in (("airline", "reservation_id"), ("retail", "order_id")):
-        for seed, _, draft in _drafts(domain, "depth"):
+        for seed, _, draft in every_draft(domain, "depth"):
             text = scenario_text(instructions_of(seed))
             out = next(o for o in outputs(seed) if isinstance(o, dict) and o.get(key) and
                        (draft.details.get("flight") in str(o.get("flights")) if domain == "airline"
@@ -85,8 +75,8 @@ def test_cancels_reads_the_scenario():
 
 def test_no_cascade_after_several_writes_of_its_kind():
     # s5 task 15: seed airline 44 upgrades three reservations; "that reservation" said none of them
-    assert not list(_drafts("airline", "cascade", {"44"}))
-    for seed, target, draft in _drafts("retail", "cascade"):
+    assert not list(every_draft("airline", "cascade", {"44"}))
+    for seed, target, draft in every_draft("retail", "cascade"):
         assert sum(a.name == target[1] for a in seed.agent_actions) == 1
 
 
@@ -95,7 +85,7 @@ def test_a_confirmation_number_sentence_goes_whole():
     text = "You are Anya Garcia.\n\nYour confirmation number is JMO1MG.\n\nYou want to know the bags."
     out = _replace_id(text, "JMO1MG", "your one-way trip reservation from DEN to MIA", "reservation")
     assert "JMO1MG" not in out and "confirmation" not in out and "Anya Garcia" in out and "bags" in out
-    drafts = list(_drafts("airline", "ambiguity", {"3"}))
+    drafts = list(every_draft("airline", "ambiguity", {"3"}))
     assert drafts
     for _, _, draft in drafts:
         said = scenario_text(draft.instructions)
@@ -106,9 +96,9 @@ def test_no_redundant_description():
     # s5 tasks 2 ("the Desk Lamp in your order that includes the desk lamp") and 23 ("from Boston to Minneapolis
     # under your one-way trip reservation from BOS to MSP")
     for domain, seed, entity in (("retail", "44", "#W9300146"), ("airline", "12", "YAX4DR")):
-        for _, _, draft in _drafts(domain, "ambiguity", {seed}):
+        for _, _, draft in every_draft(domain, "ambiguity", {seed}):
             assert draft.details["described"] != entity, draft.details
-    for _, _, draft in _drafts("retail", "ambiguity"):
+    for _, _, draft in every_draft("retail", "ambiguity"):
         phrase, item = draft.details["description"], draft.details["by"]["item"].lower()
         for line in scenario_text(draft.instructions).splitlines():
             if phrase in line:
@@ -120,7 +110,7 @@ def test_no_redundant_description():
 
 def test_retail_depth_counts_only_options_in_stock_and_records_the_count_of_all():
     n = 0
-    for seed, _, draft in _drafts("retail", "depth"):
+    for seed, _, draft in every_draft("retail", "depth"):
         out = replayed_output(seed, draft.actions)
         others = [v for k, v in out["variants"].items() if k != draft.details["item_id"]]
         (trap,) = draft.details["trap"]
@@ -132,7 +122,7 @@ def test_retail_depth_counts_only_options_in_stock_and_records_the_count_of_all(
 
 def test_airline_depth_records_the_shortcut_prices():
     seen = set()
-    for seed, _, draft in _drafts("airline", "depth"):
+    for seed, _, draft in every_draft("airline", "depth"):
         d = draft.details
         for trap in d.get("trap", []):
             assert trap["answer"] != d["answer"]
@@ -158,12 +148,12 @@ def test_the_airline_cascade_is_made_only_where_the_stale_allowance_pays_another
     assert d["nonfree_baggages"] == max(0, total - FREE_BAGS["silver"]["business"] * passengers)
     assert "four checked bags" in draft.instructions["task_instructions"]
     # s5 task 12: a flight change in the same cabin gives no trap, so no cascade
-    assert not list(_drafts("airline", "cascade", {"32"}))
+    assert not list(every_draft("airline", "cascade", {"32"}))
 
 
 def test_retail_ambiguity_prefers_a_near_miss_in_another_status_and_stays_unique():
     n = 0
-    for _, _, draft in _drafts("retail", "ambiguity"):
+    for _, _, draft in every_draft("retail", "ambiguity"):
         d = draft.details
         if "near_miss" not in d:
             continue

@@ -7,6 +7,7 @@ import json
 import random
 
 import pytest
+from tau2drafts import every_draft
 
 from ace.cli import main
 from ace_env.errors import TaskLoadError
@@ -310,21 +311,11 @@ def test_the_look_alike_is_in_the_same_state_for_ace_and_for_tau2():
     assert start("retail", task.tau2_id).get_db_hash() == theirs.get_db_hash()
 
 
-def _all_drafts(domain, strategy):
-    """Every draft of a strategy over every adjacent pair of every seed of a domain, with its seed and target."""
-    for seed in load_tasks(domain):
-        acts = seed.agent_actions
-        for target in sorted({(a.name, b.name) for a, b in zip(acts, acts[1:])}):
-            draft = STRATEGIES[strategy](seed, target, 0.5, random.Random(0))
-            if draft is not None:
-                yield seed, target, draft
-
-
 @pytest.mark.parametrize("domain", ["airline", "retail"])
 def test_depth_adds_a_step_whose_argument_only_bs_output_gives(domain):
     """Review of 2026-12-04, task 11: an added product id already shown by A's output is not B's to give."""
     made = 0
-    for seed, target, draft in _all_drafts(domain, "depth"):
+    for seed, target, draft in every_draft(domain, "depth"):
         made += 1
         added = draft.actions[-1]
         value = json.dumps(draft.details["flight"] if domain == "airline" else added.arguments["product_id"])
@@ -337,7 +328,7 @@ def test_depth_adds_a_step_whose_argument_only_bs_output_gives(domain):
 
 def test_depth_never_asks_about_a_flight_of_a_reservation_the_gold_cancels():
     """Review of 2026-12-04, task 12: the status of a flight in a reservation the customer just cancelled."""
-    for seed, target, draft in _all_drafts("airline", "depth"):
+    for seed, target, draft in every_draft("airline", "depth"):
         assert draft.actions[-1].name == "search_direct_flight"
         cancelled = {a.arguments["reservation_id"] for a in seed.agent_actions if a.name == "cancel_reservation"}
         flight = draft.details["flight"]
