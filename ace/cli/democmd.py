@@ -19,6 +19,7 @@ from ace.cli.render import console, esc, table
 from ace_env.sim import load_weakness
 from ace_graph.config import neo4j_settings
 from ace_graph.db import apply_schema
+from ace_graph.errors import ConfigError
 
 
 def _f(x: float) -> str:
@@ -94,6 +95,10 @@ def demo(
             say(esc(f"  exported {fmt}: {e.get('written')} → {e.get('out')}"))
         say(esc(f"  tasks: {s['file']}"))
 
+        if not s["tasks"]:  # round 1 rolls out on the synthesized tasks: without them it has nothing to run
+            raise ConfigError(f"no task was synthesized from {scope0}: at {config.n} simulated rollouts its tool-level "
+                              f"frontier holds no composition the graph tells apart from its tools' own weakness; "
+                              f"rerun with more rollouts (--n, default 4000)")
         results["curriculum"] = [_curriculum(store, config.experiment, scope0, say)]
         r1 = results["round_1"] = run.round_one(store, seeds, s["tasks"], config.experiment, config.n,
                                                 config.seed, weakness)

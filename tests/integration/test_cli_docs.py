@@ -38,8 +38,9 @@ NOT_RUN = {
 CHEAP = [
     ("hf:smollm2-135m", "hf:{tiny}", "a tiny random Qwen2 model built offline (train/tiny.py) runs the same code paths "
                                      "in seconds; the prepared SmolLM2 itself is run by tests/unit/test_smollm2.py"),
-    ("ace demo", "ace demo --n 1000 --synth 6 --categories base", "the demo's defaults (4,000 rollouts, 120 tasks) "
-                                                                  "take minutes; the same stages at a smaller size"),
+    ("ace demo", "ace demo --n 1000 --synth 6 --categories base --tau2-n 300",
+     "the demo's defaults (4,000 + 1,500 rollouts, 120 tasks) take minutes; the same stages at a smaller size "
+     "(tests/integration/test_demo.py runs the command at larger sizes and checks what it finds)"),
     ("ace serve vllm --model smollm2-135m --port 8000 --eager",
      "ace serve vllm --model smollm2-135m --port 8000 --eager --dry-run",
      "starting vLLM takes minutes; tests/integration/test_vllm.py serves and queries it"),

@@ -103,3 +103,13 @@ def test_demo_command_prints_from_the_functions(clean_db, capsys):
     w = r["pooled"]["weak"][0]
     assert any(f" {w['from']} → {w['to']} " in line for line in real.splitlines())
     assert main(["demo", "--tau2-n", "50"]) == 1  # refused before Neo4j is touched
+
+
+def test_a_demo_too_small_to_synthesize_says_so_before_round_1(clean_db, capsys):
+    # 300 rollouts: the tool-level frontier holds only compositions the graph cannot yet tell from their tools, so
+    # nothing is synthesized; round 1 (which rolls out on the synthesized tasks) used to fail with "the task set
+    # is empty: nothing to simulate"
+    assert main(["demo", "--n", "300", "--synth", "2", "--categories", "miss_func", "--tau2-n", "0", "-e", "small"]) == 1
+    err = capsys.readouterr().err
+    assert "no task was synthesized from small/sim/round-0" in err and "--n" in err
+    assert "nothing to simulate" not in err
