@@ -16,11 +16,25 @@ from ace_env.verifier import ground_truth_rollout, verify
 from synth import strategies
 from synth.checks.parts import flat_calls, user_text_upto
 from synth.checks.seeds import usable_seed
-from synth.checks.values import converted_in_text, spoken_numbers, sums_in, value_in_text, value_provenance
+from synth.checks.values import (
+    converted_in_text,
+    relative_dates_in,
+    spoken_numbers,
+    sums_in,
+    value_in_text,
+    value_provenance,
+)
 from synth.repair import usable_version
 from synth.strategies.ambiguity import _convertibility, fed_values
 from synth.strategies.build import target_calls
-from synth.strategies.convert import HARDNESS, conversion_candidates, in_words, written_forms
+from synth.strategies.convert import (
+    HARDNESS,
+    conversion_candidates,
+    in_words,
+    relative_date_forms,
+    worth_amount,
+    written_forms,
+)
 from synth.strategies.lookalike import _RECENT, close_variants, is_lookup, near_identical, request_sentences
 from synth.taskcheck import check_task
 
@@ -86,7 +100,9 @@ def test_conversions_appear_are_verified_and_derivable(made):
         assert any(s.name == conv["tool"] and conv["value"] in leaves(s.arguments) for s in steps)
         assert verify(task, ground_truth_rollout(task)).reward == 1.0
         assert not value_provenance(task) and check_task(task).valid
-    assert {"date_words", "number_words", "scale", "unit"} <= kinds and "prose_sum" not in kinds
+    # a step of reasoning (money into shares at the price, a date against another) where the seed allows it;
+    # the reformats (a date in words, a number in words or with a scale) remain the fallback
+    assert {"worth", "relative_date", "number_words", "scale", "unit"} <= kinds and "prose_sum" not in kinds
 
 
 def test_harder_conversions_come_before_number_words(made):
@@ -279,3 +295,47 @@ def test_a_view_needing_a_conversion_is_kept_beside_a_conversion(made):
         assert any(o["op"] == "scale" and o["keys"] == ["price"] for o in view["ops"]), view
         both += task.provenance.get("conversion") is not None
     assert both
+
+
+# --------------------------------------------------------------------------- conversions that take a step of reasoning
+
+
+def test_worth_amount_floors_to_the_shares_and_rounding_would_be_wrong():
+    for n, price in [(100, 700.0), (50, 150.75), (150, 227.16), (7, 2840.34), (10, 3.5)]:
+        x = worth_amount(n, price)
+        assert x is not None and int(x // price) == n  # floor: the shares that amount covers
+        assert round(x / price) == n + 1  # a careless agent that rounds buys one share too many
+        assert x % 5 == 0 or price < 10  # a round amount of money
+    assert worth_amount(0, 10.0) is None
+
+
+def test_relative_dates_cross_a_month_and_read_back():
+    forms = relative_date_forms("2026-08-08", random.Random(0))
+    assert forms and all("2026-08-08" in relative_dates_in(f) for f in forms)
+    assert any("July" in f for f in forms)  # the offset crosses the month's end where it can
+    assert relative_dates_in("the date ten days after July 29th, 2026") == {"2026-08-08"}
+    assert relative_dates_in("two weeks after December 25, 2026") == {"2027-01-08"}
+    assert relative_dates_in("ten days after the meeting") == set()
+
+
+def test_reasoned_conversions_come_first_and_state_their_rule(made):
+    worth = [t for _, _, t in made["ambiguity"] if (t.provenance.get("conversion") or {}).get("kind") == "worth"]
+    dated = [t for _, _, t in made["ambiguity"]
+             if (t.provenance.get("conversion") or {}).get("kind") == "relative_date"]
+    assert len(worth) >= 5 and len(dated) >= 5
+    assert HARDNESS["worth"] > HARDNESS["unit"] and HARDNESS["relative_date"] > HARDNESS["date_words"]
+    for task in worth:
+        conv = task.provenance["conversion"]
+        text = user_text_upto(task, len(task.turns) - 1)
+        amount = float(re.search(r"\$([\d,]+) worth", text).group(1).replace(",", ""))
+        assert int(amount // conv["by"]) == conv["value"] and "Whole shares only" in text
+        # the price is the one the order is placed at (the ground truth's), not a number made up for the text
+        steps = [s for t in replay_oracle(task).turns for s in t.steps]
+        assert any(s.name == conv["tool"] and s.arguments.get("price") == conv["by"]
+                   and s.arguments.get(conv["param"]) == conv["value"] for s in steps)
+        # the reader refuses a wrong quantity
+        assert not converted_in_text(task, conv["tool"], conv["param"], conv["value"] + 1, text)
+    for task in dated:
+        conv = task.provenance["conversion"]
+        text = user_text_upto(task, len(task.turns) - 1)
+        assert conv["value"] in relative_dates_in(text) and conv["value"] not in text
