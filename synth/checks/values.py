@@ -55,6 +55,15 @@ def _documented(tools: ToolCatalogue, tool: str, value: Any) -> bool:
     return isinstance(value, str) and bool(value) and value in _doc_text(tools, tool)
 
 
+def _unit_of_task(task: Task, tools: ToolCatalogue, value: Any) -> bool:
+    """A unit a conversion takes that a tool the task calls documents ('in km' of a result, 'in miles' of a
+    parameter): the docs, not the user, say which units a conversion between two tools needs."""
+    called = {c.name for turn in task.turns for raw in turn.ground_truth for c in [parse_call(raw)]
+              if isinstance(c, Call)}
+    return isinstance(value, str) and value.isalpha() and any(
+        re.search(rf"\bin {re.escape(value)}\b", _doc_text(tools, name)) for name in called)
+
+
 def tool_default(tools: ToolCatalogue, tool: str, param: str) -> tuple[bool, Any]:
     """(True, default) when the tool's documentation (in ``tools``, the task's environment's catalogue) gives
     ``param`` a default, else (False, None)."""
@@ -331,6 +340,7 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
                             out.append(Unprovided(t, i, step.call, param, v))
                         continue
                     if _trivial(v) or value_in_text(v, text) or _documented(tools, step.name, v) or v in dates \
+                            or (step.name == "imperial_si_conversion" and _unit_of_task(task, tools, v)) \
                             or any(p.has(v) for p in produced) or converted_in_text(task, step.name, param, v, text):
                         continue
                     if number(v) is not None:
