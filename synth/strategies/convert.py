@@ -247,12 +247,12 @@ def reasoned_candidates(task: Task, steps: list[Any], upto_outputs: list[list[st
     out = []
     for (tool, args), outputs, text in zip(steps, upto_outputs, texts):
         for param, value in args.items():
-            if isinstance(value, (list, dict)) or any(value_in_output(value, o) for o in outputs):
-                continue
-            doc = param_doc(tools, tool, param)
-            if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) and "YYYY-MM-DD" in doc:
+            # the cheap tests first: an earlier output (up to ~100k characters) is searched only for a candidate
+            if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) \
+                    and "YYYY-MM-DD" in (doc := param_doc(tools, tool, param)):
                 pattern = _date_pattern(value)
-                if not re.search(pattern, text, re.I) or _quoted_or_copied(task, value):
+                if not re.search(pattern, text, re.I) or _quoted_or_copied(task, value) \
+                        or any(value_in_output(value, o) for o in outputs):
                     continue
                 for written in relative_date_forms(value, rng):
                     out.append({"kind": "relative_date", "tool": tool, "param": param, "value": value,
@@ -262,8 +262,10 @@ def reasoned_candidates(task: Task, steps: list[Any], upto_outputs: list[list[st
                     and value >= 2 and price and price > 0:
                 x = worth_amount(value, price)
                 pattern = rf"(?<![\d.,$]){value}\s+(?:shares|units|stocks)\b"
-                if x is None or not re.search(pattern, text, re.I) or _quoted_or_copied(task, value):
+                if x is None or not re.search(pattern, text, re.I) or _quoted_or_copied(task, value) \
+                        or any(value_in_output(value, o) for o in outputs):
                     continue
+                doc = param_doc(tools, tool, param)
                 out.append({"kind": "worth", "tool": tool, "param": param, "value": value, "by": args["price"],
                             "by_param": "price", "written": f"${x:,} worth", "doc": doc, "pattern": pattern,
                             "rule": "Whole shares only: as many as that amount covers."})
