@@ -405,7 +405,8 @@ def depth_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: 
 
 @register("depth", depth=4, build_last=True,
           definition="the target composition grows from 2 to up to 5 tools: each added read consumes the result "
-                     "of the call before it in the chain, and each is verified by its output",
+                     "of the call before it in the chain, and each is verified by its output; a step the tools' "
+                     "docs require (a distance in km converted to the miles the next tool takes) may be left unsaid",
           needs="two or more read-only follow-ups of b, each taking a value only the step before it provides")
 def depth(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
     k = pick_position(seed, target, rng)
