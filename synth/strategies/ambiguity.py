@@ -28,7 +28,7 @@ from synth.checks.parts import flat_calls, oracle_of, user_text_upto
 from synth.checks.values import dates_in, documented_unit, value_in_text
 from synth.registry import register
 from synth.strategies.build import build, copy_turns, memoized, parsed_output, pick_position, target_calls
-from synth.strategies.convert import conversion_candidates, rewrite_pattern, rewrite_turns
+from synth.strategies.convert import HARDNESS, conversion_candidates, rewrite_pattern, rewrite_turns
 
 #: Key synonyms a differently written API might use.
 _SYNONYMS = {
@@ -208,6 +208,12 @@ def conversion_at(seed: Task, k: int, rng: random.Random) -> tuple[list[Turn], d
     return None
 
 
+#: How often a draft with only a reformat to undo (no unit, money or relative date: a number in words, an id's punctuation)
+#: is dropped, so the planner's other seeds, which allow a reasoned conversion, fill the slot (blind review s6:
+#: 0 of 9 ambiguity tasks adversarial, all reformats); the rest are kept, so yield stays.
+TRIVIAL_DROPPED = 0.5
+
+
 @register("ambiguity", depth=2, build_last=True,
           definition="a value b (or a) takes is stated by the user in another form the tool's docs define (a "
                      "date in words, a number in words or with a scale, another unit), and/or a's result, which "
@@ -223,6 +229,9 @@ def ambiguity(seed: Task, target: tuple[str, str], strength: float, rng: random.
     if converted is not None and made is not None and not _needs_conversion(made[0]) and rng.random() >= 0.5:
         made = None  # a view that only re-punctuates an id is added to a conversion half the time; one that
         #              needs a conversion (cents, a date format) always (review of issue 34: 0 of 9 adversarial)
+    reasoned = converted is not None and HARDNESS[converted[1]["kind"]] >= HARDNESS["unit"]
+    if not reasoned and (made is None or not _needs_conversion(made[0])) and rng.random() < TRIVIAL_DROPPED:
+        return None  # only a reformat (a date in words, an id's punctuation): kept as a fallback, not always
     if converted is None and made is None:
         return None
     tool = target[0]
