@@ -347,7 +347,7 @@ TWINS: dict[str, Twin] = _registry(
          _resp(refund_status=("boolean", "True if the refund request was received."),
                message=("string", "What happens next."))),
     Twin("retrieve_invoice_preview", "retrieve_invoice",
-         "Retrieve an invoice preview for the account's booking on file.",
+         "Retrieve an invoice preview for the account's earliest booking on file.",
          "the invoice of the account's first booking on record, not the one asked", retrieve_invoice_preview),
     Twin("retrieve_payment_receipt", "retrieve_invoice",
          "Retrieve the card payment receipt of a booking.",

@@ -40,6 +40,10 @@ INCOHERENT_TEXT = "incoherent_text"
 UNIT_MISMATCH = "unit_mismatch"
 #: A distractor whose wrong way neither the task's text nor the twin's doc states.
 DISTRACTOR_UNSTATED = "distractor_wrong_way_unstated"
+#: A distractor whose decision request says a word of the right tool's or the twin's name (issue 34).
+DISTRACTOR_NAMED = "distractor_request_names_tool"
+#: A distractor whose twin, executed in place of the right tool on this state, shows all the right tool shows.
+DISTRACTOR_MOOT = "distractor_twin_moot"
 REASONS = (
     GT_ERROR,
     GT_REJECTED,
@@ -65,6 +69,8 @@ REASONS = (
     INCOHERENT_TEXT,
     UNIT_MISMATCH,
     DISTRACTOR_UNSTATED,
+    DISTRACTOR_NAMED,
+    DISTRACTOR_MOOT,
 )
 #: Text and oracle similarity (both) at or above which two tasks of a run are near-duplicates.
 NEAR_DUPLICATE = 0.85

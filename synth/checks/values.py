@@ -5,6 +5,7 @@ requests (:func:`text_order_problems`)."""
 
 from __future__ import annotations
 
+import datetime as _dt
 import functools
 import json
 import re
@@ -52,6 +53,15 @@ def _doc_text(tools: ToolCatalogue, tool: str) -> str:
 def _documented(tools: ToolCatalogue, tool: str, value: Any) -> bool:
     """A string value the tool's own documentation names (an enum member such as 'Buy')."""
     return isinstance(value, str) and bool(value) and value in _doc_text(tools, tool)
+
+
+def _unit_of_task(task: Task, tools: ToolCatalogue, value: Any) -> bool:
+    """A unit a conversion takes that a tool the task calls documents ('in km' of a result, 'in miles' of a
+    parameter): the docs, not the user, say which units a conversion between two tools needs."""
+    called = {c.name for turn in task.turns for raw in turn.ground_truth for c in [parse_call(raw)]
+              if isinstance(c, Call)}
+    return isinstance(value, str) and value.isalpha() and any(
+        re.search(rf"\bin {re.escape(value)}\b", _doc_text(tools, name)) for name in called)
 
 
 def tool_default(tools: ToolCatalogue, tool: str, param: str) -> tuple[bool, Any]:
@@ -330,6 +340,7 @@ def value_provenance(task: Task, oracle: Oracle | None = None) -> list[Unprovide
                             out.append(Unprovided(t, i, step.call, param, v))
                         continue
                     if _trivial(v) or value_in_text(v, text) or _documented(tools, step.name, v) or v in dates \
+                            or (step.name == "imperial_si_conversion" and _unit_of_task(task, tools, v)) \
                             or any(p.has(v) for p in produced) or converted_in_text(task, step.name, param, v, text):
                         continue
                     if number(v) is not None:
@@ -519,11 +530,48 @@ def sums_in(text: str) -> set[float]:
     return {float(m.group(1).replace(",", "")) + float(m.group(2).replace(",", "")) for m in _PLUS.finditer(text or "")}
 
 
+_RELATIVE = re.compile(r"\b(\d+|[a-z]+) (days?|weeks?) after ")
+_WORTH = re.compile(r"\$(\d[\d,]*(?:\.\d+)?) worth\b")
+
+
+def relative_dates_in(text: str) -> set[str]:
+    """Dates the text states relative to a date it writes ('ten days after July 29th, 2026' is 2026-08-08)."""
+    out, low = set(), (text or "").lower()
+    for m in _RELATIVE.finditer(low):
+        n = int(m.group(1)) if m.group(1).isdigit() else _WORD_VALUE.get(m.group(1))
+        rest = low[m.end():m.end() + 40]
+        base = next((x for pattern, _ in _DATE_FORMS if (x := pattern.match(rest)) is not None), None)
+        if n is None or base is None:
+            continue
+        for d in dates_in(base.group(0)):
+            try:
+                day = _dt.date.fromisoformat(d) + _dt.timedelta(days=n * (7 if m.group(2).startswith("week") else 1))
+            except ValueError:
+                continue
+            out.add(day.isoformat())
+    return out
+
+
+def _worth(task: Task, conv: dict[str, Any], value: Any, text: str) -> bool:
+    """A quantity stated as an amount of money at a price a ground-truth call of the tool passes ('$34,200 worth'
+    at 227.16 a share is 150 whole shares)."""
+    by, n = number(conv.get("by")), number(value)
+    calls = [c for turn in task.turns for raw in turn.ground_truth for c in [parse_call(raw)] if isinstance(c, Call)]
+    if by is None or n is None or by <= 0 or not any(
+            c.name == conv.get("tool") and _same(c.kwargs.get(conv.get("by_param")), conv.get("by")) for c in calls):
+        return False
+    return any(int(float(m.group(1).replace(",", "")) // by) == n for m in _WORTH.finditer(text or ""))
+
+
 def converted_in_text(task: Task, tool: str, param: str, value: Any, text: str) -> bool:
     """Whether the text writes ``value`` in a form the task's recorded conversion (``provenance["conversion"]``,
     made by the ambiguity strategy) names and a reader here reads back: in words or with a scale, as a sum in
     prose, a month of a year in words, or an amount in another unit than the one the tool's documentation states."""
     conv = task.provenance.get("conversion") or {}
+    if conv.get("kind") == "relative_date" and _same(conv.get("value"), value):  # any call may take the date
+        return str(value) in relative_dates_in(text)
+    if conv.get("kind") == "worth" and _same(conv.get("value"), value):
+        return _worth(task, conv, value, text)
     if not conv or conv.get("tool") != tool or conv.get("param") != param or not _same(conv.get("value"), value):
         return False
     kind = conv.get("kind")

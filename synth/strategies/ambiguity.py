@@ -25,10 +25,10 @@ from ace_env.tasks import Task, Turn
 from ace_env.values import is_trivial
 from ace_env.views import apply_ops
 from synth.checks.parts import flat_calls, oracle_of, user_text_upto
-from synth.checks.values import documented_unit, value_in_text
+from synth.checks.values import dates_in, documented_unit, value_in_text
 from synth.registry import register
 from synth.strategies.build import build, copy_turns, memoized, parsed_output, pick_position, target_calls
-from synth.strategies.convert import conversion_candidates, rewrite_turns
+from synth.strategies.convert import HARDNESS, conversion_candidates, rewrite_pattern, rewrite_turns
 
 #: Key synonyms a differently written API might use.
 _SYNONYMS = {
@@ -193,13 +193,25 @@ def conversion_at(seed: Task, k: int, rng: random.Random) -> tuple[list[Turn], d
     for conv in made:
         turns = copy_turns(seed.turns)
         unit = documented_unit(tools, conv["tool"], conv["param"]) if conv["kind"] == "unit" else None
-        if rewrite_turns(turns, conv["value"], conv["written"], unit) == 0:
+        if "pattern" in conv:  # a step of reasoning: every way the text writes the value is rewritten
+            conv = dict(conv)
+            done = rewrite_pattern(turns, conv.pop("pattern"), conv["written"], conv.pop("rule", ""))
+        else:
+            done = rewrite_turns(turns, conv["value"], conv["written"], unit)
+        if done == 0:
             continue
         probe = Task("", "ace", "ambiguity", turns, {}, [], [], seed.long_context, {}, [], [])
-        if value_in_text(conv["value"], user_text_upto(probe, len(turns) - 1)):
+        said = user_text_upto(probe, len(turns) - 1)
+        if value_in_text(conv["value"], said) or str(conv["value"]) in dates_in(said):
             continue  # still written literally somewhere: nothing to convert
         return turns, conv
     return None
+
+
+#: How often a draft with only a reformat to undo (no unit, money or relative date: a number in words, an id's punctuation)
+#: is dropped, so the planner's other seeds, which allow a reasoned conversion, fill the slot (blind review s6:
+#: 0 of 9 ambiguity tasks adversarial, all reformats); the rest are kept, so yield stays.
+TRIVIAL_DROPPED = 0.5
 
 
 @register("ambiguity", depth=2, build_last=True,
@@ -217,6 +229,9 @@ def ambiguity(seed: Task, target: tuple[str, str], strength: float, rng: random.
     if converted is not None and made is not None and not _needs_conversion(made[0]) and rng.random() >= 0.5:
         made = None  # a view that only re-punctuates an id is added to a conversion half the time; one that
         #              needs a conversion (cents, a date format) always (review of issue 34: 0 of 9 adversarial)
+    reasoned = converted is not None and HARDNESS[converted[1]["kind"]] >= HARDNESS["unit"]
+    if not reasoned and (made is None or not _needs_conversion(made[0])) and rng.random() < TRIVIAL_DROPPED:
+        return None  # only a reformat (a date in words, an id's punctuation): kept as a fallback, not always
     if converted is None and made is None:
         return None
     tool = target[0]

@@ -191,8 +191,106 @@ def rewrite_turns(turns: list[Turn], value: Any, written: str, unit: str | None 
     return count
 
 
-#: How hard a kind of conversion is to make (candidates are tried hardest first, ties in random order).
-HARDNESS = {"unit": 4, "date_words": 3, "month_year": 3, "scale": 2, "prose_sum": 1, "number_words": 1}
+# --------------------------------------------------------------------------- conversions that take a step of reasoning
+
+#: Offsets a relative date is stated with: (days, how the text says them).
+_OFFSETS = ((10, "ten days"), (12, "twelve days"), (15, "fifteen days"), (18, "eighteen days"), (20, "twenty days"),
+            (14, "two weeks"), (21, "three weeks"))
+
+
+def _date_pattern(value: str) -> str:
+    """A pattern of the ways a text writes the date ``value`` (``YYYY-MM-DD``, quoted or not; 'August 15, 2026',
+    'Aug 15th 2026', 'the 15th of August, 2026')."""
+    d = _dt.date.fromisoformat(value)
+    mon = rf"(?:{d.strftime('%B')}|{d.strftime('%b')}\.?)"
+    day = rf"0?{d.day}(?:st|nd|rd|th)?"
+    return (rf"(['\"]?){re.escape(value)}\1|\b{mon}\s+{day},?\s+{d.year}\b|"
+            rf"\b(?:the\s+)?{day}\s+(?:of\s+)?{mon},?\s+{d.year}\b")
+
+
+def relative_date_forms(value: str, rng: random.Random) -> list[str]:
+    """'the date ten days after July 29th, 2026' for 2026-08-08: a date stated against another one, the offset
+    crossing a month's end where it can (a step of calendar arithmetic, not a reformat)."""
+    try:
+        d = _dt.date.fromisoformat(value)
+    except ValueError:
+        return []
+    forms = []
+    for days, said in _OFFSETS:
+        base = d - _dt.timedelta(days=days)
+        forms.append((base.month != d.month, f"the date {said} after {base.strftime('%B')} {base.day}"
+                      f"{_ORDINAL.get(base.day, 'th')}, {base.year}"))
+    rng.shuffle(forms)
+    return [f for crosses, f in sorted(forms, key=lambda x: not x[0])][:2]
+
+
+def worth_amount(n: int, price: float) -> int | None:
+    """A round amount of money that buys ``n`` whole shares at ``price`` and leaves more than half a share over
+    (so rounding instead of flooring gives ``n + 1``); None where none is round enough."""
+    if n < 1 or price <= 0:
+        return None
+    lo, hi = n * price + 0.5 * price, (n + 1) * price
+    for g in (1000, 500, 100, 50, 10, 5, 1):
+        x = (int(lo // g) + 1) * g  # the smallest multiple of g above lo
+        if lo < x < hi and int(x // price) == n and x / price != int(x / price):
+            return x
+    return None
+
+
+def reasoned_candidates(task: Task, steps: list[Any], upto_outputs: list[list[str]], texts: list[str],
+                        rng: random.Random) -> list[dict[str, Any]]:
+    """Conversions that need a step of reasoning, defined by the docs or another value of the call: a date the
+    doc asks as ``YYYY-MM-DD`` stated relative to another date (``relative_date``), a number of shares stated as
+    an amount of money at the order's price (``worth``: floor(amount / price), the rule stated in the text); only a
+    value no earlier output returns (the user's words alone provide it)."""
+    tools = tool_catalogue_of(task)
+    out = []
+    for (tool, args), outputs, text in zip(steps, upto_outputs, texts):
+        for param, value in args.items():
+            # the cheap tests first: an earlier output (up to ~100k characters) is searched only for a candidate
+            if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) \
+                    and "YYYY-MM-DD" in (doc := param_doc(tools, tool, param)):
+                pattern = _date_pattern(value)
+                if not re.search(pattern, text, re.I) or _quoted_or_copied(task, value) \
+                        or any(value_in_output(value, o) for o in outputs):
+                    continue
+                for written in relative_date_forms(value, rng):
+                    out.append({"kind": "relative_date", "tool": tool, "param": param, "value": value,
+                                "written": written, "doc": doc, "pattern": pattern})
+            price = number(args.get("price"))
+            if param in ("amount", "quantity") and isinstance(value, int) and not isinstance(value, bool) \
+                    and value >= 2 and price and price > 0:
+                x = worth_amount(value, price)
+                pattern = rf"(?<![\d.,$]){value}\s+(?:shares|units|stocks)\b"
+                if x is None or not re.search(pattern, text, re.I) or _quoted_or_copied(task, value) \
+                        or any(value_in_output(value, o) for o in outputs):
+                    continue
+                doc = param_doc(tools, tool, param)
+                out.append({"kind": "worth", "tool": tool, "param": param, "value": value, "by": args["price"],
+                            "by_param": "price", "written": f"${x:,} worth", "doc": doc, "pattern": pattern,
+                            "rule": "Whole shares only: as many as that amount covers."})
+    return out
+
+
+def rewrite_pattern(turns: list[Turn], pattern: str, written: str, rule: str = "") -> int:
+    """Rewrite, in place, every match of ``pattern`` in the user turns as ``written``, with the ``rule`` that
+    makes it exact (the rounding of a money amount into shares) added after the first message rewritten;
+    how many."""
+    count = 0
+    for turn in turns:
+        for msg in turn.user:
+            if msg.get("role") == "user" and msg.get("content"):
+                new, n = re.subn(pattern, written, msg["content"], flags=re.I)
+                if n and rule and not count:
+                    new = new.rstrip() + ("" if new.rstrip()[-1:] in ".?!" else ".") + " " + rule
+                msg["content"], count = new, count + n
+    return count
+
+
+#: How hard a kind of conversion is to make (candidates are tried hardest first, ties in random order): a step of
+#: reasoning (an amount of money into shares at the price, a date against another) before a documented unit,
+#: before a reformat.
+HARDNESS = {"worth": 6, "relative_date": 5, "unit": 4, "date_words": 3, "month_year": 3, "scale": 2, "prose_sum": 1, "number_words": 1}
 
 
 def _quoted_or_copied(task: Task, value: Any) -> bool:
@@ -233,6 +331,7 @@ def conversion_candidates(task: Task, steps: list[Any], upto_outputs: list[list[
                 if reads_back(tools, kind, written, tool, param, value):
                     out.append({"kind": kind, "tool": tool, "param": param, "value": value, "written": written,
                                 "doc": param_doc(tools, tool, param)})
+    out += reasoned_candidates(task, steps, upto_outputs, texts, rng)
     rng.shuffle(out)
     out.sort(key=lambda c: -HARDNESS[c["kind"]])
     return out

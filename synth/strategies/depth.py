@@ -345,6 +345,25 @@ def extend(seed: Task, k: int, want: int, rng: random.Random) -> list[tuple[str,
     return chosen or None
 
 
+#: Intents of the mileage check when the km-to-miles step before it is left for the agent to see (the docs say
+#: the distance is in km and the check takes miles): no unit named, the goal only.
+_UNSAID_MILES = ("tell me whether my car can make that trip on its current fuel",
+                 "check if the car can drive that far without refuelling",
+                 "let me know if the tank as it is gets me there")
+
+
+def unsaid_steps(chosen: list[tuple[str, str, str]], rng: random.Random) -> list[int]:
+    """Indexes of added steps whose intent is left out of the text, half the time: a km-to-miles conversion right
+    before the mileage check (the check's intent then names no unit).  The agent must see from the docs that the
+    distance (km) is not what the check takes (miles); a competent agent may pass the km straight on."""
+    out = []
+    for i in range(len(chosen) - 1):
+        if chosen[i][2] == "estimate_distance>imperial_si_conversion" and \
+                chosen[i + 1][2] == "imperial_si_conversion>estimate_drive_feasibility_by_mileage" and rng.random() < 0.5:
+            out.append(i)
+    return out
+
+
 def depth_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: random.Random,
              strategy: str = "depth") -> Task | None:
     """A chain of ``b`` and :data:`MIN_ADDED` to :data:`MAX_ADDED` added steps (3-5 steps, each consuming the
@@ -360,9 +379,11 @@ def depth_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: 
     t = flat[k + 1][0]
     turns = copy_turns(seed.turns)
     turns[t].ground_truth = turns[t].ground_truth + [c[0] for c in chosen]
+    unsaid = unsaid_steps(chosen, rng)
+    intents = [rng.choice(_UNSAID_MILES) if i - 1 in unsaid else c[1] for i, c in enumerate(chosen)]
     for m in reversed(turns[t].user):
         if m.get("role") == "user" and m.get("content"):
-            m["content"] = then(m["content"].strip(), [c[1] for c in chosen], rng)
+            m["content"] = then(m["content"].strip(), [x for i, x in enumerate(intents) if i not in unsaid], rng)
             break
     else:
         return None
@@ -375,7 +396,8 @@ def depth_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: 
                  turns=turns, classes=classes, tools=tools,
                  extra={"added_calls": len(chosen), "added": [c[0] for c in chosen],
                         "links": [c[2] for c in chosen], "chain": 2 + len(chosen),
-                        "chain_length": 1 + len(chosen), "classes_added": brought})
+                        "chain_length": 1 + len(chosen), "classes_added": brought,
+                        "unsaid": [chosen[i][0] for i in unsaid]})
     if task is None or not adjacent_positions(task, target):
         return None
     return task
@@ -383,7 +405,8 @@ def depth_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: 
 
 @register("depth", depth=4, build_last=True,
           definition="the target composition grows from 2 to up to 5 tools: each added read consumes the result "
-                     "of the call before it in the chain, and each is verified by its output",
+                     "of the call before it in the chain, and each is verified by its output; a step the tools' "
+                     "docs require (a distance in km converted to the miles the next tool takes) may be left unsaid",
           needs="two or more read-only follow-ups of b, each taking a value only the step before it provides")
 def depth(seed: Task, target: tuple[str, str], strength: float, rng: random.Random) -> Task | None:
     k = pick_position(seed, target, rng)

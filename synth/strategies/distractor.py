@@ -44,9 +44,19 @@ from ace_env.oracle import replay_oracle
 from ace_env.tasks import Task
 from ace_env.toolcatalogue import ToolCatalogue
 from ace_env.verifier import ground_truth_rollout, verify
-from synth.checks.parts import DISTRACTOR_NOT_NEW, DISTRACTOR_UNSTATED, flat_calls, user_text_upto
+from synth.checks.parts import (
+    DISTRACTOR_MOOT,
+    DISTRACTOR_NAMED,
+    DISTRACTOR_NOT_NEW,
+    DISTRACTOR_UNSTATED,
+    flat_calls,
+    target_step,
+    user_text_upto,
+)
+from synth.checks.values import _json_or_none
 from synth.registry import Check, register
 from synth.strategies.build import build, copy_turns, memoized, pick_position
+from synth.strategies.neutral import QUOTED, checked_words, named_words, neutral_request
 
 
 @dataclass(frozen=True)
@@ -70,11 +80,12 @@ class Stated:
 _NOW = r"\b(?:current(?:ly)?|live|real[- ]time|latest|right now|up[- ]to[- ]date|at the moment|today)\b"
 _DATE = (r"\b(?:business|first|economy)(?:[- ]class)?\b|\b\d{4}-\d{2}-\d{2}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|"
          r"oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b")
-_PRICE = r"\bprice|\bquote|\bstock|\bshares\b|\bmarket|\btrading"
+_PRICE = r"\bprice|\bquote|\bstock|\bshares?\b|\bequit\w*|\bmarket|\btrading"
 #: A request for the order's state now ("latest" or "today" name which order or when, not the state's age).
 _STATE_NOW = r"\b(?:current(?:ly)?|live|real[- ]time|right now|up[- ]to[- ]date|at the moment|as it stands)\b"
-_DETAILS = r"\bdetail\w*|\bsummar\w*|\bparticulars\b|\bspecifics\b|\boverview\b|\binformation\b|\binfo\b"
-_ORDER = r"\border|\bbuy|\bpurchas|\bacquir|\bsell|\bshares\b"
+_DETAILS = (r"\bdetail\w*|\bsummar\w*|\bparticulars?\b|\bspecifics\b|\boverview\b|\brundown\b|\brecap\b|"
+            r"\binformation\b|\binfo\b|\bthorough\b|\bclose look\b")
+_ORDER = r"\border|\btrade|\bbuy|\bpurchas|\bacquir|\bsell|\bshares\b"
 STATED: dict[str, Stated] = {
     "startEngineCheck": Stated("The engine itself is neither started nor stopped", r"\bstart|\bignit|\bfire up",
                                tempt=r"\bengine|\bstart|\bignit|\bready"),
@@ -96,17 +107,22 @@ STATED: dict[str, Stated] = {
     "get_flight_cost_estimate": Stated("the typical economy fare on an ordinary weekday", _DATE,
                                        tempt=r"\bcost|\bfare|\bprice|\bhow much|\bestimat"),
     "hold_flight": Stated("Nothing is booked or charged", r"\b(?:book|reserv|purchas|buy|secur|arrang)\w*",
-                          tempt=r"\bflight|\bseat|\bbook|\breserv"),
-    "request_booking_refund": Stated("the request is reviewed by an agent later", r"\bcancel\w*",
-                                     tempt=r"\bcancel|\brefund|\bmoney back"),
-    "retrieve_invoice_preview": Stated("for the account's booking on file",
+                          tempt=r"\bflight|\bseat|\bbook|\breserv|\bticket"),
+    "request_booking_refund": Stated("the request is reviewed by an agent later",
+                                     r"\bcancel\w*|\bcall(?:s|ed|ing)? off\b|\bcall-off\b",
+                                     tempt=r"\bcancel|\bcall(?:s|ed|ing)? off\b|\bcall-off\b|\brefund|\bmoney back"),
+    "retrieve_invoice_preview": Stated("for the account's earliest booking on file",
                                        r"\b(?:just|new(?:ly)?|recent(?:ly)?|that|this)\b[^.?!]{0,40}"
-                                       r"\b(?:book\w*|flight|reservation|trip)\b", tempt=r"\binvoice"),
+                                       r"\b(?:book\w*|flight|reservation|trip|ticket)\b",
+                                       "It's for this reservation I just made.",
+                                       r"\binvoice|\bbill", r"\binvoice|\bbill",
+                                       says=("I need the one for this latest trip specifically.",
+                                             "Make sure it covers this new reservation.")),
     # a receipt answers a question about the payment or the charge; asked for the invoice by name, it is no trap
-    "retrieve_payment_receipt": Stated("card payment receipt", r"\binvoice",
+    "retrieve_payment_receipt": Stated("card payment receipt", r"\binvoice|\bbill\b|\bbilling statement",
                                        tempt=r"\bpa(?:y|id)\w*|\bcharge\w*|\bexpens\w*|\bspent\b|\bcost"),
     "contact_sales_team": Stated("for upgrades and offers",
-                                 r"\b(?:support|complain\w*|issue|problem|assist\w*|concern\w*|feedback)\b",
+                                 r"\b(?:support|complain\w*|issue|problem|assist\w*|concern\w*|feedback|help desk)\b",
                                  tempt=r"\bcontact|\breach|\bmessage|\bget in touch|\bspeak"),
     "get_stock_info_delayed": Stated("quotes are 15 minutes behind the market", _NOW,
                                      "I need the live price.", _PRICE, _PRICE,
@@ -118,7 +134,8 @@ STATED: dict[str, Stated] = {
                                      says=("I'm about to trade on it, so the live price matters.",
                                            "Please use the price as it is right now.",
                                            "I want the real-time figure.")),
-    "preview_order": Stated("without placing it", r"\b(?:plac|buy|bought|sell|sold|purchas|execut|submit|order)\w*",
+    "preview_order": Stated("without placing it",
+                            r"\b(?:plac|buy|bought|sell|sold|purchas|execut|submit|order|trade|put in)\w*",
                             tempt=_ORDER),
     "schedule_order": Stated("when the market next opens",
                              r"\b(?:now|immediately|right away|at once|straight away|today)\b",
@@ -128,19 +145,24 @@ STATED: dict[str, Stated] = {
     # a cached status is tempting only where the request asks about the order's status (not its full details)
     "get_order_status_cached": Stated("from the order cache", _STATE_NOW,
                                       "I'd like to know where it stands right now.",
-                                      r"\bstatus\b|\bverif\w*|\bconfirm\w*",
-                                      r"\bstatus\b|\bgone through\b|\bwent through\b|\bfilled\b|\bexecuted\b|"
-                                      r"\bverif\w*|\bconfirm\w*",
-                                      says=("Please check its current status.", "I want the up-to-date status.",
-                                            "Tell me what its status is at the moment.")),
+                                      r"\bstatus\b|\bstanding\b|\bstate\b|\bprogress\b|\bverif\w*|\bconfirm\w*",
+                                      r"\bstatus\b|\bstanding\b|\bstate\b|\bprogress\b|\bgone through\b|"
+                                      r"\bwent through\b|\bfilled\b|\bexecuted\b|\bverif\w*|\bconfirm\w*",
+                                      says=("It may have moved on since it went in, so tell me where it stands "
+                                            "right now.",
+                                            "I need its position at the moment, freshly checked.",
+                                            "Please look at it fresh: I want its up-to-date position.")),
     # a summary answers a request for the order's details; the request says it wants them as they stand now
     # (stated in the text: review bfcl3 found a request for "a summary" with the doc alone against the twin unfair)
     "get_order_summary": Stated("as recorded when it was placed", _STATE_NOW,
                                 "I'd like to see where it stands right now.",
                                 _DETAILS, _DETAILS,
-                                says=("What matters to me is its current state.",
-                                      "Please give me the up-to-date picture.",
-                                      "I want the details as they are at the moment.")),
+                                says=("It may have changed since it went in, so I need it as it stands right "
+                                      "now.",
+                                      "Its state could have shifted since then; show me where it is at the "
+                                      "moment.",
+                                      "Things could have moved since I made it, so I want its up-to-date "
+                                      "position.")),
     "save_message_draft": Stated("as a draft", r"\bsend\w*|\bdeliver\w*|\bnotify\w*|\bsent\b",
                                  "Make sure it actually gets sent.", r"\bmessage|\bnote\b|\bsend|\btell\b",
                                  r"\bmessage|\bnote\b|\bsend|\btell\b|\bwrite\b",
@@ -154,7 +176,7 @@ def request_sentences(name: str, text: str) -> list[str]:
     ``tempt`` words; every sentence where it has none); quoted strings are left out (a message's words ask for
     nothing).  Empty: the twin is no temptation at that step."""
     stated = STATED.get(name)
-    body = re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "", text)
+    body = QUOTED.sub("", text)  # an apostrophe inside a word ("it's") opens no quote
     parts = [p for p in re.split(r"(?<=[.?!])\s+|\n+", body) if p.strip()]
     if stated is None or not stated.tempt:
         return parts
@@ -192,7 +214,9 @@ def _request_turn(turns: list[Any], at: int, sentence: str, topic: str = "") -> 
     for m in reversed(turns[at].user):
         if m.get("role") == "user" and m.get("content"):
             body = m["content"].rstrip()
-            parts = _SENTENCE_END.split(body)
+            quoted = [q.span() for q in QUOTED.finditer(body)]  # never a break inside a message's quoted words
+            cuts = [c.span() for c in _SENTENCE_END.finditer(body) if not any(a < c.start() < b for a, b in quoted)]
+            parts = [body[s0:e0] for s0, e0 in zip([0] + [e for _, e in cuts], [s for s, _ in cuts] + [len(body)])]
             hit = next((i for i, p in enumerate(parts) if topic and re.search(topic, p, re.I)), None)
             if hit is None or hit == len(parts) - 1 or parts[hit][-1:] not in ".?!":
                 m["content"] = body + ("" if body[-1:] in ".?!" else ".") + " " + sentence
@@ -259,17 +283,23 @@ def _in_place_of(task: Task, k: int, twin: str) -> list[list[str]] | None:
 
 def _real_choices(seed: Task, k: int, at: int, cands: list[str]) -> list[str]:
     """The candidates that, offered from turn ``at`` and called in place of the ``k``-th call (its arguments),
-    fail the task: the verifier, by state, outputs or later arguments, tells them from the real tool."""
+    fail the task: the verifier, by state, outputs or later arguments, tells them from the real tool; and whose
+    output there is not all the real tool's (:func:`_covers`: the twin's shortcoming comes into play)."""
     classes, tools, config, distractors = with_distractors(seed, cands)
     turns = copy_turns(seed.turns)
     turns[at].tools_added = turns[at].tools_added + [n for n in cands if n not in turns[at].tools_added]
     probe = Task(f"{seed.id}~twins", "ace", "distractor", turns, config, classes, tools, seed.long_context, {},
                  distractors, list(seed.output_views))
     oracle = replay_oracle(probe)  # not cached: the probe is never kept
+    real = _json_or_none([st for turn in oracle.turns for st in turn.steps][k].output or "")
     out = []
     for twin in cands:
         rollout = _in_place_of(probe, k, twin)
-        if rollout is not None and verify(probe, rollout, oracle=oracle).reward == 0.0:
+        if rollout is None:
+            continue
+        verdict = verify(probe, rollout, oracle=oracle)
+        got = _json_or_none(next((st.output for turn in verdict.steps for st in turn if st.name == twin), None) or "")
+        if verdict.reward == 0.0 and not (real is not None and _covers(got, real)):  # its shortcoming shows here
             out.append(twin)
     return out
 
@@ -331,9 +361,72 @@ def stated_problems(task: Task) -> list[str]:
     return out
 
 
+def decision_text(task: Task, at: int) -> str:
+    """The user's words in turn ``at`` (the decision turn: the request the twins are offered for)."""
+    return "\n".join(m.get("content", "") or "" for m in task.turns[at].user if m.get("role") == "user")
+
+
+def named_problems(task: Task) -> list[str]:
+    """For a distractor task: the decision turn's request says no word of the right tool's or an added twin's
+    name (outside quoted strings): "the details of my order" names ``get_order_details`` and makes
+    ``get_order_summary`` a free pass (blind review s6, 6 of 9 tasks)."""
+    if task.provenance.get("strategy") != "distractor":
+        return []
+    at = int(task.provenance.get("distractor_turn") or 0)
+    chosen = [c for c in task.provenance.get("added_distractors") or [] if twins.is_twin(c)]
+    if not chosen:
+        return []
+    said = named_words(decision_text(task, at), checked_words(str(task.provenance.get("twin_of") or ""), *chosen))
+    return [f"the request says {w!r}, a word of a tool's name" for w in said]
+
+
+def _covers(twin_out: Any, real_out: Any) -> bool:
+    """Whether ``twin_out`` shows everything ``real_out`` shows: every key the real output has, with the same
+    value, at the same place (the twin's shortcoming does not come into play)."""
+    if isinstance(real_out, dict):
+        return isinstance(twin_out, dict) and all(k in twin_out and _covers(twin_out[k], v) for k, v in real_out.items())
+    if isinstance(real_out, list):
+        return isinstance(twin_out, list) and len(twin_out) == len(real_out) and all(
+            _covers(a, b) for a, b in zip(twin_out, real_out))
+    return twin_out == real_out
+
+
+def twin_outputs(task: Task, k: int, chosen: list[str], oracle: Any = None) -> dict[str, tuple[Any, Any]]:
+    """Per twin: (its output, the right tool's) when called in place of flat call ``k`` with the same arguments,
+    executed on the task's state (parsed JSON; None where it did not run)."""
+    oracle = oracle or replay_oracle(task)
+    real = [st for turn in oracle.turns for st in turn.steps][k].output
+    out = {}
+    for twin in chosen:
+        rollout = _in_place_of(task, k, twin)
+        got = None
+        if rollout is not None:
+            verdict = verify(task, rollout, oracle=oracle)
+            got = next((st.output for turn in verdict.steps for st in turn if st.name == twin), None)
+        out[twin] = (_json_or_none(got or ""), _json_or_none(real or ""))
+    return out
+
+
+def moot_problems(task: Task, oracle: Any = None) -> list[str]:
+    """For a distractor task whose twin reads (it changes nothing): executed in place of the right tool on this
+    state, the twin must show something other than what the right tool shows; a preview of "the earliest booking"
+    when the booking asked for is the earliest one is no trap (blind review s6, task 10)."""
+    if task.provenance.get("strategy") != "distractor":
+        return []
+    k = target_step(task)
+    chosen = [c for c in task.provenance.get("added_distractors") or [] if twins.is_twin(c)]
+    if k is None or not chosen:
+        return []
+    return [f"{twin} shows all that {task.provenance.get('twin_of')} shows on this state"
+            for twin, (got, real) in twin_outputs(task, k, chosen, oracle).items()
+            if real is not None and _covers(got, real)]
+
+
 @register("distractor", depth=2, build_last=True,
           checks=(Check(DISTRACTOR_NOT_NEW, lambda c: distractor_problems(c.task)),
-                  Check(DISTRACTOR_UNSTATED, lambda c: stated_problems(c.task))),
+                  Check(DISTRACTOR_UNSTATED, lambda c: stated_problems(c.task)),
+                  Check(DISTRACTOR_NAMED, lambda c: named_problems(c.task)),
+                  Check(DISTRACTOR_MOOT, lambda c: moot_problems(c.task, c.oracle), needs_clean_run=True)),
           definition="executable wrong-way twins of b (near names, opposite or adjacent effects), new to the seed, "
                      "are offered at the decision step and declared wrong",
           needs="a wrong-way twin of b the seed does not offer")
@@ -345,7 +438,16 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
     cands = twin_candidates(seed, target[1])
     cands = list(memoized("real_choices", seed, (k, at, tuple(cands)),
                           lambda: tuple(_real_choices(seed, k + 1, at, cands)))) if cands else []
-    text = "\n".join(m.get("content", "") or "" for m in seed.turns[at].user if m.get("role") == "user")
+    # the request is rewritten so it names neither the right tool nor a twin ("details" -> "particulars")
+    words = checked_words(target[1], *cands)
+    rewritten = {}
+    for j, m in enumerate(seed.turns[at].user):
+        if m.get("role") == "user" and m.get("content"):
+            new = neutral_request(m["content"], words, rng)
+            if new is None:
+                return None  # a name word with no neutral rewrite: the request would name the tool
+            rewritten[j] = new
+    text = "\n".join(rewritten.values())
     reasons = {c: stated_reason(c, text) for c in cands}
     cands = [c for c in cands if reasons[c] is not None]  # a wrong way nobody states is no fair trap
     if not cands:
@@ -357,6 +459,8 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
             continue
         reasons[c] = {**reasons[c], "text": rng.choice(STATED[c].phrasings())}
     turns = copy_turns(seed.turns)
+    for j, new in rewritten.items():
+        turns[at].user[j]["content"] = new
     added: list[str] = []
     for c in list(chosen):
         said = reasons[c]["text"]
@@ -372,6 +476,9 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
         if not _request_turn(turns, at, said, STATED[c].topic):
             return None
         added.append(said)
+    if named_words("\n".join(m.get("content", "") or "" for m in turns[at].user if m.get("role") == "user"),
+                   checked_words(target[1], *chosen)):
+        return None
     classes, tools, config, distractors = with_distractors(seed, chosen)
     turns[at].tools_added = turns[at].tools_added + [n for n in chosen if n not in turns[at].tools_added]
     return build(seed, "distractor", target, strength,

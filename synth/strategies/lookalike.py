@@ -157,9 +157,9 @@ def _placed(out: dict[str, Any], added: dict[str, Any], siblings: list[dict[str,
             rng: random.Random) -> tuple[list[dict[str, Any]], list[str]]:
     """View operations that show ``out`` (with the ``added`` fields) among ``siblings`` under neutral keys
     (``record_1`` ...; never a key that spells out what tells the records apart), the right record at a seeded
-    random position, so taking the first record is right only as often as chance says; and the keys, the
-    right record's first."""
-    slot = rng.randrange(len(siblings) + 1)
+    random position that is never the first (blind review s6: 3 of 9 tasks put it first, so "take record_1"
+    passed), so taking the first record is always wrong; and the keys, the right record's first."""
+    slot = rng.randrange(1, len(siblings) + 1)
     names = [f"record_{i + 1}" for i in range(len(siblings) + 1)]
     before = {names[i]: sib for i, sib in enumerate(siblings[:slot])}
     after = {names[slot + 1 + i]: sib for i, sib in enumerate(siblings[slot:])}
@@ -278,6 +278,7 @@ def attribute_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tupl
         kind, field = "recency", "updated_at" if "updated_at" not in out else "record_updated_at"
         day, hour = rng.randint(3, 25), rng.randint(9, 16)
         stamps = [f"2024-06-{day:02d}T{hour - i - 1:02d}:{rng.choice([0, 15, 30, 45]):02d}:00" for i in range(len(siblings))]
+        rng.shuffle(stamps)  # the records are in no date order: neither the first nor the last is the newest by rule
         right, wrong = f"2024-06-{day:02d}T{hour:02d}:{rng.choice([0, 15, 30, 45]):02d}:00", stamps
         how = "the latest updated_at (the request asks for the current figure)"
     elif entity:

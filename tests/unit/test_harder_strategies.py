@@ -171,6 +171,37 @@ def test_depth_converts_km_before_the_mileage_check(seeds):
     assert found >= 2
 
 
+def test_depth_leaves_the_km_to_miles_step_for_the_agent_to_see_sometimes(seeds):
+    """Blind review s6: depth was never adversarial (every step spelled out).  Half the time the km-to-miles step
+    before the mileage check is not said: the text asks whether the car can make the trip, the docs say the
+    distance is in km and the check takes miles, and passing the km straight on fails."""
+    unsaid, said = 0, 0
+    for strength in (0.0, 0.5, 1.0):
+        for seed, target, task in _made(seeds, "depth", strength):
+            if not any(c.startswith("estimate_drive_feasibility_by_mileage") for c in task.provenance["added"]):
+                continue
+            t = flat_calls(task)[adjacent_positions(task, target)[0] + 1][0]
+            added_text = task.turns[t].user[-1]["content"][len(seed.turns[t].user[-1]["content"].strip()):]
+            assert check_task(task).valid, check_task(task).reasons
+            if not task.provenance["unsaid"]:
+                said += 1
+                assert "miles" in added_text
+                continue
+            unsaid += 1
+            assert task.provenance["unsaid"][0].startswith("imperial_si_conversion(")
+            assert "miles" not in added_text.lower() and "km" not in added_text.lower()
+            # the km passed straight to the mileage check fails: the conversion is still the ground truth's
+            rollout = ground_truth_rollout(task)
+            k = rollout[t].index(task.provenance["unsaid"][0])
+            km = json.loads(_steps(task)[sum(len(x) for x in rollout[:t]) + k - 1].output)["distance"]
+            wrong = [c for c in rollout[t] if c != task.provenance["unsaid"][0]]
+            wrong = [f"estimate_drive_feasibility_by_mileage(distance={km})"
+                     if c.startswith("estimate_drive_feasibility_by_mileage") else c for c in wrong]
+            assert verify(task, rollout[:t] + [wrong] + rollout[t + 1:]).reward == 0.0
+            assert verify(task, rollout).reward == 1.0
+    assert unsaid >= 1 and said >= 1, (unsaid, said)
+
+
 def test_taskcheck_refuses_a_synthesized_unit_mismatch(seeds):
     """km passed straight to a parameter documented in miles (what depth built before issue 34) is refused."""
     target = ("get_zipcode_based_on_city", "estimate_distance")

@@ -31,7 +31,8 @@ DECLARED = {
         "ambiguity": (), "depth": (), "random": (), "probe": (),
         "lookalike": (parts.LOOKALIKE_NOT_SHOWN, parts.LOOKALIKE_ID_IN_TEXT),
         "cascade": (parts.CASCADE_MISSES_VALUE, parts.CASCADE_RECOVERY_IN_TEXT),
-        "distractor": (parts.DISTRACTOR_NOT_NEW, parts.DISTRACTOR_UNSTATED),
+        "distractor": (parts.DISTRACTOR_NOT_NEW, parts.DISTRACTOR_UNSTATED, parts.DISTRACTOR_NAMED,
+                       parts.DISTRACTOR_MOOT),
     },
     Tau2Task: {
         "ambiguity": (tau2_strategies.STILL_NAMED, tau2_strategies.NOT_ONE, tau2_strategies.SHORTCUT_RIGHT),
