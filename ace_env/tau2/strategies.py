@@ -38,10 +38,14 @@ cannot carry it.  What each does, and why the new user scenario asks for exactly
 ``lookalike`` (retail)
     The task's database gains a look-alike of the order the target acts on, which the scenario describes and
     never names by id: the same order under fresh ids (order, tracking), listed before it among the user's orders,
-    with one item the scenario names replaced by a catalogue variant of another product
-    (:mod:`ace_env.tau2.lookalike`); only when that item is held by exactly one of the user's orders.  An exact match on what the agent sees first finds the
-    look-alike; only relating the items to the request tells them apart.  A live trap (checked by replay) as
-    the distractor's: the first write on the order, taken on the look-alike, runs and leaves another database.
+    with one item the scenario names in another catalogue variant of its product, one that differs in exactly one
+    option (its colour, say; :mod:`ace_env.tau2.lookalike`).  The scenario gains one sentence: that item's value of
+    the option ("The desk lamp in question is the one whose color is white."), and that the other items it names
+    came in one order with it; only when that value picks exactly one of the user's orders, the look-alike included.
+    An agent that takes the first order holding what the user names finds the look-alike; only the option tells
+    them apart.  A live trap (checked by replay): the first write on the order, taken on the look-alike with its
+    variant of the item, runs and leaves another database; and the gold's writes taken on the look-alike fail or
+    leave another database, so the gold is the one way to pass.
 
 The shared readers and :class:`Draft` live in :mod:`ace_env.tau2.drafting`.  New steps go last, after everything the seed's gold does, as the user asks for them: ACE's verifier
 checks the gold's order.
@@ -84,7 +88,7 @@ from ace_env.tau2.drafting import (
     unique_description,
 )
 from ace_env.tau2.env import Tau2Call, pristine, run_calls, tool_kinds
-from ace_env.tau2.lookalike import donors, look_alike, picks_one
+from ace_env.tau2.lookalike import differs, near_miss_order, picks_by, told
 from ace_env.tau2.tasks import GoldAction, Tau2Task
 from ace_env.tau2.verify import gold
 
@@ -249,7 +253,6 @@ def lookalike(seed: Tau2Task, target: tuple[str, str], strength: float, rng: ran
     if seed.domain != "retail" or ins is None or len(actions) != len(seed.gold_actions):
         return None
     text = scenario_text(ins)
-    low = text.lower()
     db = pristine("retail")[0]
     for j in target_positions(actions, target):
         for a in (actions[j + 1], actions[j]):
@@ -265,28 +268,30 @@ def lookalike(seed: Tau2Task, target: tuple[str, str], strength: float, rng: ran
             if not any(x.name == "get_user_details" and x.arguments.get("user_id") == user for x in actions[:w]):
                 continue
             real = record("retail", entity).model_dump(mode="json")
-            written = json.dumps(actions[w].arguments)
-            names = {i["name"] for i in real["items"]}
             theirs = [record("retail", o).model_dump(mode="json") for o in entities_of("retail", user)]
-            told = [i for i in real["items"] if i["item_id"] not in written and picks_one(text, i["name"], theirs)]
-            pool = donors(names, low)
-            if not told or not pool or len(real["items"]) < 2:
-                continue  # one item only: the look-alike would share nothing with it but the address
-            swap = rng.choice(told)
-            copy = look_alike(real, swap, rng.choice(pool), rng)
-            if not picks_one(text, swap["name"], theirs + [copy]):
-                continue  # naming the item must pick exactly one of the user's orders, the look-alike among them
-            twin, name = copy["order_id"], next(i["name"] for i in copy["items"] if i["name"] not in names)
+            made = near_miss_order(real, theirs, text, json.dumps(actions[w].arguments),
+                                   json.dumps([x.arguments for x in actions]), rng)
+            if made is None:
+                continue
+            copy, swap, donor, key = made
+            twin, name = copy["order_id"], swap["name"]
+            sentence = told(real, swap, key, text, json.dumps([x.arguments for x in actions if is_write(seed, x)
+                                                               and id_of(x, "order_id") == entity]), theirs)
+            new = {**ins, "known_info": f"{(ins.get('known_info') or '').rstrip()}\n{sentence}".strip()}
             listing = list(entities_of("retail", user))
             listing.insert(listing.index(entity) if entity in listing else 0, twin)  # listed first: met first
-            lured = GoldAction(actions[w].name, {**actions[w].arguments, "order_id": twin}, "assistant",
-                               actions[w].compare_args)
-            return Draft(actions, dict(ins), f"look-alike order {twin}: {entity} with its {swap['name']} (which the "
-                         f"scenario names) replaced by {name} (a catalogue variant), listed before it; "
-                         f"{actions[w].name} on it would run",
+            # the agent that takes the look-alike acts on its variant of the item: the write runs there
+            lured = GoldAction(actions[w].name, json.loads(json.dumps({**actions[w].arguments, "order_id": twin})
+                                                           .replace(f'"{swap["item_id"]}"', f'"{donor["item_id"]}"')),
+                               "assistant", actions[w].compare_args)
+            return Draft(actions, new, f"look-alike order {twin}: {entity} with its {name} ({key} "
+                         f"{swap['options'][key]}, which the scenario now states) in {key} {donor['options'][key]}, "
+                         f"listed before it; {actions[w].name} on it would run",
                          trap={"entity": twin, "actions": actions[:w] + [lured] + actions[w + 1:]},
                          agent_data={"orders": {twin: copy}, "users": {user: {"orders": listing}}},
-                         details={"look_alike": twin, "of": entity, "told_apart_by": swap["name"], "lured_step": w})
+                         details={"look_alike": twin, "of": entity, "told_apart_by": name,
+                                  "attribute": [key, swap["options"][key]], "look_alike_value": donor["options"][key],
+                                  "told": sentence, "lured_step": w})
     return None
 
 
@@ -298,6 +303,7 @@ STILL_NAMED = "still_named"
 NOT_ONE = "description_not_unique"
 ANSWER_IN_SCENARIO = "answer_in_scenario"
 SHORTCUT_RIGHT = "shortcut_gives_the_answer"
+NOT_UNIQUE = "look_alike_passes_too"
 
 
 def trap_problems(c: Candidate) -> list[str]:
@@ -317,13 +323,31 @@ def trap_problems(c: Candidate) -> list[str]:
 
 
 def told_apart_problems(c: Candidate) -> list[str]:
-    """lookalike: the scenario names an item exactly one of the user's orders holds (the look-alike included), and
-    never the look-alike's id."""
+    """lookalike: the scenario names an item by one option whose value exactly one of the user's orders holds (the
+    look-alike included), the look-alike differs from the order in that option of that item alone, and the
+    scenario never names the look-alike's id."""
     text, d = c.task.user_scenario, c.draft.details
+    key, value = d["attribute"]
+    copy = (c.draft.agent_data or {}).get("orders", {}).get(d["look_alike"])
     orders = [record("retail", o).model_dump(mode="json") for o in entities_of("retail", owner("retail", d["of"]))]
-    if not picks_one(text, d["told_apart_by"], orders + [c.draft.agent_data["orders"][d["look_alike"]]]) \
-            or mentions(text, d["look_alike"]):
-        return [f"the scenario does not tell {d['of']} from {d['look_alike']} by its {d['told_apart_by']}"]
+    real = record("retail", d["of"]).model_dump(mode="json")
+    if copy is None or not picks_by(text, d["told_apart_by"], key, value, orders + [copy]) or mentions(text, d["look_alike"]) \
+            or differs(real, copy) != [(d["told_apart_by"], key)]:
+        return [f"the scenario does not tell {d['of']} from {d['look_alike']} by its {d['told_apart_by']}'s {key}"]
+    return []
+
+
+def unique_pass_problems(c: Candidate) -> list[str]:
+    """lookalike: the gold's writes on the order, every one taken on the look-alike instead, fail or leave another
+    database than the gold's (the gold is the one way to pass)."""
+    task, d = c.task, c.draft.details
+    kinds = tool_kinds(task.domain)
+    moved = [Tau2Call(a.name, {**a.arguments, "order_id": d["look_alike"]}
+                      if kinds.get((a.requestor, a.name)) == "write" and a.arguments.get("order_id") == d["of"]
+                      else dict(a.arguments)) for a in task.gold_actions if a.requestor == "assistant"]
+    steps, env = run_calls(task.domain, task.tau2_id, moved)
+    if not any(s.error for s in steps) and not cow_diff(env.tools.db, gold(task).env.tools.db):
+        return [f"the gold's writes taken on {d['look_alike']} pass as well"]
     return []
 
 
@@ -387,8 +411,11 @@ STRATEGIES: tuple[Declared, ...] = (
              checks=(Check(ANSWER_IN_SCENARIO, answer_problems), Check(SHORTCUT_RIGHT, shortcut_problems))),
     Declared("lookalike", depth=2, build=lookalike,
              definition="a look-alike of the order the target acts on, under a fresh id and listed first, the same "
-                        "but for one item the scenario names; taking it instead runs and leaves another database",
-             needs="retail: an order the scenario describes (not by id) with an item it names that the write does "
-                   "not, the user's list read before the write",
-             checks=(Check(NOT_TOLD_APART, told_apart_problems), Check(TRAP_NOT_LIVE, trap_problems))),
+                        "but for one option of one item the scenario names, whose value the scenario now states; "
+                        "taking it instead runs and leaves another database",
+             needs="retail: an order the scenario describes (not by id) with an item it names, once, whose product "
+                   "has a variant differing in one option that no other order of the user holds as the order does; "
+                   "the user's list read before the write",
+             checks=(Check(NOT_TOLD_APART, told_apart_problems), Check(TRAP_NOT_LIVE, trap_problems),
+                     Check(NOT_UNIQUE, unique_pass_problems))),
 )

@@ -12,9 +12,12 @@ from tau2drafts import every_draft
 from ace.cli import main
 from ace_env.errors import TaskLoadError
 from ace_env.tasksets import load_task_set
+from ace_env.tau2.drafting import record
 from ace_env.tau2.env import tool_kinds
 from ace_env.tau2.strategies import (
     ANSWER_IN_SCENARIO,
+    NOT_TOLD_APART,
+    NOT_UNIQUE,
     TRAP_NOT_LIVE,
     Draft,
     _listed_with_others,
@@ -114,12 +117,18 @@ def test_each_strategy_makes_a_task_both_verifiers_pass(made, domain, strategy):
         assert twin not in written
         # the user's listing the agent reads shows it
         assert any(twin in s.content for s in steps if s.call.name == "get_user_details")
-    elif strategy == "lookalike":  # gold and scenario unchanged; a look-alike under a fresh id, one item swapped
-        assert task.gold_actions == seed.gold_actions and task.user_scenario == seed.user_scenario
+    elif strategy == "lookalike":  # gold unchanged; a look-alike under a fresh id, one item in another variant
+        assert task.gold_actions == seed.gold_actions
         twin, of, item = task.origin["look_alike"], task.origin["of"], task.origin["told_apart_by"]
-        assert twin not in scenario and of not in scenario and item.lower() in scenario.lower()
+        key, value = task.origin["attribute"]
+        # the scenario gains one sentence, the item's option that the look-alike's copy of it does not have
+        assert task.user_scenario.replace(task.origin["told"], "").split() == seed.user_scenario.split()
+        assert f"{item.lower()} in question" in scenario and f"whose {key} is {value}" in scenario
+        assert twin not in scenario and of not in scenario
         added = task.tau2["initial_state"]["initialization_data"]["agent_data"]
-        assert set(added["orders"]) == {twin} and item not in {i["name"] for i in added["orders"][twin]["items"]}
+        assert set(added["orders"]) == {twin}
+        (copied,) = [i for i in added["orders"][twin]["items"] if i["name"] == item]
+        assert copied["options"][key] == task.origin["look_alike_value"] != value
         listing = next(iter(added["users"].values()))["orders"]
         assert listing.index(twin) < listing.index(of)  # met first
     elif strategy == "ambiguity":  # the entity is described, not named; the gold reads it before its use
@@ -161,6 +170,29 @@ def test_a_distractor_whose_gold_takes_the_look_alike_is_rejected():
     assert check(assemble(seed, target, "distractor", draft), draft, target, "distractor") == []
     wrong = Draft(draft.trap["actions"], draft.instructions, draft.what, trap=draft.trap, details=draft.details)
     assert TRAP_NOT_LIVE in check(assemble(seed, target, "distractor", wrong), wrong, target, "distractor")
+
+
+def test_a_lookalike_not_told_apart_or_passing_too_is_rejected():
+    """Review s6 (issue 34, tasks 17 and 27): the scenario must state what tells the order from its look-alike, and
+    the gold's writes taken on the look-alike must fail or leave another database."""
+    seed, target, draft = _draft("retail", "lookalike")
+    assert check(assemble(seed, target, "lookalike", draft), draft, target, "lookalike") == []
+    # the scenario without the sentence that states the item's option: both orders fit what the user says
+    mute = Draft(draft.actions, {**draft.instructions, "known_info": draft.instructions["known_info"].replace(
+        draft.details["told"], "")}, draft.what, trap=draft.trap, agent_data=draft.agent_data, details=draft.details)
+    assert NOT_TOLD_APART in check(assemble(seed, target, "lookalike", mute), mute, target, "lookalike")
+    # the look-alike holding the very item the scenario states (s6's flaw: the same item ids in both orders)
+    twin, name = draft.details["look_alike"], draft.details["told_apart_by"]
+    real = next(i for i in record("retail", draft.details["of"]).model_dump(mode="json")["items"] if i["name"] == name)
+    same = json.loads(json.dumps(draft.agent_data))
+    same["orders"][twin]["items"] = [real if i["name"] == name else i for i in same["orders"][twin]["items"]]
+    flawed = Draft(draft.actions, draft.instructions, draft.what, trap=draft.trap, agent_data=same,
+                   details=draft.details)
+    assert NOT_TOLD_APART in check(assemble(seed, target, "lookalike", flawed), flawed, target, "lookalike")
+    # a "look-alike" that is the order itself: the gold's writes there give the gold's database
+    itself = Draft(draft.actions, draft.instructions, draft.what, trap=draft.trap, agent_data=draft.agent_data,
+                   details={**draft.details, "look_alike": draft.details["of"]})
+    assert NOT_UNIQUE in check(assemble(seed, target, "lookalike", itself), itself, target, "lookalike")
 
 
 def test_an_ambiguity_task_without_the_reads_that_resolve_it_is_rejected():
@@ -371,22 +403,30 @@ def _look_alikes():
                     yield seed, draft
 
 
-def test_the_look_alike_is_a_consistent_order_told_apart_by_the_item_the_scenario_names():
-    """Review of 2026-12-07 (tasks 7-36): the replaced item kept another product's options ('Perfume' with laptop
-    options), order and tracking ids repeated, and in tasks 10 and 24 the item the scenario names was in another
-    order as well, so its description did not pick one order (unsolvable)."""
+
+def test_the_look_alike_is_a_consistent_order_told_apart_by_the_option_the_scenario_states():
+    """Review of 2026-12-07 (tasks 7-36): the replaced item kept another product's options, order and tracking ids
+    repeated, the named item was in another order as well.  Review s6 (issue 34, tasks 17 and 27): the look-alike held
+    the items the gold writes under the same ids and the scenario never said the named items shared one order, so
+    the gold's writes on the look-alike met the request as well.  Now the look-alike differs from the order in one
+    option of one item the scenario names, and the scenario states that item's value, which one order alone holds."""
     from ace_env.tau2.env import pristine
     from ace_env.tau2.strategies import instructions_of, scenario_text
 
     db = pristine("retail")[0]
-    n = 0
+    n, seeds = 0, set()
     for seed, draft in _look_alikes():
         d = draft.details
         copy, real = draft.agent_data["orders"][d["look_alike"]], db.orders[d["of"]].model_dump(mode="json")
         (new,) = [i for i in copy["items"] if i not in real["items"]]
-        variant = db.products[new["product_id"]].variants[new["item_id"]]  # a real variant of its own product
-        assert new["name"] == db.products[new["product_id"]].name and new["name"] != d["told_apart_by"], seed.id
+        (old,) = [i for i in real["items"] if i not in copy["items"]]
+        variant = db.products[new["product_id"]].variants[new["item_id"]]  # a real variant of the same product
+        assert new["name"] == old["name"] == d["told_apart_by"] and new["product_id"] == old["product_id"], seed.id
         assert new["options"] == dict(variant.options) and new["price"] == variant.price, seed.id
+        key, value = d["attribute"]
+        assert {k for k in old["options"] if old["options"][k] != new["options"][k]} == {key}, seed.id
+        assert old["options"][key] == value and new["options"][key] == d["look_alike_value"], seed.id
+        assert [i["name"] for i in real["items"]] == [i["name"] for i in copy["items"]], seed.id  # in place
         user = copy["user_id"]
         orders = [db.orders[o].model_dump(mode="json") for o in db.users[user].orders] + [copy]
         order_ids = [o["order_id"] for o in orders]
@@ -394,24 +434,37 @@ def test_the_look_alike_is_a_consistent_order_told_apart_by_the_item_the_scenari
         assert len(set(order_ids)) == len(order_ids) and len(set(tracking)) == len(tracking), seed.id
         shipped = {x for f in copy["fulfillments"] for x in f["item_ids"]}
         assert shipped <= {i["item_id"] for i in copy["items"]}, seed.id  # its fulfillments ship its own items
-        text = scenario_text(instructions_of(seed)).lower()
-        named = d["told_apart_by"]
-        assert named.lower() in text, seed.id
-        assert [any(i["name"] == named for i in o["items"]) for o in (real, copy)] == [True, False], seed.id
-        assert sum(any(i["name"] == named for i in o["items"]) for o in orders) == 1, seed.id  # picks one order
+        # the scenario states the value, which exactly one of the user's orders (the look-alike among them) holds
+        before, after = scenario_text(instructions_of(seed)), scenario_text(draft.instructions)
+        assert d["told"] in after and d["told"] not in before and f"whose {key} is {value}" in d["told"], seed.id
+        assert d["told_apart_by"].lower() in before.lower(), seed.id
+        holds = [any(i["name"] == d["told_apart_by"] and i["options"][key] == value for i in o["items"])
+                 for o in orders]
+        assert sum(holds) == 1 and holds[order_ids.index(d["of"])], seed.id
+        # the other items the gold writes, or the scenario names and no other order holds, came in that order: the
+        # sentence says so
+        written = json.dumps([a.arguments for a in draft.actions if a.arguments.get("order_id") == d["of"]
+                              and tool_kinds("retail")[("assistant", a.name)] == "write"])
+        held = {i["name"] for o in orders if o["order_id"] not in (d["of"], d["look_alike"]) for i in o["items"]}
+        others = {i["name"].lower() for i in real["items"] if f'"{i["item_id"]}"' in written
+                  or (i["name"].lower() in before.lower() and i["name"] not in held)} - {old["name"].lower()}
+        assert all(f"the {o}" in d["told"] for o in others) and ("in one order" in d["told"]) == bool(others), seed.id
         n += 1
-    assert n >= 5
+        seeds.add(seed.id)
+    assert n >= 30 and len(seeds) >= 15
 
 
-def test_a_look_alike_whose_named_item_is_in_another_order_too_is_refused():
-    """Review of 2026-12-07, tasks 10 and 24: retail seed 23 names the grill of #W6876713, but the user has a second
-    grill order, so replacing that grill leaves 'the luggage set (in another order)' in two orders alike."""
-    seed = next(t for t in load_tasks("retail") if t.id == "tau2:retail:23")
-    target = ("get_product_details", "exchange_delivered_order_items")
-    assert all(STRATEGIES["lookalike"](seed, target, 0.5, random.Random(r)) is None for r in range(5))
-
-
-def test_a_one_item_order_gets_no_look_alike():
-    """Sample s3 of 2026-12-07, task 8: a one-item laptop order's look-alike was a camera order sharing nothing."""
+def test_the_agent_lured_by_the_look_alike_acts_on_its_variant_of_the_item():
+    """The trap's write is the gold's first write on the order, taken on the look-alike with the look-alike's
+    variant of the item the scenario names (what an agent that took the first order it met would send)."""
+    n = 0
     for seed, draft in _look_alikes():
-        assert len(draft.agent_data["orders"][draft.details["look_alike"]]["items"]) >= 2, seed.id
+        d = draft.details
+        lured, gold_write = draft.trap["actions"][d["lured_step"]], draft.actions[d["lured_step"]]
+        assert lured.name == gold_write.name and lured.arguments["order_id"] == d["look_alike"], seed.id
+        copy = draft.agent_data["orders"][d["look_alike"]]
+        items = lured.arguments.get("item_ids")
+        if items is not None:  # only the look-alike's own items, the varied one in its look-alike variant
+            assert set(items) <= {i["item_id"] for i in copy["items"]}, seed.id
+            n += 1
+    assert n >= 10
