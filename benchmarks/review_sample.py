@@ -29,7 +29,8 @@ import shutil
 import tomllib
 from pathlib import Path
 
-from ace_env import bfcl
+from ace_env import bfcl, twins
+from ace_env.calls import parse_call
 from ace_env.oracle import replay_oracle
 from ace_env.sim import DEMO_WEAKNESS, load_weakness
 from synth.pipeline import SynthConfig, one_per_base, seeds_by_target, sim_policy, synthesize, write_tasks
@@ -58,8 +59,31 @@ def render_markdown(rows: list[dict]) -> str:
             out.append(f"Distractors (declared wrong): {', '.join(f'`{x}`' for x in row['distractors'])}")
         if row["output_views"]:
             out.append(f"Output views: `{json.dumps(row['output_views'])}`")
+        if row.get("docs"):
+            out += ["", "Documentation of the tools the ground truth calls and of the distractors:"]
+            out += [f"- `{name}`: {text}" for name, text in row["docs"].items()]
         out += ["", "---", ""]
     return "\n".join(out)
+
+
+def tool_docs(task, oracle) -> dict[str, str]:
+    """The documentation (description, parameters, result) of each tool the ground truth calls and of each
+    distractor, as the agent is given it: what a reviewer needs to judge a conversion, a documented unit or a
+    distractor's stated wrong way."""
+    names = [getattr(parse_call(s.call), "name", None) for turn in oracle.turns for s in turn.steps] + list(task.distractors)
+    known = twins.all_functions()
+    out = {}
+    for name in dict.fromkeys(names):
+        if name not in known:
+            continue
+        d = known[name].doc
+        params = "; ".join(f"{p} ({v.get('type', '?')}): {v.get('description', '')}"
+                           for p, v in (d.get("parameters") or {}).get("properties", {}).items())
+        returns = "; ".join(f"{p} ({v.get('type', '?')}): {v.get('description', '')}"
+                            for p, v in (d.get("response") or {}).get("properties", {}).items())
+        text = str(d.get("description", "")).split("Tool description: ")[-1]
+        out[name] = f"{text} Parameters: {params or 'none'}. Returns: {returns or 'nothing documented'}."
+    return out
 
 
 def main() -> None:
@@ -100,6 +124,7 @@ def main() -> None:
                 "distractors": task.distractors,
                 "output_views": task.output_views,
                 "long_context": task.long_context,
+                "docs": tool_docs(task, oracle),
             })
             f.write(json.dumps(rows[-1], ensure_ascii=False) + "\n")
     (args.out / "review_sample.md").write_text(render_markdown(rows), encoding="utf-8")
