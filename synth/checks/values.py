@@ -552,6 +552,40 @@ def relative_dates_in(text: str) -> set[str]:
     return out
 
 
+_WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_NTH_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
+_WEEKDAY_AFTER = re.compile(r"\bthe (first|second|third|fourth|fifth) (" + "|".join(_WEEKDAY_NAMES) + r") after ")
+_WEEKDAY_OF = re.compile(r"\bthe (first|second|third|fourth|fifth|last) (" + "|".join(_WEEKDAY_NAMES) + r") of "
+                         + _MONTH + r",?\s+(\d{4})\b")
+
+
+def weekday_dates_in(text: str) -> set[str]:
+    """Dates the text states by their weekday: 'the second Friday after June 16th, 2026' (the second Friday
+    strictly after that date), 'the third Tuesday of September 2026', 'the last Friday of July 2026'."""
+    out, low = set(), (text or "").lower()
+    for m in _WEEKDAY_AFTER.finditer(low):
+        rest = low[m.end():m.end() + 40]
+        base = next((x for pattern, _ in _DATE_FORMS if (x := pattern.match(rest)) is not None), None)
+        for d in dates_in(base.group(0)) if base is not None else ():
+            try:
+                start = _dt.date.fromisoformat(d)
+            except ValueError:
+                continue
+            ahead = (_WEEKDAY_NAMES.index(m.group(2)) - start.weekday()) % 7 or 7
+            out.add((start + _dt.timedelta(days=ahead + 7 * (_NTH_WORDS[m.group(1)] - 1))).isoformat())
+    for m in _WEEKDAY_OF.finditer(low):
+        mon = _MONTHS.get(next((k for k in _MONTHS if m.group(3).startswith(k[:3])), ""), 0)
+        if not mon:
+            continue
+        year, want = int(m.group(4)), _WEEKDAY_NAMES.index(m.group(2))
+        days = [_dt.date(year, mon, 1) + _dt.timedelta(days=i) for i in range(31)]
+        days = [x for x in days if x.month == mon and x.weekday() == want]
+        n = len(days) if m.group(1) == "last" else _NTH_WORDS[m.group(1)]
+        if n <= len(days):
+            out.add(days[n - 1].isoformat())
+    return out
+
+
 def _worth(task: Task, conv: dict[str, Any], value: Any, text: str) -> bool:
     """A quantity stated as an amount of money at a price a ground-truth call of the tool passes ('$34,200 worth'
     at 227.16 a share is 150 whole shares)."""
@@ -570,6 +604,8 @@ def converted_in_text(task: Task, tool: str, param: str, value: Any, text: str) 
     conv = task.provenance.get("conversion") or {}
     if conv.get("kind") == "relative_date" and _same(conv.get("value"), value):  # any call may take the date
         return str(value) in relative_dates_in(text)
+    if conv.get("kind") == "weekday_date" and _same(conv.get("value"), value):
+        return str(value) in weekday_dates_in(text)
     if conv.get("kind") == "worth" and _same(conv.get("value"), value):
         return _worth(task, conv, value, text)
     if not conv or conv.get("tool") != tool or conv.get("param") != param or not _same(conv.get("value"), value):
