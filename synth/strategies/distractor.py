@@ -130,7 +130,8 @@ STATED: dict[str, Stated] = {
                                        lures=("A quick preview of the bill is fine, as long as it's for this "
                                               "reservation I just made.",
                                               "Just a preview is enough, but it has to cover this new "
-                                              "reservation.")),
+                                              "reservation.",
+                                              "Pull up the preview of the bill for this reservation I just made.")),
     # a receipt answers a question about the payment or the charge; asked for the invoice by name, it is no trap
     "retrieve_payment_receipt": Stated("card payment receipt", r"\binvoice|\bbill\b|\bbilling statement",
                                        tempt=r"\bpa(?:y|id)\w*|\bcharge\w*|\bexpens\w*|\bspent\b|\bcost"),
@@ -194,6 +195,12 @@ STATED: dict[str, Stated] = {
                                        "Please make sure it is delivered.", "I want it sent straight away."),
                                  lures=("I've got the draft worded already; please make sure it is delivered.",)),
 }
+
+
+#: A lure that settles for less ("a quick summary will do") and a request that asks for everything ("the full
+#: particulars", "a proper invoice"): the two together would read as a contradiction, so no lure is added there.
+_MODEST = re.compile(r"\b(?:quick|short|just|will do|is fine|is enough|all I need)\b", re.I)
+_THOROUGH = re.compile(r"\b(?:proper|full|complete|comprehensive|thorough|entire|every|in[- ]depth|close)\b", re.I)
 
 
 def request_sentences(name: str, text: str) -> list[str]:
@@ -490,6 +497,8 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
     # the main form: one twin's lure, a request in its own words that states the need its doc says it misses
     for c in [c for c in chosen if STATED[c].lures]:
         lure = rng.choice(STATED[c].lures)
+        if _MODEST.search(lure) and _THOROUGH.search(text):
+            continue  # "a quick summary will do" after "the full particulars" would contradict the request
         m = re.search(STATED[c].cue, " ".join(request_sentences(c, text + " " + lure)), re.I)
         if m is None or not _request_turn(turns, at, lure, STATED[c].topic):
             continue
