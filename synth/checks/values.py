@@ -19,6 +19,7 @@ from ace_env.tasks import Task, Turn
 from ace_env.toolcatalogue import ToolCatalogue
 from ace_env.values import is_trivial, leaves, number
 from ace_graph.tagger import tag_task
+from synth.checks.dates import DATE_FORMS, dates_in, month_years_in, weekday_dates_in
 from synth.checks.parts import oracle_of, user_text_upto
 
 
@@ -198,31 +199,6 @@ def value_in_output(value: Any, output: str | None) -> bool:
     """Whether an executed output shows the value: one of its leaves or keys equals it (a string may also be
     a whole word of a string leaf, a number a number in one); an output that is not JSON is read as text."""
     return bool(output) and Produced(output).has(value)
-
-
-_MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
-                                              "september", "october", "november", "december"))}
-_MONTH = r"(" + "|".join(m[:3] + r"[a-z]*\.?" for m in _MONTHS) + r")"
-_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
-_DATE_FORMS = (
-    (re.compile(_MONTH + r"\s+" + _DAY + r",?\s+(\d{4})"), (3, 1, 2)),  # November 10th, 2024
-    (re.compile(_DAY + r"\s+(?:of\s+)?" + _MONTH + r",?\s+(\d{4})"), (3, 2, 1)),  # 10th of November 2024
-    (re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})"), (1, 2, 3)),
-    (re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})"), (3, 1, 2)),  # US order
-)
-
-
-def dates_in(text: str) -> set[str]:
-    """Every calendar date the text writes, as ``YYYY-MM-DD``."""
-    out = set()
-    for pattern, (y, m, d) in _DATE_FORMS:
-        for match in pattern.finditer(text.lower()):
-            month = match.group(m)
-            mon = int(month) if month.isdigit() else _MONTHS.get(next((k for k in _MONTHS if month.startswith(k[:3])), ""), 0)
-            day = int(match.group(d))
-            if 1 <= mon <= 12 and 1 <= day <= 31:
-                out.add(f"{int(match.group(y)):04d}-{mon:02d}-{day:02d}")
-    return out
 
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?")
@@ -478,16 +454,6 @@ def spoken_numbers(text: str) -> set[float]:
     return out
 
 
-def month_years_in(text: str) -> set[str]:
-    """Every month of a year the text writes in words ('March 2027'), as ``MM/YYYY``."""
-    out = set()
-    for m in re.finditer(_MONTH + r",?\s+(\d{4})\b", (text or "").lower()):
-        key = next((k for k in _MONTHS if m.group(1).startswith(k[:3])), None)
-        if key is not None:
-            out.add(f"{_MONTHS[key]:02d}/{m.group(2)}")
-    return out
-
-
 #: Exact conversions into a unit a parameter's documentation states: documented unit -> {unit written: how many
 #: of it make one documented unit}.  Only exact factors (a US gallon is 4 quarts; a kilometre 1000 metres).
 UNIT_FACTORS: dict[str, dict[str, int]] = {
@@ -540,7 +506,7 @@ def relative_dates_in(text: str) -> set[str]:
     for m in _RELATIVE.finditer(low):
         n = int(m.group(1)) if m.group(1).isdigit() else _WORD_VALUE.get(m.group(1))
         rest = low[m.end():m.end() + 40]
-        base = next((x for pattern, _ in _DATE_FORMS if (x := pattern.match(rest)) is not None), None)
+        base = next((x for pattern, _ in DATE_FORMS if (x := pattern.match(rest)) is not None), None)
         if n is None or base is None:
             continue
         for d in dates_in(base.group(0)):
@@ -549,40 +515,6 @@ def relative_dates_in(text: str) -> set[str]:
             except ValueError:
                 continue
             out.add(day.isoformat())
-    return out
-
-
-_WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_NTH_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
-_WEEKDAY_AFTER = re.compile(r"\bthe (first|second|third|fourth|fifth) (" + "|".join(_WEEKDAY_NAMES) + r") after ")
-_WEEKDAY_OF = re.compile(r"\bthe (first|second|third|fourth|fifth|last) (" + "|".join(_WEEKDAY_NAMES) + r") of "
-                         + _MONTH + r",?\s+(\d{4})\b")
-
-
-def weekday_dates_in(text: str) -> set[str]:
-    """Dates the text states by their weekday: 'the second Friday after June 16th, 2026' (the second Friday
-    strictly after that date), 'the third Tuesday of September 2026', 'the last Friday of July 2026'."""
-    out, low = set(), (text or "").lower()
-    for m in _WEEKDAY_AFTER.finditer(low):
-        rest = low[m.end():m.end() + 40]
-        base = next((x for pattern, _ in _DATE_FORMS if (x := pattern.match(rest)) is not None), None)
-        for d in dates_in(base.group(0)) if base is not None else ():
-            try:
-                start = _dt.date.fromisoformat(d)
-            except ValueError:
-                continue
-            ahead = (_WEEKDAY_NAMES.index(m.group(2)) - start.weekday()) % 7 or 7
-            out.add((start + _dt.timedelta(days=ahead + 7 * (_NTH_WORDS[m.group(1)] - 1))).isoformat())
-    for m in _WEEKDAY_OF.finditer(low):
-        mon = _MONTHS.get(next((k for k in _MONTHS if m.group(3).startswith(k[:3])), ""), 0)
-        if not mon:
-            continue
-        year, want = int(m.group(4)), _WEEKDAY_NAMES.index(m.group(2))
-        days = [_dt.date(year, mon, 1) + _dt.timedelta(days=i) for i in range(31)]
-        days = [x for x in days if x.month == mon and x.weekday() == want]
-        n = len(days) if m.group(1) == "last" else _NTH_WORDS[m.group(1)]
-        if n <= len(days):
-            out.add(days[n - 1].isoformat())
     return out
 
 
