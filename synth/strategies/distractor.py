@@ -470,8 +470,9 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
     cands = twin_candidates(seed, target[1])
     cands = list(memoized("real_choices", seed, (k, at, tuple(cands)),
                           lambda: tuple(_real_choices(seed, k + 1, at, cands)))) if cands else []
-    # the request is rewritten so it names neither the right tool nor a twin ("details" -> "particulars")
-    words = checked_words(target[1], *cands)
+    # the request is rewritten so it does not name the right tool ("details" -> "particulars"); a twin's words stay
+    # every word of b's name some candidate lacks: the twins drawn below may be any of them
+    words = sorted({w for c in cands for w in checked_words(target[1], c)})
     rewritten = {}
     for j, m in enumerate(seed.turns[at].user):
         if m.get("role") == "user" and m.get("content"):
