@@ -297,6 +297,12 @@ def _resp(**props: tuple[str, str]) -> dict[str, Any]:
     return {"type": "dict", "properties": {k: {"type": t, "description": d} for k, (t, d) in props.items()}}
 
 
+#: The fields of an order a cached or summarised order shows as ``get_order_details`` does (their status differs).
+_ORDER_FIELDS = {"id": ("integer", "ID of the order."), "order_type": ("string", "Type of the order."),
+                 "symbol": ("string", "Symbol of the stock in the order."),
+                 "price": ("float", "Price at which the order was placed."),
+                 "amount": ("integer", "Number of shares in the order.")}
+
 TWINS: dict[str, Twin] = _registry(
     Twin("startEngineCheck", "startEngine",
          "Runs the engine's pre-start check for the given ignition mode (doors, brake pedal, fuel) and reports "
@@ -350,7 +356,8 @@ TWINS: dict[str, Twin] = _registry(
          "Retrieve an invoice preview for the account's earliest booking on file.",
          "the invoice of the account's first booking on record, not the one asked", retrieve_invoice_preview),
     Twin("retrieve_payment_receipt", "retrieve_invoice",
-         "Retrieve the card payment receipt of a booking.",
+         "Retrieve the card payment receipt of a booking: only the transaction, the card and the amount charged. "
+         "It is not the invoice: no travel date, route or class.",
          "the card receipt (transaction, card, amount), not the booking's invoice", retrieve_payment_receipt,
          _resp(receipt=("dict", "The payment receipt: transaction_id, card_id, amount."))),
     Twin("contact_sales_team", "contact_customer_support",
@@ -358,11 +365,23 @@ TWINS: dict[str, Twin] = _registry(
          "reaches sales, not support", contact_sales_team,
          _resp(sales_team_message=("string", "The message from the sales team."))),
     Twin("get_stock_info_delayed", "get_stock_info",
-         "Get the details of a stock from the free delayed feed (quotes are 15 minutes behind the market).",
-         "a price 15 minutes old", get_stock_info_delayed),
+         "Get the details of a stock from the free delayed feed (quotes are 15 minutes behind the market), so "
+         "its price may be stale.",
+         "a price 15 minutes old", get_stock_info_delayed,
+         _resp(price=("float", "Price of the stock 15 minutes ago (delayed; may be stale)."),
+               percent_change=("float", "Percentage change in stock price."),
+               volume=("float", "Trading volume of the stock."),
+               **{"MA(5)": ("float", "5-day Moving Average of the stock."),
+                  "MA(20)": ("float", "20-day Moving Average of the stock.")})),
     Twin("get_stock_quote_cached", "get_stock_info",
-         "Get the cached quote of a stock, as of the last market close.",
-         "yesterday's closing price", get_stock_quote_cached),
+         "Get the cached quote of a stock, as of the last market close. The cache is not updated during the "
+         "day, so its price may be stale.",
+         "yesterday's closing price", get_stock_quote_cached,
+         _resp(price=("float", "Price at the last market close (cached; may be stale)."),
+               percent_change=("float", "Always 0.0: the change since that close is not tracked."),
+               volume=("float", "Trading volume of the stock."),
+               **{"MA(5)": ("float", "5-day Moving Average of the stock."),
+                  "MA(20)": ("float", "20-day Moving Average of the stock.")})),
     Twin("preview_order", "place_order",
          "Preview an order: the estimated total for the trade, without placing it.",
          "places nothing", preview_order,
@@ -373,11 +392,17 @@ TWINS: dict[str, Twin] = _registry(
          "Schedule an order to be placed when the market next opens.",
          "queues the order for later instead of placing it now", schedule_order),
     Twin("get_order_status_cached", "get_order_details",
-         "Get the details of an order from the order cache.",
-         "the status as it was when the order was placed", get_order_status_cached),
+         "Get the details of an order from the order cache. The cache is not refreshed after the order is "
+         "placed, so its status may be stale.",
+         "the status as it was when the order was placed", get_order_status_cached,
+         _resp(**_ORDER_FIELDS, status=("string", "Status of the order as cached when it was placed (may be "
+                                                  "stale)."))),
     Twin("get_order_summary", "get_order_details",
-         "Get a summary of an order: its type, symbol, price, amount and status as recorded when it was placed.",
-         "the order as placed, not as it stands now (its status is the one it was placed with)", get_order_summary),
+         "Get a summary of an order: its type, symbol, price, amount and status as recorded when it was placed; "
+         "later changes are not shown.",
+         "the order as placed, not as it stands now (its status is the one it was placed with)", get_order_summary,
+         _resp(**_ORDER_FIELDS, status=("string", "Status of the order as recorded when it was placed, not its "
+                                                  "current status."))),
     Twin("save_message_draft", "send_message",
          "Save a message to a user as a draft.",
          "does not send", save_message_draft,

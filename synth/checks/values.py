@@ -19,6 +19,7 @@ from ace_env.tasks import Task, Turn
 from ace_env.toolcatalogue import ToolCatalogue
 from ace_env.values import is_trivial, leaves, number
 from ace_graph.tagger import tag_task
+from synth.checks.dates import DATE_FORMS, dates_in, month_years_in, weekday_dates_in
 from synth.checks.parts import oracle_of, user_text_upto
 
 
@@ -198,31 +199,6 @@ def value_in_output(value: Any, output: str | None) -> bool:
     """Whether an executed output shows the value: one of its leaves or keys equals it (a string may also be
     a whole word of a string leaf, a number a number in one); an output that is not JSON is read as text."""
     return bool(output) and Produced(output).has(value)
-
-
-_MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
-                                              "september", "october", "november", "december"))}
-_MONTH = r"(" + "|".join(m[:3] + r"[a-z]*\.?" for m in _MONTHS) + r")"
-_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
-_DATE_FORMS = (
-    (re.compile(_MONTH + r"\s+" + _DAY + r",?\s+(\d{4})"), (3, 1, 2)),  # November 10th, 2024
-    (re.compile(_DAY + r"\s+(?:of\s+)?" + _MONTH + r",?\s+(\d{4})"), (3, 2, 1)),  # 10th of November 2024
-    (re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})"), (1, 2, 3)),
-    (re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})"), (3, 1, 2)),  # US order
-)
-
-
-def dates_in(text: str) -> set[str]:
-    """Every calendar date the text writes, as ``YYYY-MM-DD``."""
-    out = set()
-    for pattern, (y, m, d) in _DATE_FORMS:
-        for match in pattern.finditer(text.lower()):
-            month = match.group(m)
-            mon = int(month) if month.isdigit() else _MONTHS.get(next((k for k in _MONTHS if month.startswith(k[:3])), ""), 0)
-            day = int(match.group(d))
-            if 1 <= mon <= 12 and 1 <= day <= 31:
-                out.add(f"{int(match.group(y)):04d}-{mon:02d}-{day:02d}")
-    return out
 
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?")
@@ -478,16 +454,6 @@ def spoken_numbers(text: str) -> set[float]:
     return out
 
 
-def month_years_in(text: str) -> set[str]:
-    """Every month of a year the text writes in words ('March 2027'), as ``MM/YYYY``."""
-    out = set()
-    for m in re.finditer(_MONTH + r",?\s+(\d{4})\b", (text or "").lower()):
-        key = next((k for k in _MONTHS if m.group(1).startswith(k[:3])), None)
-        if key is not None:
-            out.add(f"{_MONTHS[key]:02d}/{m.group(2)}")
-    return out
-
-
 #: Exact conversions into a unit a parameter's documentation states: documented unit -> {unit written: how many
 #: of it make one documented unit}.  Only exact factors (a US gallon is 4 quarts; a kilometre 1000 metres).
 UNIT_FACTORS: dict[str, dict[str, int]] = {
@@ -540,7 +506,7 @@ def relative_dates_in(text: str) -> set[str]:
     for m in _RELATIVE.finditer(low):
         n = int(m.group(1)) if m.group(1).isdigit() else _WORD_VALUE.get(m.group(1))
         rest = low[m.end():m.end() + 40]
-        base = next((x for pattern, _ in _DATE_FORMS if (x := pattern.match(rest)) is not None), None)
+        base = next((x for pattern, _ in DATE_FORMS if (x := pattern.match(rest)) is not None), None)
         if n is None or base is None:
             continue
         for d in dates_in(base.group(0)):
@@ -570,6 +536,8 @@ def converted_in_text(task: Task, tool: str, param: str, value: Any, text: str) 
     conv = task.provenance.get("conversion") or {}
     if conv.get("kind") == "relative_date" and _same(conv.get("value"), value):  # any call may take the date
         return str(value) in relative_dates_in(text)
+    if conv.get("kind") == "weekday_date" and _same(conv.get("value"), value):
+        return str(value) in weekday_dates_in(text)
     if conv.get("kind") == "worth" and _same(conv.get("value"), value):
         return _worth(task, conv, value, text)
     if not conv or conv.get("tool") != tool or conv.get("param") != param or not _same(conv.get("value"), value):

@@ -224,6 +224,55 @@ def relative_date_forms(value: str, rng: random.Random) -> list[str]:
     return [f for crosses, f in sorted(forms, key=lambda x: not x[0])][:2]
 
 
+#: How the user states a budget for shares: (what replaces 'N shares', the cap said after it).  The cap is the
+#: user's own words, never the rounding rule (blind review s7b: 'Whole shares only: as many as that amount
+#: covers' gave the floor away, 0 of 9 adversarial); a cap makes flooring follow from the text.
+_BUDGETS = (
+    ("{x} worth", "I can put at most {x} into it."),
+    ("{x} worth", "Just don't go over {x}."),
+    ("{x} worth", "That's my ceiling, I can't spend more than {x} on it."),
+    ("{x} worth", "{x} is all I have for it, not a cent more."),
+    ("up to {x} worth", ""),
+    ("no more than {x} worth", ""),
+)
+
+
+def budget_forms(x: int, rng: random.Random) -> tuple[str, str]:
+    """(written, cap) stating a budget of ``x`` dollars for whole shares in the user's words ('$7,650 worth' and
+    'I can put at most $7,650 into it'); every form holds '$X worth', which the checks read back (:func:`synth.checks.values.converted_in_text`)."""
+    written, cap = rng.choice(_BUDGETS)
+    return written.format(x=f"${x:,}"), cap.format(x=f"${x:,}")
+
+
+#: Weekdays and ordinals a weekday-relative date is stated with.
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_NTH = ("first", "second", "third", "fourth")
+
+
+def weekday_date_forms(value: str, rng: random.Random) -> list[str]:
+    """'the second Friday after June 16th, 2026', 'the third Tuesday of September 2026', 'the last Friday of July
+    2026' for a date: a date stated by its weekday against another one, which needs a calendar (LLMs often count
+    weekdays wrong); the base date is never the same weekday, so 'after' reads one way only."""
+    try:
+        d = _dt.date.fromisoformat(value)
+    except ValueError:
+        return []
+    day = _WEEKDAYS[d.weekday()]
+    forms = []
+    k = rng.choice((2, 2, 3))
+    gap = rng.randint(1, 6)  # days from the base to the first such weekday after it
+    base = d - _dt.timedelta(days=7 * (k - 1) + gap)
+    forms.append(f"the {_NTH[k - 1]} {day} after {base.strftime('%B')} {base.day}{_ORDINAL.get(base.day, 'th')}, "
+                 f"{base.year}")
+    nth = (d.day - 1) // 7
+    last = (d + _dt.timedelta(days=7)).month != d.month
+    month = f"{d.strftime('%B')} {d.year}"
+    forms.append(f"the last {day} of {month}" if last and (nth == 4 or rng.random() < 0.5)
+                 else f"the {_NTH[nth]} {day} of {month}")
+    rng.shuffle(forms)
+    return forms
+
+
 def worth_amount(n: int, price: float) -> int | None:
     """A round amount of money that buys ``n`` whole shares at ``price`` and leaves more than half a share over
     (so rounding instead of flooring gives ``n + 1``); None where none is round enough."""
@@ -241,7 +290,8 @@ def reasoned_candidates(task: Task, steps: list[Any], upto_outputs: list[list[st
                         rng: random.Random) -> list[dict[str, Any]]:
     """Conversions that need a step of reasoning, defined by the docs or another value of the call: a date the
     doc asks as ``YYYY-MM-DD`` stated relative to another date (``relative_date``), a number of shares stated as
-    an amount of money at the order's price (``worth``: floor(amount / price), the rule stated in the text); only a
+    an amount of money at the order's price (``worth``: floor(amount / price), the budget a cap in the user's words),
+    a date stated by its weekday (``weekday_date``: 'the second Friday after June 16th, 2026'); only a
     value no earlier output returns (the user's words alone provide it)."""
     tools = tool_catalogue_of(task)
     out = []
@@ -257,6 +307,9 @@ def reasoned_candidates(task: Task, steps: list[Any], upto_outputs: list[list[st
                 for written in relative_date_forms(value, rng):
                     out.append({"kind": "relative_date", "tool": tool, "param": param, "value": value,
                                 "written": written, "doc": doc, "pattern": pattern})
+                for written in weekday_date_forms(value, rng):
+                    out.append({"kind": "weekday_date", "tool": tool, "param": param, "value": value,
+                                "written": written, "doc": doc, "pattern": pattern})
             price = number(args.get("price"))
             if param in ("amount", "quantity") and isinstance(value, int) and not isinstance(value, bool) \
                     and value >= 2 and price and price > 0:
@@ -266,9 +319,10 @@ def reasoned_candidates(task: Task, steps: list[Any], upto_outputs: list[list[st
                         or any(value_in_output(value, o) for o in outputs):
                     continue
                 doc = param_doc(tools, tool, param)
+                written, rule = budget_forms(x, rng)
                 out.append({"kind": "worth", "tool": tool, "param": param, "value": value, "by": args["price"],
-                            "by_param": "price", "written": f"${x:,} worth", "doc": doc, "pattern": pattern,
-                            "rule": "Whole shares only: as many as that amount covers."})
+                            "by_param": "price", "written": written, "doc": doc, "pattern": pattern,
+                            "rule": rule})
     return out
 
 
@@ -290,7 +344,7 @@ def rewrite_pattern(turns: list[Turn], pattern: str, written: str, rule: str = "
 #: How hard a kind of conversion is to make (candidates are tried hardest first, ties in random order): a step of
 #: reasoning (an amount of money into shares at the price, a date against another) before a documented unit,
 #: before a reformat.
-HARDNESS = {"worth": 6, "relative_date": 5, "unit": 4, "date_words": 3, "month_year": 3, "scale": 2, "prose_sum": 1, "number_words": 1}
+HARDNESS = {"worth": 6, "weekday_date": 6, "relative_date": 5, "unit": 4, "date_words": 3, "month_year": 3, "scale": 2, "prose_sum": 1, "number_words": 1}
 
 
 def _quoted_or_copied(task: Task, value: Any) -> bool:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -352,16 +353,29 @@ _UNSAID_MILES = ("tell me whether my car can make that trip on its current fuel"
                  "let me know if the tank as it is gets me there")
 
 
+#: Intents of the rounding when the km-to-miles step before it is left unsaid: the miles named, never the conversion.
+_UNSAID_ROUND = ("round the mileage to {dp} decimal place", "give me the trip in miles, rounded to {dp} decimal place")
+
+#: The links whose intent follows a km-to-miles step left unsaid: (link, its intents then).
+_AFTER_UNSAID = {"imperial_si_conversion>estimate_drive_feasibility_by_mileage": _UNSAID_MILES,
+                 "imperial_si_conversion>round_number": _UNSAID_ROUND}
+
+
 def unsaid_steps(chosen: list[tuple[str, str, str]], rng: random.Random) -> list[int]:
-    """Indexes of added steps whose intent is left out of the text, half the time: a km-to-miles conversion right
-    before the mileage check (the check's intent then names no unit).  The agent must see from the docs that the
-    distance (km) is not what the check takes (miles); a competent agent may pass the km straight on."""
-    out = []
-    for i in range(len(chosen) - 1):
-        if chosen[i][2] == "estimate_distance>imperial_si_conversion" and \
-                chosen[i + 1][2] == "imperial_si_conversion>estimate_drive_feasibility_by_mileage" and rng.random() < 0.5:
-            out.append(i)
-    return out
+    """Indexes of added steps whose intent is left out of the text: a km-to-miles conversion, always where the
+    chain allows it (blind review s7b: only the task that left it unsaid was a trap), right before the mileage
+    check (whose intent then names no unit) or the rounding of the miles.  The agent must see from the docs that
+    the distance (km) is not what the next step takes (miles); a competent agent may pass the km straight on.
+    ``rng`` is kept for the callers' draws (none is made here)."""
+    return [i for i in range(len(chosen) - 1)
+            if chosen[i][2] == "estimate_distance>imperial_si_conversion" and chosen[i + 1][2] in _AFTER_UNSAID]
+
+
+def _intent_after_unsaid(link: str, rng: random.Random, arguments: str) -> str:
+    """The intent of the step right after an unsaid km-to-miles conversion (the rounding keeps its places)."""
+    intent = rng.choice(_AFTER_UNSAID[link])
+    m = re.search(r"decimal_places=(\d+)", arguments)
+    return intent.format(dp=m.group(1) if m else "1")
 
 
 def depth_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: random.Random,
@@ -380,7 +394,7 @@ def depth_at(seed: Task, target: tuple[str, str], k: int, strength: float, rng: 
     turns = copy_turns(seed.turns)
     turns[t].ground_truth = turns[t].ground_truth + [c[0] for c in chosen]
     unsaid = unsaid_steps(chosen, rng)
-    intents = [rng.choice(_UNSAID_MILES) if i - 1 in unsaid else c[1] for i, c in enumerate(chosen)]
+    intents = [_intent_after_unsaid(c[2], rng, c[0]) if i - 1 in unsaid else c[1] for i, c in enumerate(chosen)]
     for m in reversed(turns[t].user):
         if m.get("role") == "user" and m.get("content"):
             m["content"] = then(m["content"].strip(), [x for i, x in enumerate(intents) if i not in unsaid], rng)

@@ -71,6 +71,9 @@ class Stated:
     topic: str = ""  # the words of the request ``say`` follows (it goes right after the first sentence with them)
     tempt: str = ""  # the words of a request the twin seems to answer (its wrong way is tempting there); "" any
     says: tuple[str, ...] = ()  # other phrasings of ``say`` (the task's rng picks one); none names the contrast
+    #: Requests in the twin's own words ("a quick summary", "a quote") that state a need its doc says it does not
+    #: meet ("as it stands right now"): the main form (blind review s7b: only such a pull toward the twin bit)
+    lures: tuple[str, ...] = ()
 
     def phrasings(self) -> tuple[str, ...]:
         """``say`` and its other phrasings: each states the user's need, none the wrong way it rules out."""
@@ -88,14 +91,17 @@ _DETAILS = (r"\bdetail\w*|\bsummar\w*|\bparticulars?\b|\bspecifics\b|\boverview\
 _ORDER = r"\border|\btrade|\bbuy|\bpurchas|\bacquir|\bsell|\bshares\b"
 STATED: dict[str, Stated] = {
     "startEngineCheck": Stated("The engine itself is neither started nor stopped", r"\bstart|\bignit|\bfire up",
-                               tempt=r"\bengine|\bstart|\bignit|\bready"),
+                               tempt=r"\bengine|\bstart|\bignit|\bready",
+                               lures=("Check whatever you need to, but the engine has to end up started.",)),
     "pressBrakePedalOnce": Stated("the pedal is released again right after the press",
                                   r"\b(?:press|hold|push|keep|apply|engag)\w*", tempt=r"\bbrake|\bpedal"),
     "estimate_flight_distance": Stated("as a plane flies", r"\b(?:driv\w*|road|by car|on the road)\b",
                                        "I'll be driving there, so I need the road distance.",
                                        r"\bdistance|\bhow far\b|\bfar\b", r"\bdistance|\bhow far\b|\bfar\b",
                                        says=("I'm going by car.", "I'll drive there myself.",
-                                             "We'll make the trip on the road.")),
+                                             "We'll make the trip on the road."),
+                                       lures=("No flight this time: I'll be driving, so it's the road distance I "
+                                              "need.",)),
     "get_area_code_based_on_city": Stated("telephone area code", r"\bzip\s?codes?\b|\bzip\b|\bpostal",
                                           tempt=r"\bcodes?\b"),
     "print_text": Stated("nothing is written to any file", r"\bfile\b|\bwrite\b|\bsave\b",
@@ -105,19 +111,27 @@ STATED: dict[str, Stated] = {
     "stat": Stated("Show the status of a file", r"\b(?:creat|make|generat|new|set up|start)\w*",
                    tempt=r"\bfile|\btouch"),
     "get_flight_cost_estimate": Stated("the typical economy fare on an ordinary weekday", _DATE,
-                                       tempt=r"\bcost|\bfare|\bprice|\bhow much|\bestimat"),
+                                       tempt=r"\bcost|\bfare|\bprice|\bhow much|\bestimat",
+                                       lures=("An estimate of the fare is all I need, but for the date and class I "
+                                              "gave.",)),
     "hold_flight": Stated("Nothing is booked or charged", r"\b(?:book|reserv|purchas|buy|secur|arrang)\w*",
                           tempt=r"\bflight|\bseat|\bbook|\breserv|\bticket"),
     "request_booking_refund": Stated("the request is reviewed by an agent later",
                                      r"\bcancel\w*|\bcall(?:s|ed|ing)? off\b|\bcall-off\b",
-                                     tempt=r"\bcancel|\bcall(?:s|ed|ing)? off\b|\bcall-off\b|\brefund|\bmoney back"),
+                                     tempt=r"\bcancel|\bcall(?:s|ed|ing)? off\b|\bcall-off\b|\brefund|\bmoney back",
+                                     lures=("I want my refund, so the reservation has to be called off today.",)),
     "retrieve_invoice_preview": Stated("for the account's earliest booking on file",
                                        r"\b(?:just|new(?:ly)?|recent(?:ly)?|that|this)\b[^.?!]{0,40}"
                                        r"\b(?:book\w*|flight|reservation|trip|ticket)\b",
                                        "It's for this reservation I just made.",
                                        r"\binvoice|\bbill", r"\binvoice|\bbill",
                                        says=("I need the one for this latest trip specifically.",
-                                             "Make sure it covers this new reservation.")),
+                                             "Make sure it covers this new reservation."),
+                                       lures=("A quick preview of the bill is fine, as long as it's for this "
+                                              "reservation I just made.",
+                                              "Just a preview is enough, but it has to cover this new "
+                                              "reservation.",
+                                              "Pull up the preview of the bill for this reservation I just made.")),
     # a receipt answers a question about the payment or the charge; asked for the invoice by name, it is no trap
     "retrieve_payment_receipt": Stated("card payment receipt", r"\binvoice|\bbill\b|\bbilling statement",
                                        tempt=r"\bpa(?:y|id)\w*|\bcharge\w*|\bexpens\w*|\bspent\b|\bcost"),
@@ -133,7 +147,11 @@ STATED: dict[str, Stated] = {
                                      "I need today's live price.", _PRICE, _PRICE,
                                      says=("I'm about to trade on it, so the live price matters.",
                                            "Please use the price as it is right now.",
-                                           "I want the real-time figure.")),
+                                           "I want the real-time figure."),
+                                     lures=("Grab me a quote on it; I'm about to trade, so it has to be the price "
+                                            "right now.",
+                                            "A quick quote will do, as long as it's the live one.",
+                                            "Pull up a quote for it as it is at the moment.")),
     "preview_order": Stated("without placing it",
                             r"\b(?:plac|buy|bought|sell|sold|purchas|execut|submit|order|trade|put in)\w*",
                             tempt=_ORDER),
@@ -141,7 +159,9 @@ STATED: dict[str, Stated] = {
                              r"\b(?:now|immediately|right away|at once|straight away|today)\b",
                              "It should go through right away.", _ORDER, _ORDER,
                              says=("I'd like it done right away.", "Please put it through immediately.",
-                                   "It needs to happen now.")),
+                                   "It needs to happen now."),
+                             lures=("Schedule the order so it goes through right away.",
+                                    "Go ahead and schedule the trade; it needs to happen now.")),
     # a cached status is tempting only where the request asks about the order's status (not its full details)
     "get_order_status_cached": Stated("from the order cache", _STATE_NOW,
                                       "I'd like to know where it stands right now.",
@@ -151,7 +171,9 @@ STATED: dict[str, Stated] = {
                                       says=("It may have moved on since it went in, so tell me where it stands "
                                             "right now.",
                                             "I need its position at the moment, freshly checked.",
-                                            "Please look at it fresh: I want its up-to-date position.")),
+                                            "Please look at it fresh: I want its up-to-date position."),
+                                      lures=("What's its status right now?",
+                                             "A quick status check will do: where does it stand at the moment?")),
     # a summary answers a request for the order's details; the request says it wants them as they stand now
     # (stated in the text: review bfcl3 found a request for "a summary" with the doc alone against the twin unfair)
     "get_order_summary": Stated("as recorded when it was placed", _STATE_NOW,
@@ -162,13 +184,23 @@ STATED: dict[str, Stated] = {
                                       "Its state could have shifted since then; show me where it is at the "
                                       "moment.",
                                       "Things could have moved since I made it, so I want its up-to-date "
-                                      "position.")),
+                                      "position."),
+                                lures=("A short summary will do, as long as it shows where it stands right now.",
+                                       "Just give me a quick summary of it as it stands at the moment.",
+                                       "Summarize it for me, with its status as it is right now.")),
     "save_message_draft": Stated("as a draft", r"\bsend\w*|\bdeliver\w*|\bnotify\w*|\bsent\b",
                                  "Make sure it actually gets sent.", r"\bmessage|\bnote\b|\bsend|\btell\b",
                                  r"\bmessage|\bnote\b|\bsend|\btell\b|\bwrite\b",
                                  says=("They need to get it today, so please send it.",
-                                       "Please make sure it is delivered.", "I want it sent straight away.")),
+                                       "Please make sure it is delivered.", "I want it sent straight away."),
+                                 lures=("I've got the draft worded already; please make sure it is delivered.",)),
 }
+
+
+#: A lure that settles for less ("a quick summary will do") and a request that asks for everything ("the full
+#: particulars", "a proper invoice"): the two together would read as a contradiction, so no lure is added there.
+_MODEST = re.compile(r"\b(?:quick|short|just|will do|is fine|is enough|all I need)\b", re.I)
+_THOROUGH = re.compile(r"\b(?:proper|full|complete|comprehensive|thorough|entire|every|in[- ]depth|close)\b", re.I)
 
 
 def request_sentences(name: str, text: str) -> list[str]:
@@ -438,8 +470,9 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
     cands = twin_candidates(seed, target[1])
     cands = list(memoized("real_choices", seed, (k, at, tuple(cands)),
                           lambda: tuple(_real_choices(seed, k + 1, at, cands)))) if cands else []
-    # the request is rewritten so it names neither the right tool nor a twin ("details" -> "particulars")
-    words = checked_words(target[1], *cands)
+    # the request is rewritten so it does not name the right tool ("details" -> "particulars"); a twin's words stay
+    # every word of b's name some candidate lacks: the twins drawn below may be any of them
+    words = sorted({w for c in cands for w in checked_words(target[1], c)})
     rewritten = {}
     for j, m in enumerate(seed.turns[at].user):
         if m.get("role") == "user" and m.get("content"):
@@ -462,6 +495,17 @@ def distractor(seed: Task, target: tuple[str, str], strength: float, rng: random
     for j, new in rewritten.items():
         turns[at].user[j]["content"] = new
     added: list[str] = []
+    # the main form: one twin's lure, a request in its own words that states the need its doc says it misses
+    for c in [c for c in chosen if STATED[c].lures]:
+        lure = rng.choice(STATED[c].lures)
+        if _MODEST.search(lure) and _THOROUGH.search(text):
+            continue  # "a quick summary will do" after "the full particulars" would contradict the request
+        m = re.search(STATED[c].cue, " ".join(request_sentences(c, text + " " + lure)), re.I)
+        if m is None or not _request_turn(turns, at, lure, STATED[c].topic):
+            continue
+        reasons[c] = {"where": "lure", "doc": STATED[c].doc, "text": m.group(0), "lure": lure}
+        added.append(lure)
+        break
     for c in list(chosen):
         said = reasons[c]["text"]
         if reasons[c]["where"] != "text" or said in added:

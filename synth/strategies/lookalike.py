@@ -134,8 +134,9 @@ def shown_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tuple[li
     if found is None:
         return None
     param, label = found
-    names = [x for x in _sibling_names(label, rng) if x != label][:n]
-    twins = near_variants(value, rng)[:n]
+    names = [x for x in _sibling_names(label, rng) if x != label][:max(SIBLINGS, n)]
+    twins = near_variants(value, rng)[:max(SIBLINGS, n)]
+    names = names[:len(twins)] if len(twins) >= 2 else names
     if len(names) < 1 or len(twins) < len(names):
         return None
     field = param if param not in out else f"record_{param}"
@@ -158,8 +159,10 @@ def _placed(out: dict[str, Any], added: dict[str, Any], siblings: list[dict[str,
     """View operations that show ``out`` (with the ``added`` fields) among ``siblings`` under neutral keys
     (``record_1`` ...; never a key that spells out what tells the records apart), the right record at a seeded
     random position that is never the first (blind review s6: 3 of 9 tasks put it first, so "take record_1"
-    passed), so taking the first record is always wrong; and the keys, the right record's first."""
-    slot = rng.randrange(1, len(siblings) + 1)
+    passed) and, with two siblings or more, never the last (blind review s7b: in short outputs the right record
+    came last, so "take the last" passed), so taking either end is always wrong; and the keys, the right
+    record's first."""
+    slot = rng.randrange(1, len(siblings)) if len(siblings) >= 2 else 1
     names = [f"record_{i + 1}" for i in range(len(siblings) + 1)]
     before = {names[i]: sib for i, sib in enumerate(siblings[:slot])}
     after = {names[slot + 1 + i]: sib for i, sib in enumerate(siblings[slot:])}
@@ -173,6 +176,11 @@ def _placed(out: dict[str, Any], added: dict[str, Any], siblings: list[dict[str,
         ops.append({"op": "add", "fields": after})
     ops.append({"op": "wrap", "key": rng.choice(_WRAP)})
     return ops, [names[slot]] + [n for n in names if n != names[slot]]
+
+
+#: How many sibling records a look-alike result shows at least where the value has that many variants: with the
+#: right one, four records, the right one strictly inside (blind review s7b: traps worked only when it was buried).
+SIBLINGS = 3
 
 
 # --------------------------------------------------------------------------- look-alikes told apart by an attribute
@@ -264,7 +272,7 @@ def attribute_lookalikes(seed: Task, k: int, rng: random.Random, n: int) -> tupl
     if not fed:
         return None
     key, value = fed[0]
-    twins = close_variants(value, rng)[:max(2, n)]
+    twins = close_variants(value, rng)[:max(SIBLINGS, n)]
     if len(twins) < 2:
         return None
     asked = frozenset(v for v in leaves(ra.arguments) if isinstance(v, (str, int, float)))

@@ -2,12 +2,13 @@
 
 A distractor offers a wrong-way twin beside the right tool ``b`` (``get_order_summary`` beside
 ``get_order_details``).  A request that says "the details of my order" names ``b`` and makes the twin a free
-pass (blind review s6: 6 of 9 distractor tasks).  :func:`neutral_request` rewrites the words of both names
-("details", "summary", "order", "invoice", "stock") in the decision turn's request to words that name neither
-("particulars", "overview", "trade", "bill", "shares"); quoted strings (a message's words, an argument) and
+pass (blind review s6: 6 of 9 distractor tasks).  :func:`neutral_request` rewrites the right tool's
+distinguishing name words ("details", "invoice", "cancel") in the decision turn's request to words that do not
+name it ("particulars", "bill", "call off"); the twin's words ("summary", "quote", "preview") may stay, and are
+the lure the distractor adds (blind review s7b); quoted strings (a message's words, an argument) and
 all-capital tokens (a ticker) are left alone.  :func:`named_words` finds what is left: a draft whose request
-still holds a name word is not made, and a declared check finds them again on the task.  Which words count:
-:func:`checked_words` (a word both names share and that has no rewrite favours neither tool and is kept).
+still holds such a word is not made, and a declared check finds them again on the task.  Which words count:
+:func:`checked_words` (a word the names share favours neither tool and is kept).
 """
 
 from __future__ import annotations
@@ -63,13 +64,13 @@ NEUTRAL: dict[str, list[tuple[str, tuple[str, ...]]]] = {
 
 
 def checked_words(right: str, *others: str) -> list[str]:
-    """The name words a request must not say: every word of the right tool's and the twins' names, except a word
-    all of them share that has no neutral rewrite (``distance`` of ``estimate_distance`` and
-    ``estimate_flight_distance`` favours neither, and "how far" cannot replace it in every sentence)."""
-    shared = set(name_words(right))
-    for other in others:
-        shared &= set(name_words(other))
-    return [w for w in name_words(right, *others) if w in NEUTRAL or w not in shared]
+    """The name words a request must not say: the words of the right tool's name that no twin's name shares (its
+    distinguishing words: ``details`` of ``get_order_details`` beside ``get_order_summary``).  A twin's words may
+    be said, and are the lure (blind review s7b: "a concise breakdown", pulling toward ``get_order_summary``
+    while the need was one only the right tool meets, was the one distractor that worked); a word both names
+    share favours neither."""
+    theirs = set(name_words(*others))
+    return [w for w in name_words(right) if w not in theirs]
 
 
 def name_words(*tools: str) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import random
 import re
@@ -18,20 +19,24 @@ from synth.checks.parts import flat_calls, user_text_upto
 from synth.checks.seeds import usable_seed
 from synth.checks.values import (
     converted_in_text,
+    dates_in,
     relative_dates_in,
     spoken_numbers,
     sums_in,
     value_in_text,
     value_provenance,
+    weekday_dates_in,
 )
 from synth.repair import usable_version
 from synth.strategies.ambiguity import _convertibility, fed_values
 from synth.strategies.build import target_calls
 from synth.strategies.convert import (
     HARDNESS,
+    budget_forms,
     conversion_candidates,
     in_words,
     relative_date_forms,
+    weekday_date_forms,
     worth_amount,
     written_forms,
 )
@@ -102,7 +107,7 @@ def test_conversions_appear_are_verified_and_derivable(made):
         assert not value_provenance(task) and check_task(task).valid
     # a step of reasoning (money into shares at the price, a date against another) where the seed allows it;
     # the reformats (a date in words, a number in words or with a scale) remain the fallback
-    assert {"worth", "relative_date", "number_words", "scale", "unit"} <= kinds and "prose_sum" not in kinds
+    assert {"worth", "weekday_date", "number_words", "scale", "unit"} <= kinds and "prose_sum" not in kinds
 
 
 def test_harder_conversions_come_before_number_words(made):
@@ -216,7 +221,7 @@ def test_lookalike_only_on_a_lookup_never_on_a_booking_or_an_order_placed(made):
 
 
 def test_lookalike_right_record_is_never_first_and_keys_say_nothing(made):
-    positions, lasts, total, dated, in_order = set(), 0, 0, 0, 0
+    positions, lasts, total, dated, in_order, many = set(), 0, 0, 0, 0, 0
     for _, target, task in made["lookalike"]:
         prov = task.provenance
         records = _shown_records(task, target)
@@ -229,13 +234,17 @@ def test_lookalike_right_record_is_never_first_and_keys_say_nothing(made):
         positions.add(keys.index(right[0]))
         total += 1
         lasts += keys.index(right[0]) == len(keys) - 1
+        # with three records or more the right one is strictly inside (blind review s7b: "take the last" passed)
+        assert len(keys) < 3 or 0 < keys.index(right[0]) < len(keys) - 1, (keys, right)
+        many += len(keys) >= 4
         attr = (prov.get("distinguished_by") or {}).get("attribute", "")
         if attr.endswith("updated_at"):
             stamps = [records[key][attr] for key in keys]
             dated += 1
             in_order += stamps == sorted(stamps)  # oldest first: the newest (right) one always last
     # the right record's position varies ("take the last" is no rule either), and the dates are in no fixed order
-    assert total >= 5 and len(positions) >= 2 and lasts < total, (positions, lasts, total)
+    assert total >= 5 and len(positions) >= 2 and lasts == 0, (positions, lasts, total)
+    assert many >= total * 2 // 3, (many, total)  # four records where the value has three variants
     assert dated and in_order < dated, (in_order, dated)
 
 
@@ -318,17 +327,45 @@ def test_relative_dates_cross_a_month_and_read_back():
     assert relative_dates_in("ten days after the meeting") == set()
 
 
+def test_weekday_dates_read_back_and_never_start_on_the_same_weekday():
+    for value in ("2026-08-08", "2026-06-26", "2026-07-31", "2026-12-29", "2027-03-01"):
+        for i in range(6):
+            forms = weekday_date_forms(value, random.Random(i))
+            assert len(forms) == 2 and all(weekday_dates_in(f) == {value} for f in forms), forms
+            after = next(f for f in forms if " after " in f)
+            base = next(iter(dates_in(after)))
+            assert _dt.date.fromisoformat(base).weekday() != _dt.date.fromisoformat(value).weekday()
+    # June 16th, 2026 is a Tuesday: the first Friday after it is the 19th, the second the 26th
+    assert weekday_dates_in("the second Friday after June 16th, 2026") == {"2026-06-26"}
+    assert weekday_dates_in("the last Friday of July 2026") == {"2026-07-31"}
+    assert weekday_dates_in("the first Monday of March 2027") == {"2027-03-01"}
+    assert weekday_dates_in("the fifth Monday of February 2027") == set()  # there is none
+    assert weekday_dates_in("the second Friday after the meeting") == set()
+
+
+def test_budget_forms_state_a_cap_not_a_rule():
+    seen = {budget_forms(7650, random.Random(i)) for i in range(40)}
+    assert len(seen) >= 4
+    for written, cap in seen:
+        assert "$7,650 worth" in written and "whole shares" not in (written + cap).lower()
+        assert re.search(r"at most|go over|more than|all I have|up to", written + " " + cap)
+
+
 def test_reasoned_conversions_come_first_and_state_their_rule(made):
     worth = [t for _, _, t in made["ambiguity"] if (t.provenance.get("conversion") or {}).get("kind") == "worth"]
     dated = [t for _, _, t in made["ambiguity"]
              if (t.provenance.get("conversion") or {}).get("kind") == "relative_date"]
-    assert len(worth) >= 5 and len(dated) >= 5
+    weekday = [t for _, _, t in made["ambiguity"]
+               if (t.provenance.get("conversion") or {}).get("kind") == "weekday_date"]
+    assert len(worth) >= 5 and len(dated) + len(weekday) >= 5 and weekday
     assert HARDNESS["worth"] > HARDNESS["unit"] and HARDNESS["relative_date"] > HARDNESS["date_words"]
     for task in worth:
         conv = task.provenance["conversion"]
         text = user_text_upto(task, len(task.turns) - 1)
         amount = float(re.search(r"\$([\d,]+) worth", text).group(1).replace(",", ""))
-        assert int(amount // conv["by"]) == conv["value"] and "Whole shares only" in text
+        assert int(amount // conv["by"]) == conv["value"] and "Whole shares only" not in text
+        # the budget is a cap in the user's words (so flooring follows from it), not a rounding rule
+        assert re.search(r"at most|go over|more than|all I have|up to|no more than", text), text
         # the price is the one the order is placed at (the ground truth's), not a number made up for the text
         steps = [s for t in replay_oracle(task).turns for s in t.steps]
         assert any(s.name == conv["tool"] and s.arguments.get("price") == conv["by"]
@@ -339,6 +376,10 @@ def test_reasoned_conversions_come_first_and_state_their_rule(made):
         conv = task.provenance["conversion"]
         text = user_text_upto(task, len(task.turns) - 1)
         assert conv["value"] in relative_dates_in(text) and conv["value"] not in text
+    for task in weekday:
+        conv = task.provenance["conversion"]
+        text = user_text_upto(task, len(task.turns) - 1)
+        assert conv["value"] in weekday_dates_in(text) and conv["value"] not in dates_in(text)
 
 
 def test_a_reformat_only_draft_is_a_fallback_and_a_reasoned_one_always_kept(made):
@@ -349,7 +390,7 @@ def test_a_reformat_only_draft_is_a_fallback_and_a_reasoned_one_always_kept(made
     got = [strategies.STRATEGIES["ambiguity"](trivial[0], trivial[1], 0.5, random.Random(i)) for i in range(20)]
     assert 3 <= sum(t is None for t in got) <= 17, [t is None for t in got]
     reasoned = [(s, tg) for s, tg, t in made["ambiguity"]
-                if (t.provenance.get("conversion") or {}).get("kind") in ("worth", "relative_date")][:3]
+                if (t.provenance.get("conversion") or {}).get("kind") in ("worth", "relative_date", "weekday_date")][:3]
     assert reasoned
     for seed, target in reasoned:
         for i in range(8):

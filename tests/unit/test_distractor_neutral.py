@@ -51,14 +51,17 @@ def test_neutral_request_rewrites_name_words_outside_quotes_and_tickers():
     assert neutral_request("I ordered it yesterday.", words, random.Random(0)) is None
     assert named_words("What's the summary?", words) == ["summary"]
     assert named_words("Send 'the summary' now", words) == []
-    # a word both names share and with no rewrite favours neither tool: it may stay
-    assert checked_words("estimate_distance", "estimate_flight_distance") == ["estimate", "flight"]
-    assert checked_words("get_order_details", "get_order_summary") == ["order", "details", "summary"]
+    # only the right tool's distinguishing words count: a shared word favours neither, a twin's word is the lure
+    assert checked_words("estimate_distance", "estimate_flight_distance") == []
+    assert checked_words("get_order_details", "get_order_summary") == ["details"]
+    assert checked_words("get_stock_info", "get_stock_info_delayed", "get_stock_quote_cached") == []
+    assert checked_words("get_stock_info", "get_stock_quote_cached") == ["info"]
+    assert checked_words("cancel_booking", "request_booking_refund") == ["cancel"]
 
 
 def test_distractor_requests_name_no_tool_and_checks_pass(made):
     assert len(made) >= 40
-    seen = set()
+    seen, lures = set(), 0
     for seed, task in made:
         prov = task.provenance
         at = prov["distractor_turn"]
@@ -69,10 +72,19 @@ def test_distractor_requests_name_no_tool_and_checks_pass(made):
         result = check_task(task)
         assert result.valid, result.reasons
         seen.add(prov["twin_of"])
-        if prov["twin_of"] == "get_order_details":  # the review's case: no "details", "summary" or "order"
+        if prov["twin_of"] == "get_order_details":  # the review's case: never "details" (the right tool's word)
             body = re.sub(r"(?<!\w)'[^'\n]*'(?!\w)", "", text)
-            assert not re.search(r"\bdetail|\bsummar|\border", body, re.I), body
+            assert not re.search(r"\bdetail", body, re.I), body
+        for twin, how in prov["stated"].items():  # a lure is in the twin's words and states the need it misses
+            if how["where"] == "lure":
+                lures += 1
+                assert how["lure"] in text and how["text"].lower() in how["lure"].lower() + " " + text.lower()
+                own = set(re.split(r"_|(?<=[a-z])(?=[A-Z])", twin.lower() if "_" in twin else twin))
+                own = {w.lower() for w in own} - set(name_words(prov["twin_of"]))
+                said = re.findall(r"[a-z]+", how["lure"].lower().replace("summarize", "summary"))
+                assert own & {w.rstrip("s") for w in said} | own & set(said), how
     assert {"get_order_details", "place_order", "get_stock_info"} <= seen
+    assert lures >= len(made) // 3, (lures, len(made))
 
 
 def test_named_check_finds_a_request_that_names_the_right_tool(made):

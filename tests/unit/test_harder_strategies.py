@@ -171,10 +171,10 @@ def test_depth_converts_km_before_the_mileage_check(seeds):
     assert found >= 2
 
 
-def test_depth_leaves_the_km_to_miles_step_for_the_agent_to_see_sometimes(seeds):
-    """Blind review s6: depth was never adversarial (every step spelled out).  Half the time the km-to-miles step
-    before the mileage check is not said: the text asks whether the car can make the trip, the docs say the
-    distance is in km and the check takes miles, and passing the km straight on fails."""
+def test_depth_leaves_the_km_to_miles_step_for_the_agent_to_see_always(seeds):
+    """Blind reviews s6, s7b: depth was a trap only where the km-to-miles step was not said.  It is never said
+    where the chain allows it: the text asks whether the car can make the trip (or for the mileage rounded), the
+    docs say the distance is in km and the check takes miles, and passing the km straight on fails."""
     unsaid, said = 0, 0
     for strength in (0.0, 0.5, 1.0):
         for seed, target, task in _made(seeds, "depth", strength):
@@ -185,11 +185,12 @@ def test_depth_leaves_the_km_to_miles_step_for_the_agent_to_see_sometimes(seeds)
             assert check_task(task).valid, check_task(task).reasons
             if not task.provenance["unsaid"]:
                 said += 1
-                assert "miles" in added_text
                 continue
             unsaid += 1
             assert task.provenance["unsaid"][0].startswith("imperial_si_conversion(")
-            assert "miles" not in added_text.lower() and "km" not in added_text.lower()
+            assert "km" not in added_text.lower() and "convert" not in added_text.lower()
+            if not any(c.startswith("round_number") for c in task.provenance["added"]):
+                assert "miles" not in added_text.lower()
             # the km passed straight to the mileage check fails: the conversion is still the ground truth's
             rollout = ground_truth_rollout(task)
             k = rollout[t].index(task.provenance["unsaid"][0])
@@ -199,7 +200,7 @@ def test_depth_leaves_the_km_to_miles_step_for_the_agent_to_see_sometimes(seeds)
                      if c.startswith("estimate_drive_feasibility_by_mileage") else c for c in wrong]
             assert verify(task, rollout[:t] + [wrong] + rollout[t + 1:]).reward == 0.0
             assert verify(task, rollout).reward == 1.0
-    assert unsaid >= 1 and said >= 1, (unsaid, said)
+    assert unsaid >= 2 and said == 0, (unsaid, said)
 
 
 def test_taskcheck_refuses_a_synthesized_unit_mismatch(seeds):
@@ -356,6 +357,9 @@ def test_distractor_stated_sentences_vary_and_do_not_name_the_contrast():
             assert not _CONTRAST.search(p), (name, p)
             assert re.search(s.cue, p, re.I), (name, p)  # the sentence states what the twin does not do
         assert not s.say or len(set(s.phrasings())) >= 3, name
+        for lure in s.lures:  # a lure uses the twin's own words, never another word of the contrast
+            own = re.split(r"_|(?<=[a-z])(?=[A-Z])", name)
+            assert not _CONTRAST.search(re.sub(r"\b(?:" + "|".join(own) + r")\b", "", lure, flags=re.I)), (name, lure)
     base = [u for t in bfcl.load_tasks("base") for u in [usable_version(t)] if u is not None and usable_seed(u)]
     target = ("place_order", "get_order_details")
     used = set()
@@ -366,7 +370,10 @@ def test_distractor_stated_sentences_vary_and_do_not_name_the_contrast():
                 continue
             assert stated_problems(task) == []
             used |= {s["text"] for s in task.provenance["stated"].values() if s["where"] == "text"}
+            used |= {s["lure"] for s in task.provenance["stated"].values() if s["where"] == "lure"}
             summary = task.provenance["stated"].get("get_order_summary")
-            assert summary is None or summary["where"] == "text"  # said by the user, not left to its doc
+            # said by the user, not left to its doc: in a sentence of its own, or in the lure that asks for a summary
+            assert summary is None or summary["where"] in ("text", "lure")
+            assert summary is None or summary["where"] != "lure" or summary["text"] in summary["lure"]
     assert len(used) > 1, used
     assert not any(_CONTRAST.search(u) for u in used), used
