@@ -43,7 +43,8 @@ TAU2_STRATEGIES = targeted(Tau2Task)
 HERE = Path(__file__).resolve().parent
 CUT = 800  # characters of a call's output shown (for reading only)
 #: Per domain, the compositions aimed at: together every edge on which a seed task carries ambiguity, cascade,
-#: distractor or lookalike (rare on τ²'s seeds), and the depth edges.
+#: distractor or lookalike (rare on τ²'s seeds), and the depth edges; retail's last four since the s6 review (the
+#: cascade after any write on an order).
 FRONTIER = {
     "airline": ["get_reservation_details>update_reservation_flights", "get_user_details>get_reservation_details",
                 "search_direct_flight>update_reservation_flights", "calculate>update_reservation_baggages",
@@ -55,7 +56,9 @@ FRONTIER = {
                "get_order_details>return_delivered_order_items", "cancel_pending_order>modify_pending_order_address",
                "find_user_id_by_name_zip>get_order_details", "get_order_details>get_product_details",
                "get_order_details>get_order_details", "calculate>modify_pending_order_items",
-               "get_product_details>return_delivered_order_items"],
+               "get_product_details>return_delivered_order_items", "get_user_details>modify_pending_order_items",
+               "calculate>cancel_pending_order", "get_product_details>modify_pending_order_items",
+               "cancel_pending_order>modify_pending_order_items"],
 }
 
 
@@ -127,11 +130,12 @@ def queue(tasks: list, rng: random.Random) -> list:
 
 
 def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int,
-           per_user: int = 2) -> tuple[list, list[str]]:
+           per_user: int = 3, most: int = 10) -> tuple[list, list[str]]:
     """``total`` tasks, at most one per seed task and strategy, ``per_seed`` per seed task and ``per_user`` per
     customer, never two with the same customer, strategy and record, one strategy after
     another (the one with fewest first), up to ``per_strategy`` each, then the strategies that have more fill the
-    rest evenly; each takes the first task in its queue whose seed task, then customer, is used least so far.  Shuffled; with a
+    rest evenly up to ``most`` each (s6: depth, 16 of 30, one template), and only where they all run out past
+    it (noted); each takes the first task in its queue whose seed task, then customer, is used least so far.  Shuffled; with a
     note for each strategy short of ``per_strategy``."""
     rng = random.Random(seed)
     queues = {s: queue([t for t in tasks if t.origin["strategy"] == s], rng) for s in TAU2_STRATEGIES}
@@ -146,7 +150,7 @@ def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int,
         return used[t.origin["seed"]] < per_seed and (user is None or (users[user] < per_user
                                                                        and (user, s, rec) not in about))
 
-    for cap in (per_strategy, total):
+    for cap in (per_strategy, max(per_strategy, most), total):  # the last only where the others ran out
         while sum(map(len, picked.values())) < total:
             for s in TAU2_STRATEGIES:
                 queues[s] = [t for t in queues[s] if fits(t, s)]
@@ -165,6 +169,8 @@ def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int,
             picked[s].append(t)
     notes = [f"{s}: {len(picked[s])} of {per_strategy} (the frontier's seed tasks give no more distinct {s} tasks "
              f"under the per-seed and per-user limits)" for s in TAU2_STRATEGIES if len(picked[s]) < per_strategy]
+    notes += [f"{s}: {len(picked[s])}, past --most {most}: the other strategies ran out" for s in TAU2_STRATEGIES
+              if len(picked[s]) > max(per_strategy, most)]
     out = [t for s in TAU2_STRATEGIES for t in picked[s]]
     rng.shuffle(out)
     return out, notes
@@ -210,14 +216,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--total", type=int, default=40, help="tasks in the sample")
     ap.add_argument("--per-strategy", type=int, default=8, help="tasks aimed at per strategy")
     ap.add_argument("--per-seed", type=int, default=2, help="most tasks sampled from one seed task")
-    ap.add_argument("--per-user", type=int, default=2, help="most tasks sampled with one customer")
+    ap.add_argument("--per-user", type=int, default=3, help="most tasks sampled with one customer")
+    ap.add_argument("--most", type=int, default=10, help="most tasks sampled of one strategy")
     ap.add_argument("--out-dir", type=Path, default=HERE / "results")
     ap.add_argument("--key-dir", type=Path, default=None, help="where the key goes (default: --out-dir)")
     ap.add_argument("--stem", default=f"review-tau2-{time.strftime('%Y-%m-%d')}", help="file name stem")
     args = ap.parse_args(argv)
     start = time.perf_counter()
     tasks, seeds = build(args.n, args.seeds)
-    rows, notes = sample(tasks, args.total, args.per_strategy, args.per_seed, args.seeds[0], args.per_user)
+    rows, notes = sample(tasks, args.total, args.per_strategy, args.per_seed, args.seeds[0], args.per_user, args.most)
     key_dir = args.key_dir or args.out_dir
     for d in (args.out_dir, key_dir):
         d.mkdir(parents=True, exist_ok=True)
