@@ -5,8 +5,10 @@ strategies (distractor, ambiguity, depth, cascade, lookalike), aimed at a fixed 
 domain, once per synthesis seed of ``--seeds`` (the seeds draw other seed tasks and other constructions), pools
 the runs and drops every task whose body (scenario, added records, gold, what to communicate) another already
 has.  It then samples ``--total`` tasks (40): at most one per seed task and strategy, at most ``--per-seed`` (2)
-per seed task overall, seed tasks not yet used first, aiming at ``--per-strategy`` (8) per strategy (the domains
-alternating); where a strategy has fewer distinct tasks it says so and the others fill the rest, evenly.  Shuffled
+per seed task and ``--per-user`` (3) per customer overall, seed tasks not yet used first, aiming at
+``--per-strategy`` (8) per strategy (the domains alternating); where a strategy has fewer distinct tasks it says so
+and the others fill the rest, evenly, up to ``--most`` (10) each, and past it only once every other strategy has
+run out (said too).  Shuffled
 with ``--seeds``'s first seed.  Writes to ``--out-dir`` (the key to ``--key-dir``, the out dir by default, so that
 it can be kept away from the reviewer's folder):
 
@@ -18,8 +20,9 @@ it can be kept away from the reviewer's folder):
 * ``STEM-key.json``: task number -> strategy, target, task id and the full provenance; for whoever
   tallies the review, not for the reviewer.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/review_sample_tau2.py [--n 100] [--seeds 3 4 5] [--total 40] \\
-        [--per-strategy 8] [--per-seed 2] [--out-dir benchmarks/results] [--key-dir DIR] [--stem review-tau2-DATE]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/review_sample_tau2.py [--n 200] [--seeds 3 4 5] [--total 40] \\
+        [--per-strategy 8] [--per-seed 2] [--per-user 3] [--most 10] [--out-dir benchmarks/results] [--key-dir DIR] \\
+        [--stem review-tau2-DATE]
 """
 
 from __future__ import annotations
@@ -210,7 +213,7 @@ def render(rows: list, seeds: dict) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=100, help="tasks synthesized per domain and synthesis seed")
+    ap.add_argument("--n", type=int, default=200, help="tasks synthesized per domain and synthesis seed")
     ap.add_argument("--seeds", type=int, nargs="+", default=[3, 4, 5],
                     help="synthesis seeds, one run each, pooled; the first also seeds the sampling")
     ap.add_argument("--total", type=int, default=40, help="tasks in the sample")

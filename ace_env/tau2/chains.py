@@ -171,7 +171,8 @@ def money(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
-#: How the customer asks for each retail follow-up ({which}: the item; {k}, {v}: an option and its value).
+#: How the customer asks for each retail follow-up ({which}: the item; {k}, {v}: an option and the value asked,
+#: {mine}: the value the customer has).
 ASKS = {
     "count": ("Before you end the call, ask whether you could buy {which} in other options right now, and how many "
               "such options are in stock (not counting the one you have).",
@@ -183,10 +184,10 @@ ASKS = {
                  "now costs, and how much more or less that is than what you paid for yours.",
                  "Before hanging up, ask about {which}: among its other options that can be bought today, take the "
                  "cheapest one; what is the price difference between it and what you paid?"),
-    "swap": ("Before you end the call, ask whether {which} also comes exactly like yours but with {k} {v}, whether "
-             "that one is in stock, and what it costs.",
-             "Before hanging up, ask what {which} would cost in exactly your configuration except with {k} {v}, "
-             "and whether that version is available now."),
+    "swap": ("Before you end the call, ask whether {which} also comes exactly like yours but with {k}: {v} (instead "
+             "of {mine}), whether that one is in stock, and what it costs.",
+             "Before hanging up, ask what {which} would cost in exactly your configuration except {k}: {v} instead of "
+             "{mine}, and whether that version is available now."),
 }
 
 
@@ -262,7 +263,8 @@ def _retail_depth(seed: Tau2Task, actions: list[GoldAction], out: dict[str, Any]
             continue
         kind = rng.choice(sorted({k for k, _, _ in asks}))  # the kind first: "swap" has one per attribute
         _, answer, about = rng.choice([a for a in asks if a[0] == kind])
-        ask = rng.choice(ASKS[kind]).format(which=which, k=about.get("attribute"), v=about.get("value"))
+        ask = rng.choice(ASKS[kind]).format(which=which, k=about.get("attribute"), v=about.get("value"),
+                                            mine=(item.get("options") or {}).get(about.get("attribute")))
         return step, ask, answer, {"kind": kind, "item_id": item["item_id"], **about}
     return None
 

@@ -219,6 +219,9 @@ def _described(ins: dict[str, Any], entity: str, phrase: str, noun: str) -> dict
     new = {k: (_replace_id(v, entity, phrase, noun) if isinstance(v, str) else v) for k, v in ins.items()}
     if mentions(scenario_text(new), entity):
         return None
+    if phrase not in scenario_text(new):  # the sentence stating the id went whole: say which one it is
+        which = f"The {noun} you are calling about is {phrase}."
+        new["known_info"] = f"{new['known_info'].rstrip()}\n{which}" if new.get("known_info") else which
     forgot = f"You do not remember the {noun} id of {phrase}."
     new["unknown_info"] = f"{new['unknown_info'].rstrip()}\n{forgot}" if new.get("unknown_info") else forgot
     return new

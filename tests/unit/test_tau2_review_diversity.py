@@ -147,7 +147,7 @@ def test_depth_answers_vary_and_are_read_off_the_added_steps_output(domain):
             if d["kind"] == "swap":  # exactly the customer's options but one, which the customer states
                 mine = out["variants"][d["item_id"]]["options"]
                 assert out["variants"][d["swap_item"]]["options"] == {**mine, d["attribute"]: d["value"]}
-                assert f"{d['attribute']} {d['value']}" in ask
+                assert f"{d['attribute']}: {d['value']}" in ask and str(mine[d["attribute"]]) in ask
             kinds[d["kind"]] += 1
             asks.add(ask.replace(ask[ask.find("the "):ask.find(" you ordered") + 12], ""))
         # the user asks in words: no tool, no argument of the lookup in what they say
