@@ -116,8 +116,9 @@ def record_of(t) -> str | None:
 
 
 def queue(tasks: list, rng: random.Random) -> list:
-    """One strategy's tasks in the order they are taken: those that record a trap first, the domains in turn; at
-    most one task per seed task."""
+    """One strategy's tasks in the order they are taken: those that record a trap first, the domains in turn, one
+    task per seed task before any seed task's second (taken only where the first's customer and record are used
+    up: :func:`sample` takes at most one per seed task and strategy)."""
     tasks = list(tasks)
     rng.shuffle(tasks)
     tasks.sort(key=lambda t: not trapped(t))
@@ -129,7 +130,7 @@ def queue(tasks: list, rng: random.Random) -> list:
         if t.origin["seed"] not in seen:
             seen.add(t.origin["seed"])
             out.append(t)
-    return out
+    return out + [t for t in turns if not any(t is x for x in out)]
 
 
 def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int,
@@ -146,11 +147,12 @@ def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int,
     used: Counter = Counter()  # tasks per seed task
     users: Counter = Counter()  # tasks per customer
     about: set = set()  # (customer, strategy, record) taken
+    pairs: set = set()  # (seed task, strategy) taken
     who = {id(t): (user_of(t), record_of(t)) for t in tasks}
 
     def fits(t, s: str) -> bool:
         user, rec = who[id(t)]
-        return used[t.origin["seed"]] < per_seed and (user is None or (users[user] < per_user
+        return used[t.origin["seed"]] < per_seed and (t.origin["seed"], s) not in pairs and (user is None or (users[user] < per_user
                                                                        and (user, s, rec) not in about))
 
     for cap in (per_strategy, max(per_strategy, most), total):  # the last only where the others ran out
@@ -165,6 +167,7 @@ def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int,
             t = min(queues[s], key=lambda t: (used[t.origin["seed"]], users[who[id(t)][0]], not trapped(t)))
             queues[s].remove(t)
             used[t.origin["seed"]] += 1
+            pairs.add((t.origin["seed"], s))
             user, rec = who[id(t)]
             if user is not None:
                 users[user] += 1

@@ -269,3 +269,13 @@ def test_user_of_reads_the_owner_where_no_user_id_is_passed(sampler):
     t = SimpleNamespace(origin={}, domain="retail",
                         gold_actions=[GoldAction("get_order_details", {"order_id": order})])
     assert sampler.user_of(t) == owner("retail", order) and sampler.record_of(t) == order
+
+
+def test_a_seed_tasks_second_task_is_taken_where_its_first_repeats_a_customer_and_record(sampler):
+    # s6's run: depth ran out at 17 while seed tasks had other records; one task per seed task and strategy still
+    tasks = [_fake("depth", "s1", "ann", "#W1", trap=True), _fake("depth", "s0", "ann", "#W1"),
+             _fake("depth", "s0", "ann", "#W2")]
+    tasks[2].id += "-b"
+    rows, _ = sampler.sample(tasks, 3, 3, 2, 1)
+    assert sorted(sampler.record_of(t) for t in rows) == ["#W1", "#W2"]
+    assert sorted(t.origin["seed"] for t in rows) == ["s0", "s1"]
