@@ -106,8 +106,9 @@ def user_of(t) -> str | None:
 
 
 def record_of(t) -> str | None:
-    """The record the task is about: the one a strategy describes or copies, else the last one the gold acts on."""
-    for key in ("described", "of"):
+    """The record the task is about: the one a strategy describes or copies, the item (flight) a depth question
+    asks about, else the last one the gold acts on."""
+    for key in ("described", "of", "item_id", "flight"):
         if isinstance(t.origin.get(key), str):
             return t.origin[key]
     ids = [a.arguments.get(k) for a in t.gold_actions for k in ("reservation_id", "order_id")

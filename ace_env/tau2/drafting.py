@@ -289,7 +289,7 @@ def live_miss(seed: Tau2Task, actions: list[GoldAction], entity: str, other: str
     return not any(s.error for s in steps) and bool(cow_diff(env.tools.db, gold(seed).env.tools.db))
 
 
-def live_descriptions(seed: Tau2Task, actions: list[GoldAction], entity: str
+def live_descriptions(seed: Tau2Task, actions: list[GoldAction], entity: str, scenario: str = ""
                       ) -> list[tuple[str, dict[str, Any] | None, str, str]]:
     """(description, what it names (retail), the near miss, what tells them apart) for each description of
     ``entity`` that fits it alone among its owner's records while another of them, a *live* near miss
@@ -300,10 +300,15 @@ def live_descriptions(seed: Tau2Task, actions: list[GoldAction], entity: str
     others = [e for e in entities_of(seed.domain, user or "") if e != entity]
     made = []
     if seed.domain == "airline":
-        mine = traits(entity)
+        mine, r = traits(entity), record("airline", entity)
+        # what the rest of the scenario already says of it (s6: "from LAS to IAH" in the reason for the call ruled
+        # out a near miss with another route): the near miss must share it too
+        stated = [k for k, said in (("route", mentions(scenario, r.origin) or mentions(scenario, r.destination)),
+                                    ("date", bool(r.flights) and mentions(scenario, r.flights[0].date))) if said]
         for miss in others:
             shared = [k for k in TRAITS if traits(miss)[k] == mine[k]][:3]
-            if len(shared) < AMBIGUITY_SHARED or not live_miss(seed, actions, entity, miss):
+            if len(shared) < AMBIGUITY_SHARED or any(k not in shared for k in stated) \
+                    or not live_miss(seed, actions, entity, miss):
                 continue  # a near miss shares at least two of what the customer says, and the writes accept it
             for apart in (k for k in TRAITS if k not in shared):
                 said = {k: mine[k] for k in TRAITS if k in shared or k == apart}

@@ -271,7 +271,7 @@ def ambiguity(seed: Tau2Task, target: tuple[str, str], strength: float, rng: ran
             out = _with_reads(actions, entity, user, seed.domain)
             # only a description another of the user's records nearly fits, one the same writes accept (s6: a
             # near miss the write refuses, or none at all, trapped no one)
-            for phrase, by, miss, apart in live_descriptions(seed, out, entity):
+            for phrase, by, miss, apart in live_descriptions(seed, out, entity, text):
                 new = _described(ins, entity, phrase, noun)
                 if new is None or _redundant(new, phrase, seed.domain, by):
                     continue

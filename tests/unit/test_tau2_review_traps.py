@@ -174,10 +174,14 @@ def test_ambiguity_has_a_live_near_miss_the_description_rules_out():
             if domain == "airline":  # the near miss shares all but one of the traits said
                 said = d["by"]["traits"]
                 assert sum(traits(d["near_miss"])[k] != v for k, v in said.items()) == 1, d
+                # s6: the reason for the call named the route, which the near miss did not share
+                real = record("airline", d["described"])
+                if mentions(scenario_text(instructions_of(seed)), real.origin):
+                    assert traits(d["near_miss"])["route"] == traits(d["described"])["route"], d
             else:
                 assert order_matches(record("retail", d["near_miss"]), d["by"]["item"], None)
             n[domain] += 1
-    assert n["airline"] >= 4 and n["retail"] >= 1, n
+    assert n["airline"] >= 2 and n["retail"] >= 1, n
 
 
 def test_live_miss_refuses_a_near_miss_the_write_refuses():
@@ -279,3 +283,12 @@ def test_a_seed_tasks_second_task_is_taken_where_its_first_repeats_a_customer_an
     rows, _ = sampler.sample(tasks, 3, 3, 2, 1)
     assert sorted(sampler.record_of(t) for t in rows) == ["#W1", "#W2"]
     assert sorted(t.origin["seed"] for t in rows) == ["s0", "s1"]
+
+
+def test_a_depth_tasks_record_is_the_item_or_flight_it_asks_about(sampler):
+    # two depth questions about different products of one order are two tasks; about one product, one
+    t = SimpleNamespace(origin={"strategy": "depth", "item_id": "123"}, domain="retail",
+                        gold_actions=[GoldAction("get_order_details", {"order_id": "#W1"})])
+    assert sampler.record_of(t) == "123"
+    t.origin = {"strategy": "depth", "flight": "HAT001"}
+    assert sampler.record_of(t) == "HAT001"
