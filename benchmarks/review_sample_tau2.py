@@ -46,8 +46,8 @@ TAU2_STRATEGIES = targeted(Tau2Task)
 HERE = Path(__file__).resolve().parent
 CUT = 800  # characters of a call's output shown (for reading only)
 #: Per domain, the compositions aimed at: together every edge on which a seed task carries ambiguity, cascade,
-#: distractor or lookalike (rare on τ²'s seeds), and the depth edges; retail's last four since the s6 review (the
-#: cascade after any write on an order).
+#: distractor or lookalike (rare on τ²'s seeds), and the depth edges; retail's last seven since the s6 review (the
+#: cascade after any write on an order; depth on the seed tasks those edges hold).
 FRONTIER = {
     "airline": ["get_reservation_details>update_reservation_flights", "get_user_details>get_reservation_details",
                 "search_direct_flight>update_reservation_flights", "calculate>update_reservation_baggages",
@@ -61,7 +61,9 @@ FRONTIER = {
                "get_order_details>get_order_details", "calculate>modify_pending_order_items",
                "get_product_details>return_delivered_order_items", "get_user_details>modify_pending_order_items",
                "calculate>cancel_pending_order", "get_product_details>modify_pending_order_items",
-               "cancel_pending_order>modify_pending_order_items"],
+               "cancel_pending_order>modify_pending_order_items", "exchange_delivered_order_items>exchange_delivered_order_items",
+               "modify_pending_order_items>modify_pending_order_address",
+               "return_delivered_order_items>return_delivered_order_items"],
 }
 
 

@@ -79,11 +79,12 @@ def made():
     return out
 
 
-# The lookalike strategy is retail's only.  The
+# The lookalike strategy is retail's only.  Airline ambiguity needs a live near miss (issue 34's s6): seeds 37 (no
+# valid oracle, below) and 40 (update_reservation_passengers, not on these edges) carry it.  The
 # one airline seed whose flight change changes the bag allowance (37, the cascade's trap) has a gold that is no
 # valid oracle: no airline cascade either (issue 34's s6)
-CASES = [("airline", s) for s in STRATEGIES if s not in ("lookalike", "cascade")] + [
-    ("retail", "distractor"), ("retail", "depth"), ("retail", "cascade"), ("retail", "lookalike")]
+CASES = [("airline", s) for s in STRATEGIES if s not in ("lookalike", "cascade", "ambiguity")] + [
+    ("retail", "ambiguity"), ("retail", "distractor"), ("retail", "depth"), ("retail", "cascade"), ("retail", "lookalike")]
 
 
 @pytest.mark.parametrize("domain,strategy", CASES)
@@ -168,7 +169,7 @@ def test_a_distractor_whose_gold_takes_the_look_alike_is_rejected():
 
 
 def test_an_ambiguity_task_without_the_reads_that_resolve_it_is_rejected():
-    seed, target, draft = _draft("airline", "ambiguity", avoid=("get_user_details",))
+    seed, target, draft = _draft("retail", "ambiguity", avoid=("get_user_details",))
     assert check(assemble(seed, target, "ambiguity", draft), draft, target, "ambiguity") == []
     # the user's reservations unread: the described id is neither said nor shown by an earlier output
     bare = Draft([a for a in draft.actions if a.name != "get_user_details"], draft.instructions, draft.what,
