@@ -5,8 +5,10 @@ strategies (distractor, ambiguity, depth, cascade, lookalike), aimed at a fixed 
 domain, once per synthesis seed of ``--seeds`` (the seeds draw other seed tasks and other constructions), pools
 the runs and drops every task whose body (scenario, added records, gold, what to communicate) another already
 has.  It then samples ``--total`` tasks (40): at most one per seed task and strategy, at most ``--per-seed`` (2)
-per seed task overall, seed tasks not yet used first, aiming at ``--per-strategy`` (8) per strategy (the domains
-alternating); where a strategy has fewer distinct tasks it says so and the others fill the rest, evenly.  Shuffled
+per seed task and ``--per-user`` (3) per customer overall, seed tasks not yet used first, aiming at
+``--per-strategy`` (8) per strategy (the domains alternating); where a strategy has fewer distinct tasks it says so
+and the others fill the rest, evenly, up to ``--most`` (10) each, and past it only once every other strategy has
+run out (said too).  Shuffled
 with ``--seeds``'s first seed.  Writes to ``--out-dir`` (the key to ``--key-dir``, the out dir by default, so that
 it can be kept away from the reviewer's folder):
 
@@ -18,8 +20,9 @@ it can be kept away from the reviewer's folder):
 * ``STEM-key.json``: task number -> strategy, target, task id and the full provenance; for whoever
   tallies the review, not for the reviewer.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/review_sample_tau2.py [--n 100] [--seeds 3 4 5] [--total 40] \\
-        [--per-strategy 8] [--per-seed 2] [--out-dir benchmarks/results] [--key-dir DIR] [--stem review-tau2-DATE]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/review_sample_tau2.py [--n 200] [--seeds 3 4 5] [--total 40] \\
+        [--per-strategy 8] [--per-seed 2] [--per-user 3] [--most 10] [--out-dir benchmarks/results] [--key-dir DIR] \\
+        [--stem review-tau2-DATE]
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ TAU2_STRATEGIES = targeted(Tau2Task)
 HERE = Path(__file__).resolve().parent
 CUT = 800  # characters of a call's output shown (for reading only)
 #: Per domain, the compositions aimed at: together every edge on which a seed task carries ambiguity, cascade,
-#: distractor or lookalike (rare on τ²'s seeds), and the depth edges.
+#: distractor or lookalike (rare on τ²'s seeds), and the depth edges; retail's last seven since the s6 review (the
+#: cascade after any write on an order; depth on the seed tasks those edges hold).
 FRONTIER = {
     "airline": ["get_reservation_details>update_reservation_flights", "get_user_details>get_reservation_details",
                 "search_direct_flight>update_reservation_flights", "calculate>update_reservation_baggages",
@@ -55,7 +59,11 @@ FRONTIER = {
                "get_order_details>return_delivered_order_items", "cancel_pending_order>modify_pending_order_address",
                "find_user_id_by_name_zip>get_order_details", "get_order_details>get_product_details",
                "get_order_details>get_order_details", "calculate>modify_pending_order_items",
-               "get_product_details>return_delivered_order_items"],
+               "get_product_details>return_delivered_order_items", "get_user_details>modify_pending_order_items",
+               "calculate>cancel_pending_order", "get_product_details>modify_pending_order_items",
+               "cancel_pending_order>modify_pending_order_items", "exchange_delivered_order_items>exchange_delivered_order_items",
+               "modify_pending_order_items>modify_pending_order_address",
+               "return_delivered_order_items>return_delivered_order_items"],
 }
 
 
@@ -100,8 +108,9 @@ def user_of(t) -> str | None:
 
 
 def record_of(t) -> str | None:
-    """The record the task is about: the one a strategy describes or copies, else the last one the gold acts on."""
-    for key in ("described", "of"):
+    """The record the task is about: the one a strategy describes or copies, the item (flight) a depth question
+    asks about, else the last one the gold acts on."""
+    for key in ("described", "of", "item_id", "flight"):
         if isinstance(t.origin.get(key), str):
             return t.origin[key]
     ids = [a.arguments.get(k) for a in t.gold_actions for k in ("reservation_id", "order_id")
@@ -110,8 +119,9 @@ def record_of(t) -> str | None:
 
 
 def queue(tasks: list, rng: random.Random) -> list:
-    """One strategy's tasks in the order they are taken: those that record a trap first, the domains in turn; at
-    most one task per seed task."""
+    """One strategy's tasks in the order they are taken: those that record a trap first, the domains in turn, one
+    task per seed task before any seed task's second (taken only where the first's customer and record are used
+    up: :func:`sample` takes at most one per seed task and strategy)."""
     tasks = list(tasks)
     rng.shuffle(tasks)
     tasks.sort(key=lambda t: not trapped(t))
@@ -123,15 +133,16 @@ def queue(tasks: list, rng: random.Random) -> list:
         if t.origin["seed"] not in seen:
             seen.add(t.origin["seed"])
             out.append(t)
-    return out
+    return out + [t for t in turns if not any(t is x for x in out)]
 
 
 def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int,
-           per_user: int = 2) -> tuple[list, list[str]]:
+           per_user: int = 3, most: int = 10) -> tuple[list, list[str]]:
     """``total`` tasks, at most one per seed task and strategy, ``per_seed`` per seed task and ``per_user`` per
     customer, never two with the same customer, strategy and record, one strategy after
     another (the one with fewest first), up to ``per_strategy`` each, then the strategies that have more fill the
-    rest evenly; each takes the first task in its queue whose seed task, then customer, is used least so far.  Shuffled; with a
+    rest evenly up to ``most`` each (s6: depth, 16 of 30, one template), and only where they all run out past
+    it (noted); each takes the first task in its queue whose seed task, then customer, is used least so far.  Shuffled; with a
     note for each strategy short of ``per_strategy``."""
     rng = random.Random(seed)
     queues = {s: queue([t for t in tasks if t.origin["strategy"] == s], rng) for s in TAU2_STRATEGIES}
@@ -139,14 +150,15 @@ def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int,
     used: Counter = Counter()  # tasks per seed task
     users: Counter = Counter()  # tasks per customer
     about: set = set()  # (customer, strategy, record) taken
+    pairs: set = set()  # (seed task, strategy) taken
     who = {id(t): (user_of(t), record_of(t)) for t in tasks}
 
     def fits(t, s: str) -> bool:
         user, rec = who[id(t)]
-        return used[t.origin["seed"]] < per_seed and (user is None or (users[user] < per_user
+        return used[t.origin["seed"]] < per_seed and (t.origin["seed"], s) not in pairs and (user is None or (users[user] < per_user
                                                                        and (user, s, rec) not in about))
 
-    for cap in (per_strategy, total):
+    for cap in (per_strategy, max(per_strategy, most), total):  # the last only where the others ran out
         while sum(map(len, picked.values())) < total:
             for s in TAU2_STRATEGIES:
                 queues[s] = [t for t in queues[s] if fits(t, s)]
@@ -158,6 +170,7 @@ def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int,
             t = min(queues[s], key=lambda t: (used[t.origin["seed"]], users[who[id(t)][0]], not trapped(t)))
             queues[s].remove(t)
             used[t.origin["seed"]] += 1
+            pairs.add((t.origin["seed"], s))
             user, rec = who[id(t)]
             if user is not None:
                 users[user] += 1
@@ -165,6 +178,8 @@ def sample(tasks: list, total: int, per_strategy: int, per_seed: int, seed: int,
             picked[s].append(t)
     notes = [f"{s}: {len(picked[s])} of {per_strategy} (the frontier's seed tasks give no more distinct {s} tasks "
              f"under the per-seed and per-user limits)" for s in TAU2_STRATEGIES if len(picked[s]) < per_strategy]
+    notes += [f"{s}: {len(picked[s])}, past --most {most}: the other strategies ran out" for s in TAU2_STRATEGIES
+              if len(picked[s]) > max(per_strategy, most)]
     out = [t for s in TAU2_STRATEGIES for t in picked[s]]
     rng.shuffle(out)
     return out, notes
@@ -204,20 +219,21 @@ def render(rows: list, seeds: dict) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=100, help="tasks synthesized per domain and synthesis seed")
+    ap.add_argument("--n", type=int, default=200, help="tasks synthesized per domain and synthesis seed")
     ap.add_argument("--seeds", type=int, nargs="+", default=[3, 4, 5],
                     help="synthesis seeds, one run each, pooled; the first also seeds the sampling")
     ap.add_argument("--total", type=int, default=40, help="tasks in the sample")
     ap.add_argument("--per-strategy", type=int, default=8, help="tasks aimed at per strategy")
     ap.add_argument("--per-seed", type=int, default=2, help="most tasks sampled from one seed task")
-    ap.add_argument("--per-user", type=int, default=2, help="most tasks sampled with one customer")
+    ap.add_argument("--per-user", type=int, default=3, help="most tasks sampled with one customer")
+    ap.add_argument("--most", type=int, default=10, help="most tasks sampled of one strategy")
     ap.add_argument("--out-dir", type=Path, default=HERE / "results")
     ap.add_argument("--key-dir", type=Path, default=None, help="where the key goes (default: --out-dir)")
     ap.add_argument("--stem", default=f"review-tau2-{time.strftime('%Y-%m-%d')}", help="file name stem")
     args = ap.parse_args(argv)
     start = time.perf_counter()
     tasks, seeds = build(args.n, args.seeds)
-    rows, notes = sample(tasks, args.total, args.per_strategy, args.per_seed, args.seeds[0], args.per_user)
+    rows, notes = sample(tasks, args.total, args.per_strategy, args.per_seed, args.seeds[0], args.per_user, args.most)
     key_dir = args.key_dir or args.out_dir
     for d in (args.out_dir, key_dir):
         d.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_env.tau2.cow import cow_diff
 from ace_env.tau2.env import Tau2Call, pristine, raw_task, run_calls, tool_kinds
 from ace_env.tau2.tasks import GoldAction, Tau2Task
 from ace_env.tau2.verify import gold
@@ -141,9 +142,37 @@ def airline_description(entity: str, with_date: bool) -> str:
     return f"{text} departing {r.flights[0].date}" if with_date and r.flights else text
 
 
-def order_matches(order: Any, item: str, status: str | None) -> bool:
-    """Whether a retail order fits "your [status] order with the item": it holds ``item``, in that status."""
-    return any(i.name == item for i in order.items) and (status is None or status_word(order) == status)
+#: What a customer can say of a reservation without its id, in the order they are said (and preferred).
+TRAITS = ("route", "date", "cabin", "party", "trip")
+AMBIGUITY_SHARED = 2  # traits a near miss shares with the description at least
+TRAIT_NAMES = {"route": "route", "date": "first flight's date", "cabin": "cabin", "party": "number of passengers",
+               "trip": "trip type"}
+PARTY = ("no", "one passenger", "two passengers", "three passengers", "four passengers", "five passengers")
+
+
+def traits(entity: str) -> dict[str, str]:
+    """A reservation's traits (:data:`TRAITS`) as the customer says them."""
+    r = record("airline", entity)
+    n = len(r.passengers)
+    return {"route": f"from {r.origin} to {r.destination}", "date": r.flights[0].date if r.flights else "",
+            "cabin": str(r.cabin).replace("_", " "), "party": PARTY[n] if n < len(PARTY) else f"{n} passengers",
+            "trip": "round trip" if r.flight_type == "round_trip" else "one-way trip"}
+
+
+def trait_phrase(said: dict[str, str]) -> str:
+    """"your economy round trip reservation from JFK to LAX departing 2024-05-20 for two passengers"."""
+    head = " ".join(x for x in ("your", said.get("cabin"), said.get("trip"), "reservation") if x)
+    tail = [said["route"]] if "route" in said else []
+    tail += [f"departing {said['date']}"] if "date" in said else []
+    tail += [f"for {said['party']}"] if "party" in said else []
+    return " ".join([head, *tail])
+
+
+def order_matches(order: Any, item: str, status: str | None, option: list[str] | None = None) -> bool:
+    """Whether a retail order fits "your [status] order with the item [with K V]": it holds ``item`` (one whose
+    option K is V), in that status."""
+    return any(i.name == item and (option is None or str(i.options.get(option[0])) == option[1])
+               for i in order.items) and (status is None or status_word(order) == status)
 
 
 def retail_description(entity: str, scenario: str = "") -> tuple[str, dict[str, Any]] | None:
@@ -184,7 +213,10 @@ def fits_one(domain: str, entity: str, phrase: str, by: dict[str, Any] | None = 
     mine = entities_of(domain, owner(domain, entity) or "")
     if domain == "retail":
         by = by or {}
-        return [e for e in mine if order_matches(record("retail", e), by.get("item"), by.get("status"))] == [entity]
+        return [e for e in mine if order_matches(record("retail", e), by.get("item"), by.get("status"),
+                                                 by.get("option"))] == [entity]
+    if by and by.get("traits"):
+        return [e for e in mine if all(traits(e)[k] == v for k, v in by["traits"].items())] == [entity]
     return [e for e in mine if phrase in (airline_description(e, False), airline_description(e, True))] == [entity]
 
 
@@ -214,3 +246,89 @@ def unique_description(domain: str, entity: str, scenario: str = "") -> str | No
         if all(airline_description(e, with_date) != text for e in others):
             return text
     return None
+
+
+# --------------------------------------------------------------------------- near misses that are live (ambiguity)
+
+
+def counterparts(domain: str, entity: str, other: str) -> dict[str, str]:
+    """What an agent that took ``other`` for ``entity`` would pass instead of each id: the record's id, and
+    (retail) each item's id, the other order's item of the same product name where it holds exactly one."""
+    return counterparts_in(domain, entity, other, record(domain, other).model_dump(mode="json"))
+
+
+def counterparts_in(domain: str, entity: str, other: str, theirs: dict[str, Any]) -> dict[str, str]:
+    """:func:`counterparts` with ``other``'s record given (a look-alike not in the database)."""
+    swap = {entity: other}
+    if domain == "retail":
+        for i in record("retail", entity).items:
+            same = [x for x in theirs["items"] if x["name"] == i.name]
+            if len(same) == 1:
+                swap[i.item_id] = same[0]["item_id"]
+    return swap
+
+
+def swapped(actions: list[GoldAction], swap: dict[str, str]) -> list[GoldAction]:
+    """The gold with every argument value in ``swap`` replaced by its counterpart (what an agent that took the
+    near miss for the described record would do)."""
+    def one(v: Any) -> Any:
+        if isinstance(v, str):
+            return swap.get(v, v)
+        if isinstance(v, list):
+            return [one(x) for x in v]
+        return {k: one(x) for k, x in v.items()} if isinstance(v, dict) else v
+    return [GoldAction(a.name, one(a.arguments), a.requestor, a.compare_args) for a in actions]
+
+
+def live_miss(seed: Tau2Task, actions: list[GoldAction], entity: str, other: str) -> bool:
+    """Whether the gold, run on ``other`` instead of ``entity`` (:func:`counterparts`), runs without an error and
+    leaves another database than the seed's gold: a near miss the same writes accept, so taking it fails τ²'s DB
+    check."""
+    calls = swapped(actions, counterparts(seed.domain, entity, other))
+    steps, env = run_calls(seed.domain, seed.tau2_id, [Tau2Call(a.name, dict(a.arguments)) for a in calls])
+    return not any(s.error for s in steps) and bool(cow_diff(env.tools.db, gold(seed).env.tools.db))
+
+
+def live_descriptions(seed: Tau2Task, actions: list[GoldAction], entity: str, scenario: str = ""
+                      ) -> list[tuple[str, dict[str, Any] | None, str, str]]:
+    """(description, what it names (retail), the near miss, what tells them apart) for each description of
+    ``entity`` that fits it alone among its owner's records while another of them, a *live* near miss
+    (:func:`live_miss`), fits all of it but one stated attribute.  Airline: the route (the near miss: the same
+    route), with the first flight's date or the trip type.  Retail: one item (the near miss holds it too), with
+    one of its options or the order's status."""
+    user = owner(seed.domain, entity)
+    others = [e for e in entities_of(seed.domain, user or "") if e != entity]
+    made = []
+    if seed.domain == "airline":
+        mine, r = traits(entity), record("airline", entity)
+        # what the rest of the scenario already says of it (s6: "from LAS to IAH" in the reason for the call ruled
+        # out a near miss with another route): the near miss must share it too
+        stated = [k for k, said in (("route", mentions(scenario, r.origin) or mentions(scenario, r.destination)),
+                                    ("date", bool(r.flights) and mentions(scenario, r.flights[0].date))) if said]
+        for miss in others:
+            shared = [k for k in TRAITS if traits(miss)[k] == mine[k]][:3]
+            if len(shared) < AMBIGUITY_SHARED or any(k not in shared for k in stated) \
+                    or not live_miss(seed, actions, entity, miss):
+                continue  # a near miss shares at least two of what the customer says, and the writes accept it
+            for apart in (k for k in TRAITS if k not in shared):
+                said = {k: mine[k] for k in TRAITS if k in shared or k == apart}
+                if fits_one("airline", entity, "", {"traits": said}):
+                    made.append((trait_phrase(said), {"traits": said}, miss, f"its {TRAIT_NAMES[apart]}"))
+        return made
+    order = record("retail", entity)
+    for item in sorted({i.name for i in order.items}):
+        same = [e for e in others if order_matches(record("retail", e), item, None)]
+        live = [e for e in same if live_miss(seed, actions, entity, e)]
+        if not live:
+            continue
+        status = status_word(order)
+        if fits_one("retail", entity, "", {"item": item, "status": status}):
+            made.append((f"your {status} order that includes the {item.lower()}", {"item": item, "status": status},
+                         live[0], "its status"))
+        mine = [i for i in order.items if i.name == item]
+        for k in sorted(mine[0].options) if len(mine) == 1 else ():
+            by = {"item": item, "status": None, "option": [k, str(mine[0].options[k])]}
+            if fits_one("retail", entity, "", by):
+                made.append((f"your order that includes the {item.lower()} with {k} {by['option'][1]}", by,
+                             live[0], f"the {item.lower()}'s {k}"))
+    return made

@@ -6,27 +6,33 @@ returns a :class:`Draft` (new gold actions, new user instructions, what changed)
 cannot carry it.  What each does, and why the new user scenario asks for exactly what the new gold does:
 
 ``distractor``
-    The task's database gains a *look-alike*: a copy of the reservation (order) the target's B acts on,
-    under a near-twin id (two adjacent characters of the id swapped), listed among the user's
-    reservations (orders) right before it (met first), which the gold reads before it writes.  The scenario and the gold stay the seed's:
-    the scenario names the right id and never the look-alike.  It is a live trap (checked by replay):
-    the first write on the entity from B on, made on the look-alike instead, runs without an error and
-    leaves another database, so an agent that confuses the two ids fails τ²'s DB check.  The addition is
-    the task's ``initial_state.initialization_data`` (τ²'s own mechanism), so τ² loads the same state.
+    The task's database gains a *look-alike*: a copy of the reservation (order) B acts on under a near-twin id
+    (two adjacent inner characters swapped: its first and last two characters are the real one's), listed among
+    the user's reservations (orders) right before it (met first), that differs in one thing the customer states
+    (airline: one passenger fewer, or another cabin; retail: one item in another option of its product).  The
+    scenario no longer names the id: the customer remembers only its first and last two characters, which fit
+    both, and says the thing that tells them apart ("your reservation for two passengers"); the gold gains the
+    reads that find it (the user's details, then its details).  It is a live trap (checked by replay): the gold
+    run on the look-alike runs without an error and leaves another database, so an agent that matches the id's
+    ends and skips the stated detail fails τ²'s DB check (s6: a scenario naming the whole id caught no one).  The
+    addition is the task's ``initial_state.initialization_data`` (τ²'s own mechanism), so τ² loads the same state.
 ``ambiguity``
-    The seed's scenario names the entity A or B acts on by its id; the new one describes it instead
-    (airline: the trip's origin and destination, with the date when needed; retail: one item of the order,
-    with the order's status where another order holds that item too, never the whole item list of an order of
-    several products), a description that fits exactly one of the user's reservations (orders) in the database
-    (checked again after the build).  The
-    gold gains the reads that resolve it (the user's details, then the entity's details) before its first
-    use: the agent must call A to disambiguate before B.
+    The seed's scenario names the entity A or B acts on by its id; the new one describes it instead, only where
+    another of the user's records is a *live near miss*: it fits all of the description but one stated attribute,
+    and the seed's gold run on it runs without an error and leaves another database (s6: a near miss the write
+    refused, or none, trapped no one).  Airline: two to four of the trip's route, first date, cabin, number of
+    passengers and trip type, the near miss sharing all but one; retail: one item of the order, with one of its
+    options or the order's status, the near miss holding that item too (:func:`ace_env.tau2.drafting.
+    live_descriptions`).  The gold gains the reads that resolve it (the user's details, then the entity's
+    details) before its first use: the agent must call A to disambiguate before B.
 ``depth``
     One more dependent step, last (the user asks for it before ending the call, in their own words, never
     naming the lookup): a read whose arguments first appear in B's output and whose answer is read off its
     result (airline: the price today of one more seat in the reservation's cabin on one of its flights,
-    ``search_direct_flight`` on that flight's route and date, which the scenario never says; retail: how many
-    other options of a product in the order B returns are available, ``get_product_details``).  The answer
+    ``search_direct_flight`` on that flight's route and date, which the scenario never says; retail, on a
+    product of an item the customer keeps, ``get_product_details``: how many other options are in stock, the
+    cheapest of them against the price paid, or the price of the option like theirs but for one attribute,
+    each with a trap and in several wordings).  The answer
     goes into ``communicate_info``; :mod:`ace_env.tau2.chains`.
 ``cascade``
     A second write right after the write B, the seed's last action, whose arguments depend on B's result
@@ -72,20 +78,23 @@ from ace_env.tau2.drafting import (
     READ,
     TABLE,
     Draft,
+    counterparts_in,
     entities_of,
     first_use,
     fits_one,
     id_of,
     instructions_of,
     is_write,
+    live_descriptions,
+    live_miss,
     mentions,
-    near_miss,
     owner,
     record,
-    retail_description,
     scenario_text,
+    swapped,
     target_positions,
-    unique_description,
+    trait_phrase,
+    traits,
 )
 from ace_env.tau2.env import Tau2Call, pristine, run_calls, tool_kinds
 from ace_env.tau2.lookalike import differs, near_miss_order, picks_by, told
@@ -96,17 +105,44 @@ from ace_env.tau2.verify import gold
 
 
 def twin_id(domain: str, entity: str, rng: random.Random, taken: set[str]) -> str | None:
-    """A near-twin of ``entity``'s id, two adjacent different characters swapped (retail's ``#W`` kept), that
-    no record has; None when there is none."""
+    """A near-twin of ``entity``'s id, two adjacent different characters swapped inside it (its first and last two
+    characters kept, retail's ``#W`` and the two digits after it too), that no record has; None when there is none."""
     chars = list(entity)
-    start = 2 if domain == "retail" else 0
-    spots = [i for i in range(start, len(chars) - 1) if chars[i] != chars[i + 1]]
+    start = 4 if domain == "retail" else 2
+    spots = [i for i in range(start, len(chars) - 3) if chars[i] != chars[i + 1]]
     rng.shuffle(spots)
     for i in spots:
         twin = chars[:]
         twin[i], twin[i + 1] = twin[i + 1], twin[i]
         if "".join(twin) not in taken:
             return "".join(twin)
+    return None
+
+
+def _altered(domain: str, entity: str, rng: random.Random) -> tuple[dict[str, Any], str] | None:
+    """A copy of ``entity``'s record that differs in one thing the customer states, and the customer's phrase for
+    the real one: airline, one passenger fewer ("your reservation for two passengers") or another cabin ("your
+    business reservation"); retail, one item in another option of the same product that differs in one option
+    ("your order with the desk lamp with color black"); None when nothing fits."""
+    real = record(domain, entity).model_dump(mode="json")
+    if domain == "airline":
+        if len(real["passengers"]) >= 2:
+            return {**real, "passengers": real["passengers"][:-1]}, trait_phrase({"party": traits(entity)["party"]})
+        other = {"economy": "business", "business": "economy", "basic_economy": "economy"}.get(real["cabin"])
+        return ({**real, "cabin": other}, trait_phrase({"cabin": traits(entity)["cabin"]})) if other else None
+    products = pristine("retail")[0].products
+    items = [i for i in real["items"] if sum(x["name"] == i["name"] for x in real["items"]) == 1]
+    rng.shuffle(items)
+    for item in items:
+        opts = item["options"]
+        for v in products[item["product_id"]].variants.values():
+            diff = [k for k in opts if str(v.options.get(k)) != str(opts[k])]
+            if len(diff) == 1 and v.item_id != item["item_id"]:
+                new = {**item, "item_id": v.item_id, "options": dict(v.options), "price": v.price}
+                copy = {**real, "items": [new if x is item else x for x in real["items"]],
+                        "fulfillments": [{**f, "item_ids": [v.item_id if i == item["item_id"] else i
+                                                            for i in f["item_ids"]]} for f in real["fulfillments"]]}
+                return copy, f"your order with the {item['name'].lower()} with {diff[0]} {opts[diff[0]]}"
     return None
 
 
@@ -119,28 +155,37 @@ def distractor(seed: Tau2Task, target: tuple[str, str], strength: float, rng: ra
     text = scenario_text(ins)
     for j in target_positions(actions, target):
         entity = id_of(actions[j + 1], key)  # B acts on it: the choice of record is made there
-        if not entity or not mentions(text, entity):
-            continue
-        writes = [i for i in range(j + 1, len(actions)) if id_of(actions[i], key) == entity and is_write(seed, actions[i])]
-        user = owner(seed.domain, entity)
-        if not writes or user is None:
-            continue
-        w = writes[0]
-        # the agent has seen the user's list, look-alike included, before it writes
-        if not any(a.name == "get_user_details" and a.arguments.get("user_id") == user for a in actions[:w]):
+        user = owner(seed.domain, entity) if entity else None
+        if not entity or user is None or not mentions(text, entity) or _listed_with_others(text, entity):
             continue
         twin = twin_id(seed.domain, entity, rng, set(getattr(pristine(seed.domain)[0], table)))
-        if twin is None or mentions(text, twin):
+        altered = _altered(seed.domain, entity, rng)
+        if twin is None or altered is None or mentions(text, twin):
             continue
-        copy = {**record(seed.domain, entity).model_dump(mode="json"), key: twin}
+        copy, phrase = altered
+        copy[key] = twin
+        head, tail = entity[:4] if seed.domain == "retail" else entity[:2], entity[-2:]
         listing = list(entities_of(seed.domain, user))
+        if {e for e in listing + [twin] if e.startswith(head) and e.endswith(tail)} != {entity, twin}:
+            continue  # another of the user's ids fits what the customer remembers of it too
+        new = {k: (_replace_id(v, entity, phrase, noun) if isinstance(v, str) else v) for k, v in ins.items()}
+        if mentions(scenario_text(new), entity):
+            continue
+        part = (f"You remember only part of the {noun} id of {phrase}: it starts with {head} and ends with {tail}. "
+                f"Say so when asked for it.")
+        new["known_info"] = f"{new['known_info'].rstrip()}\n{part}" if new.get("known_info") else part
+        out = _with_reads(actions, entity, user, seed.domain)
+        writes = [i for i, a in enumerate(out) if id_of(a, key) == entity and is_write(seed, a)]
+        if not writes:
+            continue
         listing.insert(listing.index(entity) if entity in listing else 0, twin)  # listed first: met first
-        lured = GoldAction(actions[w].name, {**actions[w].arguments, key: twin}, "assistant", actions[w].compare_args)
-        return Draft(actions, dict(ins), f"look-alike {noun} {twin} ({entity} with two characters swapped, the same "
-                     f"{noun} otherwise) added to the user's {noun}s; {actions[w].name} on it would run",
-                     trap={"entity": twin, "actions": actions[:w] + [lured] + actions[w + 1:]},
+        lured = swapped(out, counterparts_in(seed.domain, entity, twin, copy))
+        return Draft(out, new, f"look-alike {noun} {twin} ({entity} with two inner characters swapped, one thing "
+                     f"the customer states changed) added to the user's {noun}s; the customer remembers only the "
+                     f"id's ends ({head}…{tail}) and that it is {phrase}; the gold run on it would run",
+                     trap={"entity": twin, "actions": lured},
                      agent_data={table: {twin: copy}, "users": {user: {table: listing}}},
-                     details={"look_alike": twin, "of": entity, "lured_step": w})
+                     details={"look_alike": twin, "of": entity, "told_apart_by": phrase, "lured_step": writes[0]})
     return None
 
 
@@ -178,6 +223,9 @@ def _described(ins: dict[str, Any], entity: str, phrase: str, noun: str) -> dict
     new = {k: (_replace_id(v, entity, phrase, noun) if isinstance(v, str) else v) for k, v in ins.items()}
     if mentions(scenario_text(new), entity):
         return None
+    if phrase not in scenario_text(new):  # the sentence stating the id went whole: say which one it is
+        which = f"The {noun} you are calling about is {phrase}."
+        new["known_info"] = f"{new['known_info'].rstrip()}\n{which}" if new.get("known_info") else which
     forgot = f"You do not remember the {noun} id of {phrase}."
     new["unknown_info"] = f"{new['unknown_info'].rstrip()}\n{forgot}" if new.get("unknown_info") else forgot
     return new
@@ -221,27 +269,23 @@ def ambiguity(seed: Tau2Task, target: tuple[str, str], strength: float, rng: ran
     for j in target_positions(actions, target):
         for a in (actions[j + 1], actions[j]):
             entity = id_of(a, key)
-            if not entity or not mentions(text, entity) or _listed_with_others(text, entity):
-                continue
-            phrase = unique_description(seed.domain, entity, text)
-            by = retail_description(entity, text)[1] if seed.domain == "retail" and phrase else None
-            user = owner(seed.domain, entity)
-            if phrase is None or user is None:
-                continue
-            new = _described(ins, entity, phrase, noun)
-            if new is None or _redundant(new, phrase, seed.domain, by):
+            user = owner(seed.domain, entity) if entity else None
+            if not entity or user is None or not mentions(text, entity) or _listed_with_others(text, entity):
                 continue
             out = _with_reads(actions, entity, user, seed.domain)
-            miss = near_miss(seed.domain, entity, by)
-            trap = [{"shortcut": f"the user's other {noun} that fits the description but for "
-                                 f"{'its trip type or date' if seed.domain == 'airline' else 'its status'}",
-                     "answer": miss}] if miss else []
-            made.append(Draft(out, new, f"{noun} {entity} described ({phrase}) instead of named; the agent reads "
-                              f"the user's {noun}s to find it",
-                              details={"described": entity, "description": phrase, **({"by": by} if by else {}),
-                                       **({"near_miss": miss, "trap": trap} if miss else {})}))
-    # a description with a near-miss among the user's own records first: the agent must check what tells them apart
-    return next((d for d in made if "near_miss" in d.details), made[0] if made else None)
+            # only a description another of the user's records nearly fits, one the same writes accept (s6: a
+            # near miss the write refuses, or none at all, trapped no one)
+            for phrase, by, miss, apart in live_descriptions(seed, out, entity, text):
+                new = _described(ins, entity, phrase, noun)
+                if new is None or _redundant(new, phrase, seed.domain, by):
+                    continue
+                trap = [{"shortcut": f"the user's other {noun} that fits the description but for {apart}",
+                         "answer": miss}]
+                made.append(Draft(out, new, f"{noun} {entity} described ({phrase}) instead of named; the agent reads "
+                                  f"the user's {noun}s to find it and must rule out {miss} by {apart}",
+                                  details={"described": entity, "description": phrase, **({"by": by} if by else {}),
+                                           "near_miss": miss, "told_apart_by": apart, "trap": trap}))
+    return rng.choice(made) if made else None
 
 
 # --------------------------------------------------------------------------- lookalike
@@ -304,6 +348,7 @@ NOT_ONE = "description_not_unique"
 ANSWER_IN_SCENARIO = "answer_in_scenario"
 SHORTCUT_RIGHT = "shortcut_gives_the_answer"
 NOT_UNIQUE = "look_alike_passes_too"
+MISS_NOT_LIVE = "near_miss_not_live"
 
 
 def trap_problems(c: Candidate) -> list[str]:
@@ -374,6 +419,14 @@ def answer_problems(c: Candidate) -> list[str]:
             if isinstance(v, str) and v in text and v != added.arguments.get("date")][:1]
 
 
+def miss_problems(c: Candidate) -> list[str]:
+    """ambiguity: the gold run on the near miss instead runs without an error and leaves another database."""
+    d = c.draft.details
+    if not live_miss(c.task, list(c.task.agent_actions), d["described"], d["near_miss"]):
+        return [f"the near miss {d['near_miss']} of {d['described']} is not a live trap"]
+    return []
+
+
 def shortcut_problems(c: Candidate) -> list[str]:
     """depth, cascade, ambiguity: every recorded trap (the answer a shortcut gives) differs from the gold's answer
     (depth: what is communicated; cascade: the bags not free; ambiguity: the described record)."""
@@ -389,15 +442,18 @@ def shortcut_problems(c: Candidate) -> list[str]:
 #: BFCL counterparts' (synth.strategies); :mod:`synth.registry` registers them for τ² tasks.
 STRATEGIES: tuple[Declared, ...] = (
     Declared("ambiguity", depth=2, build=ambiguity,
-             definition="the scenario describes the reservation (order) A or B acts on instead of naming its id; the "
-                        "gold gains the reads that find it",
-             needs="an id the scenario names, whose owner's other reservations (orders) a description tells apart",
+             definition="the scenario describes the reservation (order) A or B acts on instead of naming its id, "
+                        "another of the user's, which the same writes accept, fitting all of it but one attribute; "
+                        "the gold gains the reads that find it",
+             needs="an id the scenario names, whose owner has a live near miss of it",
              checks=(Check(STILL_NAMED, still_named_problems), Check(NOT_ONE, description_problems),
-                     Check(SHORTCUT_RIGHT, shortcut_problems))),
+                     Check(MISS_NOT_LIVE, miss_problems), Check(SHORTCUT_RIGHT, shortcut_problems))),
     Declared("distractor", depth=2, build=distractor,
-             definition="a look-alike of the reservation (order) B acts on, under a near-twin id, joins the user's "
-                        "list; taking it instead runs and leaves another database",
-             needs="B acts on an entity the scenario names and the gold reads the user's list before it writes",
+             definition="a look-alike of the reservation (order) B acts on, under a near-twin id with the same ends and "
+                        "one stated detail changed, joins the user's list; the customer remembers only the id's ends; "
+                        "taking the look-alike instead runs and leaves another database",
+             needs="B acts on an entity the scenario names by id and writes it; a passenger, cabin (airline) or item "
+                   "option (retail) to change",
              checks=(Check(TRAP_NOT_LIVE, trap_problems),)),
     Declared("cascade", depth=3, build=cascade,
              definition="a second write after B, the seed's last action, whose arguments depend on B's result",

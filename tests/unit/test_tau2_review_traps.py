@@ -14,15 +14,20 @@ from tau2drafts import every_draft
 
 from ace_env.tau2.chains import FREE_BAGS, _flies, cancels
 from ace_env.tau2.drafting import (
+    ENTITY,
     entities_of,
     fits_one,
     instructions_of,
+    is_write,
+    live_miss,
+    mentions,
     order_matches,
     outputs,
     owner,
     record,
     replayed_output,
     scenario_text,
+    traits,
 )
 from ace_env.tau2.env import pristine
 from ace_env.tau2.strategies import SHORTCUT_RIGHT, _replace_id, shortcut_problems
@@ -62,6 +67,9 @@ def test_depth_is_on_a_record_the_user_keeps_and_flies_on_with_one_option_of_the
             else:
                 product = next(i["product_id"] for i in out["items"] if i["item_id"] == draft.details["item_id"])
                 assert sum(i["product_id"] == product for i in out["items"]) == 1, seed.id
+                # s6 task 18: never an item the gold returns, exchanges or changes (the customer keeps it)
+                writes = [a for a in seed.agent_actions if is_write(seed, a)]
+                assert draft.details["item_id"] not in str([a.arguments for a in writes]), seed.id
             n[domain] += 1
     assert n["airline"] >= 2 and n["retail"] >= 20, n
 
@@ -85,9 +93,7 @@ def test_a_confirmation_number_sentence_goes_whole():
     text = "You are Anya Garcia.\n\nYour confirmation number is JMO1MG.\n\nYou want to know the bags."
     out = _replace_id(text, "JMO1MG", "your one-way trip reservation from DEN to MIA", "reservation")
     assert "JMO1MG" not in out and "confirmation" not in out and "Anya Garcia" in out and "bags" in out
-    drafts = list(every_draft("airline", "ambiguity", {"3"}))
-    assert drafts
-    for _, _, draft in drafts:
+    for _, _, draft in every_draft("airline", "ambiguity"):
         said = scenario_text(draft.instructions)
         assert "confirmation your" not in said.lower() and "JMO1MG" not in said
 
@@ -111,13 +117,15 @@ def test_no_redundant_description():
 def test_retail_depth_counts_only_options_in_stock_and_records_the_count_of_all():
     n = 0
     for seed, _, draft in every_draft("retail", "depth"):
+        if draft.details["kind"] != "count":
+            continue
         out = replayed_output(seed, draft.actions)
         others = [v for k, v in out["variants"].items() if k != draft.details["item_id"]]
         (trap,) = draft.details["trap"]
         assert trap["answer"] == str(len(others)) != draft.communicate_info[-1]
         assert draft.communicate_info[-1] == str(sum(v["available"] for v in others))
         n += 1
-    assert n >= 20
+    assert n >= 5
 
 
 def test_airline_depth_records_the_shortcut_prices():
@@ -132,7 +140,9 @@ def test_airline_depth_records_the_shortcut_prices():
                 row = next(f for f in out if f["flight_number"] == d["flight"])
                 assert trap["answer"] == f"{row['prices']['economy']:g}"
             seen.add(trap["shortcut"].split(" (")[0])
-    # s5 task 33's "second of your flights on 2024-05-28": the reservation's second flight is another one
+        # s6 task 19's "the second of your flights on 2024-05-28" read two ways (the reservation's second flight)
+        assert "second of your flights" not in draft.instructions["task_instructions"]
+    # "the later of your two flights on 2024-05-28": the reservation's second flight is another one
     assert "the economy price" in seen and "the reservation's second flight" in seen, seen
 
 
@@ -151,19 +161,67 @@ def test_the_airline_cascade_is_made_only_where_the_stale_allowance_pays_another
     assert not list(every_draft("airline", "cascade", {"32"}))
 
 
-def test_retail_ambiguity_prefers_a_near_miss_in_another_status_and_stays_unique():
-    n = 0
-    for _, _, draft in every_draft("retail", "ambiguity"):
-        d = draft.details
-        if "near_miss" not in d:
-            continue
-        miss = record("retail", d["near_miss"])
-        assert owner("retail", d["near_miss"]) == owner("retail", d["described"])
-        assert order_matches(miss, d["by"]["item"], None)
-        assert not order_matches(miss, d["by"]["item"], d["by"]["status"])
-        assert fits_one("retail", d["described"], d["description"], d["by"])
-        n += 1
-    assert n >= 3
+def test_ambiguity_has_a_live_near_miss_the_description_rules_out():
+    # s6: 0 of 7 ambiguity tasks adversarial (no competing record, or one the pending-only write refuses)
+    n = {"airline": 0, "retail": 0}
+    for domain in n:
+        for seed, _, draft in every_draft(domain, "ambiguity"):
+            d = draft.details
+            assert owner(domain, d["near_miss"]) == owner(domain, d["described"])
+            assert live_miss(seed, draft.actions, d["described"], d["near_miss"]), seed.id  # the writes accept it
+            assert fits_one(domain, d["described"], d["description"], d.get("by"))
+            assert not fits_one(domain, d["near_miss"], d["description"], d.get("by"))
+            if domain == "airline":  # the near miss shares all but one of the traits said
+                said = d["by"]["traits"]
+                assert sum(traits(d["near_miss"])[k] != v for k, v in said.items()) == 1, d
+                # s6: the reason for the call named the route, which the near miss did not share
+                real = record("airline", d["described"])
+                if mentions(scenario_text(instructions_of(seed)), real.origin):
+                    assert traits(d["near_miss"])["route"] == traits(d["described"])["route"], d
+            else:
+                assert order_matches(record("retail", d["near_miss"]), d["by"]["item"], None)
+            n[domain] += 1
+    assert n["airline"] >= 2 and n["retail"] >= 1, n
+
+
+def test_live_miss_refuses_a_near_miss_the_write_refuses():
+    # s6 task 8: Fatima Johnson's #W9389413 holds the smart watch too, but is not pending: the address change on it
+    # fails (her pending #W5199551, with the action camera too, takes it)
+    seed = _seed("retail", 17)
+    acts = list(seed.agent_actions)
+    assert record("retail", "#W9389413").status != "pending"
+    assert not live_miss(seed, acts, "#W8665881", "#W9389413")
+    assert live_miss(seed, acts, "#W8665881", "#W5199551")
+    assert not live_miss(seed, acts, "#W8665881", "#W8665881")  # the same record: the same database
+
+
+def test_the_distractor_scenario_gives_only_the_ids_ends_and_the_detail_the_twin_lacks():
+    # s6 task 4: the scenario named the whole id, so its swapped-digit twin caught no one
+    n = {"airline": 0, "retail": 0}
+    for domain, table in (("airline", "reservations"), ("retail", "orders")):
+        for seed, _, draft in every_draft(domain, "distractor"):
+            d, said = draft.details, scenario_text(draft.instructions)
+            real, twin = d["of"], d["look_alike"]
+            assert not mentions(said, real) and not mentions(said, twin)
+            head = real[:4] if domain == "retail" else real[:2]
+            assert twin != real and twin.startswith(head) and twin[-2:] == real[-2:]
+            assert f"starts with {head} and ends with {real[-2:]}" in said and d["told_apart_by"] in said
+            copy = draft.agent_data[table][twin]
+            mine = record(domain, real).model_dump(mode="json")
+            changed = [k for k in mine if k != ENTITY[domain] and copy[k] != mine[k]]
+            if domain == "airline":  # one passenger fewer, or another cabin: what the customer says
+                assert changed in (["passengers"], ["cabin"]), changed
+            else:  # one item in another option of its product
+                diff = [(a, b) for a, b in zip(mine["items"], copy["items"]) if a != b]
+                assert len(diff) == 1 and diff[0][0]["product_id"] == diff[0][1]["product_id"]
+            # the gold finds it by reading the user's list, then the record, before it writes
+            names = [a.name for a in draft.actions]
+            assert "get_user_details" in names and draft.actions.index(next(
+                a for a in draft.actions if a.arguments.get(ENTITY[domain]) == real)) > names.index("get_user_details")
+            assert all(twin not in str(a.arguments) for a in draft.actions)
+            assert any(twin in str(a.arguments) for a in draft.trap["actions"])
+            n[domain] += 1
+    assert n["airline"] >= 4 and n["retail"] >= 4, n
 
 
 def test_a_trap_that_gives_the_gold_answer_is_refused():
@@ -195,7 +253,7 @@ def test_the_sample_takes_at_most_two_tasks_per_customer_and_never_the_same_reco
     tasks = [_fake(s, f"s{i}", "mei" if s == "lookalike" else f"u{i}", "#W1" if s == "lookalike" else f"#W{i}")
              for s in sampler.TAU2_STRATEGIES for i in range(20)]
     tasks += [_fake("depth", f"t{i}", "ann", "#W9") for i in range(5)]  # same customer, strategy, record
-    rows, _ = sampler.sample(tasks, 30, 6, 2, 3)
+    rows, _ = sampler.sample(tasks, 30, 6, 2, 3, per_user=2)
     users = [sampler.user_of(t) for t in rows]
     assert max(users.count(u) for u in users) <= 2
     assert users.count("mei") == 1  # the second would be the same customer, strategy and record
@@ -215,3 +273,22 @@ def test_user_of_reads_the_owner_where_no_user_id_is_passed(sampler):
     t = SimpleNamespace(origin={}, domain="retail",
                         gold_actions=[GoldAction("get_order_details", {"order_id": order})])
     assert sampler.user_of(t) == owner("retail", order) and sampler.record_of(t) == order
+
+
+def test_a_seed_tasks_second_task_is_taken_where_its_first_repeats_a_customer_and_record(sampler):
+    # s6's run: depth ran out at 17 while seed tasks had other records; one task per seed task and strategy still
+    tasks = [_fake("depth", "s1", "ann", "#W1", trap=True), _fake("depth", "s0", "ann", "#W1"),
+             _fake("depth", "s0", "ann", "#W2")]
+    tasks[2].id += "-b"
+    rows, _ = sampler.sample(tasks, 3, 3, 2, 1)
+    assert sorted(sampler.record_of(t) for t in rows) == ["#W1", "#W2"]
+    assert sorted(t.origin["seed"] for t in rows) == ["s0", "s1"]
+
+
+def test_a_depth_tasks_record_is_the_item_or_flight_it_asks_about(sampler):
+    # two depth questions about different products of one order are two tasks; about one product, one
+    t = SimpleNamespace(origin={"strategy": "depth", "item_id": "123"}, domain="retail",
+                        gold_actions=[GoldAction("get_order_details", {"order_id": "#W1"})])
+    assert sampler.record_of(t) == "123"
+    t.origin = {"strategy": "depth", "flight": "HAT001"}
+    assert sampler.record_of(t) == "HAT001"

@@ -82,12 +82,12 @@ def made():
     return out
 
 
-# τ²'s airline golds never read the user's reservations before writing one the scenario names: no airline
-# seed carries a look-alike distractor (a measured limit, RESULTS); the lookalike strategy is retail's only.  The
+# The lookalike strategy is retail's only.  Airline ambiguity needs a live near miss (issue 34's s6): seeds 37 (no
+# valid oracle, below) and 40 (update_reservation_passengers, not on these edges) carry it.  The
 # one airline seed whose flight change changes the bag allowance (37, the cascade's trap) has a gold that is no
 # valid oracle: no airline cascade either (issue 34's s6)
-CASES = [("airline", s) for s in STRATEGIES if s not in ("distractor", "lookalike", "cascade")] + [
-    ("retail", "distractor"), ("retail", "depth"), ("retail", "cascade"), ("retail", "lookalike")]
+CASES = [("airline", s) for s in STRATEGIES if s not in ("lookalike", "cascade", "ambiguity")] + [
+    ("retail", "ambiguity"), ("retail", "distractor"), ("retail", "depth"), ("retail", "cascade"), ("retail", "lookalike")]
 
 
 @pytest.mark.parametrize("domain,strategy", CASES)
@@ -106,12 +106,17 @@ def test_each_strategy_makes_a_task_both_verifiers_pass(made, domain, strategy):
     assert not any(s.error for s in steps)
     assert tau2_reward(domain, json.loads(json.dumps(task.tau2)), steps) == 1.0
     scenario, gold_args = task.user_scenario, json.dumps([g.arguments for g in task.gold_actions])
-    if strategy == "distractor":  # gold and scenario unchanged; a look-alike added to the database, unnamed
-        assert task.gold_actions == seed.gold_actions and task.user_scenario == seed.user_scenario
+    if strategy == "distractor":  # a look-alike added to the database; the scenario gives the id's ends only
         twin, of = task.origin["look_alike"], task.origin["of"]
-        assert twin not in scenario and of in scenario and sorted(twin) == sorted(of) and twin != of
+        assert twin.lstrip("#") not in scenario and of.lstrip("#") not in scenario and f"ends with {of[-2:]}" in scenario
+        assert sorted(twin) == sorted(of) and twin != of and task.origin["told_apart_by"] in scenario
+        assert [g for g in task.gold_actions if g.name not in ("get_user_details", "get_reservation_details",
+                                                               "get_order_details")] == \
+            [g for g in seed.gold_actions if g.name not in ("get_user_details", "get_reservation_details",
+                                                            "get_order_details")]
         added = task.tau2["initial_state"]["initialization_data"]["agent_data"]
-        assert set(added) == {"orders", "users"} and set(added["orders"]) == {twin}
+        table = "orders" if domain == "retail" else "reservations"
+        assert set(added) == {table, "users"} and set(added[table]) == {twin}
         written = json.dumps([g.arguments for g in task.gold_actions
                               if tool_kinds(domain)[("assistant", g.name)] == "write"])
         assert twin not in written
@@ -196,7 +201,7 @@ def test_a_lookalike_not_told_apart_or_passing_too_is_rejected():
 
 
 def test_an_ambiguity_task_without_the_reads_that_resolve_it_is_rejected():
-    seed, target, draft = _draft("airline", "ambiguity", avoid=("get_user_details",))
+    seed, target, draft = _draft("retail", "ambiguity", avoid=("get_user_details",))
     assert check(assemble(seed, target, "ambiguity", draft), draft, target, "ambiguity") == []
     # the user's reservations unread: the described id is neither said nor shown by an earlier output
     bare = Draft([a for a in draft.actions if a.name != "get_user_details"], draft.instructions, draft.what,
