@@ -353,8 +353,9 @@ _UNSAID_MILES = ("tell me whether my car can make that trip on its current fuel"
                  "let me know if the tank as it is gets me there")
 
 
-#: Intents of the rounding when the km-to-miles step before it is left unsaid: the miles named, never the conversion.
-_UNSAID_ROUND = ("round the mileage to {dp} decimal place", "give me the trip in miles, rounded to {dp} decimal place")
+#: Intents of the rounding when the km-to-miles step before it is left unsaid: "mileage" only, never the conversion
+#: ("give me the trip in miles, rounded" asked for it: blind review s8, task 14, not faithful).
+_UNSAID_ROUND = ("round the mileage to {dp} decimal place", "give me the mileage rounded to {dp} decimal place")
 
 #: The links whose intent follows a km-to-miles step left unsaid: (link, its intents then).
 _AFTER_UNSAID = {"imperial_si_conversion>estimate_drive_feasibility_by_mileage": _UNSAID_MILES,

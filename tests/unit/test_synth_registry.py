@@ -35,7 +35,8 @@ DECLARED = {
                        parts.DISTRACTOR_MOOT),
     },
     Tau2Task: {
-        "ambiguity": (tau2_strategies.STILL_NAMED, tau2_strategies.NOT_ONE, tau2_strategies.SHORTCUT_RIGHT),
+        "ambiguity": (tau2_strategies.STILL_NAMED, tau2_strategies.NOT_ONE, tau2_strategies.MISS_NOT_LIVE,
+                      tau2_strategies.SHORTCUT_RIGHT),
         "distractor": (tau2_strategies.TRAP_NOT_LIVE,), "cascade": (tau2_strategies.SHORTCUT_RIGHT,),
         "depth": (tau2_strategies.ANSWER_IN_SCENARIO, tau2_strategies.SHORTCUT_RIGHT),
         "lookalike": (tau2_strategies.NOT_TOLD_APART, tau2_strategies.TRAP_NOT_LIVE,
