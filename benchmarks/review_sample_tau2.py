@@ -44,7 +44,9 @@ from synth.registry import targeted
 TAU2_STRATEGIES = targeted(Tau2Task)
 
 HERE = Path(__file__).resolve().parent
-CUT = 800  # characters of a call's output shown (for reading only)
+#: Characters of a call's output shown (for reading only): enough for a product's options and stock, which the depth
+#: answers are read from (at 800 the s6 reviewer could check none of them).
+CUT = 6000
 #: Per domain, the compositions aimed at: together every edge on which a seed task carries ambiguity, cascade,
 #: distractor or lookalike (rare on τ²'s seeds), and the depth edges; retail's last seven since the s6 review (the
 #: cascade after any write on an order; depth on the seed tasks those edges hold).
