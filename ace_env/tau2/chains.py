@@ -375,20 +375,8 @@ def cascade(seed: Tau2Task, target: tuple[str, str], strength: float, rng: rando
                        "bags_added": bags, "cabin_before": before,
                        "trap": [{"shortcut": f"the allowance of the cabin before the change ({before})",
                                  "answer": str(stale)}]}
-        elif seed.domain == "retail" and b.name == "modify_pending_order_address":
-            user = out.get("user_id")
-            if not isinstance(user, str):
-                continue
-            address = {k: b.arguments[k] for k in ("address1", "address2", "city", "state", "country", "zip")
-                       if k in b.arguments}
-            current = pristine("retail")[0].users.get(user)
-            if current is None or {k: getattr(current.address, k, None) for k in address} == address:
-                continue  # already the default address: the write would change nothing, so test nothing
-            second = GoldAction("modify_user_address", {"user_id": user, **address})
-            ask = ("You are moving to that address for good: once the order is sorted out, you want everything you "
-                   "order from now on to go there as well.")
-            what = "modify_user_address with the address and the user the order's address change returns"
-            details = {"second_write": second.name}
+        # (an order's address change made the account's default is not made: the customer dictates the address,
+        # nothing is read off an output and there is no trap; blind review s7, tasks 7 and 22)
         elif seed.domain == "retail" and isinstance(out.get("address"), dict) and isinstance(out.get("user_id"), str) \
                 and is_write(seed, b) and not any("address" in a.name for a in actions):
             # any other write on an order: the order's shipping address, which only its output shows, becomes

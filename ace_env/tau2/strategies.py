@@ -37,9 +37,10 @@ cannot carry it.  What each does, and why the new user scenario asks for exactly
 ``cascade``
     A second write right after the write B, the seed's last action, whose arguments depend on B's result
     (airline: after a flight change, one more checked bag; how many of the bags are not free depends on
-    the cabin, passengers and bags B's result shows, and the user's membership; retail: after an order's
-    address changes, the same address becomes the user's default, for the user B's result names; the user says
-    they move there for good, not "default address").  :mod:`ace_env.tau2.chains`.
+    the cabin, passengers and bags B's result shows, and the user's membership; retail: after the last write on
+    an order that ships to another address than the account's, that address, which only B's result shows,
+    becomes the account's; the customer says they moved there for good and do not have it at hand, and the
+    account's old address is the trap).  :mod:`ace_env.tau2.chains`.
 
 ``lookalike`` (retail)
     The task's database gains a look-alike of the order the target acts on, which the scenario describes and
@@ -126,8 +127,11 @@ def _altered(domain: str, entity: str, rng: random.Random) -> tuple[dict[str, An
     ("your order with the desk lamp with color black"); None when nothing fits."""
     real = record(domain, entity).model_dump(mode="json")
     if domain == "airline":
-        if len(real["passengers"]) >= 2:
-            return {**real, "passengers": real["passengers"][:-1]}, trait_phrase({"party": traits(entity)["party"]})
+        if len(real["passengers"]) >= 2:  # paid for one passenger fewer (blind review s7, task 19: 498 for 249)
+            n = len(real["passengers"])
+            paid = [{**p, "amount": round(p["amount"] * (n - 1) / n, 2)} for p in real["payment_history"]]
+            return ({**real, "passengers": real["passengers"][:-1], "payment_history": paid},
+                    trait_phrase({"party": traits(entity)["party"]}))
         other = {"economy": "business", "business": "economy", "basic_economy": "economy"}.get(real["cabin"])
         return ({**real, "cabin": other}, trait_phrase({"cabin": traits(entity)["cabin"]})) if other else None
     products = pristine("retail")[0].products
@@ -139,9 +143,18 @@ def _altered(domain: str, entity: str, rng: random.Random) -> tuple[dict[str, An
             diff = [k for k in opts if str(v.options.get(k)) != str(opts[k])]
             if len(diff) == 1 and v.item_id != item["item_id"]:
                 new = {**item, "item_id": v.item_id, "options": dict(v.options), "price": v.price}
-                copy = {**real, "items": [new if x is item else x for x in real["items"]],
+                # its own tracking ids, and a first payment that pays its items (blind review s7, tasks 1, 17)
+                paid, first = [], True
+                for p in real["payment_history"]:
+                    if first and p.get("transaction_type") == "payment":
+                        p, first = {**p, "amount": round(p["amount"] + v.price - item["price"], 2)}, False
+                    paid.append(p)
+                copy = {**real, "items": [new if x is item else x for x in real["items"]], "payment_history": paid,
                         "fulfillments": [{**f, "item_ids": [v.item_id if i == item["item_id"] else i
-                                                            for i in f["item_ids"]]} for f in real["fulfillments"]]}
+                                                            for i in f["item_ids"]],
+                                          "tracking_id": [str(rng.randrange(10 ** 11, 10 ** 12))
+                                                          for _ in f.get("tracking_id", [])]}
+                                         for f in real["fulfillments"]]}
                 return copy, f"your order with the {item['name'].lower()} with {diff[0]} {opts[diff[0]]}"
     return None
 

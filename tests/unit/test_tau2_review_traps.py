@@ -209,11 +209,24 @@ def test_the_distractor_scenario_gives_only_the_ids_ends_and_the_detail_the_twin
             copy = draft.agent_data[table][twin]
             mine = record(domain, real).model_dump(mode="json")
             changed = [k for k in mine if k != ENTITY[domain] and copy[k] != mine[k]]
-            if domain == "airline":  # one passenger fewer, or another cabin: what the customer says
-                assert changed in (["passengers"], ["cabin"]), changed
-            else:  # one item in another option of its product
+            if domain == "airline":  # one passenger fewer (and paid for one fewer: s7 task 19), or another cabin
+                assert changed in (["passengers", "payment_history"], ["cabin"]), changed
+                if changed[0] == "passengers":
+                    n_real, n_copy = len(mine["passengers"]), len(copy["passengers"])
+                    assert n_copy == n_real - 1 and [round(p["amount"] * n_copy / n_real, 2) for p in
+                                                     mine["payment_history"]] == [p["amount"] for p in
+                                                                                   copy["payment_history"]]
+            else:  # one item in another option of its product; its payment pays it, its own parcels (s7 1, 17)
                 diff = [(a, b) for a, b in zip(mine["items"], copy["items"]) if a != b]
                 assert len(diff) == 1 and diff[0][0]["product_id"] == diff[0][1]["product_id"]
+                assert [k for k in changed if k != "fulfillments"] == ["items", "payment_history"], changed
+                assert ("fulfillments" in changed) == bool(mine["fulfillments"])  # a pending order has none yet
+                paid = [(a["amount"], b["amount"]) for a, b in zip(mine["payment_history"], copy["payment_history"])
+                        if a != b]
+                assert len(paid) == 1 and round(paid[0][1] - paid[0][0], 2) == \
+                    round(diff[0][1]["price"] - diff[0][0]["price"], 2)
+                ours = {t for f in mine["fulfillments"] for t in f["tracking_id"]}
+                assert not ours & {t for f in copy["fulfillments"] for t in f["tracking_id"]}
             # the gold finds it by reading the user's list, then the record, before it writes
             names = [a.name for a in draft.actions]
             assert "get_user_details" in names and draft.actions.index(next(

@@ -57,7 +57,9 @@ EDGES = {
                 ("search_direct_flight", "update_reservation_flights"),
                 ("update_reservation_flights", "update_reservation_flights")],
     "retail": [("get_order_details", "modify_pending_order_address"), ("get_user_details", "get_order_details"),
-               ("get_product_details", "exchange_delivered_order_items")],
+               ("get_product_details", "exchange_delivered_order_items"),
+               # a retail cascade follows a last write on an order that ships elsewhere than the account's address
+               ("get_order_details", "return_delivered_order_items")],
 }
 
 
@@ -76,7 +78,9 @@ def made():
             # held by one order only); seed 0's 8 draws miss them all, seed 1's third hits
             # airline depth: 2 of airline's seeds carry it (a reservation the user flies on and the scenario does
             # not cancel, issue 34's s5 review); seed 5's draws hit one
-            draw = {"lookalike": 1, "depth": 5 if domain == "airline" else 0}.get(strategy, 0)
+            # retail cascade: only after a last write on an order that ships elsewhere (5 of retail's seed pairs, s7
+            # review); seed 2's draws hit one, and retail depth's too
+            draw = {"lookalike": 1, "depth": 5 if domain == "airline" else 2, "cascade": 2}.get(strategy, 0)
             result = synthesize_tau2(edges(domain), seeds, 1, strategies=(strategy,), seed=draw)
             out[(domain, strategy)] = (result, seeds)
     return out
