@@ -110,9 +110,10 @@ def user_of(t) -> str | None:
 
 
 def record_of(t) -> str | None:
-    """The record the task is about: the one a strategy describes or copies, the item (flight) a depth question
-    asks about, else the last one the gold acts on."""
-    for key in ("described", "of", "item_id", "flight"):
+    """The record the task is about: the one a strategy describes or copies, the item a retail depth question
+    asks about, else the last one the gold acts on (an airline depth question: its reservation, so that the two
+    flights of one reservation are not two tasks; blind review s7, tasks 8 and 11)."""
+    for key in ("described", "of", "item_id"):
         if isinstance(t.origin.get(key), str):
             return t.origin[key]
     ids = [a.arguments.get(k) for a in t.gold_actions for k in ("reservation_id", "order_id")

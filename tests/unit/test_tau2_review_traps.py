@@ -298,10 +298,12 @@ def test_a_seed_tasks_second_task_is_taken_where_its_first_repeats_a_customer_an
     assert sorted(t.origin["seed"] for t in rows) == ["s0", "s1"]
 
 
-def test_a_depth_tasks_record_is_the_item_or_flight_it_asks_about(sampler):
-    # two depth questions about different products of one order are two tasks; about one product, one
+def test_a_depth_tasks_record_is_the_item_or_the_reservation_it_asks_about(sampler):
+    # two depth questions about different products of one order are two tasks; about one product, one; about the
+    # two flights of one reservation, one (blind review s7, tasks 8 and 11: the same task but "earlier"/"later")
     t = SimpleNamespace(origin={"strategy": "depth", "item_id": "123"}, domain="retail",
                         gold_actions=[GoldAction("get_order_details", {"order_id": "#W1"})])
     assert sampler.record_of(t) == "123"
-    t.origin = {"strategy": "depth", "flight": "HAT001"}
-    assert sampler.record_of(t) == "HAT001"
+    t = SimpleNamespace(origin={"strategy": "depth", "flight": "HAT001"}, domain="airline",
+                        gold_actions=[GoldAction("get_reservation_details", {"reservation_id": "ABC123"})])
+    assert sampler.record_of(t) == "ABC123"
