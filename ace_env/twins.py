@@ -303,6 +303,11 @@ _ORDER_FIELDS = {"id": ("integer", "ID of the order."), "order_type": ("string",
                  "price": ("float", "Price at which the order was placed."),
                  "amount": ("integer", "Number of shares in the order.")}
 
+#: The fields of a quote twin's result after its price and change: the real `get_stock_info`'s, as it documents them.
+_QUOTE_REST = {"volume": ("float", "Trading volume of the stock."),
+               "MA(5)": ("float", "5-day Moving Average of the stock."),
+               "MA(20)": ("float", "20-day Moving Average of the stock.")}
+
 TWINS: dict[str, Twin] = _registry(
     Twin("startEngineCheck", "startEngine",
          "Runs the engine's pre-start check for the given ignition mode (doors, brake pedal, fuel) and reports "
@@ -370,18 +375,14 @@ TWINS: dict[str, Twin] = _registry(
          "a price 15 minutes old", get_stock_info_delayed,
          _resp(price=("float", "Price of the stock 15 minutes ago (delayed; may be stale)."),
                percent_change=("float", "Percentage change in stock price."),
-               volume=("float", "Trading volume of the stock."),
-               **{"MA(5)": ("float", "5-day Moving Average of the stock."),
-                  "MA(20)": ("float", "20-day Moving Average of the stock.")})),
+               **_QUOTE_REST)),
     Twin("get_stock_quote_cached", "get_stock_info",
          "Get the cached quote of a stock, as of the last market close. The cache is not updated during the "
          "day, so its price may be stale.",
          "yesterday's closing price", get_stock_quote_cached,
          _resp(price=("float", "Price at the last market close (cached; may be stale)."),
                percent_change=("float", "Always 0.0: the change since that close is not tracked."),
-               volume=("float", "Trading volume of the stock."),
-               **{"MA(5)": ("float", "5-day Moving Average of the stock."),
-                  "MA(20)": ("float", "20-day Moving Average of the stock.")})),
+               **_QUOTE_REST)),
     Twin("preview_order", "place_order",
          "Preview an order: the estimated total for the trade, without placing it.",
          "places nothing", preview_order,
